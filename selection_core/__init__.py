@@ -1,0 +1,80 @@
+"""content-selection core: pick, for every article, the extractor text that best
+covers what the extractors agree on. Deterministic, exact and explained.
+
+>>> import selection_core as sc
+>>> doc = sc.parse_batch(b'{"articles": [{"newspaper4k": {"text": "a b c"}}]}')
+>>> [s.selected for s in sc.select_articles(doc["articles"])]
+['newspaper4k']
+"""
+
+from __future__ import annotations
+
+from .batch import (
+    Summary,
+    apply_selections,
+    dump_batch,
+    parse_batch,
+    select_articles,
+    select_batch_bytes,
+    summarize,
+)
+from .config import (
+    EXTRACTORS,
+    FALLBACK,
+    PRIORITY,
+    SELECTED_KEY,
+    SHINGLE_SIZE,
+    TEXT_FIELDS,
+    TIE_MARGIN,
+)
+from .errors import (
+    EXIT_INVALID_INPUT,
+    EXIT_IO_ERROR,
+    InvalidBatchError,
+    OutputPathError,
+    ReadError,
+    SelectionError,
+    UnsafePathError,
+    WriteError,
+)
+from .normalize import normalize, tokenize
+from .select import Candidate, Pool, Reason, Selection, State, error_present, select_article
+from .shingles import shingles
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "EXIT_INVALID_INPUT",
+    "EXIT_IO_ERROR",
+    "EXTRACTORS",
+    "FALLBACK",
+    "PRIORITY",
+    "SELECTED_KEY",
+    "SHINGLE_SIZE",
+    "TEXT_FIELDS",
+    "TIE_MARGIN",
+    "Candidate",
+    "InvalidBatchError",
+    "OutputPathError",
+    "Pool",
+    "ReadError",
+    "Reason",
+    "Selection",
+    "SelectionError",
+    "State",
+    "Summary",
+    "UnsafePathError",
+    "WriteError",
+    "__version__",
+    "apply_selections",
+    "dump_batch",
+    "error_present",
+    "normalize",
+    "parse_batch",
+    "select_article",
+    "select_articles",
+    "select_batch_bytes",
+    "shingles",
+    "summarize",
+    "tokenize",
+]

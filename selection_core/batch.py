@@ -1,0 +1,236 @@
+"""Batch documents: validate bytes into a document, select, apply, serialize.
+
+Pure functions on bytes and Python values; ``selection_core.io`` does the files.
+
+How values that a fast JSON parser cannot hold are treated (decided once, here):
+
+* an integer beyond 64 bits (orjson would turn it into a float): refused, with
+  its place, because writing it back would change it;
+* duplicate keys in one object (orjson would keep only the last): refused,
+  with its place, because one value would be lost;
+* a UTF-8 byte-order mark, UTF-16, invalid UTF-8, lone surrogates, NaN and
+  Infinity: refused, since none of them is valid UTF-8 JSON (RFC 8259).
+
+Everything else round-trips: keys, key order, values and the order of articles.
+Only insignificant whitespace and the spelling of numbers (``1.0E2`` becomes
+``100.0``) may differ from the input, because the output is re-serialized.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from .config import EXTRACTORS, SELECTED_KEY
+from .errors import InvalidBatchError
+from .select import Pool, Reason, Selection, select_article
+
+ProgressCallback = Callable[[int, int], None]
+
+# A JSON string token; when followed by ':' it is an object key. In valid JSON
+# every '"' outside a string starts a string, so scanning with this pattern from
+# left to right visits exactly the document's strings.
+_STRING_OR_KEY = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"([ \t\n\r]*:)?', re.DOTALL)
+_INT64_MIN = -(2**63)
+_UINT64_MAX = 2**64 - 1
+_TYPE_NAMES = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
+_FIX_SHAPE = 'expected {"articles": [ {...}, ... ]}'
+
+
+def _type_name(value: Any) -> str:
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def _path_text(path: Sequence[str | int]) -> str:
+    out = "$"
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}" if part.isidentifier() else f"[{json.dumps(part, ensure_ascii=False)}]"
+    return out
+
+
+def _walk(root: Any) -> tuple[int, bool]:
+    """Count object members and flag floats that may be overflowed integers.
+
+    Iterative, so that deeply nested input cannot exhaust the Python stack.
+    """
+    members = 0
+    maybe_big_int = False
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            members += len(node)
+            stack.extend(v for v in node.values() if isinstance(v, (dict, list, float)))
+        elif isinstance(node, list):
+            stack.extend(v for v in node if isinstance(v, (dict, list, float)))
+        elif abs(node) >= 2**63:  # float: orjson turns integers beyond 64 bits into floats
+            maybe_big_int = True
+    return members, maybe_big_int
+
+
+class _DupDict(dict):  # type: ignore[type-arg]
+    duplicate: str = ""
+
+
+def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set[str] = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        marked = _DupDict(pairs)
+        marked.duplicate = dup
+        return marked
+    return d
+
+
+def _find_exact_problem(data: bytes, source: str, fast: Any) -> None:
+    """Slow path, only for suspicious documents: re-parse exactly and explain."""
+    exact = json.loads(data, object_pairs_hook=_pairs_hook)
+    stack: list[tuple[Any, Any, tuple[str | int, ...]]] = [(exact, fast, ())]
+    while stack:
+        node, other, path = stack.pop()
+        if isinstance(node, _DupDict):
+            raise InvalidBatchError(
+                f"{source}: {_path_text(path)} has the key {json.dumps(node.duplicate, ensure_ascii=False)} "
+                "more than once, so one of its values would be lost; remove or rename the duplicate"
+            )
+        if isinstance(node, dict):
+            stack.extend((v, other.get(k) if isinstance(other, dict) else None, (*path, k)) for k, v in reversed(list(node.items())))
+        elif isinstance(node, list):
+            stack.extend((v, other[i] if isinstance(other, list) and i < len(other) else None, (*path, i)) for i, v in reversed(list(enumerate(node))))
+        elif isinstance(node, int) and not isinstance(node, bool) and not _INT64_MIN <= node <= _UINT64_MAX:
+            raise InvalidBatchError(
+                f"{source}: {_path_text(path)} is an integer beyond 64 bits ({str(node)[:30]}...), which "
+                "cannot be kept exactly; store it as a string"
+            )
+
+
+def parse_batch(data: bytes, source: str = "<input>") -> dict[str, Any]:
+    """Parse and validate a batch document from its bytes.
+
+    Raises:
+        InvalidBatchError: with a one-line message naming ``source``, the place
+            and the fix, for anything that is not a valid batch.
+
+    >>> parse_batch(b'{"articles": [], "run": 7}')
+    {'articles': [], 'run': 7}
+    """
+    if not data:
+        raise InvalidBatchError(f"{source}: the file is empty (0 bytes); {_FIX_SHAPE}")
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise InvalidBatchError(
+            f"{source}: starts with a UTF-8 byte-order mark (BOM); save it as UTF-8 without BOM"
+        )
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(data) >= 2 and (data[0] == 0 or data[1] == 0)):
+        raise InvalidBatchError(f"{source}: looks like UTF-16, not UTF-8; convert it to UTF-8")
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        hint = "save it as UTF-8" if "UTF-8" in exc.msg or "utf-8" in exc.msg else "fix the JSON syntax"
+        raise InvalidBatchError(
+            f"{source}: not valid JSON at line {exc.lineno} column {exc.colno} (character {exc.pos}): {exc.msg}; {hint}"
+        ) from None
+    if not isinstance(doc, dict):
+        raise InvalidBatchError(f"{source}: the root is {_type_name(doc)}; {_FIX_SHAPE}")
+    if "articles" not in doc:
+        raise InvalidBatchError(f'{source}: the root object has no "articles" key; {_FIX_SHAPE}')
+    articles = doc["articles"]
+    if not isinstance(articles, list):
+        raise InvalidBatchError(f"{source}: $.articles is {_type_name(articles)}; {_FIX_SHAPE}")
+    for i, article in enumerate(articles):
+        if not isinstance(article, dict):
+            raise InvalidBatchError(
+                f"{source}: $.articles[{i}] is {_type_name(article)}; every article must be a JSON object"
+            )
+    members, maybe_big_int = _walk(doc)
+    keys_in_text = sum(1 for m in _STRING_OR_KEY.finditer(data) if m.group(1))
+    if maybe_big_int or keys_in_text != members:
+        _find_exact_problem(data, source, doc)
+    return doc
+
+
+def select_articles(
+    articles: Sequence[Any], progress: ProgressCallback | None = None, every: int = 500
+) -> list[Selection]:
+    """Select for every article, in order. ``progress(done, total)`` is called
+    every ``every`` articles and once at the end."""
+    total = len(articles)
+    out: list[Selection] = []
+    for i, article in enumerate(articles):
+        out.append(select_article(article, i))
+        if progress is not None and (i + 1) % every == 0 and i + 1 != total:
+            progress(i + 1, total)
+    if progress is not None:
+        progress(total, total)
+    return out
+
+
+def apply_selections(doc: dict[str, Any], selections: Sequence[Selection]) -> dict[str, Any]:
+    """Write each decision into its article (mutates and returns ``doc``).
+
+    An existing ``selected_extractor`` keeps its position; otherwise it is
+    appended as the article's last key.
+    """
+    articles = doc["articles"]
+    if len(selections) != len(articles):
+        raise ValueError(f"{len(selections)} selections for {len(articles)} articles")
+    for sel in selections:
+        articles[sel.index][SELECTED_KEY] = sel.selected
+    return doc
+
+
+def dump_batch(doc: dict[str, Any]) -> bytes:
+    """Deterministic bytes: 2-space indentation, UTF-8 (not ASCII-escaped), final newline."""
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def select_batch_bytes(data: bytes, source: str = "<input>", progress: ProgressCallback | None = None) -> tuple[bytes, list[Selection]]:
+    """Parse, select and serialize in one call: the whole core, bytes to bytes."""
+    doc = parse_batch(data, source)
+    selections = select_articles(doc["articles"], progress)
+    return dump_batch(apply_selections(doc, selections)), selections
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Counts over a batch's selections. Dicts list every extractor / reason /
+    pool, zeros included, in a fixed order."""
+
+    articles: int
+    by_extractor: dict[str, int]
+    by_reason: dict[str, int]
+    by_pool: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "articles": self.articles,
+            "by_extractor": dict(self.by_extractor),
+            "by_reason": dict(self.by_reason),
+            "by_pool": dict(self.by_pool),
+        }
+
+
+def summarize(selections: Iterable[Selection]) -> Summary:
+    by_extractor = dict.fromkeys(EXTRACTORS, 0)
+    by_reason = dict.fromkeys((r.value for r in Reason), 0)
+    by_pool = dict.fromkeys((p.value for p in Pool), 0)
+    n = 0
+    for sel in selections:
+        n += 1
+        by_extractor[sel.selected] += 1
+        by_reason[sel.reason.value] += 1
+        by_pool[sel.pool.value] += 1
+    return Summary(n, by_extractor, by_reason, by_pool)

@@ -1,0 +1,77 @@
+"""Typed errors. Each message is one line that names the file, the place and the fix.
+
+Exit statuses follow BSD ``sysexits.h`` so that scripts can tell the cases apart:
+
+* ``EXIT_INVALID_INPUT`` (65, ``EX_DATAERR``): the input or a requested path is
+  wrong (not JSON, wrong shape, missing file, refused output path...). Fix the
+  input or the arguments; retrying will not help.
+* ``EXIT_IO_ERROR`` (74, ``EX_IOERR``): reading or writing failed for a reason of
+  the machine (disk full, I/O error). The input is intact and nothing was written.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_USAGE = 2
+EXIT_INVALID_INPUT = 65
+EXIT_IO_ERROR = 74
+
+
+class SelectionError(Exception):
+    """Base class of every error the project reports to a user."""
+
+    exit_code: int = EXIT_INTERNAL
+
+    def __init__(self, message: str) -> None:
+        # Messages are always a single line, whatever the input contained.
+        super().__init__(" ".join(str(message).split()))
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class InvalidBatchError(SelectionError, ValueError):
+    """The input batch cannot be used: missing, unreadable, not JSON, or wrong shape.
+
+    Never worth retrying.
+    """
+
+    exit_code = EXIT_INVALID_INPUT
+
+
+class OutputPathError(SelectionError, ValueError):
+    """The output location is refused: it is the input itself, its directory is
+    missing or not writable, or it is a directory. Never worth retrying."""
+
+    exit_code = EXIT_INVALID_INPUT
+
+
+class UnsafePathError(OutputPathError):
+    """A path (for example from an event) resolves outside the configured data root."""
+
+
+class WriteError(SelectionError, OSError):
+    """Writing the output failed (disk full, I/O error). Nothing was written.
+
+    ``transient`` is true for errors that a retry may cure (EIO, EAGAIN, EINTR...).
+    """
+
+    exit_code = EXIT_IO_ERROR
+
+    def __init__(self, message: str, errno_code: int | None = None, transient: bool = False) -> None:
+        super().__init__(message)
+        self.errno_code = errno_code
+        self.transient = transient
+
+
+class ReadError(SelectionError, OSError):
+    """Reading the input failed for a machine reason that a retry may cure (EIO...)."""
+
+    exit_code = EXIT_IO_ERROR
+
+    def __init__(self, message: str, errno_code: int | None = None) -> None:
+        super().__init__(message)
+        self.errno_code = errno_code
+        self.transient = True

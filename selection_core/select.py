@@ -1,0 +1,263 @@
+"""The selection rule: one article in, one explained decision out.
+
+Every comparison that decides is exact (integers and ``fractions.Fraction``);
+the rounded floats in explanations are for people and never decide anything.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from .config import (
+    CONSENSUS_MIN_VOTES,
+    EXTRACTORS,
+    FALLBACK,
+    FLOAT_DIGITS,
+    PRIORITY,
+    TEXT_FIELDS,
+    TIE_MARGIN,
+)
+from .normalize import tokenize
+from .shingles import Shingle, shingles
+
+
+class State(str, enum.Enum):
+    """What a candidate can contribute."""
+
+    USABLE = "usable"
+    DEGRADED = "degraded"  # has text, but its block reports an error
+    UNAVAILABLE = "unavailable"  # no block, no string text, or no tokens
+
+
+class Pool(str, enum.Enum):
+    """Which candidates were compared."""
+
+    USABLE = "usable"
+    DEGRADED = "degraded"
+    NONE = "none"
+
+
+class Reason(str, enum.Enum):
+    """The rule that decided."""
+
+    CONSENSUS_TOP_SCORE = "consensus_top_score"
+    CONSENSUS_TIE_FEWEST_SHINGLES = "consensus_tie_fewest_shingles"
+    CONSENSUS_TIE_PRIORITY = "consensus_tie_priority"
+    NO_CONSENSUS_MEDIAN = "no_consensus_median"
+    NO_CONSENSUS_LARGEST = "no_consensus_largest"
+    SINGLE_CANDIDATE = "single_candidate"
+    ALL_UNAVAILABLE = "all_unavailable"
+
+
+def _fraction_text(value: Fraction | None) -> str | None:
+    return None if value is None else f"{value.numerator}/{value.denominator}"
+
+
+def _fraction_float(value: Fraction | None) -> float | None:
+    # float(Fraction) is correctly rounded and round() is exact on it, so the
+    # informational copy is the same on every machine.
+    return None if value is None else round(float(value), FLOAT_DIGITS)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One extractor's evidence for one article.
+
+    ``overlap`` (|S∩C|), ``coverage``, ``support`` and ``score`` are ``None``
+    when no consensus was computed for this candidate (it was not active, or it
+    was the only active one).
+    """
+
+    name: str
+    state: State
+    token_count: int
+    shingle_count: int
+    overlap: int | None = None
+    coverage: Fraction | None = None
+    support: Fraction | None = None
+    score: Fraction | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: exact values as ``"n/d"`` strings, plus rounded floats."""
+        return {
+            "name": self.name,
+            "state": self.state.value,
+            "token_count": self.token_count,
+            "shingle_count": self.shingle_count,
+            "overlap": self.overlap,
+            "coverage": _fraction_text(self.coverage),
+            "support": _fraction_text(self.support),
+            "score": _fraction_text(self.score),
+            "coverage_float": _fraction_float(self.coverage),
+            "support_float": _fraction_float(self.support),
+            "score_float": _fraction_float(self.score),
+        }
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The decision for one article and everything needed to re-derive it.
+
+    ``tie_pool`` lists, in ``EXTRACTORS`` order, the candidates the final
+    tie-break was among: the technical tie pool (within ``TIE_MARGIN`` of the top
+    score) for consensus decisions, the candidates at the target shingle count for
+    zero-consensus decisions, and the single candidate otherwise.
+    """
+
+    index: int
+    selected: str
+    reason: Reason
+    pool: Pool
+    consensus_size: int | None
+    tie_pool: tuple[str, ...]
+    candidates: tuple[Candidate, ...]
+
+    def candidate(self, name: str) -> Candidate:
+        for cand in self.candidates:
+            if cand.name == name:
+                return cand
+        raise KeyError(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form used by ``--report`` (one object per article)."""
+        return {
+            "index": self.index,
+            "selected_extractor": self.selected,
+            "reason": self.reason.value,
+            "pool": self.pool.value,
+            "consensus_size": self.consensus_size,
+            "tie_pool": list(self.tie_pool),
+            "candidates": [c.to_dict() for c in self.candidates],
+        }
+
+
+def error_present(value: Any) -> bool:
+    """Whether a block's ``error`` value means the extractor reported an error.
+
+    Absent means: missing (pass ``None``), ``None``, ``False``, or a string that is
+    empty or only whitespace. Any other value (``0``, ``{}``, ``"x"``...) is present.
+    """
+    if value is None or value is False:
+        return False
+    if isinstance(value, str):
+        return value.strip() != ""
+    return True
+
+
+def _by_priority(names: list[str] | tuple[str, ...]) -> str:
+    return min(names, key=PRIORITY.index)
+
+
+def _measure(article: Mapping[str, Any]) -> tuple[list[Candidate], dict[str, frozenset[Shingle]]]:
+    """State, token count and shingle set of each extractor, in EXTRACTORS order."""
+    measured: list[Candidate] = []
+    sets: dict[str, frozenset[Shingle]] = {}
+    # Two extractors often return the same text; compute its tokens once per article.
+    seen: dict[str, tuple[int, frozenset[Shingle]]] = {}
+    for name in EXTRACTORS:
+        block = article.get(name)
+        text = block.get(TEXT_FIELDS[name]) if isinstance(block, Mapping) else None
+        if not isinstance(text, str):
+            measured.append(Candidate(name, State.UNAVAILABLE, 0, 0))
+            continue
+        if text in seen:
+            token_count, sh = seen[text]
+        else:
+            tokens = tokenize(text)
+            token_count, sh = len(tokens), shingles(tokens)
+            seen[text] = (token_count, sh)
+        if token_count == 0:
+            measured.append(Candidate(name, State.UNAVAILABLE, 0, 0))
+            continue
+        assert isinstance(block, Mapping)
+        state = State.DEGRADED if error_present(block.get("error")) else State.USABLE
+        measured.append(Candidate(name, state, token_count, len(sh)))
+        sets[name] = sh
+    return measured, sets
+
+
+def select_article(article: Mapping[str, Any], index: int = 0) -> Selection:
+    """Apply the selection rule to one article (a mapping of extractor blocks).
+
+    >>> a = {"newspaper4k": {"text": "one two three four five six"},
+    ...      "trafilatura": {"text": "one two three four five six"},
+    ...      "readability": {"cleaned_text": "menu one two three four five six login"}}
+    >>> s = select_article(a)
+    >>> s.selected, s.reason.value
+    ('newspaper4k', 'consensus_tie_priority')
+    """
+    measured, sets = _measure(article)
+    usable = [c.name for c in measured if c.state is State.USABLE]
+    degraded = [c.name for c in measured if c.state is State.DEGRADED]
+    if usable:
+        active, pool = usable, Pool.USABLE
+    elif degraded:
+        active, pool = degraded, Pool.DEGRADED
+    else:
+        return Selection(index, FALLBACK, Reason.ALL_UNAVAILABLE, Pool.NONE, None, (), tuple(measured))
+
+    if len(active) == 1:
+        return Selection(
+            index, active[0], Reason.SINGLE_CANDIDATE, pool, None, (active[0],), tuple(measured)
+        )
+
+    active_sets = [sets[name] for name in active]
+    if len(active_sets) == 2:
+        consensus = active_sets[0] & active_sets[1]
+    else:
+        a, b, c = active_sets
+        consensus = (a & b) | (a & c) | (b & c)
+    assert CONSENSUS_MIN_VOTES == 2  # the set algebra above encodes "at least two"
+    c_size = len(consensus)
+    counts = {c.name: c.shingle_count for c in measured}
+
+    if c_size == 0:
+        values = sorted(counts[name] for name in active)
+        if len(active) == 3:
+            target, reason = values[1], Reason.NO_CONSENSUS_MEDIAN
+        else:
+            target, reason = values[-1], Reason.NO_CONSENSUS_LARGEST
+        at_target = tuple(name for name in active if counts[name] == target)
+        return Selection(
+            index, _by_priority(at_target), reason, pool, 0, at_target, tuple(measured)
+        )
+
+    scored: list[Candidate] = []
+    scores: dict[str, Fraction] = {}
+    for cand in measured:
+        if cand.name not in active:
+            scored.append(cand)
+            continue
+        s = sets[cand.name]
+        overlap = len(s & consensus)
+        score = Fraction(2 * overlap, c_size + len(s))
+        scores[cand.name] = score
+        scored.append(
+            Candidate(
+                cand.name,
+                cand.state,
+                cand.token_count,
+                cand.shingle_count,
+                overlap,
+                Fraction(overlap, c_size),
+                Fraction(overlap, len(s)),
+                score,
+            )
+        )
+
+    top = max(scores.values())
+    tie_pool = tuple(name for name in active if top - scores[name] <= TIE_MARGIN)
+    if len(tie_pool) == 1:
+        winner, reason = tie_pool[0], Reason.CONSENSUS_TOP_SCORE
+    else:
+        fewest = min(counts[name] for name in tie_pool)
+        at_fewest = [name for name in tie_pool if counts[name] == fewest]
+        if len(at_fewest) == 1:
+            winner, reason = at_fewest[0], Reason.CONSENSUS_TIE_FEWEST_SHINGLES
+        else:
+            winner, reason = _by_priority(at_fewest), Reason.CONSENSUS_TIE_PRIORITY
+    return Selection(index, winner, reason, pool, c_size, tie_pool, tuple(scored))
