@@ -13,9 +13,29 @@ the rule (see the README, "The rule in brief"):
 7. ``str.lower()``;
 8. tokens: maximal runs of ``[\\p{L}\\p{N}]`` (letters and digits).
 
-Fast paths skip a step only where the step is provably the identity on the
-input (for example ``ftfy.fix_encoding`` returns ASCII text unchanged, and a
-text without ``[`` contains no Markdown link); they never change a result.
+Fast paths. The hot path (``prepare`` + ``fold_line`` + ``tokenize_line``) gives
+exactly the tokens of the straightforward pipeline above; each shortcut skips
+work only where it is provably the identity, and the test suite checks the
+equivalence against a plain reference implementation with Hypothesis:
+
+* ``html.unescape`` only when the text has ``&``; the Markdown and tag steps only
+  when the text has ``[`` / ``<``; NFKC only on non-ASCII text.
+* ``ftfy.fix_encoding`` returns its input unchanged unless ftfy's mojibake
+  heuristic (``ftfy.badness.BADNESS_RE``) matches. Every alternative of that
+  pattern must contain one of a small set of non-ASCII "marker" characters,
+  and a match is at most ``W`` characters long, so the heuristic is evaluated
+  only in windows around marker characters (``_maybe_mojibake``). The set and
+  ``W`` are derived from the installed ftfy's own pattern at import time; if the
+  pattern ever stops fitting that analysis, the shortcut switches itself off
+  and ftfy runs on every non-ASCII text.
+* Steps 6 and 7 work character by character except at ``\\n``, which no
+  normalization or case mapping crosses; so the text is split into lines after
+  step 5 and each distinct line is folded and tokenized once (extractors mostly
+  agree, so an article's three texts share most lines).
+* Tokenization uses the ``regex`` engine, except for lines that are ASCII once a
+  few common separator characters (curly quotes, dashes, no-break space, which
+  are neither letters nor digits, checked at import) are replaced by spaces:
+  there ``[\\p{L}\\p{N}]`` is exactly ``[a-z0-9]`` after lowercasing.
 """
 
 from __future__ import annotations
@@ -25,6 +45,7 @@ import re
 import unicodedata
 
 import ftfy
+import ftfy.badness
 import regex
 
 _MD_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
@@ -32,20 +53,112 @@ _MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _HTML_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 _TOKEN = regex.compile(r"[\p{L}\p{N}]+")
-# For ASCII text, \p{L} is [A-Za-z] and \p{N} is [0-9]; after lower() only
-# lowercase letters remain. The stdlib engine is faster for this simple class.
 _ASCII_TOKEN = re.compile(r"[a-z0-9]+")
 
+# Common non-ASCII separators; each must be neither a letter nor a digit.
+_SEPARATORS = "\u2019\u2018\u201c\u201d\u2013\u2014\u2026\u00a0\u2022\u00b7\u00ab\u00bb\u201e\u2032\u00b4"
+assert not any(_TOKEN.fullmatch(c) for c in _SEPARATORS)
 
-def normalize(text: str) -> str:
-    """Return the comparison form of ``text`` (steps 1 to 7 of the rule).
 
-    >>> normalize("Caf&eacute; <b>NEWS</b> ![logo](x.png) [read](http://a)")
-    'café  news    read'
+def _mojibake_markers() -> tuple[re.Pattern[str] | None, int]:
+    """Analyse ftfy's BADNESS_RE: (pattern matching any marker char, max match width).
+
+    Returns ``(None, 0)`` (shortcut off) unless every top-level alternative has a
+    mandatory item made only of non-ASCII characters, the pattern has no
+    look-around, back-reference or end anchor, and its matches are bounded.
     """
+    try:
+        import re._constants as C  # type: ignore[import-not-found]
+        import re._parser as P  # type: ignore[import-not-found]
+
+        bad = ftfy.badness.BADNESS_RE
+        parsed = P.parse(bad.pattern, bad.flags)
+        width = parsed.getwidth()[1]
+        if width > 64:
+            return None, 0
+        allowed_at = {C.AT_BEGINNING, C.AT_BEGINNING_STRING}
+
+        def forbidden(items: object) -> bool:
+            for op, av in items:  # type: ignore[attr-defined]
+                if op in (C.ASSERT, C.ASSERT_NOT, C.GROUPREF, C.GROUPREF_EXISTS):
+                    return True
+                if op is C.AT and av not in allowed_at:
+                    return True
+                if op is C.BRANCH and any(forbidden(b) for b in av[1]):
+                    return True
+                if op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT) and forbidden(av[2]):
+                    return True
+                if op is C.SUBPATTERN and forbidden(av[-1]):
+                    return True
+            return False
+
+        if forbidden(parsed):
+            return None, 0
+
+        def members(op: object, av: object) -> set[str] | None:
+            if op is C.LITERAL:
+                return {chr(av)}  # type: ignore[arg-type]
+            if op is C.IN:
+                out: set[str] = set()
+                for o, a in av:  # type: ignore[attr-defined]
+                    if o is C.LITERAL:
+                        out.add(chr(a))
+                    elif o is C.RANGE:
+                        out.update(chr(c) for c in range(a[0], a[1] + 1))
+                    else:  # NEGATE, CATEGORY: not a closed set
+                        return None
+                return out
+            return None
+
+        top = list(parsed)
+        branches = top[0][1][1] if len(top) == 1 and top[0][0] is C.BRANCH else [top]
+        frequent = set("\u2019\u2018\u201c\u201d\u2013\u2014\u2026\u00a0\u00e9\u00b7\u00ab\u00bb")
+        markers: set[str] = set()
+        for branch in branches:
+            options = [m for op, av in branch if (m := members(op, av)) and all(ord(c) > 127 for c in m)]
+            if not options:
+                return None, 0
+            markers |= min(options, key=lambda m: (len(m & frequent), len(m), sorted(m)))
+        cls = "".join(re.escape(c) for c in sorted(markers))
+        return re.compile(f"[{cls}]"), width
+    except Exception:  # any surprise: no shortcut, ftfy runs every time
+        return None, 0
+
+
+_MARKERS, _MAX_WIDTH = _mojibake_markers()
+
+
+def _maybe_mojibake(text: str) -> bool:
+    """True unless ftfy's heuristic certainly finds nothing in ``text``.
+
+    ``ftfy.fix_encoding`` returns its input unchanged when this is False.
+    """
+    if _MARKERS is None:
+        return True
+    bad = ftfy.badness.BADNESS_RE
+    w = _MAX_WIDTH
+    # Every match contains a marker at some p and lies within [p - w + 1, p + w).
+    # Overlapping windows are merged; search(text, pos, endpos) only looks at
+    # real characters of the text, and '^' still means its real start.
+    lo = hi = -1
+    for m in _MARKERS.finditer(text):
+        p = m.start()
+        if p - w + 1 <= hi:
+            hi = p + w
+            continue
+        if hi > 0 and bad.search(text, lo, hi):
+            return True
+        lo, hi = max(p - w + 1, 0), p + w
+    if hi > 0 and bad.search(text, lo, hi):
+        return True
+    return False
+
+
+def prepare(text: str) -> str:
+    """Steps 1 to 5: the whole-text steps."""
     if "&" in text:
         text = html.unescape(text)
-    if not text.isascii():
+    if not text.isascii() and _maybe_mojibake(text):
         text = ftfy.fix_encoding(text)
     if "[" in text:
         if "!" in text:
@@ -54,9 +167,36 @@ def normalize(text: str) -> str:
     if "<" in text:
         text = _HTML_COMMENT.sub(" ", text)
         text = _HTML_TAG.sub(" ", text)
-    if not text.isascii():
-        text = unicodedata.normalize("NFKC", text)
-    return text.lower()
+    return text
+
+
+def fold_line(line: str) -> str:
+    """Steps 6 and 7 (NFKC, lower) on text without ``\\n``, or on a whole text."""
+    if not line.isascii():
+        line = unicodedata.normalize("NFKC", line)
+    return line.lower()
+
+
+def tokenize_line(folded: str) -> list[str]:
+    """Step 8 on folded text."""
+    if not folded.isascii():
+        ascii_form = folded
+        for sep in _SEPARATORS:
+            if sep in ascii_form:
+                ascii_form = ascii_form.replace(sep, " ")
+        if not ascii_form.isascii():
+            return _TOKEN.findall(folded)
+        folded = ascii_form
+    return _ASCII_TOKEN.findall(folded)
+
+
+def normalize(text: str) -> str:
+    """Return the comparison form of ``text`` (steps 1 to 7 of the rule).
+
+    >>> normalize("Caf&eacute; <b>NEWS</b> ![logo](x.png) [read](http://a)")
+    'café  news    read'
+    """
+    return fold_line(prepare(text))
 
 
 def tokenize(text: str) -> list[str]:
@@ -65,7 +205,4 @@ def tokenize(text: str) -> list[str]:
     >>> tokenize("Hello, WORLD! It's 2024.")
     ['hello', 'world', 'it', 's', '2024']
     """
-    normalized = normalize(text)
-    if normalized.isascii():
-        return _ASCII_TOKEN.findall(normalized)
-    return _TOKEN.findall(normalized)
+    return tokenize_line(normalize(text))

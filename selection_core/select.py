@@ -21,8 +21,7 @@ from .config import (
     TEXT_FIELDS,
     TIE_MARGIN,
 )
-from .normalize import tokenize
-from .shingles import Shingle, shingles
+from .shingles import LineCache, Shingle, text_shingles
 
 
 class State(str, enum.Enum):
@@ -158,6 +157,7 @@ def _measure(article: Mapping[str, Any]) -> tuple[list[Candidate], dict[str, fro
     sets: dict[str, frozenset[Shingle]] = {}
     # Two extractors often return the same text; compute its tokens once per article.
     seen: dict[str, tuple[int, frozenset[Shingle]]] = {}
+    lines = LineCache()
     for name in EXTRACTORS:
         block = article.get(name)
         text = block.get(TEXT_FIELDS[name]) if isinstance(block, Mapping) else None
@@ -167,9 +167,7 @@ def _measure(article: Mapping[str, Any]) -> tuple[list[Candidate], dict[str, fro
         if text in seen:
             token_count, sh = seen[text]
         else:
-            tokens = tokenize(text)
-            token_count, sh = len(tokens), shingles(tokens)
-            seen[text] = (token_count, sh)
+            token_count, sh = seen[text] = text_shingles(text, lines)
         if token_count == 0:
             measured.append(Candidate(name, State.UNAVAILABLE, 0, 0))
             continue
@@ -178,6 +176,23 @@ def _measure(article: Mapping[str, Any]) -> tuple[list[Candidate], dict[str, fro
         measured.append(Candidate(name, state, token_count, len(sh)))
         sets[name] = sh
     return measured, sets
+
+
+def _consensus(active_sets: list[frozenset[Shingle]]) -> frozenset[Shingle]:
+    """Shingles present in at least two of the (two or three) sets.
+
+    The same set object twice (identical texts) means all of it is in the consensus.
+    """
+    assert CONSENSUS_MIN_VOTES == 2  # the set algebra below encodes "at least two"
+    if len(active_sets) == 2:
+        a, b = active_sets
+        return a if a is b else a & b
+    a, b, c = active_sets
+    if a is b or a is c:
+        return a
+    if b is c:
+        return b
+    return (a & (b | c)) | (b & c)
 
 
 def select_article(article: Mapping[str, Any], index: int = 0) -> Selection:
@@ -205,13 +220,7 @@ def select_article(article: Mapping[str, Any], index: int = 0) -> Selection:
             index, active[0], Reason.SINGLE_CANDIDATE, pool, None, (active[0],), tuple(measured)
         )
 
-    active_sets = [sets[name] for name in active]
-    if len(active_sets) == 2:
-        consensus = active_sets[0] & active_sets[1]
-    else:
-        a, b, c = active_sets
-        consensus = (a & b) | (a & c) | (b & c)
-    assert CONSENSUS_MIN_VOTES == 2  # the set algebra above encodes "at least two"
+    consensus = _consensus([sets[name] for name in active])
     c_size = len(consensus)
     counts = {c.name: c.shingle_count for c in measured}
 
@@ -233,7 +242,7 @@ def select_article(article: Mapping[str, Any], index: int = 0) -> Selection:
             scored.append(cand)
             continue
         s = sets[cand.name]
-        overlap = len(s & consensus)
+        overlap = len(s) if s is consensus else len(s & consensus)
         score = Fraction(2 * overlap, c_size + len(s))
         scores[cand.name] = score
         scored.append(

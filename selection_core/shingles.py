@@ -1,12 +1,40 @@
-"""Shingling: the set of distinct k-token windows of a token sequence."""
+"""Shingling: the set of distinct k-token windows of a token sequence.
+
+A shingle is represented as its tokens joined by single spaces. Tokens never
+contain a space, so this is a one-to-one encoding of the token tuple, and a
+string caches its hash, which makes the set algebra of the rule cheap.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from .config import SHINGLE_SIZE
+from .normalize import fold_line, prepare, tokenize_line
 
-Shingle = tuple[str, ...]
+Shingle = str
+
+class LineCache:
+    """Per-article memo, so that what an article's texts share is computed once.
+
+    ``lines``: raw line (after the whole-text steps) -> (tokens, windows wholly
+    inside the line). ``crossings``: (previous line, line) -> the windows that
+    cross the break between them, valid when the previous line has at least
+    ``SHINGLE_SIZE - 1`` tokens (then the tokens before the break come from it alone).
+    """
+
+    __slots__ = ("lines", "crossings")
+
+    def __init__(self) -> None:
+        self.lines: dict[str, tuple[list[str], frozenset[Shingle]]] = {}
+        self.crossings: dict[tuple[str, str], frozenset[Shingle]] = {}
+
+
+def _windows(tokens: Sequence[str], size: int) -> frozenset[Shingle]:
+    n = len(tokens)
+    if n < size:
+        return frozenset()
+    return frozenset(map(" ".join, zip(*(tokens[i : n - size + 1 + i] for i in range(size)))))
 
 
 def shingles(tokens: Sequence[str], size: int = SHINGLE_SIZE) -> frozenset[Shingle]:
@@ -16,17 +44,68 @@ def shingles(tokens: Sequence[str], size: int = SHINGLE_SIZE) -> frozenset[Shing
     tokens; an empty sequence has no shingles.
 
     >>> sorted(shingles(["a", "b", "c"]))
-    [('a', 'b', 'c')]
+    ['a b c']
     >>> len(shingles(["a", "b", "c", "d", "e", "a", "b", "c", "d", "e"]))
     5
     """
     if size < 1:
         raise ValueError(f"shingle size must be at least 1, got {size}")
-    n = len(tokens)
-    if n == 0:
+    if not tokens:
         return frozenset()
-    if n < size:
-        return frozenset((tuple(tokens),))
-    # zip over shifted views builds every window in C; only set membership and
-    # sizes are used afterwards, so set order never matters.
-    return frozenset(zip(*(tokens[i : n - size + 1 + i] for i in range(size))))
+    if len(tokens) < size:
+        return frozenset((" ".join(tokens),))
+    return _windows(tokens, size)
+
+
+def text_shingles(text: str, cache: LineCache | None = None) -> tuple[int, frozenset[Shingle]]:
+    """Token count and shingle set of a raw extractor text (all steps of the rule).
+
+    Equal to ``(len(t), shingles(t))`` with ``t = tokenize(text)``, computed line
+    by line so that lines shared by several texts of one article (pass the same
+    ``cache``) are folded, tokenized and shingled once. Windows that cross a line
+    break are built from the last tokens before it.
+
+    >>> text_shingles("one two three\\nfour five six")
+    (6, frozenset({'one two three four five', 'two three four five six'}))
+    """
+    if cache is None:
+        cache = LineCache()
+    lines, crossings = cache.lines, cache.crossings
+    size = SHINGLE_SIZE
+    keep = size - 1
+    parts: list[frozenset[Shingle]] = []
+    tail: list[str] = []  # the last (size - 1) tokens seen so far
+    prev_line = ""  # the previous non-empty line, if it alone filled `tail`
+    total = 0
+    for line in prepare(text).split("\n"):
+        entry = lines.get(line)
+        if entry is None:
+            toks = tokenize_line(fold_line(line))
+            entry = lines[line] = (toks, _windows(toks, size))
+        toks, inner = entry
+        if not toks:
+            continue
+        if tail:
+            # The windows of tail + the line's first tokens are exactly the
+            # windows that start before the line break and end in this line.
+            if prev_line:
+                key = (prev_line, line)
+                cross = crossings.get(key)
+                if cross is None:
+                    cross = crossings[key] = _windows(tail + toks[:keep], size)
+            else:
+                cross = _windows(tail + toks[:keep], size)
+            parts.append(cross)
+            tail = toks[-keep:] if len(toks) >= keep else (tail + toks)[-keep:]
+        else:
+            tail = toks[-keep:]
+        prev_line = line if len(toks) >= keep else ""
+        total += len(toks)
+        parts.append(inner)
+    if total == 0:
+        return 0, frozenset()
+    if total < size:
+        return total, frozenset((" ".join(tail),))
+    if len(parts) == 1:
+        return total, parts[0]
+    return total, frozenset().union(*parts)
