@@ -1,0 +1,1 @@
+"""Prefect flows of the content-selection stage."""

@@ -1,0 +1,220 @@
+"""The run's artifacts, built from the core's explanations.
+
+* ``selection-scores`` (table): one row per article, capped at ``max_rows``, with
+  the cap stated in the description;
+* ``selection-summary`` (markdown): counts per extractor and per reason, paths,
+  SHA-256 of input and output, versions.
+
+The rows and the markdown are built by pure functions (:func:`score_rows`,
+:func:`summary_markdown`) so that they can be tested without Prefect; their
+content depends only on the batch and the selections (no clock, no hash order).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+from uuid import UUID
+
+import orjson
+import selection_core as sc
+from prefect import task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+#: Artifact keys (lowercase with dashes, as the Prefect UI requires).
+SCORES_ARTIFACT_KEY: Final[str] = "selection-scores"
+SUMMARY_ARTIFACT_KEY: Final[str] = "selection-summary"
+
+#: Article fields copied into the table when the article has them.
+ARTICLE_ID_FIELDS: Final[tuple[str, ...]] = ("id", "url", "title")
+
+#: Longest text kept from an article field in a table cell.
+MAX_CELL_CHARS: Final[int] = 200
+
+#: Decimal places of coverage, support and score in the table.
+TABLE_DIGITS: Final[int] = 4
+
+#: Distributions whose versions the summary reports.
+REPORTED_DISTRIBUTIONS: Final[tuple[str, ...]] = ("ftfy", "regex", "prefect")
+
+
+def score_rows(doc: dict[str, Any], selections: Sequence[sc.Selection], max_rows: int) -> list[dict[str, Any]]:
+    """One table row per article (the first ``max_rows``), from its explanation.
+
+    Columns: ``index``; ``id``, ``url``, ``title`` when at least one shown article
+    has that field; ``selected``, ``reason``, ``pool``, ``consensus_size``,
+    ``tie_pool``; then for each extractor (in ``EXTRACTORS`` order) its
+    ``state``, ``shingles``, ``coverage``, ``support`` and ``score``.
+    Every row has the same columns in the same order.
+
+    Example:
+        >>> score_rows({"articles": []}, [], max_rows=10)
+        []
+    """
+    shown = list(selections[: max(max_rows, 0)])
+    articles = doc["articles"]
+    id_fields = [f for f in ARTICLE_ID_FIELDS if any(f in articles[s.index] for s in shown)]
+    rows: list[dict[str, Any]] = []
+    for selection in shown:
+        article = articles[selection.index]
+        row: dict[str, Any] = {"index": selection.index}
+        for field in id_fields:
+            row[field] = _cell(article.get(field))
+        row["selected"] = selection.selected
+        row["reason"] = _value(selection.reason)
+        row["pool"] = _value(selection.pool)
+        row["consensus_size"] = selection.consensus_size
+        row["tie_pool"] = " ".join(selection.tie_pool)
+        for candidate in selection.candidates:
+            prefix = candidate.name
+            row[f"{prefix}_state"] = _value(candidate.state)
+            row[f"{prefix}_shingles"] = candidate.shingle_count
+            row[f"{prefix}_coverage"] = _ratio(candidate.coverage)
+            row[f"{prefix}_support"] = _ratio(candidate.support)
+            row[f"{prefix}_score"] = _ratio(candidate.score)
+        rows.append(row)
+    return rows
+
+
+def scores_description(batch_name: str, shown: int, total: int, max_rows: int) -> str:
+    """The table artifact's description, which states the cap."""
+    text = (
+        f"Selection evidence for {batch_name}: {shown} of {total} articles shown "
+        f"(capped at max_table_rows={max_rows})."
+    )
+    if shown < total:
+        text += " Set the report_path parameter to get every article as JSON Lines."
+    return text
+
+
+def component_versions() -> dict[str, str]:
+    """Versions of the core and of the libraries that decide or run the selection."""
+    versions = {"selection_core": sc.__version__}
+    for dist in REPORTED_DISTRIBUTIONS:
+        try:
+            versions[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            versions[dist] = "not installed"
+    return versions
+
+
+def summary_markdown(
+    *,
+    summary: sc.Summary,
+    input_path: Path,
+    input_sha256: str,
+    output_path: Path,
+    output_sha256: str,
+    report_path: Path | None,
+    versions: dict[str, str],
+    shown_rows: int,
+    max_rows: int,
+) -> str:
+    """The ``selection-summary`` markdown: counts, paths, fingerprints and versions."""
+    total = summary.articles
+    lines = [
+        f"# Content selection: {_md(input_path.name)}",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| Articles | {total} |",
+        f"| Input | `{_md(str(input_path))}` |",
+        f"| Input SHA-256 | `{input_sha256}` |",
+        f"| Output | `{_md(str(output_path))}` |",
+        f"| Output SHA-256 | `{output_sha256}` |",
+        f"| Report (JSON Lines) | {f'`{_md(str(report_path))}`' if report_path else 'not written'} |",
+        "",
+        "## Selections per extractor",
+        "",
+        "| Extractor | Articles | Share |",
+        "|---|---:|---:|",
+    ]
+    for name, count in summary.by_extractor.items():
+        lines.append(f"| {name} | {count} | {_share(count, total)} |")
+    lines += ["", "## Decisions per reason", "", "| Reason | Articles |", "|---|---:|"]
+    for reason, count in summary.by_reason.items():
+        lines.append(f"| `{_value(reason)}` | {count} |")
+    if not summary.by_reason:
+        lines.append("| (no articles) | 0 |")
+    lines += ["", "## Versions", "", "| Component | Version |", "|---|---|"]
+    for name, version in versions.items():
+        lines.append(f"| {name} | {version} |")
+    lines += [
+        "",
+        f"The table `{SCORES_ARTIFACT_KEY}` shows {shown_rows} of {total} articles "
+        f"(max_table_rows={max_rows}).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+@task(name="publish-artifacts", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE, persist_result=False)
+def publish_artifacts(
+    doc: dict[str, Any],
+    selections: list[sc.Selection],
+    *,
+    input_path: Path,
+    input_sha256: str,
+    output_path: Path,
+    output_sha256: str,
+    report_path: Path | None,
+    max_rows: int,
+) -> dict[str, UUID]:
+    """Create the ``selection-scores`` table and the ``selection-summary`` markdown.
+
+    Returns:
+        The artifact ids by key.
+    """
+    rows = score_rows(doc, selections, max_rows)
+    summary = sc.summarize(selections)
+    table_id = create_table_artifact(
+        table=rows,
+        key=SCORES_ARTIFACT_KEY,
+        description=scores_description(input_path.name, len(rows), summary.articles, max_rows),
+    )
+    markdown_id = create_markdown_artifact(
+        markdown=summary_markdown(
+            summary=summary,
+            input_path=input_path,
+            input_sha256=input_sha256,
+            output_path=output_path,
+            output_sha256=output_sha256,
+            report_path=report_path,
+            versions=component_versions(),
+            shown_rows=len(rows),
+            max_rows=max_rows,
+        ),
+        key=SUMMARY_ARTIFACT_KEY,
+        description=f"Selection summary of {input_path.name}",
+    )
+    return {SCORES_ARTIFACT_KEY: table_id, SUMMARY_ARTIFACT_KEY: markdown_id}
+
+
+def _value(item: Any) -> Any:
+    """The plain value of a str enum (or the item itself)."""
+    return getattr(item, "value", item)
+
+
+def _ratio(value: Any) -> float | None:
+    return None if value is None else round(float(value), TABLE_DIGITS)
+
+
+def _cell(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    text = value if isinstance(value, str) else orjson.dumps(value).decode()
+    return text if len(text) <= MAX_CELL_CHARS else text[: MAX_CELL_CHARS - 1] + "…"
+
+
+def _share(count: int, total: int) -> str:
+    if total == 0:
+        return "–"
+    return f"{100 * count / total:.1f} %"
+
+
+def _md(text: str) -> str:
+    """Escape what would break a markdown table cell."""
+    return text.replace("|", "\\|").replace("\n", " ").replace("`", "'")
