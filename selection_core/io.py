@@ -25,7 +25,7 @@ from pathlib import Path
 
 import orjson
 
-from .batch import ProgressCallback, Summary, apply_selections, dump_batch, parse_batch, select_articles, summarize
+from .batch import ProgressCallback, Summary, apply_selections, iter_dump_batch, parse_batch, select_articles, summarize
 from .errors import InvalidBatchError, OutputPathError, ReadError, WriteError
 from .select import Selection
 
@@ -235,10 +235,8 @@ def select_file(
         raise OutputPathError(f"{report}: the report path is the output path; choose another --report")
     doc = parse_batch(read_input(inp), str(inp))
     selections = select_articles(doc["articles"], progress)
-    payload = dump_batch(apply_selections(doc, selections))
+    write_atomic(out, iter_dump_batch(apply_selections(doc, selections)))
     del doc
-    write_atomic(out, payload)
-    del payload
     if report is not None:
         write_report(report, selections)
     return RunResult(inp, out, report, summarize(selections), selections)
