@@ -14,6 +14,9 @@ from .normalize import fold_line, prepare, tokenize_line
 
 Shingle = str
 
+_EMPTY: frozenset[Shingle] = frozenset()
+
+
 class LineCache:
     """Per-article memo, so that what an article's texts share is computed once.
 
@@ -30,11 +33,14 @@ class LineCache:
         self.crossings: dict[tuple[str, str], frozenset[Shingle]] = {}
 
 
-def _windows(tokens: Sequence[str], size: int) -> frozenset[Shingle]:
-    n = len(tokens)
+def _windows(t: Sequence[str], size: int) -> frozenset[Shingle]:
+    """Every full window of ``t`` (none if ``t`` is shorter than ``size``)."""
+    n = len(t)
     if n < size:
-        return frozenset()
-    return frozenset(map(" ".join, zip(*(tokens[i : n - size + 1 + i] for i in range(size)))))
+        return _EMPTY
+    if size == 5:  # the rule's size, spelled out: zip over shifted views runs in C
+        return frozenset(map(" ".join, zip(t, t[1:], t[2:], t[3:], t[4:])))
+    return frozenset(map(" ".join, zip(*(t[i : n - size + 1 + i] for i in range(size)))))
 
 
 def shingles(tokens: Sequence[str], size: int = SHINGLE_SIZE) -> frozenset[Shingle]:
