@@ -53,7 +53,11 @@ def measure(job: str, inp: Path, out: Path) -> dict:
     env = dict(os.environ, PYTHONHASHSEED="0")
     res = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks/_child.py"), job, str(inp), str(out)],
-        check=True, capture_output=True, text=True, env=env, cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
     )
     return json.loads(res.stdout.strip().splitlines()[-1])
 
@@ -97,7 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"input: {size / 1e6:.1f} MB, {n_articles} articles, {args.rounds} rounds, best time of each")
     print(f"floor (orjson load + write): {result['floor_seconds']:.3f} s, peak RSS {peak['floor']:.0f} MiB")
     print(f"select:                      {result['select_seconds']:.3f} s, peak RSS {peak['select']:.0f} MiB")
-    print(f"time ratio select/floor: {result['time_ratio']:.2f}x (goal <= 4x); {result['select_us_per_article']:.0f} us/article")
+    print(
+        f"time ratio select/floor: {result['time_ratio']:.2f}x (goal <= 4x); "
+        f"{result['select_us_per_article']:.0f} us/article"
+    )
     print(
         f"peak memory / input size: {result['select_peak_over_input']:.2f}x total RSS, "
         f"{result['select_peak_above_baseline_over_input']:.2f}x above the interpreter baseline "

@@ -60,15 +60,20 @@ def build_batch(dataset: Path, limit: int | None = None, repeat: int = 1, distin
             )
     return {
         "source": "scrapinghub/article-extraction-benchmark (MIT), stored extractor outputs",
-        "extractor_versions": {"trafilatura": versions.get("trafilatura", ""), "newspaper4k": "0.9.3.1",
-                               "readability": versions.get("readability", "")},
+        "extractor_versions": {
+            "trafilatura": versions.get("trafilatura", ""),
+            "newspaper4k": "0.9.3.1",
+            "readability": versions.get("readability", ""),
+        },
         "articles": articles,
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", type=Path, default=Path(__file__).resolve().parents[2] / "shared/datasets/scrapinghub-aeb")
+    ap.add_argument(
+        "--dataset", type=Path, default=Path(__file__).resolve().parents[2] / "shared/datasets/scrapinghub-aeb"
+    )
     ap.add_argument("--limit", type=int, default=None, help="first N articles (by id)")
     ap.add_argument("--repeat", type=int, default=1, help="write the articles N times")
     ap.add_argument("--distinct", action="store_true", help="make every copy's texts distinct")

@@ -37,9 +37,7 @@ def expected_from_batch(data: bytes) -> dict:
         "core_version": sc.__version__,
         "output_sha256": hashlib.sha256(out).hexdigest(),
         "summary": sc.summarize(selections).to_dict(),
-        "articles": [
-            {"id": doc["articles"][s.index].get("id"), **s.to_dict()} for s in selections
-        ],
+        "articles": [{"id": doc["articles"][s.index].get("id"), **s.to_dict()} for s in selections],
     }
 
 

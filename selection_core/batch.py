@@ -58,7 +58,13 @@ def _type_name(value: Any) -> str:
 def _path_text(path: Sequence[str | int]) -> str:
     out = "$"
     for part in path:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}" if part.isidentifier() else f"[{json.dumps(part, ensure_ascii=False)}]"
+        out += (
+            f"[{part}]"
+            if isinstance(part, int)
+            else f".{part}"
+            if part.isidentifier()
+            else f"[{json.dumps(part, ensure_ascii=False)}]"
+        )
     return out
 
 
@@ -109,9 +115,15 @@ def _find_exact_problem(data: bytes, source: str, fast: Any) -> None:
                 "more than once, so one of its values would be lost; remove or rename the duplicate"
             )
         if isinstance(node, dict):
-            stack.extend((v, other.get(k) if isinstance(other, dict) else None, (*path, k)) for k, v in reversed(list(node.items())))
+            stack.extend(
+                (v, other.get(k) if isinstance(other, dict) else None, (*path, k))
+                for k, v in reversed(list(node.items()))
+            )
         elif isinstance(node, list):
-            stack.extend((v, other[i] if isinstance(other, list) and i < len(other) else None, (*path, i)) for i, v in reversed(list(enumerate(node))))
+            stack.extend(
+                (v, other[i] if isinstance(other, list) and i < len(other) else None, (*path, i))
+                for i, v in reversed(list(enumerate(node)))
+            )
         elif isinstance(node, int) and not isinstance(node, bool) and not _INT64_MIN <= node <= _UINT64_MAX:
             raise InvalidBatchError(
                 f"{source}: {_path_text(path)} is an integer beyond 64 bits ({str(node)[:30]}...), which "
@@ -132,9 +144,7 @@ def parse_batch(data: bytes, source: str = "<input>") -> dict[str, Any]:
     if not data:
         raise InvalidBatchError(f"{source}: the file is empty (0 bytes); {_FIX_SHAPE}")
     if data.startswith(b"\xef\xbb\xbf"):
-        raise InvalidBatchError(
-            f"{source}: starts with a UTF-8 byte-order mark (BOM); save it as UTF-8 without BOM"
-        )
+        raise InvalidBatchError(f"{source}: starts with a UTF-8 byte-order mark (BOM); save it as UTF-8 without BOM")
     if data.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(data) >= 2 and (data[0] == 0 or data[1] == 0)):
         raise InvalidBatchError(f"{source}: looks like UTF-16, not UTF-8; convert it to UTF-8")
     try:
@@ -251,7 +261,9 @@ def iter_dump_batch(doc: dict[str, Any]) -> Iterator[bytes]:
     yield b"".join(buf)
 
 
-def select_batch_bytes(data: bytes, source: str = "<input>", progress: ProgressCallback | None = None) -> tuple[bytes, list[Selection]]:
+def select_batch_bytes(
+    data: bytes, source: str = "<input>", progress: ProgressCallback | None = None
+) -> tuple[bytes, list[Selection]]:
     """Parse, select and serialize in one call: the whole core, bytes to bytes."""
     doc = parse_batch(data, source)
     selections = select_articles(doc["articles"], progress)

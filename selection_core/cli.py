@@ -88,14 +88,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("select", help="run the selection core on one batch file (no orchestrator)")
-    p.add_argument("input", metavar="INPUT", help="batch JSON file: {\"articles\": [...]}")
-    p.add_argument("-o", "--output", metavar="PATH", help="output file (default: <input stem>_selected.json beside the input)")
+    p.add_argument("input", metavar="INPUT", help='batch JSON file: {"articles": [...]}')
+    p.add_argument(
+        "-o", "--output", metavar="PATH", help="output file (default: <input stem>_selected.json beside the input)"
+    )
     p.add_argument("--report", metavar="PATH", help="also write one JSON explanation per article (JSON Lines)")
     p.set_defaults(func=_cmd_select)
 
     p = sub.add_parser("run", help="run the Prefect flow select-content on one batch file")
-    p.add_argument("input", metavar="INPUT", help="batch JSON file: {\"articles\": [...]}")
-    p.add_argument("-o", "--output", metavar="PATH", help="output file (default: <input stem>_selected.json beside the input)")
+    p.add_argument("input", metavar="INPUT", help='batch JSON file: {"articles": [...]}')
+    p.add_argument(
+        "-o", "--output", metavar="PATH", help="output file (default: <input stem>_selected.json beside the input)"
+    )
     p.add_argument("--report", metavar="PATH", help="also write the per-article explanations (JSON Lines)")
     p.add_argument("--max-rows", type=int, default=None, metavar="N", help="rows in the selection-scores artifact")
     p.set_defaults(func=_cmd_run)

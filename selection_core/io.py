@@ -31,7 +31,9 @@ from .select import Selection
 
 #: errno values for which retrying an I/O operation can help.
 TRANSIENT_ERRNOS = frozenset(
-    e for e in (errno.EIO, errno.EAGAIN, errno.EINTR, errno.EBUSY, errno.ETIMEDOUT, getattr(errno, "ESTALE", None)) if e is not None
+    e
+    for e in (errno.EIO, errno.EAGAIN, errno.EINTR, errno.EBUSY, errno.ETIMEDOUT, getattr(errno, "ESTALE", None))
+    if e is not None
 )
 _TMP_SUFFIX = ".cs-tmp"
 
@@ -71,9 +73,7 @@ def read_input(path: str | os.PathLike[str]) -> bytes:
         raise InvalidBatchError(f"{p}: cannot be read ({exc.strerror or exc}); check the path") from None
 
 
-def resolve_output_path(
-    input_path: str | os.PathLike[str], output_path: str | os.PathLike[str] | None = None
-) -> Path:
+def resolve_output_path(input_path: str | os.PathLike[str], output_path: str | os.PathLike[str] | None = None) -> Path:
     """Check (without writing) where the output will go, and return it.
 
     Raises:
@@ -87,7 +87,9 @@ def resolve_output_path(
     except OSError:
         same = False
     if same or out.resolve(strict=False) == inp.resolve(strict=False):
-        raise OutputPathError(f"{out}: is the input file itself; the input is never overwritten, choose another --output")
+        raise OutputPathError(
+            f"{out}: is the input file itself; the input is never overwritten, choose another --output"
+        )
     if out.is_dir():
         raise OutputPathError(f"{out}: is a directory; give a file path for the output")
     parent = out.parent
@@ -131,11 +133,19 @@ def _write_error(target: Path, exc: OSError) -> Exception:
     if isinstance(exc, PermissionError) or exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return OutputPathError(f"{target}: cannot write here ({exc.strerror}); choose another --output")
     if exc.errno == errno.ENOSPC:
-        return WriteError(f"{target}: no space left on the device; free some space and run again (nothing was written)", exc.errno)
+        return WriteError(
+            f"{target}: no space left on the device; free some space and run again (nothing was written)", exc.errno
+        )
     if exc.errno == getattr(errno, "EDQUOT", -1):
-        return WriteError(f"{target}: disk quota exceeded; free some space and run again (nothing was written)", exc.errno)
+        return WriteError(
+            f"{target}: disk quota exceeded; free some space and run again (nothing was written)", exc.errno
+        )
     transient = exc.errno in TRANSIENT_ERRNOS
-    return WriteError(f"{target}: write failed ({exc.strerror or exc}); nothing was written{', retry' if transient else ''}", exc.errno, transient)
+    return WriteError(
+        f"{target}: write failed ({exc.strerror or exc}); nothing was written{', retry' if transient else ''}",
+        exc.errno,
+        transient,
+    )
 
 
 def write_atomic(target: str | os.PathLike[str], data: bytes | Iterable[bytes]) -> None:

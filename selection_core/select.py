@@ -24,7 +24,7 @@ from .config import (
 from .shingles import LineCache, Shingle, text_shingles
 
 
-class State(str, enum.Enum):
+class State(enum.StrEnum):
     """What a candidate can contribute."""
 
     USABLE = "usable"
@@ -32,7 +32,7 @@ class State(str, enum.Enum):
     UNAVAILABLE = "unavailable"  # no block, no string text, or no tokens
 
 
-class Pool(str, enum.Enum):
+class Pool(enum.StrEnum):
     """Which candidates were compared."""
 
     USABLE = "usable"
@@ -40,7 +40,7 @@ class Pool(str, enum.Enum):
     NONE = "none"
 
 
-class Reason(str, enum.Enum):
+class Reason(enum.StrEnum):
     """The rule that decided."""
 
     CONSENSUS_TOP_SCORE = "consensus_top_score"
@@ -216,9 +216,7 @@ def select_article(article: Mapping[str, Any], index: int = 0) -> Selection:
         return Selection(index, FALLBACK, Reason.ALL_UNAVAILABLE, Pool.NONE, None, (), tuple(measured))
 
     if len(active) == 1:
-        return Selection(
-            index, active[0], Reason.SINGLE_CANDIDATE, pool, None, (active[0],), tuple(measured)
-        )
+        return Selection(index, active[0], Reason.SINGLE_CANDIDATE, pool, None, (active[0],), tuple(measured))
 
     consensus = _consensus([sets[name] for name in active])
     c_size = len(consensus)
@@ -231,9 +229,7 @@ def select_article(article: Mapping[str, Any], index: int = 0) -> Selection:
         else:
             target, reason = values[-1], Reason.NO_CONSENSUS_LARGEST
         at_target = tuple(name for name in active if counts[name] == target)
-        return Selection(
-            index, _by_priority(at_target), reason, pool, 0, at_target, tuple(measured)
-        )
+        return Selection(index, _by_priority(at_target), reason, pool, 0, at_target, tuple(measured))
 
     scored: list[Candidate] = []
     scores: dict[str, Fraction] = {}
