@@ -1,0 +1,139 @@
+"""Fixtures and helpers for the Prefect tests (opt-in; the core tests never use them).
+
+* ``prefect_harness``: one ``prefect_test_harness`` (a temporary SQLite-backed
+  API in a subprocess) for the whole session, started the first time a test asks.
+* ``batch_factory``: writes small batches built from literal texts into ``tmp_path``.
+* ``data_root``: a data root directory, also set as ``CONTENT_SELECTION_DATA_ROOT``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+#: Texts that make the core decide by consensus: two extractors agree on the
+#: article, the third adds boilerplate.
+ARTICLE_TEXT = (
+    "The city council approved the new budget on Tuesday after a long debate "
+    "about schools roads and the public library which will get longer opening hours"
+)
+BOILERPLATE = " Subscribe to our newsletter share this story on social media and read more news"
+
+
+def make_article(index: int) -> dict[str, Any]:
+    """One article with three extractor blocks and the user's own fields."""
+    body = f"{ARTICLE_TEXT} story number {index}"
+    return {
+        "id": f"a{index}",
+        "url": f"https://news.example/{index}",
+        "title": f"Budget story {index}",
+        "trafilatura": {"text": body + BOILERPLATE},
+        "newspaper4k": {"text": body},
+        "readability": {"cleaned_text": f"<p>{body}</p>"},
+        "user_field": {"kept": [index, "as is"]},
+    }
+
+
+def make_batch(n_articles: int) -> dict[str, Any]:
+    return {"source": "test", "articles": [make_article(i) for i in range(n_articles)]}
+
+
+BatchFactory = Callable[..., Path]
+
+
+@pytest.fixture
+def batch_factory(tmp_path: Path) -> BatchFactory:
+    """``batch_factory(name="b_extracted.json", n_articles=3, directory=tmp_path, raw=None)``.
+
+    Writes a valid batch of ``n_articles`` articles, or the ``raw`` bytes as given.
+    """
+
+    def factory(
+        name: str = "b_extracted.json",
+        n_articles: int = 3,
+        directory: Path | None = None,
+        raw: bytes | None = None,
+    ) -> Path:
+        folder = directory or tmp_path
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / name
+        path.write_bytes(raw if raw is not None else json.dumps(make_batch(n_articles), indent=1).encode())
+        return path
+
+    return factory
+
+
+@pytest.fixture
+def data_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A data root directory under ``tmp_path``, exported as ``CONTENT_SELECTION_DATA_ROOT``."""
+    root = tmp_path / "root"
+    root.mkdir()
+    monkeypatch.setenv("CONTENT_SELECTION_DATA_ROOT", str(root))
+    return root
+
+
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[None]:
+    """One temporary Prefect API for every flow test of the session."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+def expected_output(input_path: Path) -> bytes:
+    """The bytes the core itself produces for ``input_path`` (the reference for every run)."""
+    import selection_core as sc
+
+    doc = sc.parse_batch(input_path.read_bytes(), str(input_path))
+    return sc.dump_batch(sc.apply_selections(doc, sc.select_articles(doc["articles"])))
+
+
+def leftover_files(folder: Path, keep: set[Path]) -> list[Path]:
+    """Files in ``folder`` (recursively) other than ``keep``: temporaries or unexpected outputs."""
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p not in keep)
+
+
+def free_port() -> int:
+    """A free TCP port on the loopback interface."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def task_runs_of(flow_run_id: UUID) -> list[Any]:
+    """Task runs of one flow run, through the Prefect client, sorted by name."""
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    async with get_client() as client:
+        runs = await client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+        )
+    return sorted(runs, key=lambda run: run.name)
+
+
+async def artifacts_of(flow_run_id: UUID) -> list[Any]:
+    """Artifacts created by one flow run (or its task runs), sorted by key."""
+    from prefect import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    async with get_client() as client:
+        artifacts = await client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
+        )
+    return sorted(artifacts, key=lambda a: (a.key or "", str(a.type)))
+
+
+def env_without_prefect_api(**extra: str) -> dict[str, str]:
+    """The environment for a subprocess: this session's isolated Prefect home, no API URL."""
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.update(extra)
+    return env
