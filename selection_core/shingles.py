@@ -71,8 +71,9 @@ def text_shingles(text: str, cache: LineCache | None = None) -> tuple[int, froze
     ``cache``) are folded, tokenized and shingled once. Windows that cross a line
     break are built from the last tokens before it.
 
-    >>> text_shingles("one two three\\nfour five six")
-    (6, frozenset({'one two three four five', 'two three four five six'}))
+    >>> count, found = text_shingles("one two three\\nfour five six")
+    >>> count, sorted(found)
+    (6, ['one two three four five', 'two three four five six'])
     """
     if cache is None:
         cache = LineCache()
