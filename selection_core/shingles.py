@@ -84,7 +84,7 @@ def text_shingles(text: str, cache: LineCache | None = None) -> tuple[int, froze
     tail: list[str] = []  # the last (size - 1) tokens seen so far
     prev_line = ""  # the previous non-empty line, if it alone filled `tail`
     total = 0
-    for line in prepare(text).split("\n"):
+    for line in filter(None, prepare(text).split("\n")):  # empty lines have no tokens
         entry = lines.get(line)
         if entry is None:
             toks = tokenize_line(fold_line(line))
