@@ -95,17 +95,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", metavar="PATH", help="also write one JSON explanation per article (JSON Lines)")
     p.set_defaults(func=_cmd_select)
 
-    p = sub.add_parser("run", help="run the Prefect flow select-content on one batch file")
-    p.add_argument("input", metavar="INPUT", help='batch JSON file: {"articles": [...]}')
-    p.add_argument(
-        "-o", "--output", metavar="PATH", help="output file (default: <input stem>_selected.json beside the input)"
-    )
-    p.add_argument("--report", metavar="PATH", help="also write the per-article explanations (JSON Lines)")
-    p.add_argument("--max-rows", type=int, default=None, metavar="N", help="rows in the selection-scores artifact")
-    p.set_defaults(func=_cmd_run)
-
-    p = sub.add_parser("serve", help="serve the manual, scheduled and triggered deployments from this process")
-    p.set_defaults(func=_cmd_serve)
+    # The Prefect shells register their own arguments (their modules import Prefect
+    # only when a command runs). A core-only install (no flows/) still has `select`.
+    try:
+        from flows.cli_run import add_run_arguments
+    except ImportError:
+        pass
+    else:
+        p = sub.add_parser("run", help="run the Prefect flow select-content on one batch file")
+        add_run_arguments(p).set_defaults(func=_cmd_run)
+    try:
+        from deployments.serve import add_serve_arguments
+    except ImportError:
+        pass
+    else:
+        p = sub.add_parser("serve", help="serve the manual, scheduled and triggered deployments from this process")
+        add_serve_arguments(p).set_defaults(func=_cmd_serve)
     return parser
 
 
