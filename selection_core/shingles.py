@@ -20,17 +20,20 @@ _EMPTY: frozenset[Shingle] = frozenset()
 class LineCache:
     """Per-article memo, so that what an article's texts share is computed once.
 
-    ``lines``: raw line (after the whole-text steps) -> (tokens, windows wholly
+    ``lines``: line (after the whole-text steps) -> (tokens, windows wholly
     inside the line). ``crossings``: (previous line, line) -> the windows that
     cross the break between them, valid when the previous line has at least
     ``SHINGLE_SIZE - 1`` tokens (then the tokens before the break come from it alone).
     """
 
-    __slots__ = ("lines", "crossings")
+    __slots__ = ("lines", "crossings", "unions")
 
     def __init__(self) -> None:
         self.lines: dict[str, tuple[list[str], frozenset[Shingle]]] = {}
         self.crossings: dict[tuple[str, str], frozenset[Shingle]] = {}
+        # Texts with the same sequence of token-bearing lines (say, they differ
+        # only in blank lines) have the same set: share one object.
+        self.unions: dict[tuple[str, ...], frozenset[Shingle]] = {}
 
 
 def _windows(t: Sequence[str], size: int) -> frozenset[Shingle]:
@@ -81,6 +84,7 @@ def text_shingles(text: str, cache: LineCache | None = None) -> tuple[int, froze
     size = SHINGLE_SIZE
     keep = size - 1
     parts: list[frozenset[Shingle]] = []
+    seq: list[str] = []  # the lines that have tokens
     tail: list[str] = []  # the last (size - 1) tokens seen so far
     prev_line = ""  # the previous non-empty line, if it alone filled `tail`
     total = 0
@@ -109,10 +113,15 @@ def text_shingles(text: str, cache: LineCache | None = None) -> tuple[int, froze
         prev_line = line if len(toks) >= keep else ""
         total += len(toks)
         parts.append(inner)
+        seq.append(line)
     if total == 0:
         return 0, frozenset()
     if total < size:
         return total, frozenset((" ".join(tail),))
     if len(parts) == 1:
         return total, parts[0]
-    return total, frozenset().union(*parts)
+    key = tuple(seq)
+    found = cache.unions.get(key)
+    if found is None:
+        found = cache.unions[key] = frozenset().union(*parts)
+    return total, found
