@@ -83,3 +83,24 @@ def test_mojibake_shortcut_never_skips_what_ftfy_would_fix(text: str) -> None:
         assert normalize_module._maybe_mojibake(text)
     # No markup in these texts: the plain pipeline is unescape, ftfy, NFKC, lower.
     assert sc.normalize(text) == unicodedata.normalize("NFKC", ftfy.fix_encoding(html.unescape(text))).lower()
+
+
+def test_no_normalization_or_case_mapping_crosses_a_line_break() -> None:
+    """The per-line processing is exact only if NFKC and lower() never act across
+    a newline: checked for every code point, on both sides of the break."""
+    import sys
+
+    crossing = []
+    for cp in range(sys.maxunicode + 1):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        c = chr(cp)
+        n = unicodedata.normalize("NFKC", c)
+        if (
+            unicodedata.normalize("NFKC", "\n" + c) != "\n" + n
+            or unicodedata.normalize("NFKC", c + "\n") != n + "\n"
+            or ("a" + c + "\n" + c + "a").lower() != ("a" + c).lower() + "\n" + (c + "a").lower()
+            or (c != "\n" and "\n" in n)
+        ):
+            crossing.append(cp)
+    assert crossing == []
