@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -38,6 +40,8 @@ ProgressCallback = Callable[[int, int], None]
 _STRING_OR_KEY = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"([ \t\n\r]*:)?', re.DOTALL)
 _KEY_SPACE_COLON = re.compile(rb'"[ \t\n\r]+:')
 _INT64_MIN = -(2**63)
+#: Deepest nesting of arrays and objects (the root counts as 1) that orjson writes.
+MAX_DEPTH = 254
 _UINT64_MAX = 2**64 - 1
 _TYPE_NAMES = {
     dict: "an object",
@@ -56,6 +60,9 @@ def _type_name(value: Any) -> str:
 
 
 def _path_text(path: Sequence[str | int]) -> str:
+    """``$.articles[3].trafilatura``; a very deep path keeps its two ends."""
+    if len(path) > 16:
+        return _path_text(path[:8]) + "..." + _path_text(path[-6:])[1:]
     out = "$"
     for part in path:
         out += (
@@ -68,24 +75,63 @@ def _path_text(path: Sequence[str | int]) -> str:
     return out
 
 
-def _walk(root: Any) -> tuple[int, bool]:
-    """Count object members and flag floats that may be overflowed integers.
+def _walk(doc: dict[str, Any], source: str) -> tuple[int, bool]:
+    """Count object members, and tell whether the document holds any float.
 
-    Iterative, so that deeply nested input cannot exhaust the Python stack.
+    A float may be an integer beyond 64 bits that orjson silently converted, or
+    a literal that a double cannot hold exactly (``1e-400``, 25 digits): those
+    documents get the exact check. Also refuses nesting deeper than orjson can
+    write back (``MAX_DEPTH``). Iterative, so that deeply nested input cannot
+    exhaust the Python stack.
     """
-    members = 0
-    maybe_big_int = False
-    stack = [root]
+    members = len(doc)
+    has_float = False
+    stack: list[tuple[Any, int, str]] = []
+    for key, value in doc.items():
+        if key == "articles" and isinstance(value, list):
+            members_place = [(v, 3, f"$.articles[{i}]") for i, v in enumerate(value)]
+            stack.extend(members_place)
+        else:
+            stack.append((value, 2, _path_text([key])))
     while stack:
-        node = stack.pop()
+        node, depth, place = stack.pop()
         if isinstance(node, dict):
+            if depth > MAX_DEPTH:
+                break
             members += len(node)
-            stack.extend(v for v in node.values() if isinstance(v, (dict, list, float)))
+            stack.extend((v, depth + 1, place) for v in node.values() if isinstance(v, (dict, list, float)))
         elif isinstance(node, list):
-            stack.extend(v for v in node if isinstance(v, (dict, list, float)))
-        elif abs(node) >= 2**63:  # float: orjson turns integers beyond 64 bits into floats
-            maybe_big_int = True
-    return members, maybe_big_int
+            if depth > MAX_DEPTH:
+                break
+            stack.extend((v, depth + 1, place) for v in node if isinstance(v, (dict, list, float)))
+        elif isinstance(node, float):
+            has_float = True
+    else:
+        return members, has_float
+    raise InvalidBatchError(
+        f"{source}: {place} is nested more than {MAX_DEPTH} levels deep, more than can be written back "
+        "exactly; flatten that value"
+    )
+
+
+class _InexactNumber(str):
+    """A number literal that a 64-bit float would change (kept as its text)."""
+
+
+def _exact_float(text: str) -> Any:
+    """``parse_float`` hook: the float, or a marker when the float is not exact.
+
+    A literal with at most 15 significant digits in the normal range always
+    survives the round trip (DBL_DIG); anything else is compared exactly.
+    """
+    value = float(text)
+    mantissa, _, _ = text.lower().partition("e")
+    digits = mantissa.lstrip("-").replace(".", "").lstrip("0").rstrip("0")
+    if len(digits) <= 15 and (value == 0.0 and not digits or 1e-300 < abs(value) < 1e300):
+        return value
+    if Decimal(repr(value)) == Decimal(text):
+        return value
+    return _InexactNumber(text)
 
 
 class _DupDict(dict):  # type: ignore[type-arg]
@@ -103,26 +149,38 @@ def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return d
 
 
-def _find_exact_problem(data: bytes, source: str, fast: Any) -> None:
-    """Slow path, only for suspicious documents: re-parse exactly and explain."""
-    exact = json.loads(data, object_pairs_hook=_pairs_hook)
-    stack: list[tuple[Any, Any, tuple[str | int, ...]]] = [(exact, fast, ())]
+def _find_exact_problem(data: bytes, source: str) -> None:
+    """Slow path, only for suspicious documents: re-parse exactly and explain.
+
+    The standard library parser keeps every key, integers of any size and the
+    text of every float literal. Its recursion follows the interpreter's limit,
+    which is raised for the call to cover orjson's own nesting limit (1024).
+    """
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 4 * 1024 + 200))
+    try:
+        exact = json.loads(data, object_pairs_hook=_pairs_hook, parse_float=_exact_float)
+    except RecursionError:
+        raise InvalidBatchError(f"{source}: nested too deeply to check exactly; flatten the document") from None
+    finally:
+        sys.setrecursionlimit(limit)
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(exact, ())]
     while stack:
-        node, other, path = stack.pop()
+        node, path = stack.pop()
         if isinstance(node, _DupDict):
             raise InvalidBatchError(
                 f"{source}: {_path_text(path)} has the key {json.dumps(node.duplicate, ensure_ascii=False)} "
                 "more than once, so one of its values would be lost; remove or rename the duplicate"
             )
         if isinstance(node, dict):
-            stack.extend(
-                (v, other.get(k) if isinstance(other, dict) else None, (*path, k))
-                for k, v in reversed(list(node.items()))
-            )
+            stack.extend((v, (*path, k)) for k, v in reversed(list(node.items())))
         elif isinstance(node, list):
-            stack.extend(
-                (v, other[i] if isinstance(other, list) and i < len(other) else None, (*path, i))
-                for i, v in reversed(list(enumerate(node)))
+            stack.extend((v, (*path, i)) for i, v in reversed(list(enumerate(node))))
+        elif isinstance(node, _InexactNumber):
+            shown = node if len(node) <= 40 else node[:37] + "..."
+            raise InvalidBatchError(
+                f"{source}: {_path_text(path)} is the number {shown}, which a 64-bit float cannot hold "
+                f"exactly (it would be written as {float(node)!r}); store it as a string"
             )
         elif isinstance(node, int) and not isinstance(node, bool) and not _INT64_MIN <= node <= _UINT64_MAX:
             raise InvalidBatchError(
@@ -150,7 +208,14 @@ def parse_batch(data: bytes, source: str = "<input>") -> dict[str, Any]:
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        hint = "save it as UTF-8" if "UTF-8" in exc.msg or "utf-8" in exc.msg else "fix the JSON syntax"
+        if "UTF-8" in exc.msg or "utf-8" in exc.msg:
+            hint = "save it as UTF-8"
+        elif "infinity" in exc.msg:
+            hint = "a number is too large for a 64-bit float: store it as a string"
+        elif "recursion" in exc.msg:
+            hint = "the document is nested too deeply: flatten it"
+        else:
+            hint = "fix the JSON syntax"
         raise InvalidBatchError(
             f"{source}: not valid JSON at line {exc.lineno} column {exc.colno} (character {exc.pos}): {exc.msg}; {hint}"
         ) from None
@@ -166,20 +231,21 @@ def parse_batch(data: bytes, source: str = "<input>") -> dict[str, Any]:
             raise InvalidBatchError(
                 f"{source}: $.articles[{i}] is {_type_name(article)}; every article must be a JSON object"
             )
-    members, maybe_big_int = _walk(doc)
-    if maybe_big_int or _count_keys(data) != members:
-        _find_exact_problem(data, source, doc)
+    members, has_float = _walk(doc, source)
+    if has_float or _count_keys(data) != members:
+        _find_exact_problem(data, source)
     return doc
 
 
 def _count_keys(data: bytes) -> int:
     """Number of object keys written in the JSON text (duplicates included).
 
-    Fast path: where no '"' is preceded by a backslash right before a ':' and no
-    key is followed by whitespace before its ':', every '":' in the bytes is the
-    end of a key (a quote inside a string is always escaped, and a value string
-    is never followed by ':'), so counting '":' is exact. Otherwise the strings
-    are scanned one by one.
+    Fast path, an upper bound: where no '"' is preceded by a backslash right
+    before a ':' and no key is followed by whitespace before its ':', every key
+    ends in '":' (a quote inside a string is always escaped); a string that starts
+    with ':' adds one more. So the count is at least the true number of keys,
+    and equal to the members orjson kept only if there is no duplicate.
+    Otherwise the strings are scanned one by one (exact).
     """
     if b'\\":' not in data and _KEY_SPACE_COLON.search(data) is None:
         return data.count(b'":')

@@ -120,8 +120,8 @@ def text_shingles(text: str, cache: LineCache | None = None) -> tuple[int, froze
         return total, frozenset((" ".join(tail),))
     if len(parts) == 1:
         return total, parts[0]
-    key = tuple(seq)
-    found = cache.unions.get(key)
+    lines_key = tuple(seq)
+    found = cache.unions.get(lines_key)
     if found is None:
-        found = cache.unions[key] = frozenset().union(*parts)
+        found = cache.unions[lines_key] = frozenset().union(*parts)
     return total, found
