@@ -92,7 +92,12 @@ def serve_command(args: argparse.Namespace) -> int:
     from deployments.definitions import build_deployments
 
     deployments = build_deployments(data_root=str(root), directory=directory, cron=cron, timezone=timezone)
-    serve(*deployments, limit=limit)
+    try:
+        serve(*deployments, limit=limit)
+    except Exception as exc:  # noqa: BLE001 - e.g. the API cannot be reached; one line, no traceback
+        text = " ".join(str(exc).split())
+        _error(f"serving stopped: {type(exc).__name__}: {text} (is the server at PREFECT_API_URL running?)")
+        return 1
     return 0
 
 

@@ -21,7 +21,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     """Add the arguments of ``run`` to ``parser`` (the main CLI's subparser)."""
     parser.add_argument("input", metavar="INPUT", help="the *_extracted.json batch to select from")
     parser.add_argument(
-        "-o", "--output", metavar="PATH", help="where to write the selected batch (default: <stem>_selected.json beside INPUT)"
+        "-o",
+        "--output",
+        metavar="PATH",
+        help="where to write the selected batch (default: <stem>_selected.json beside INPUT)",
     )
     parser.add_argument("--report", metavar="PATH", help="also write the per-article explanation as JSON Lines")
     parser.add_argument(

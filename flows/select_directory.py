@@ -67,9 +67,7 @@ def select_directory(
     logger = run_logger()
     folder = directory or configured_data_root(data_root)
     if not folder:
-        raise SelectionError(
-            f"no directory to scan: set the directory parameter or {DATA_ROOT_ENV}"
-        )
+        raise SelectionError(f"no directory to scan: set the directory parameter or {DATA_ROOT_ENV}")
     stale = find_stale_batches(Path(folder))
     logger.info("%d batch(es) to select under %s", len(stale), folder)
 

@@ -19,10 +19,11 @@ from typing import Any, Final
 from uuid import UUID
 
 import orjson
-import selection_core as sc
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
+
+import selection_core as sc
 
 #: Artifact keys (lowercase with dashes, as the Prefect UI requires).
 SCORES_ARTIFACT_KEY: Final[str] = "selection-scores"
@@ -82,8 +83,7 @@ def score_rows(doc: dict[str, Any], selections: Sequence[sc.Selection], max_rows
 def scores_description(batch_name: str, shown: int, total: int, max_rows: int) -> str:
     """The table artifact's description, which states the cap."""
     text = (
-        f"Selection evidence for {batch_name}: {shown} of {total} articles shown "
-        f"(capped at max_table_rows={max_rows})."
+        f"Selection evidence for {batch_name}: {shown} of {total} articles shown (capped at max_table_rows={max_rows})."
     )
     if shown < total:
         text += " Set the report_path parameter to get every article as JSON Lines."
@@ -144,8 +144,7 @@ def summary_markdown(
         lines.append(f"| {name} | {version} |")
     lines += [
         "",
-        f"The table `{SCORES_ARTIFACT_KEY}` shows {shown_rows} of {total} articles "
-        f"(max_table_rows={max_rows}).",
+        f"The table `{SCORES_ARTIFACT_KEY}` shows {shown_rows} of {total} articles (max_table_rows={max_rows}).",
         "",
     ]
     return "\n".join(lines)

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import selection_core as sc
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from selection_core.io import read_input, write_atomic, write_report
 
+import selection_core as sc
+from selection_core.io import read_input, write_atomic, write_report
 from tasks.logs import run_logger
 from tasks.retries import IO_RETRIES, IO_RETRY_DELAYS, retry_on_transient_io
 

@@ -8,9 +8,9 @@ from typing import Final
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+
 from selection_core.errors import InvalidBatchError
 from selection_core.io import default_output_path
-
 from tasks.retries import IO_RETRIES, IO_RETRY_DELAYS, retry_on_transient_io
 
 #: Files the scheduled run picks up.

@@ -20,6 +20,7 @@ from typing import Final
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+
 from selection_core.errors import OutputPathError, UnsafePathError
 from selection_core.io import resolve_output_path
 
@@ -164,9 +165,7 @@ def _resolve_report(source: Path, output: Path, report: Path | None) -> Path | N
         return None
     resolved = resolve_output_path(source, report)
     if resolved.resolve() == output.resolve():
-        raise OutputPathError(
-            f"{resolved}: the report path is the output path; give the report its own file"
-        )
+        raise OutputPathError(f"{resolved}: the report path is the output path; give the report its own file")
     return resolved
 
 

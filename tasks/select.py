@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any, Final
 from uuid import UUID
 
-import selection_core as sc
 from prefect import task
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 
+import selection_core as sc
 from tasks.logs import run_logger
 from tasks.retries import IO_RETRIES, IO_RETRY_DELAYS, retry_on_transient_io
 

@@ -114,9 +114,7 @@ async def task_runs_of(flow_run_id: UUID) -> list[Any]:
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
     async with get_client() as client:
-        runs = await client.read_task_runs(
-            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
-        )
+        runs = await client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
     return sorted(runs, key=lambda run: run.name)
 
 

@@ -132,3 +132,35 @@ def test_prefect_yaml_agrees_with_serve() -> None:
         assert yaml_triggers == deployment.triggers
         yaml_crons = [(s["cron"], s["timezone"]) for s in spec.get("schedules") or []]
         assert yaml_crons == [(s.schedule.cron, s.schedule.timezone) for s in deployment.schedules]
+
+
+# --- `content-selection serve` refuses to start without what it needs -----------------------
+
+
+def test_serve_needs_an_api_url(capsys, tmp_path: Path) -> None:
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from deployments.serve import serve_main
+
+    with temporary_settings(restore_defaults={PREFECT_API_URL}):
+        assert serve_main(["--data-root", str(tmp_path)]) == 2
+    assert "PREFECT_API_URL is not set" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param([], "no data root", id="no-root"),
+        pytest.param(["--data-root", "/nonexistent/content-selection-root"], "does not exist", id="missing-root"),
+    ],
+)
+def test_serve_needs_an_existing_data_root(capsys, args: list[str], message: str) -> None:
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from deployments.serve import serve_main
+
+    # An address nothing listens on: the command must stop before it contacts the API.
+    with temporary_settings(updates={PREFECT_API_URL: "http://127.0.0.1:9/api"}):
+        assert serve_main(args) != 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err

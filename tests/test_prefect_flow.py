@@ -229,7 +229,7 @@ def test_select_directory_processes_each_stale_file_independently(batch_factory,
     state = select_directory(directory=str(folder), return_state=True)
 
     assert state.is_failed()
-    assert f"1 of 3 batch(es) failed" in state.message
+    assert "1 of 3 batch(es) failed" in state.message
     assert str(bad) in state.message
     assert (folder / "a_extracted_selected.json").read_bytes() == expected_output(good)
     assert (folder / "2024" / "05" / "c_extracted_selected.json").read_bytes() == expected_output(nested)
@@ -262,7 +262,7 @@ def test_cli_run_prints_one_line_and_exits_zero(batch_factory, tmp_path: Path, c
     output = tmp_path / "chosen.json"
     assert run_main([str(source), "--output", str(output), "--max-rows", "1"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
-    assert out == [f"selected 3 articles (" + out[0].split("(", 1)[1]]
+    assert out == ["selected 3 articles (" + out[0].split("(", 1)[1]]
     assert out[0].endswith(f"-> {output}")
     assert output.read_bytes() == expected_output(source)
 

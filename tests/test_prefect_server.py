@@ -45,6 +45,11 @@ STOP_SECONDS = 30
 
 T = TypeVar("T")
 
+#: A script that emits the batch-extracted event for each path given as an argument.
+EMIT_EACH_ARGUMENT = (
+    "import sys\nfrom flows.events import emit_batch_extracted\nfor p in sys.argv[1:]: emit_batch_extracted(p)"
+)
+
 
 def wait_until(what: str, probe: Callable[[], T | None], timeout: float, interval: float = 0.5) -> T:
     """Call ``probe`` until it returns something truthy; fail with ``what`` after ``timeout`` seconds."""
@@ -62,7 +67,13 @@ def start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[b
     """Start a subprocess in its own session (so it and its children can be stopped together)."""
     with open(log, "wb") as out:
         return subprocess.Popen(
-            args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            args,
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
 
 
@@ -119,7 +130,9 @@ class Server:
         if deployment is None:
             return []
         with self.client() as client:
-            return client.read_flow_runs(deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment.id])))
+            return client.read_flow_runs(
+                deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment.id]))
+            )
 
     def final_run(self, deployment_name: str, input_path: str, timeout: float = RUN_SECONDS) -> Any:
         """The run of ``deployment_name`` on ``input_path``, once it has reached a final state."""
@@ -227,8 +240,7 @@ class TestServedDeployments:
         # paths are covered, with the others, by the flow tests).
         sent = [f"{served}/../{secret.relative_to(served.parent)}", str(link)]
         try:
-            code = "import sys\nfrom flows.events import emit_batch_extracted\nfor p in sys.argv[1:]: emit_batch_extracted(p)"
-            run([sys.executable, "-c", code, *sent], server.env)
+            run([sys.executable, "-c", EMIT_EACH_ARGUMENT, *sent], server.env)
             runs = [server.final_run("select-content/triggered", path) for path in sent]
         finally:
             link.unlink()
@@ -270,10 +282,11 @@ class TestServedDeployments:
         from prefect.deployments import run_deployment
         from prefect.settings import PREFECT_API_URL, temporary_settings
 
-        with temporary_settings(updates={PREFECT_API_URL: server.api_url}), pytest.raises(Exception, match="max_table_rows"):
-            run_deployment(
-                "select-content/manual", parameters={"input_path": "x", "max_table_rows": -1}, timeout=0
-            )
+        with (
+            temporary_settings(updates={PREFECT_API_URL: server.api_url}),
+            pytest.raises(Exception, match="max_table_rows"),
+        ):
+            run_deployment("select-content/manual", parameters={"input_path": "x", "max_table_rows": -1}, timeout=0)
 
     def test_scheduled_deployment_selects_each_stale_batch(self, server: Server, served: Path) -> None:
         from prefect.deployments import run_deployment
@@ -330,11 +343,12 @@ def test_prefect_yaml_deploys_and_a_process_worker_runs_it(server: Server, tmp_p
 
     with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
         run_deployment("select-content/manual", parameters={"input_path": str(manual_input)}, timeout=0)
-    code = "import sys\nfrom flows.events import emit_batch_extracted\nemit_batch_extracted(sys.argv[1])"
-    run([sys.executable, "-c", code, str(triggered_input)], env)
+    run([sys.executable, "-c", EMIT_EACH_ARGUMENT, str(triggered_input)], env)
     wait_until(
         "the automation to create the triggered run",
-        lambda: any(r.parameters.get("input_path") == str(triggered_input) for r in server.flow_runs("select-content/triggered")),
+        lambda: any(
+            r.parameters.get("input_path") == str(triggered_input) for r in server.flow_runs("select-content/triggered")
+        ),
         RUN_SECONDS,
     )
 

@@ -81,7 +81,9 @@ def test_confine_resolves_relative_paths_from_the_root(root_with_outside: tuple[
     "make_path",
     [
         pytest.param(lambda root, outside: str(outside / "secret_extracted.json"), id="absolute-outside"),
-        pytest.param(lambda root, outside: str(root / ".." / "outside" / "secret_extracted.json"), id="dotdot-absolute"),
+        pytest.param(
+            lambda root, outside: str(root / ".." / "outside" / "secret_extracted.json"), id="dotdot-absolute"
+        ),
         pytest.param(lambda root, outside: "../outside/secret_extracted.json", id="dotdot-relative"),
         pytest.param(lambda root, outside: "/etc/passwd", id="system-file"),
         pytest.param(lambda root, outside: str(root) + "-sibling/x_extracted.json", id="prefix-sibling"),
@@ -108,7 +110,9 @@ def test_confine_accepts_symlinks_that_stay_inside(root_with_outside: tuple[Path
     assert confine(str(root / "alias_extracted.json"), root, "input") == root / "in_extracted.json"
 
 
-@pytest.mark.parametrize("bad", [pytest.param("", id="empty"), pytest.param("   ", id="blank"), pytest.param("a\x00b", id="nul")])
+@pytest.mark.parametrize(
+    "bad", [pytest.param("", id="empty"), pytest.param("   ", id="blank"), pytest.param("a\x00b", id="nul")]
+)
 def test_confine_refuses_malformed_paths(root_with_outside: tuple[Path, Path], bad: str) -> None:
     root, _ = root_with_outside
     with pytest.raises(UnsafePathError, match="empty or malformed"):
