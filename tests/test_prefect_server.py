@@ -255,6 +255,11 @@ class TestServedDeployments:
         from prefect.deployments import run_deployment
         from prefect.settings import PREFECT_API_URL, temporary_settings
 
+        # What the UI's run form shows: every parameter typed and described.
+        schema = server.deployment("select-content/manual").parameter_openapi_schema
+        assert schema["required"] == ["input_path"]
+        assert all(prop.get("description") for prop in schema["properties"].values())
+
         source = served / "manual" / "by_hand_extracted.json"
         source.parent.mkdir()
         source.write_bytes(SOURCE_BATCH.read_bytes())
