@@ -91,7 +91,13 @@ def serve_command(args: argparse.Namespace) -> int:
 
     from deployments.definitions import build_deployments
 
-    deployments = build_deployments(data_root=str(root), directory=directory, cron=cron, timezone=timezone)
+    try:
+        deployments = build_deployments(data_root=str(root), directory=directory, cron=cron, timezone=timezone)
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        errors = getattr(exc, "errors", None)
+        reason = errors()[0]["msg"] if callable(errors) and errors() else " ".join(str(exc).split())
+        _error(f"invalid --cron {cron!r} or --timezone {timezone!r}: {reason}")
+        return 2
     try:
         serve(*deployments, limit=limit)
     except Exception as exc:  # noqa: BLE001 - e.g. the API cannot be reached; one line, no traceback

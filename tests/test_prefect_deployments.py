@@ -152,9 +152,11 @@ def test_serve_needs_an_api_url(capsys, tmp_path: Path) -> None:
     [
         pytest.param([], "no data root", id="no-root"),
         pytest.param(["--data-root", "/nonexistent/content-selection-root"], "does not exist", id="missing-root"),
+        pytest.param(["--data-root", "/", "--cron", "every day"], "Invalid cron string", id="bad-cron"),
+        pytest.param(["--data-root", "/", "--timezone", "Mars/Base"], "Invalid timezone", id="bad-timezone"),
     ],
 )
-def test_serve_needs_an_existing_data_root(capsys, args: list[str], message: str) -> None:
+def test_serve_refuses_what_it_cannot_serve(capsys, args: list[str], message: str) -> None:
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     from deployments.serve import serve_main
