@@ -84,9 +84,6 @@ def serve_command(args: argparse.Namespace) -> int:
     except Exception as exc:  # noqa: BLE001 - reported as one line
         _error(str(exc))
         return int(getattr(exc, "exit_code", 2))
-    # Served runs are subprocesses of this one: they inherit the root from the environment.
-    os.environ[DATA_ROOT_ENV] = str(root)
-
     from prefect import serve
 
     from deployments.definitions import build_deployments
@@ -98,6 +95,8 @@ def serve_command(args: argparse.Namespace) -> int:
         reason = errors()[0]["msg"] if callable(errors) and errors() else " ".join(str(exc).split())
         _error(f"invalid --cron {cron!r} or --timezone {timezone!r}: {reason}")
         return 2
+    # Served runs are subprocesses of this one: they inherit the root from the environment.
+    os.environ[DATA_ROOT_ENV] = str(root)
     try:
         serve(*deployments, limit=limit)
     except Exception as exc:  # noqa: BLE001 - e.g. the API cannot be reached; one line, no traceback

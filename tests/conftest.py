@@ -30,5 +30,6 @@ sys.path.insert(0, os.path.dirname(__file__))
 from conftest_prefect import (  # noqa: E402,F401 - fixtures, registered by import
     batch_factory,
     data_root,
+    no_data_root_env,
     prefect_harness,
 )

@@ -71,6 +71,12 @@ def batch_factory(tmp_path: Path) -> BatchFactory:
 
 
 @pytest.fixture
+def no_data_root_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ``CONTENT_SELECTION_DATA_ROOT`` during the test, whatever ran before (restored after)."""
+    monkeypatch.delenv("CONTENT_SELECTION_DATA_ROOT", raising=False)
+
+
+@pytest.fixture
 def data_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A data root directory under ``tmp_path``, exported as ``CONTENT_SELECTION_DATA_ROOT``."""
     root = tmp_path / "root"

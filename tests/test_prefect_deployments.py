@@ -137,6 +137,7 @@ def test_prefect_yaml_agrees_with_serve() -> None:
 # --- `content-selection serve` refuses to start without what it needs -----------------------
 
 
+@pytest.mark.usefixtures("no_data_root_env")  # serve exports the root; undone after
 def test_serve_needs_an_api_url(capsys, tmp_path: Path) -> None:
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
@@ -156,6 +157,7 @@ def test_serve_needs_an_api_url(capsys, tmp_path: Path) -> None:
         pytest.param(["--data-root", "/", "--timezone", "Mars/Base"], "Invalid timezone", id="bad-timezone"),
     ],
 )
+@pytest.mark.usefixtures("no_data_root_env")  # serve exports the root; undone after
 def test_serve_refuses_what_it_cannot_serve(capsys, args: list[str], message: str) -> None:
     from prefect.settings import PREFECT_API_URL, temporary_settings
 

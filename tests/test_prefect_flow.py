@@ -29,7 +29,7 @@ from selection_core.errors import InvalidBatchError, UnsafePathError, WriteError
 from tasks.artifacts import SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY
 from tasks.select import PROGRESS_ARTIFACT_KEY
 
-pytestmark = pytest.mark.usefixtures("prefect_harness")
+pytestmark = pytest.mark.usefixtures("prefect_harness", "no_data_root_env")
 
 #: Upper bound of the wait for task-run states to reach the API (not a timing assertion).
 API_CATCH_UP_SECONDS = 60

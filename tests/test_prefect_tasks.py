@@ -28,6 +28,8 @@ from tasks.paths import confine, resolve_data_root, resolve_run_paths
 from tasks.retries import is_transient_io_error
 from tasks.select import select_extractors
 
+pytestmark = pytest.mark.usefixtures("no_data_root_env")
+
 # --- retry classification ---------------------------------------------------------
 
 
