@@ -178,21 +178,28 @@ def _measure(article: Mapping[str, Any]) -> tuple[list[Candidate], dict[str, fro
     return measured, sets
 
 
-def _consensus(active_sets: list[frozenset[Shingle]]) -> frozenset[Shingle]:
-    """Shingles present in at least two of the (two or three) sets.
+def _inter(x: frozenset[Shingle], y: frozenset[Shingle]) -> frozenset[Shingle]:
+    return x if x is y else x & y
 
-    The same set object twice (identical texts) means all of it is in the consensus.
+
+def _consensus_counts(active_sets: list[frozenset[Shingle]]) -> tuple[int, list[int]]:
+    """|C| and |S ∩ C| for each active set, C = shingles in at least two sets.
+
+    By inclusion and exclusion over the pairwise intersections, so that no set
+    larger than an intersection is built: with pairs AB, AC, BC and the triple
+    ABC, |C| = |AB| + |AC| + |BC| - 2|ABC| and |A ∩ C| = |AB| + |AC| - |ABC|.
+    The same set object twice (identical texts) needs no intersection at all.
     """
-    assert CONSENSUS_MIN_VOTES == 2  # the set algebra below encodes "at least two"
+    assert CONSENSUS_MIN_VOTES == 2  # the algebra below encodes "at least two"
     if len(active_sets) == 2:
-        a, b = active_sets
-        return a if a is b else a & b
+        n = len(_inter(*active_sets))
+        return n, [n, n]
     a, b, c = active_sets
-    if a is b or a is c:
-        return a
-    if b is c:
-        return b
-    return (a & (b | c)) | (b & c)
+    ab = _inter(a, b)
+    ac, bc = len(_inter(a, c)), len(_inter(b, c))
+    abc = len(_inter(ab, c)) if len(ab) <= len(c) else len(_inter(c, ab))
+    n_ab = len(ab)
+    return n_ab + ac + bc - 2 * abc, [n_ab + ac - abc, n_ab + bc - abc, ac + bc - abc]
 
 
 def select_article(article: Mapping[str, Any], index: int = 0) -> Selection:
@@ -218,8 +225,8 @@ def select_article(article: Mapping[str, Any], index: int = 0) -> Selection:
     if len(active) == 1:
         return Selection(index, active[0], Reason.SINGLE_CANDIDATE, pool, None, (active[0],), tuple(measured))
 
-    consensus = _consensus([sets[name] for name in active])
-    c_size = len(consensus)
+    c_size, overlaps = _consensus_counts([sets[name] for name in active])
+    overlap_of = dict(zip(active, overlaps))
     counts = {c.name: c.shingle_count for c in measured}
 
     if c_size == 0:
@@ -238,7 +245,7 @@ def select_article(article: Mapping[str, Any], index: int = 0) -> Selection:
             scored.append(cand)
             continue
         s = sets[cand.name]
-        overlap = len(s) if s is consensus else len(s & consensus)
+        overlap = overlap_of[cand.name]
         score = Fraction(2 * overlap, c_size + len(s))
         scores[cand.name] = score
         scored.append(
