@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
                 runs[job].append(measure(job, inp, Path(tmp) / f"{job}_out.json"))
         n_articles = 181 * args.repeat
     best = {job: min(r, key=lambda x: x["seconds"]) for job, r in runs.items()}
+    cpu = {job: min(x["cpu_seconds"] for x in r) for job, r in runs.items()}
     peak = {job: max(x["peak_rss_mib"] for x in r) for job, r in runs.items()}
     base = {job: min(x["baseline_rss_mib"] for x in r) for job, r in runs.items()}
     mib = size / 2**20
@@ -88,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         "floor_seconds": best["floor"]["seconds"],
         "select_seconds": best["select"]["seconds"],
         "time_ratio": best["select"]["seconds"] / best["floor"]["seconds"],
+        "floor_cpu_seconds": cpu["floor"],
+        "select_cpu_seconds": cpu["select"],
+        "cpu_time_ratio": cpu["select"] / cpu["floor"],
         "select_us_per_article": 1e6 * best["select"]["seconds"] / n_articles,
         "floor_peak_rss_mib": peak["floor"],
         "select_peak_rss_mib": peak["select"],
@@ -101,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"input: {size / 1e6:.1f} MB, {n_articles} articles, {args.rounds} rounds, best time of each")
     print(f"floor (orjson load + write): {result['floor_seconds']:.3f} s, peak RSS {peak['floor']:.0f} MiB")
     print(f"select:                      {result['select_seconds']:.3f} s, peak RSS {peak['select']:.0f} MiB")
+    print(f"CPU seconds: floor {cpu['floor']:.3f}, select {cpu['select']:.3f}: ratio {result['cpu_time_ratio']:.2f}x")
     print(
         f"time ratio select/floor: {result['time_ratio']:.2f}x (goal <= 4x); "
         f"{result['select_us_per_article']:.0f} us/article"
