@@ -1,0 +1,142 @@
+"""The ``extract-and-select`` flow: web pages in, the extracted and the selected batch out, in one run.
+
+Every path is checked before any page is read. Then the extract step
+(:mod:`flows.extract_articles`'s tasks) writes ``<pages>_extracted.json``, and
+the selection stage's own tasks (``select-extractors``, ``persist-batch``,
+``publish-artifacts``...) select from the batch in memory, which is the
+document just written, and write ``<pages>_extracted_selected.json``. The run
+carries both sets of artifacts: ``extraction-pages``, ``extraction-summary``,
+``selection-scores``, ``selection-summary`` and the two progress artifacts.
+No completion event is emitted: the selection is already done.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from prefect import flow
+from prefect.runtime import flow_run
+from prefect.utilities.annotations import opaque
+from pydantic import BaseModel, Field
+
+import selection_core as sc
+from flows.extract_articles import DEFAULT_MAX_TABLE_ROWS, MAX_TABLE_ROWS_LIMIT, MAX_TIME_LIMIT_SECONDS
+from tasks.artifacts import publish_artifacts
+from tasks.batch import persist_batch, write_selection_report
+from tasks.extract import (
+    check_extract_paths,
+    extract_pages_task,
+    find_pages_task,
+    publish_extraction_artifacts,
+    write_extracted_batch,
+)
+from tasks.extraction import DEFAULT_TIME_LIMIT_SECONDS
+from tasks.logs import run_logger
+from tasks.paths import check_paths
+from tasks.select import select_extractors
+
+
+class PipelineRunSummary(BaseModel):
+    """What one ``extract-and-select`` run did (the flow's return value)."""
+
+    pages_path: str = Field(description="The pages that were read.")
+    extracted_path: str = Field(description="The extracted batch written.")
+    output_path: str = Field(description="The selected batch written.")
+    report_path: str | None = Field(default=None, description="The JSON Lines report, if written.")
+    articles: int = Field(description="Number of articles (one per page).")
+    errors: dict[str, int] = Field(description="Articles whose block has an error, per extractor.")
+    by_extractor: dict[str, int] = Field(description="Selections per extractor.")
+    extracted_sha256: str = Field(description="SHA-256 of the extracted batch.")
+    output_sha256: str = Field(description="SHA-256 of the selected batch.")
+
+    def one_line(self) -> str:
+        counts = ", ".join(f"{name} {count}" for name, count in self.by_extractor.items())
+        return f"extracted and selected {self.articles} pages ({counts}) -> {self.output_path}"
+
+
+def _run_name() -> str:
+    name = Path(str(flow_run.parameters.get("pages", "pages"))).name
+    return f"extract-and-select-{name}"
+
+
+@flow(
+    name="extract-and-select",
+    flow_run_name=_run_name,
+    description="Extract every page with the three extractors, then select the best text of each, in one run.",
+    validate_parameters=True,
+)
+def extract_and_select(
+    pages: Annotated[str, Field(min_length=1)],
+    extracted_path: str | None = None,
+    output_path: str | None = None,
+    report_path: str | None = None,
+    time_limit_seconds: Annotated[float, Field(gt=0, le=MAX_TIME_LIMIT_SECONDS)] = DEFAULT_TIME_LIMIT_SECONDS,
+    workers: Annotated[int | None, Field(ge=1)] = None,
+    max_table_rows: Annotated[int, Field(ge=0, le=MAX_TABLE_ROWS_LIMIT)] = DEFAULT_MAX_TABLE_ROWS,
+    data_root: str | None = None,
+) -> PipelineRunSummary:
+    """Extract the article text of every page, then pick the best extractor of each article.
+
+    Args:
+        pages: A folder of `.html`, `.htm` or `.html.gz` pages (searched
+            recursively), or a JSON Lines manifest with one
+            `{"id": ..., "url": ..., "path": ...}` per line.
+        extracted_path: Where to write the extracted batch. Leave empty for
+            `<pages>_extracted.json` beside the input.
+        output_path: Where to write the selected batch. Leave empty for
+            `<extracted stem>_selected.json` beside the extracted batch.
+        report_path: Optional file for the per-article explanation of the
+            selection as JSON Lines. Leave empty for no report.
+        time_limit_seconds: Seconds one extractor may spend on one page; an
+            extractor that overruns is stopped and its block gets a TimeoutError.
+        workers: Worker processes. Leave empty for one per CPU core.
+        max_table_rows: Most rows of each table artifact (`extraction-pages`,
+            `selection-scores`).
+        data_root: Directory that every path must resolve inside. Leave empty
+            to use CONTENT_SELECTION_DATA_ROOT; with neither, paths are not confined.
+
+    Returns:
+        A summary: paths, counts, SHA-256 of both batches.
+    """
+    logger = run_logger()
+    extract_paths = check_extract_paths(pages, extracted_path, data_root)
+    select_paths = check_paths(str(extract_paths.output), output_path, report_path, data_root)
+
+    page_set = find_pages_task(extract_paths.pages, label=pages)
+    result = extract_pages_task(page_set, time_limit_seconds, workers)
+    doc = result.doc
+    extracted = write_extracted_batch(opaque(doc), extract_paths.output)
+    publish_extraction_artifacts(
+        opaque(doc), result.stats, output_path=extracted.path, output_sha256=extracted.sha256, max_rows=max_table_rows
+    )
+
+    selections = select_extractors(opaque(doc), batch_name=extracted.path.name)
+    written = persist_batch(opaque(doc), opaque(selections), select_paths.output)
+    if select_paths.report is not None:
+        write_selection_report(opaque(selections), select_paths.report)
+    publish_artifacts(
+        opaque(doc),
+        opaque(selections),
+        input_path=extracted.path,
+        input_sha256=extracted.sha256,
+        output_path=written.path,
+        output_sha256=written.sha256,
+        report_path=select_paths.report,
+        max_rows=max_table_rows,
+    )
+
+    summary = sc.summarize(selections)
+    run_summary = PipelineRunSummary(
+        pages_path=str(extract_paths.pages),
+        extracted_path=str(extracted.path),
+        output_path=str(written.path),
+        report_path=str(select_paths.report) if select_paths.report else None,
+        articles=summary.articles,
+        errors=dict(result.stats.errors),
+        by_extractor=dict(summary.by_extractor),
+        extracted_sha256=extracted.sha256,
+        output_sha256=written.sha256,
+    )
+    logger.info(run_summary.one_line())
+    return run_summary

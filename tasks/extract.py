@@ -1,0 +1,301 @@
+"""Prefect tasks of the extract step: thin wrappers around :mod:`tasks.extraction`.
+
+* ``check-extract-paths``: resolve the pages and the output, inside the data root when one is set;
+* ``find-pages``: list the pages of a directory or a manifest (retried on transient I/O only);
+* ``extract-pages``: the three extractors over every page, in worker processes,
+  with an ``extraction-progress`` artifact. Not retried: a page or an extractor
+  that fails is already recorded in its article, and a retry would redo the batch;
+* ``write-extracted-batch``: the core's atomic write (retried on transient I/O only);
+* ``publish-extraction-artifacts``: table ``extraction-pages`` and markdown ``extraction-summary``.
+
+None computes a cache key or persists its result: inputs and outputs are as
+large as the batch. The rows and the markdown are built by pure functions
+(:func:`page_rows`, :func:`extraction_markdown`), testable without Prefect.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+from uuid import UUID
+
+from prefect import task
+from prefect.artifacts import (
+    create_markdown_artifact,
+    create_progress_artifact,
+    create_table_artifact,
+    update_progress_artifact,
+)
+from prefect.cache_policies import NO_CACHE
+from prefect.context import TaskRunContext
+
+import selection_core as sc
+from selection_core.config import EXTRACTORS, TEXT_FIELDS
+from selection_core.io import resolve_output_path, write_atomic
+from tasks.batch import WrittenFile
+from tasks.extraction import (
+    ExtractionResult,
+    ExtractionSettings,
+    ExtractionStats,
+    PageSet,
+    default_output_path,
+    extract_pages,
+    find_pages,
+)
+from tasks.logs import run_logger
+from tasks.paths import configured_data_root, confine, resolve_data_root
+from tasks.retries import IO_RETRIES, IO_RETRY_DELAYS, retry_on_transient_io
+
+#: Artifact keys (lowercase with dashes).
+PAGES_ARTIFACT_KEY: Final[str] = "extraction-pages"
+EXTRACTION_SUMMARY_ARTIFACT_KEY: Final[str] = "extraction-summary"
+EXTRACTION_PROGRESS_ARTIFACT_KEY: Final[str] = "extraction-progress"
+
+#: Longest error shown in a table cell.
+MAX_ERROR_CELL: Final[int] = 160
+
+_IO_TASK_OPTIONS: dict[str, Any] = {
+    "retries": IO_RETRIES,
+    "retry_delay_seconds": IO_RETRY_DELAYS,
+    "retry_condition_fn": retry_on_transient_io,
+    "cache_policy": NO_CACHE,
+    "persist_result": False,
+}
+
+
+@dataclass(frozen=True)
+class ExtractPaths:
+    """The resolved, checked paths of an extraction run."""
+
+    pages: Path
+    output: Path
+    data_root: Path | None
+
+
+def resolve_extract_paths(pages: str, output_path: str | None = None, data_root: str | None = None) -> ExtractPaths:
+    """Resolve the pages input and the batch output; confine both to the data root when one is set.
+
+    Args:
+        pages: A directory of pages or a JSON Lines manifest.
+        output_path: Where to write the batch; None for ``<pages>_extracted.json`` beside the input.
+        data_root: Directory every path must resolve inside; None for
+            ``$CONTENT_SELECTION_DATA_ROOT`` (no confinement when that is unset too).
+
+    Raises:
+        UnsafePathError: a path leaves the data root.
+        OutputPathError: the output is refused by the core (a directory, the input, not writable).
+    """
+    root_text = configured_data_root(data_root)
+    if root_text is None:
+        source = Path(pages).expanduser().absolute()
+        wanted = Path(output_path).expanduser().absolute() if output_path else default_output_path(source)
+        return ExtractPaths(source, resolve_output_path(source, wanted), None)
+    root = resolve_data_root(root_text)
+    source = confine(pages, root, "pages")
+    wanted = (
+        confine(output_path, root, "output") if output_path else confine(default_output_path(source), root, "output")
+    )
+    return ExtractPaths(source, resolve_output_path(source, wanted), root)
+
+
+@task(name="check-extract-paths", cache_policy=NO_CACHE, persist_result=False)
+def check_extract_paths(pages: str, output_path: str | None = None, data_root: str | None = None) -> ExtractPaths:
+    """Resolve and check the run's paths (see :func:`resolve_extract_paths`). Never retried."""
+    return resolve_extract_paths(pages, output_path, data_root)
+
+
+@task(name="find-pages", **_IO_TASK_OPTIONS)
+def find_pages_task(pages: Path, label: str | None = None) -> PageSet:
+    """List the pages of a directory (sorted by relative path) or of a manifest (in its order).
+
+    Args:
+        pages: The resolved input.
+        label: The input as the user gave it, recorded in the batch.
+
+    Raises:
+        InvalidPagesError: missing input, no page, malformed manifest (not retried).
+    """
+    page_set = find_pages(pages, label)
+    run_logger().info("Found %d pages in %s (%s)", len(page_set.pages), pages, page_set.kind)
+    return page_set
+
+
+class _Progress:
+    """``progress(done, total)`` -> the ``extraction-progress`` artifact, at most one update per percent."""
+
+    def __init__(self, description: str) -> None:
+        self._description = description
+        self._id: UUID | None = None
+        self._last = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        percent = 100 if total <= 0 else (100 * done) // total
+        if percent <= self._last:
+            return
+        try:
+            if self._id is None:
+                self._id = create_progress_artifact(
+                    progress=float(percent), key=EXTRACTION_PROGRESS_ARTIFACT_KEY, description=self._description
+                )
+            else:
+                update_progress_artifact(artifact_id=self._id, progress=float(percent))
+            self._last = percent
+        except Exception as exc:  # noqa: BLE001 - progress is informational
+            run_logger().warning("Could not update the progress artifact: %s", exc)
+
+
+@task(name="extract-pages", cache_policy=NO_CACHE, persist_result=False)
+def extract_pages_task(page_set: PageSet, time_limit_seconds: float, workers: int | None = None) -> ExtractionResult:
+    """Run trafilatura, newspaper4k and readability on every page, in worker processes.
+
+    Inside a run, a progress artifact (key ``extraction-progress``) follows the
+    pages; through ``.fn()`` no artifact is made.
+
+    Args:
+        page_set: The pages, from ``find-pages``.
+        time_limit_seconds: Seconds one extractor may spend on one page.
+        workers: Worker processes; None for one per core.
+
+    Returns:
+        The batch document and the run's counts.
+    """
+    progress = None
+    if TaskRunContext.get() is not None:
+        progress = _Progress(f"Extracting {len(page_set.pages)} pages of {Path(page_set.source).name}")
+    settings = ExtractionSettings(time_limit_seconds=time_limit_seconds, workers=workers)
+    result = extract_pages(page_set, settings, progress=progress)
+    stats = result.stats
+    logger = run_logger()
+    logger.info(
+        "Extracted %d pages (%d unreadable); errors: %s; timeouts: %s",
+        stats.pages,
+        stats.unreadable_pages,
+        ", ".join(f"{k} {v}" for k, v in stats.errors.items()),
+        ", ".join(f"{k} {v}" for k, v in stats.timeouts.items()),
+    )
+    if stats.network_attempts:
+        logger.warning(
+            "Blocked %d network attempts of the extractors: %s",
+            len(stats.network_attempts),
+            "; ".join(stats.network_attempts[:5]),
+        )
+    return result
+
+
+@task(name="write-extracted-batch", **_IO_TASK_OPTIONS)
+def write_extracted_batch(doc: dict[str, Any], output_path: Path) -> WrittenFile:
+    """Write the extracted batch atomically, in the selection stage's own format.
+
+    Raises:
+        OutputPathError: the location is refused (not retried).
+        WriteError: writing failed; retried when transient.
+    """
+    data = sc.dump_batch(doc)
+    write_atomic(output_path, data)
+    written = WrittenFile(Path(output_path), hashlib.sha256(data).hexdigest(), len(data))
+    run_logger().info("Wrote %s: %d bytes, sha256 %s", output_path, written.size_bytes, written.sha256)
+    return written
+
+
+def page_rows(doc: dict[str, Any], max_rows: int) -> list[dict[str, Any]]:
+    """One row per page (the first ``max_rows``): ids, decoding, and per extractor its text length and error.
+
+    >>> page_rows({"articles": []}, 10)
+    []
+    """
+    rows: list[dict[str, Any]] = []
+    for index, article in enumerate(doc["articles"][: max(max_rows, 0)]):
+        row: dict[str, Any] = {
+            "index": index,
+            "id": article.get("id"),
+            "url": article.get("url"),
+            "path": article.get("path"),
+            "encoding": article.get("encoding"),
+            "encoding_source": article.get("encoding_source"),
+        }
+        for name in EXTRACTORS:
+            block = article.get(name) or {}
+            text = block.get(TEXT_FIELDS[name])
+            error = block.get("error")
+            row[f"{name}_chars"] = len(text) if isinstance(text, str) else 0
+            row[f"{name}_error"] = (
+                (error[: MAX_ERROR_CELL - 1] + "…") if isinstance(error, str) and len(error) > MAX_ERROR_CELL else error
+            )
+        rows.append(row)
+    return rows
+
+
+def extraction_markdown(
+    doc: dict[str, Any], stats: ExtractionStats, output_path: Path, output_sha256: str, shown_rows: int, max_rows: int
+) -> str:
+    """The ``extraction-summary`` markdown: counts, output, versions and settings."""
+    meta = doc.get("extraction", {})
+    lines = [
+        f"# Extraction: {_md(Path(str(meta.get('input', ''))).name or str(meta.get('input', '')))}",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| Input | `{_md(str(meta.get('input', '')))}` ({meta.get('input_kind', '')}) |",
+        f"| Pages | {stats.pages} |",
+        f"| Unreadable pages | {stats.unreadable_pages} |",
+        f"| Output | `{_md(str(output_path))}` |",
+        f"| Output SHA-256 | `{output_sha256}` |",
+        f"| Time limit per extractor and page | {meta.get('time_limit_seconds')} s |",
+        f"| Worker crashes | {stats.worker_crashes} |",
+        f"| Network attempts blocked | {len(stats.network_attempts)} |",
+        "",
+        "## Extractors",
+        "",
+        "| Extractor | Version | Errors | Timeouts | Call |",
+        "|---|---|---:|---:|---|",
+    ]
+    described = meta.get("extractors", {})
+    for name in EXTRACTORS:
+        info = described.get(name, {})
+        lines.append(
+            f"| {name} | {info.get('distribution', '')} {info.get('version', '')} | {stats.errors.get(name, 0)} "
+            f"| {stats.timeouts.get(name, 0)} | `{_md(str(info.get('call', '')))}` |"
+        )
+    lines += [
+        "",
+        f"Decoding: {_md(str(meta.get('decoding', '')))}.",
+        "",
+        f"The table `{PAGES_ARTIFACT_KEY}` shows {shown_rows} of {stats.pages} pages (max_table_rows={max_rows}).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+@task(
+    name="publish-extraction-artifacts", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE, persist_result=False
+)
+def publish_extraction_artifacts(
+    doc: dict[str, Any], stats: ExtractionStats, *, output_path: Path, output_sha256: str, max_rows: int
+) -> dict[str, UUID]:
+    """Create the ``extraction-pages`` table and the ``extraction-summary`` markdown.
+
+    Returns:
+        The artifact ids by key.
+    """
+    rows = page_rows(doc, max_rows)
+    table_id = create_table_artifact(
+        table=rows,
+        key=PAGES_ARTIFACT_KEY,
+        description=(
+            f"Extraction of {output_path.name}: {len(rows)} of {stats.pages} pages shown "
+            f"(capped at max_table_rows={max_rows})."
+        ),
+    )
+    markdown_id = create_markdown_artifact(
+        markdown=extraction_markdown(doc, stats, output_path, output_sha256, len(rows), max_rows),
+        key=EXTRACTION_SUMMARY_ARTIFACT_KEY,
+        description=f"Extraction summary of {output_path.name}",
+    )
+    return {PAGES_ARTIFACT_KEY: table_id, EXTRACTION_SUMMARY_ARTIFACT_KEY: markdown_id}
+
+
+def _md(text: str) -> str:
+    """Escape what would break a markdown table cell."""
+    return text.replace("|", "\\|").replace("\n", " ").replace("`", "'")

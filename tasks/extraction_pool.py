@@ -1,0 +1,400 @@
+"""Run extractor calls in worker processes, each call under a hard time limit.
+
+Why processes: an extractor that hangs inside C code (an lxml parse, a regular
+expression that backtracks forever) holds the GIL and never returns to the
+interpreter, so no signal handler or thread can stop it. Only killing its
+process does. Each page goes to one idle worker, which runs the page's
+extractors one after the other and sends back one outcome per extractor. The
+pool gives every call ``time_limit`` seconds: a worker that overruns is killed
+(SIGKILL) and replaced, the call that overran gets a ``TimeoutError`` outcome,
+and the page's remaining extractors go to a fresh worker. A worker that dies
+(a crash in C code, the OOM killer) is handled the same way. Nothing a page
+does can stop the batch.
+
+The clock (``time.monotonic``) is used only for deadlines; it never reaches an
+outcome, except through the fact that a call timed out.
+
+Workers are started with the ``forkserver`` method: a clean, single-threaded
+server process imports the extractor libraries once (``preload``), and every
+worker is a cheap fork of it, so a killed worker is replaced in milliseconds.
+That is also safe when the caller runs in a thread (a Prefect task), where a
+plain ``fork`` of a multi-threaded process is not.
+
+**No network.** Every worker installs an audit hook (:pep:`578`) before it runs
+anything: creating a socket, resolving a name, connecting, binding or sending
+raises :class:`NetworkBlockedError` and is recorded. The records come back with
+each outcome, so the caller can report them, and a test can prove there were none.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import signal
+import sys
+import time
+import warnings
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any, Final, NamedTuple
+
+#: Longest error message kept in an outcome (characters).
+MAX_ERROR_CHARS: Final[int] = 500
+
+#: Audit events that mean "this process is about to use the network".
+NETWORK_AUDIT_EVENTS: Final[frozenset[str]] = frozenset(
+    {
+        "socket.__new__",
+        "socket.bind",
+        "socket.connect",
+        "socket.getaddrinfo",
+        "socket.gethostbyaddr",
+        "socket.gethostbyname",
+        "socket.getnameinfo",
+        "socket.sendmsg",
+        "socket.sendto",
+        "urllib.Request",
+    }
+)
+
+#: Seconds a stopping worker gets to exit by itself before it is killed.
+_STOP_GRACE_SECONDS: Final[float] = 5.0
+
+
+class Outcome(NamedTuple):
+    """What one extractor call produced: its text and title, or an error.
+
+    ``error`` is None or ``"<ExceptionType>: message"`` (one line); ``text`` is
+    empty whenever there is an error.
+    """
+
+    text: str
+    title: str | None
+    error: str | None
+
+
+#: An extractor: ``(html, url) -> (text, title)``. It must be a module-level
+#: function (workers receive it by reference).
+ExtractorFunction = Callable[[str, "str | None"], tuple[str, "str | None"]]
+
+
+class NetworkBlockedError(ConnectionError):
+    """Raised inside a worker for any attempt to use the network."""
+
+
+class ExtractorTimeoutError(TimeoutError):
+    """Marks an outcome of a call that overran its time limit (its type name is ``TimeoutError``)."""
+
+
+@dataclass
+class PageJob:
+    """One page to extract: its decoded HTML, its URL, and the extractors still to run."""
+
+    index: int
+    html: str
+    url: str | None
+    names: list[str]
+
+
+@dataclass
+class PoolStats:
+    """What happened to the workers during a run (not part of any output file)."""
+
+    workers_started: int = 0
+    timeouts: int = 0
+    crashes: int = 0
+    network_attempts: list[str] = field(default_factory=list)
+
+
+def error_text(exc: BaseException) -> str:
+    """``"<ExceptionType>: message"`` on one line, the message shortened to :data:`MAX_ERROR_CHARS`.
+
+    >>> error_text(ValueError("bad\\n  value"))
+    'ValueError: bad value'
+    """
+    message = " ".join(str(exc).split()) or "(no message)"
+    if len(message) > MAX_ERROR_CHARS:
+        message = message[: MAX_ERROR_CHARS - 1] + "…"
+    return f"{type(exc).__name__}: {message}"
+
+
+# --------------------------------------------------------------------------- worker side
+
+_network_attempts: list[str] = []
+
+
+#: Audit events whose first argument is the socket object itself (left out of the record).
+_SOCKET_METHOD_EVENTS: Final[frozenset[str]] = frozenset(
+    {"socket.__new__", "socket.bind", "socket.connect", "socket.sendmsg", "socket.sendto"}
+)
+
+
+def _network_audit_hook(event: str, args: tuple[Any, ...]) -> None:
+    if event in NETWORK_AUDIT_EVENTS:
+        detail = " ".join(repr(args[1:] if event in _SOCKET_METHOD_EVENTS else args).split())
+        _network_attempts.append(f"{event} {detail[:200]}")
+        raise NetworkBlockedError(f"{event}: network access is blocked during extraction")
+
+
+def install_network_guard() -> None:
+    """Block and record every network attempt of this process from now on (cannot be undone)."""
+    sys.addaudithook(_network_audit_hook)
+
+
+def _quiet_libraries() -> None:
+    """Keep library warnings and log records out of the user's terminal.
+
+    Errors are not lost: every exception of an extractor becomes its outcome's ``error``.
+    """
+    warnings.simplefilter("ignore")
+    logging.getLogger().addHandler(logging.NullHandler())
+    logging.getLogger().setLevel(logging.CRITICAL)
+
+
+def call_extractor(function: ExtractorFunction, html: str, url: str | None) -> Outcome:
+    """Run one extractor and turn whatever happens (but an interrupt) into an :class:`Outcome`."""
+    try:
+        text, title = function(html, url)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - SystemExit from a library is an error of that call
+        return Outcome("", None, error_text(exc))
+    if not isinstance(text, str):
+        return Outcome("", None, f"TypeError: the extractor returned {type(text).__name__}, not str")
+    return Outcome(text, title if isinstance(title, str) else None, None)
+
+
+def _worker_main(
+    conn: Connection,
+    functions: Mapping[str, ExtractorFunction],
+    initializer: Callable[[], None] | None,
+) -> None:
+    install_network_guard()
+    _quiet_libraries()
+    if initializer is not None:
+        initializer()
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        for name in job.names:
+            outcome = call_extractor(functions[name], job.html, job.url)
+            attempts = list(_network_attempts)
+            _network_attempts.clear()
+            conn.send((job.index, name, outcome, attempts))
+
+
+# --------------------------------------------------------------------------- parent side
+
+
+def default_workers() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _context(preload: Sequence[str]) -> multiprocessing.context.BaseContext:
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(list(preload))  # only takes effect when the server starts
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
+class _Worker:
+    def __init__(self, ctx: Any, functions: Mapping[str, ExtractorFunction], initializer: Any, number: int) -> None:
+        self.conn, child = ctx.Pipe(duplex=True)
+        self.process = ctx.Process(
+            target=_worker_main,
+            args=(child, dict(functions), initializer),
+            name=f"content-selection-extract-{number}",
+            daemon=True,
+        )
+        self.process.start()
+        child.close()
+        self.job: PageJob | None = None
+        self.deadline = 0.0
+        self.served = 0
+
+    def send(self, job: PageJob, time_limit: float) -> None:
+        self.conn.send(job)
+        self.job = job
+        self.deadline = time.monotonic() + time_limit
+
+    def stop(self, kill: bool = False) -> None:
+        if not kill and self.process.is_alive():
+            try:
+                self.conn.send(None)
+            except OSError:
+                pass
+            self.process.join(_STOP_GRACE_SECONDS)
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join()
+        self.conn.close()
+        self.process.close()
+
+
+def _reap(process: Any) -> str:
+    """Wait for a dying worker to be gone and say how it died."""
+    process.join(_STOP_GRACE_SECONDS)
+    if process.is_alive():  # its pipe broke but it lives on: make sure it is gone
+        process.kill()
+        process.join()
+    return _death_reason(process.exitcode)
+
+
+def _death_reason(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            return f"killed by signal {-exitcode} ({signal.Signals(-exitcode).name})"
+        except ValueError:
+            return f"killed by signal {-exitcode}"
+    return f"exit status {exitcode}"
+
+
+def run_jobs(
+    jobs: Iterable[PageJob],
+    functions: Mapping[str, ExtractorFunction],
+    on_outcome: Callable[[int, str, Outcome], None],
+    *,
+    workers: int,
+    time_limit: float,
+    recycle_after: int = 500,
+    preload: Sequence[str] = (),
+    initializer: Callable[[], None] | None = None,
+) -> PoolStats:
+    """Run every job's extractors in ``workers`` processes; call ``on_outcome`` once per (job, extractor).
+
+    Jobs are taken from ``jobs`` lazily, one per idle worker, so only the pages
+    in flight are held in memory. Outcomes arrive in completion order; the
+    caller puts them in place by job index.
+
+    Args:
+        jobs: The pages, with the names of the extractors to run on each.
+        functions: Extractor functions by name (module-level functions).
+        on_outcome: Called in this thread with ``(job index, extractor name, outcome)``.
+        workers: Number of worker processes (at least 1).
+        time_limit: Seconds each extractor call may take before its worker is killed.
+        recycle_after: Replace a worker after this many pages (bounds leaks in libraries).
+        preload: Modules the fork server imports once for all workers.
+        initializer: Module-level function each worker runs once before its first page.
+
+    Returns:
+        Counts of workers started, timeouts and crashes, and the network attempts seen.
+    """
+    if workers < 1:
+        raise ValueError("workers must be at least 1")
+    if time_limit <= 0:
+        raise ValueError("time_limit must be positive")
+    ctx = _context(preload)
+    stats = PoolStats()
+    retry: deque[PageJob] = deque()
+    source: Iterator[PageJob] = iter(jobs)
+    pool: list[_Worker] = []
+
+    def next_job() -> PageJob | None:
+        if retry:
+            return retry.popleft()
+        return next(source, None)
+
+    def start(number: int) -> _Worker:
+        stats.workers_started += 1
+        return _Worker(ctx, functions, initializer, number)
+
+    def fail_current(slot: int, error: str, *, kill: bool) -> None:
+        worker = pool[slot]
+        job = worker.job
+        assert job is not None
+        worker.job = None
+        worker.stop(kill=kill)
+        on_outcome(job.index, job.names.pop(0), Outcome("", None, error))
+        if job.names:
+            retry.appendleft(job)
+        pool[slot] = start(slot)
+
+    def dispatch(slot: int, job: PageJob) -> None:
+        worker = pool[slot]
+        if worker.served >= recycle_after or not worker.process.is_alive():
+            worker.stop()
+            pool[slot] = worker = start(slot)
+        try:
+            worker.send(job, time_limit)
+        except OSError:  # it died while idle: replace it and send once more
+            worker.job = None
+            worker.stop(kill=True)
+            pool[slot] = worker = start(slot)
+            worker.send(job, time_limit)
+
+    try:
+        while True:
+            for slot in range(len(pool)):
+                if pool[slot].job is None:
+                    job = next_job()
+                    if job is None:
+                        break
+                    dispatch(slot, job)
+            while len(pool) < workers:  # start workers only as there are pages for them
+                job = next_job()
+                if job is None:
+                    break
+                pool.append(start(len(pool)))
+                dispatch(len(pool) - 1, job)
+            busy = [slot for slot, worker in enumerate(pool) if worker.job is not None]
+            if not busy:  # every idle worker asked for a job and none was left
+                break
+            timeout = max(0.0, min(pool[s].deadline for s in busy) - time.monotonic())
+            handles: list[Any] = [pool[s].conn for s in busy] + [pool[s].process.sentinel for s in busy]
+            wait(handles, timeout)
+            for slot in busy:
+                worker = pool[slot]
+                job = worker.job
+                assert job is not None
+                if worker.conn.poll():
+                    try:
+                        index, name, outcome, attempts = worker.conn.recv()
+                    except (EOFError, OSError):  # the pipe closed: the worker died mid-call
+                        stats.crashes += 1
+                        fail_current(
+                            slot,
+                            f"WorkerCrashedError: the worker process running {job.names[0]} "
+                            f"died ({_reap(worker.process)})",
+                            kill=True,
+                        )
+                        continue
+                    if attempts:
+                        stats.network_attempts.extend(f"page {index} {name}: {a}" for a in attempts)
+                    job.names.pop(0)
+                    on_outcome(index, name, outcome)
+                    if job.names:
+                        worker.deadline = time.monotonic() + time_limit
+                    else:
+                        worker.job = None
+                        worker.served += 1
+                elif not worker.process.is_alive():
+                    stats.crashes += 1
+                    fail_current(
+                        slot,
+                        f"WorkerCrashedError: the worker process running {job.names[0]} died ({_reap(worker.process)})",
+                        kill=True,
+                    )
+                elif time.monotonic() >= worker.deadline:
+                    stats.timeouts += 1
+                    fail_current(
+                        slot,
+                        f"TimeoutError: {job.names[0]} did not finish within {time_limit:g} s "
+                        "on this page; its worker process was killed",
+                        kill=True,
+                    )
+    finally:
+        for worker in pool:
+            worker.stop(kill=worker.job is not None)
+    return stats

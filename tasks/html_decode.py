@@ -1,0 +1,200 @@
+"""Turn the bytes of a web page into the one ``str`` that every extractor receives.
+
+Pure functions on bytes; no I/O, no clock, no locale. The order of evidence
+follows the HTML standard's encoding sniffing, made strict where the standard
+lets a browser guess:
+
+1. **Byte-order mark** (UTF-8, UTF-16LE, UTF-16BE): decisive, as in browsers.
+2. **Transport charset**: the ``charset`` of the HTTP ``Content-Type`` header,
+   when the caller knows it (the ``encoding`` field of a manifest entry).
+3. **Declared charset**: ``<meta charset=...>``, ``<meta http-equiv=...
+   content="...; charset=...">`` or the XML declaration, found in the first
+   :data:`PRESCAN_BYTES` bytes.
+
+   A claim from step 2 or 3 is used only if it is *validated*: the label names
+   a text encoding, and the bytes decode under it without a single error. Labels
+   are mapped the way the Encoding Standard maps them (``iso-8859-1`` and
+   ``ascii`` mean windows-1252, ``gb2312`` means GB18030, ``utf-16`` in a
+   ``<meta>`` means UTF-8...). One more check: when the claim is a legacy
+   encoding but the bytes hold non-ASCII text that is valid UTF-8, UTF-8 wins.
+   Legacy-encoded text almost never forms valid multi-byte UTF-8 by chance,
+   while pages re-saved as UTF-8 under an old ``iso-8859-1`` declaration are
+   common; decoding those as declared would hand every extractor mojibake.
+4. **Valid UTF-8**: no usable claim, and the bytes are valid UTF-8.
+5. **Fallback: UTF-8 with U+FFFD replacement.** No statistical detection: on a
+   page that has no usable claim and is not valid UTF-8, detectors guess
+   differently from one version to the next (so the same page would give
+   different batches after an upgrade) and are unreliable on short texts. UTF-8
+   is the encoding of almost every page served today and the one the HTML
+   standard requires, so the usual case here is a UTF-8 page with a few damaged
+   bytes, which lose only those bytes; U+FFFD marks exactly where. A page in a
+   legacy encoding that does not declare it loses its non-ASCII letters: declare
+   the charset in the page, or give it as ``encoding`` in the manifest.
+
+>>> decode_html(b'<meta charset="windows-1252"><p>caf\\xe9</p>').html
+'<meta charset="windows-1252"><p>café</p>'
+>>> decode_html('<meta charset="iso-8859-1"><p>café</p>'.encode()).source.value
+'valid-utf-8'
+"""
+
+from __future__ import annotations
+
+import codecs
+import enum
+import re
+from dataclasses import dataclass
+from typing import Final
+
+#: How far into the page a charset declaration is looked for.
+PRESCAN_BYTES: Final[int] = 8192
+
+#: Labels of encodings that are never accepted from a page (not text encodings
+#: of web content, or able to smuggle markup past filters, like UTF-7).
+_REFUSED_CODECS: Final[frozenset[str]] = frozenset(
+    {"utf-7", "unicode-escape", "raw-unicode-escape", "idna", "punycode", "undefined", "mbcs", "oem"}
+)
+
+#: Codec name -> the superset the Encoding Standard decodes it with.
+_WEB_SUPERSET: Final[dict[str, str]] = {
+    "iso8859-1": "cp1252",
+    "ascii": "cp1252",
+    "iso8859-9": "cp1254",
+    "iso8859-11": "cp874",
+    "tis-620": "cp874",
+    "gb2312": "gb18030",
+    "gbk": "gb18030",
+    "euc_kr": "cp949",
+    "shift_jis": "cp932",
+    "big5": "big5hkscs",
+}
+
+_BOMS: Final[tuple[tuple[bytes, str], ...]] = (
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+_LABEL = rb"([A-Za-z0-9][A-Za-z0-9_.:\-]*)"
+_XML_DECL = re.compile(rb"\A\s*<\?xml\b[^>]*?\bencoding\s*=\s*[\"']" + _LABEL, re.IGNORECASE)
+_META_CHARSET = re.compile(rb"<meta\b[^>]*?\bcharset\s*=\s*[\"']?\s*" + _LABEL, re.IGNORECASE)
+
+
+class DecodeSource(enum.StrEnum):
+    """Which evidence decided the encoding."""
+
+    BOM = "bom"
+    TRANSPORT = "transport"
+    DECLARED = "declared"
+    VALID_UTF8 = "valid-utf-8"
+    REPLACED = "utf-8-with-replacement"
+
+
+@dataclass(frozen=True)
+class DecodedHtml:
+    """A page's text and how it was decoded.
+
+    Attributes:
+        html: The decoded page, the same string for every extractor.
+        encoding: Python codec name used (``"utf-8"``, ``"cp1252"``...).
+        source: The evidence that decided.
+        declared: The charset label found in the page (or given as transport
+            charset), as written, or None; kept even when it was not used.
+    """
+
+    html: str
+    encoding: str
+    source: DecodeSource
+    declared: str | None = None
+
+
+def declared_charset(data: bytes) -> str | None:
+    """The charset label the page declares in its first :data:`PRESCAN_BYTES` bytes.
+
+    >>> declared_charset(b'<html><head><meta http-equiv="Content-Type" content="text/html; charset=ISO-8859-1">')
+    'ISO-8859-1'
+    >>> declared_charset(b"<p>no declaration</p>") is None
+    True
+    """
+    head = data[:PRESCAN_BYTES]
+    match = _XML_DECL.match(head) or _META_CHARSET.search(head)
+    return match.group(1).decode("ascii") if match else None
+
+
+def web_codecs(label: str) -> tuple[str, ...]:
+    """The codecs to try, in order, for a charset label; empty when the label is refused.
+
+    >>> web_codecs("ISO-8859-1")
+    ('cp1252', 'iso8859-1')
+    >>> web_codecs("utf-16")
+    ('utf-8',)
+    >>> web_codecs("no-such-charset")
+    ()
+    """
+    try:
+        info = codecs.lookup(label.strip())
+    except (LookupError, ValueError):
+        return ()
+    name = info.name
+    if not getattr(info, "_is_text_encoding", True) or name in _REFUSED_CODECS:
+        return ()
+    if name.startswith(("utf-16", "utf-32")):
+        # A declaration readable as ASCII cannot be in UTF-16/32 (Encoding Standard: use UTF-8).
+        return ("utf-8",)
+    superset = _WEB_SUPERSET.get(name)
+    return (superset, name) if superset else (name,)
+
+
+def _strict(data: bytes, codec: str) -> str | None:
+    try:
+        return data.decode(codec)
+    except (UnicodeDecodeError, LookupError):
+        return None
+
+
+def _claimed(data: bytes, label: str, source: DecodeSource) -> DecodedHtml | None:
+    """Decode by a claimed charset if the claim is validated (see the module docstring)."""
+    for codec in web_codecs(label):
+        text = _strict(data, codec)
+        if text is None:
+            continue
+        if codec != "utf-8" and not data.isascii():
+            as_utf8 = _strict(data, "utf-8")
+            if as_utf8 is not None:
+                return DecodedHtml(as_utf8, "utf-8", DecodeSource.VALID_UTF8, label)
+        return DecodedHtml(text, codec, source, label)
+    return None
+
+
+def decode_html(data: bytes, transport_charset: str | None = None) -> DecodedHtml:
+    """Decode a page's bytes (see the module docstring for the order of evidence).
+
+    Args:
+        data: The page as stored (already decompressed).
+        transport_charset: The charset of the HTTP ``Content-Type`` header, if known.
+
+    Returns:
+        The decoded page; never raises on any input bytes.
+
+    >>> decode_html(b"\\xef\\xbb\\xbf<p>x</p>").source.value
+    'bom'
+    >>> d = decode_html(b'<meta charset="utf-8"><p>caf\\xe9</p>')
+    >>> d.html.endswith("caf\\ufffd</p>"), d.source.value
+    (True, 'utf-8-with-replacement')
+    """
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            return DecodedHtml(data[len(bom) :].decode(codec, errors="replace"), codec, DecodeSource.BOM)
+    declared = declared_charset(data)
+    if transport_charset and transport_charset.strip():
+        decoded = _claimed(data, transport_charset.strip(), DecodeSource.TRANSPORT)
+        if decoded is not None:
+            return decoded
+    if declared is not None:
+        decoded = _claimed(data, declared, DecodeSource.DECLARED)
+        if decoded is not None:
+            return decoded
+    label = transport_charset.strip() if transport_charset and transport_charset.strip() else declared
+    text = _strict(data, "utf-8")
+    if text is not None:
+        return DecodedHtml(text, "utf-8", DecodeSource.VALID_UTF8, label)
+    return DecodedHtml(data.decode("utf-8", errors="replace"), "utf-8", DecodeSource.REPLACED, label)
