@@ -73,6 +73,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return int(run_command(args))
 
 
+def _cmd_extract(args: argparse.Namespace) -> int:
+    from flows.cli_extract import extract_command
+
+    return int(extract_command(args))
+
+
+def _cmd_pipeline(args: argparse.Namespace) -> int:
+    from flows.cli_extract import pipeline_command
+
+    return int(pipeline_command(args))
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     from deployments.serve import serve_command
 
@@ -104,6 +116,15 @@ def build_parser() -> argparse.ArgumentParser:
     else:
         p = sub.add_parser("run", help="run the Prefect flow select-content on one batch file")
         add_run_arguments(p).set_defaults(func=_cmd_run)
+    try:
+        from flows.cli_extract import add_extract_arguments, add_pipeline_arguments
+    except ImportError:
+        pass
+    else:
+        p = sub.add_parser("extract", help="extract pages with trafilatura, newspaper4k and readability into a batch")
+        add_extract_arguments(p).set_defaults(func=_cmd_extract)
+        p = sub.add_parser("pipeline", help="extract pages, then select (the flow extract-and-select)")
+        add_pipeline_arguments(p).set_defaults(func=_cmd_pipeline)
     try:
         from deployments.serve import add_serve_arguments
     except ImportError:
