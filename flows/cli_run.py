@@ -16,6 +16,10 @@ from collections.abc import Sequence
 
 PROG = "content-selection run"
 
+#: Values of ``--task-runner`` (the names of ``flows.runners.TaskRunnerName``, kept
+#: here so that building the parser imports no Prefect).
+TASK_RUNNER_CHOICES = ("in-process", "process", "dask")
+
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the arguments of ``run`` to ``parser`` (the main CLI's subparser)."""
@@ -38,6 +42,27 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
         "--data-root",
         metavar="DIR",
         help="refuse paths that resolve outside DIR (default: $CONTENT_SELECTION_DATA_ROOT, if set)",
+    )
+    parser.add_argument(
+        "--task-runner",
+        choices=TASK_RUNNER_CHOICES,
+        default=None,
+        help="where articles are scored: in this process, a process pool over the cores, or Dask "
+        "(default: $CONTENT_SELECTION_TASK_RUNNER, else dask with --dask-address, else in-process); "
+        "the output is the same bytes whichever",
+    )
+    parser.add_argument(
+        "--dask-address",
+        metavar="tcp://HOST:PORT",
+        help="scheduler of a running Dask cluster (default: $CONTENT_SELECTION_DASK_ADDRESS; "
+        "with neither, --task-runner dask starts a local cluster of 2 workers)",
+    )
+    parser.add_argument(
+        "--chunk-size",
+        type=int,
+        default=None,
+        metavar="N",
+        help="articles per chunk, one task run each (default: the whole batch in-process, 1000 with process or dask)",
     )
     return parser
 
@@ -69,9 +94,22 @@ def run_command(args: argparse.Namespace) -> int:
     report = getattr(args, "report", None)
     max_rows = getattr(args, "max_rows", None)
     data_root = getattr(args, "data_root", None)
+    task_runner = getattr(args, "task_runner", None)
+    dask_address = getattr(args, "dask_address", None)
+    chunk_size = getattr(args, "chunk_size", None)
     if max_rows is not None and max_rows < 0:
         print(f"{PROG}: error: --max-rows must be 0 or more", file=sys.stderr)
         return 2
+    if chunk_size is not None and chunk_size < 1:
+        print(f"{PROG}: error: --chunk-size must be 1 or more", file=sys.stderr)
+        return 2
+    from flows.runners import TaskRunnerConfigError, resolve_task_runner
+
+    try:
+        resolve_task_runner(task_runner, dask_address)
+    except TaskRunnerConfigError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
 
     if not os.environ.get("PREFECT_API_URL"):
         # The embedded server must not try to reach the network for telemetry.
@@ -88,6 +126,9 @@ def run_command(args: argparse.Namespace) -> int:
         "report_path": os.path.abspath(report) if report else None,
         "max_table_rows": DEFAULT_MAX_TABLE_ROWS if max_rows is None else max_rows,
         "data_root": data_root,
+        "task_runner": task_runner,
+        "dask_address": dask_address,
+        "chunk_size": chunk_size,
     }
     try:
         summary = select_content(**parameters)

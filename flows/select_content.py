@@ -3,12 +3,18 @@
 extract (read + validate) -> select (the deterministic core) -> persist (atomic
 write) -> artifacts. All selection logic lives in ``selection_core``; this module
 only chains the tasks and reports.
+
+The select step is one task by default. With a chunk size or a parallel task
+runner (``process``, ``dask``; see :mod:`flows.runners`) it becomes one
+``select-chunk`` task run per chunk of consecutive articles, on that runner; the
+selections are joined in article order, so the written bytes are the same
+whichever runner and chunk size.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Final
+from typing import Annotated, Any, Final
 
 from prefect import flow
 from prefect.runtime import flow_run
@@ -16,11 +22,21 @@ from prefect.utilities.annotations import opaque
 from pydantic import BaseModel, Field
 
 import selection_core as sc
+from flows.runners import (
+    DASK_ADDRESS_PATTERN,
+    IN_FLIGHT_PER_WORKER,
+    TaskRunnerName,
+    open_task_runner,
+    resolve_task_runner,
+    runner_parallelism,
+    submit_in_order,
+)
 from tasks.artifacts import publish_artifacts
 from tasks.batch import extract_batch, persist_batch, write_selection_report
+from tasks.chunks import DEFAULT_PARALLEL_CHUNK_SIZE, chunk_bounds, select_chunk, split_articles
 from tasks.logs import run_logger
 from tasks.paths import check_paths
-from tasks.select import select_extractors
+from tasks.select import ProgressReporter, select_extractors
 
 #: Default number of rows of the ``selection-scores`` table.
 DEFAULT_MAX_TABLE_ROWS: Final[int] = 200
@@ -48,6 +64,59 @@ class SelectionRunSummary(BaseModel):
         return f"selected {self.articles} articles ({counts}) -> {self.output_path}"
 
 
+def _select_in_chunks(
+    articles: list[dict[str, Any]],
+    chunk_size: int,
+    runner_name: TaskRunnerName,
+    dask_address: str | None,
+    batch_name: str,
+) -> list[sc.Selection]:
+    """Score the articles chunk by chunk on the chosen runner; the selections, in article order.
+
+    Chunks are built (as selection views) only as workers free up, and the
+    progress artifact advances as chunks complete, in order.
+    """
+    logger = run_logger()
+    total = len(articles)
+    n_chunks = len(chunk_bounds(total, chunk_size))
+    progress = ProgressReporter(total, f"Scoring the {total} articles of {batch_name} in {n_chunks} chunk(s)")
+    progress.start()
+    done = 0
+
+    def advance(_index: int, chunk_selections: list[sc.Selection]) -> None:
+        nonlocal done
+        done += len(chunk_selections)
+        progress(done, total)
+
+    with open_task_runner(runner_name, dask_address) as runner:
+        workers = runner_parallelism(runner)
+        logger.info(
+            "Scoring %d articles in %d chunk(s) of up to %d on the %s task runner (%d worker(s))",
+            total,
+            n_chunks,
+            chunk_size,
+            runner_name.value,
+            workers,
+        )
+        per_chunk = submit_in_order(
+            runner,
+            select_chunk,
+            split_articles(articles, chunk_size),
+            parameter="chunk",
+            in_flight=IN_FLIGHT_PER_WORKER * workers,
+            on_result=advance,
+        )
+    progress(total, total)
+    selections = [selection for chunk_selections in per_chunk for selection in chunk_selections]
+    summary = sc.summarize(selections)
+    logger.info(
+        "Selected %d articles: %s",
+        summary.articles,
+        ", ".join(f"{name} {count}" for name, count in summary.by_extractor.items()),
+    )
+    return selections
+
+
 def _run_name() -> str:
     name = Path(str(flow_run.parameters.get("input_path", "batch"))).name
     return f"select-{name}"
@@ -66,6 +135,9 @@ def select_content(
     max_table_rows: Annotated[int, Field(ge=0, le=MAX_TABLE_ROWS_LIMIT)] = DEFAULT_MAX_TABLE_ROWS,
     data_root: str | None = None,
     require_data_root: bool = False,
+    task_runner: TaskRunnerName | None = None,
+    dask_address: Annotated[str | None, Field(pattern=DASK_ADDRESS_PATTERN)] = None,
+    chunk_size: Annotated[int | None, Field(ge=1)] = None,
 ) -> SelectionRunSummary:
     """Select the best extractor of every article of one batch and write the result.
 
@@ -85,6 +157,18 @@ def select_content(
             are not confined.
         require_data_root: Refuse to run unless a data root is configured. The
             triggered deployment sets it, because its path comes from an event.
+        task_runner: Where the articles are scored: `in-process` (this process),
+            `process` (a pool of one process per core) or `dask` (a Dask cluster).
+            Leave empty for the CONTENT_SELECTION_TASK_RUNNER environment
+            variable, else `dask` when a scheduler address is set, else `in-process`.
+            The output is byte-identical whichever is chosen.
+        dask_address: Scheduler of a running Dask cluster, as `tcp://HOST:PORT`
+            (its workers must have this project installed). Leave empty for the
+            CONTENT_SELECTION_DASK_ADDRESS environment variable; with neither,
+            `dask` starts a local cluster of 2 worker processes for the run.
+        chunk_size: Articles per chunk; each chunk of consecutive articles is
+            scored by one task run. Leave empty to score the batch in one task
+            when in-process, or in chunks of 1000 articles on `process` and `dask`.
 
     Returns:
         A summary: paths, counts per extractor and per reason, SHA-256 of input and output.
@@ -94,8 +178,19 @@ def select_content(
     if paths.data_root is not None:
         logger.info("Paths confined to the data root %s", paths.data_root)
 
+    runner_name, address = resolve_task_runner(task_runner, dask_address)
+
     batch = extract_batch(paths.input)
-    selections = select_extractors(opaque(batch.doc), batch_name=paths.input.name)
+    if runner_name is TaskRunnerName.IN_PROCESS and chunk_size is None:
+        selections = select_extractors(opaque(batch.doc), batch_name=paths.input.name)
+    else:
+        selections = _select_in_chunks(
+            batch.doc["articles"],
+            chunk_size or DEFAULT_PARALLEL_CHUNK_SIZE,
+            runner_name,
+            address,
+            batch_name=paths.input.name,
+        )
     written = persist_batch(opaque(batch.doc), opaque(selections), paths.output)
     if paths.report is not None:
         write_selection_report(opaque(selections), paths.report)

@@ -4,16 +4,26 @@ Run on a schedule (the ``scheduled`` deployment). Each stale batch is processed
 by its own ``select-content`` subflow run, independently: one bad file fails
 alone, with its error, and the others are still written. The run ends Failed if
 any file failed, but only after every file was tried.
+
+Up to ``max_concurrent_batches`` batches are selected at once, each inside a
+``select-batch-file`` task on a thread pool of that size (Prefect 3 runs a
+subflow called from a task in that task's thread). Threads overlap the reading
+and writing of files; the scoring itself runs in parallel when the runs use the
+``process`` or ``dask`` task runner (give a ``dask_address`` so that concurrent
+batches share one cluster instead of starting one each).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
-from prefect import flow
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, Field
 
+from flows.runners import DASK_ADDRESS_PATTERN, TaskRunnerName, resolve_task_runner
 from flows.select_content import DEFAULT_MAX_TABLE_ROWS, MAX_TABLE_ROWS_LIMIT, select_content
 from selection_core.errors import SelectionError
 from tasks.discover import find_stale_batches
@@ -36,6 +46,48 @@ class DirectoryRunSummary(BaseModel):
     failed: list[BatchFailure] = Field(default_factory=list, description="Batches that failed, with their error.")
 
 
+#: Default number of batches selected at once by one directory run.
+DEFAULT_MAX_CONCURRENT_BATCHES = 2
+
+#: Largest accepted ``max_concurrent_batches``.
+MAX_CONCURRENT_BATCHES_LIMIT = 32
+
+
+class BatchOutcome(BaseModel):
+    """The result of one batch of a directory run: its output, or its error."""
+
+    input_path: str
+    output_path: str | None = None
+    error: str | None = None
+
+
+@task(name="select-batch-file", cache_policy=NO_CACHE, persist_result=False)
+def select_batch_file(input_path: str, options: dict[str, Any]) -> BatchOutcome:
+    """Run ``select-content`` on one batch; a failure is returned, not raised.
+
+    Args:
+        input_path: The batch.
+        options: The other parameters of ``select-content`` (all small values).
+
+    Returns:
+        The output path, or the error message of the failed run.
+    """
+    state = select_content(input_path=input_path, return_state=True, **options)
+    if state.is_completed():
+        return BatchOutcome(input_path=input_path, output_path=state.result().output_path)
+    error = state.result(raise_on_failure=False)
+    message = str(error) if isinstance(error, BaseException) else (state.message or state.name)
+    return BatchOutcome(input_path=input_path, error=message)
+
+
+def _outcome(path: Path, value: Any) -> BatchOutcome:
+    """The task's outcome; a task that failed itself (it should not) counts as a failed batch."""
+    if isinstance(value, BatchOutcome):
+        return value
+    message = f"{type(value).__name__}: {value}" if isinstance(value, BaseException) else repr(value)
+    return BatchOutcome(input_path=str(path), error=message)
+
+
 class BatchesFailedError(SelectionError):
     """Some batches of a directory run failed; the others were written."""
 
@@ -49,6 +101,12 @@ def select_directory(
     directory: str | None = None,
     max_table_rows: Annotated[int, Field(ge=0, le=MAX_TABLE_ROWS_LIMIT)] = DEFAULT_MAX_TABLE_ROWS,
     data_root: str | None = None,
+    max_concurrent_batches: Annotated[
+        int, Field(ge=1, le=MAX_CONCURRENT_BATCHES_LIMIT)
+    ] = DEFAULT_MAX_CONCURRENT_BATCHES,
+    task_runner: TaskRunnerName | None = None,
+    dask_address: Annotated[str | None, Field(pattern=DASK_ADDRESS_PATTERN)] = None,
+    chunk_size: Annotated[int | None, Field(ge=1)] = None,
 ) -> DirectoryRunSummary:
     """Select every batch under a directory that has no up-to-date `_selected.json`.
 
@@ -59,6 +117,14 @@ def select_directory(
         max_table_rows: Most rows of each batch's `selection-scores` table artifact.
         data_root: Directory that every path must resolve inside. Leave empty to
             use CONTENT_SELECTION_DATA_ROOT; with neither, paths are not confined.
+        max_concurrent_batches: Most batches selected at the same time.
+        task_runner: Where each batch's articles are scored (`in-process`,
+            `process` or `dask`), as in `select-content`. Leave empty for the
+            CONTENT_SELECTION_TASK_RUNNER environment variable, else `in-process`.
+        dask_address: Scheduler of a running Dask cluster (`tcp://HOST:PORT`)
+            shared by all batches. Leave empty for CONTENT_SELECTION_DASK_ADDRESS;
+            with neither, `dask` starts a local cluster per batch.
+        chunk_size: Articles per chunk (one task run each), as in `select-content`.
 
     Returns:
         The outputs written and the batches that failed. The run ends Failed when
@@ -71,21 +137,24 @@ def select_directory(
     stale = find_stale_batches(Path(folder))
     logger.info("%d batch(es) to select under %s", len(stale), folder)
 
+    resolve_task_runner(task_runner, dask_address)  # a bad setting fails once, here, not per batch
+    options: dict[str, Any] = {
+        "max_table_rows": max_table_rows,
+        "data_root": data_root,
+        "task_runner": task_runner,
+        "dask_address": dask_address,
+        "chunk_size": chunk_size,
+    }
     result = DirectoryRunSummary(directory=str(folder))
-    for path in stale:
-        state = select_content(
-            input_path=str(path),
-            max_table_rows=max_table_rows,
-            data_root=data_root,
-            return_state=True,
-        )
-        if state.is_completed():
-            result.selected.append(state.result().output_path)
+    with ThreadPoolTaskRunner(max_workers=max_concurrent_batches) as runner:
+        futures = [runner.submit(select_batch_file, {"input_path": str(path), "options": options}) for path in stale]
+        outcomes = [_outcome(path, future.result(raise_on_failure=False)) for path, future in zip(stale, futures)]
+    for outcome in outcomes:  # in input order, whatever order they finished in
+        if outcome.error is None:
+            result.selected.append(outcome.output_path)
         else:
-            error = state.result(raise_on_failure=False)
-            message = str(error) if isinstance(error, BaseException) else (state.message or state.name)
-            logger.error("%s failed: %s", path, message)
-            result.failed.append(BatchFailure(input_path=str(path), error=message))
+            logger.error("%s failed: %s", outcome.input_path, outcome.error)
+            result.failed.append(BatchFailure(input_path=outcome.input_path, error=outcome.error))
 
     if result.failed:
         names = "; ".join(f"{f.input_path}: {f.error}" for f in result.failed)

@@ -1,0 +1,157 @@
+"""Chunked selection: a batch split into runs of consecutive articles, each scored by one task run.
+
+The selection rule is per article and deterministic, so scoring a batch chunk by
+chunk, in any order and on any worker, gives the same selections as scoring it
+whole, as long as every article keeps its global index. The flow concatenates
+the chunks' selections in chunk order.
+
+What travels to a worker is as small as it can be:
+
+* only the article's *selection view* (:func:`selection_view`): the three text
+  fields and whether each block reports an error, never the user's other data;
+* wrapped in an :class:`ArticleChunk`, which neither Prefect nor Dask walks
+  into: Prefect looks for futures only inside lists, dicts, dataclasses and
+  models, and Dask names the task by the chunk's position instead of hashing
+  every string (with ``pure=True``, which ``prefect-dask`` uses, that hashing
+  costs about half as much as the selection itself);
+* passed as a task parameter that Prefect neither hashes (``NO_CACHE``) nor
+  persists, and never sends to its API: a task run records only its name and
+  state, so task runs grow with chunks, not with articles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+import selection_core as sc
+from tasks.logs import run_logger
+
+#: Name of the task that scores one chunk (its runs are ``select-chunk-<start>``).
+CHUNK_TASK_NAME: Final[str] = "select-chunk"
+
+#: Articles per chunk when a parallel runner is chosen and no chunk size is given.
+#: About 2-4 s of scoring per chunk for real articles (2-4 ms each), so the fixed
+#: cost of a task run (tens of milliseconds) stays around 1 %.
+DEFAULT_PARALLEL_CHUNK_SIZE: Final[int] = 1000
+
+#: The key of an extractor block that the rule reads besides its text field.
+_ERROR_KEY: Final[str] = "error"
+
+
+class ArticleChunk:
+    """Consecutive articles ``start .. start + len(articles) - 1`` of one batch.
+
+    ``articles`` holds selection views (:func:`selection_view`). A plain class on
+    purpose: Prefect walks the lists, dicts and dataclasses it is given as task
+    parameters (looking for futures), but treats other objects as leaves; and
+    Dask names the task with :meth:`__dask_tokenize__` instead of hashing every
+    string.
+    """
+
+    __slots__ = ("articles", "start")
+
+    def __init__(self, start: int, articles: Sequence[Mapping[str, Any]]) -> None:
+        self.start = start
+        self.articles = articles
+
+    @property
+    def stop(self) -> int:
+        return self.start + len(self.articles)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ArticleChunk):
+            return NotImplemented
+        return self.start == other.start and list(self.articles) == list(other.articles)
+
+    __hash__ = None  # type: ignore[assignment] - mutable contents
+
+    def __repr__(self) -> str:
+        return f"ArticleChunk(start={self.start}, stop={self.stop})"
+
+    def __dask_tokenize__(self) -> tuple[str, int, int]:
+        # With pure=True (prefect-dask's choice) Dask names a task by hashing its
+        # arguments unless they name themselves. The position is enough: each
+        # submission also carries its own task-run id, so two never share a key.
+        return ("content-selection-article-chunk", self.start, self.stop)
+
+
+def selection_view(article: Mapping[str, Any]) -> dict[str, Any]:
+    """What the selection rule reads of an article, and nothing else.
+
+    For each extractor whose block is an object: its text field when that is a
+    string, and ``error: True`` when the block reports an error (see
+    :func:`selection_core.error_present`). ``select_article(selection_view(a), i)``
+    equals ``select_article(a, i)`` (the tests check it on real and generated
+    articles).
+
+    >>> selection_view({"id": 7, "newspaper4k": {"text": "a b", "error": " ", "title": "T"},
+    ...                 "readability": {"cleaned_text": 3, "error": "Timeout"}, "trafilatura": None})
+    {'newspaper4k': {'text': 'a b'}, 'readability': {'error': True}}
+    """
+    view: dict[str, Any] = {}
+    for name in sc.EXTRACTORS:
+        block = article.get(name)
+        if not isinstance(block, Mapping):
+            continue
+        slim: dict[str, Any] = {}
+        text = block.get(sc.TEXT_FIELDS[name])
+        if isinstance(text, str):
+            slim[sc.TEXT_FIELDS[name]] = text
+        if sc.error_present(block.get(_ERROR_KEY)):
+            slim[_ERROR_KEY] = True
+        view[name] = slim
+    return view
+
+
+def chunk_bounds(n_articles: int, chunk_size: int) -> list[tuple[int, int]]:
+    """``(start, stop)`` of each chunk, in order; the last one may be shorter.
+
+    >>> chunk_bounds(7, 3)
+    [(0, 3), (3, 6), (6, 7)]
+    >>> chunk_bounds(0, 3)
+    []
+    """
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
+    return [(start, min(start + chunk_size, n_articles)) for start in range(0, n_articles, chunk_size)]
+
+
+def split_articles(articles: Sequence[Mapping[str, Any]], chunk_size: int) -> Iterator[ArticleChunk]:
+    """The batch's articles as :class:`ArticleChunk` s of selection views, in order (built lazily)."""
+    for start, stop in chunk_bounds(len(articles), chunk_size):
+        yield ArticleChunk(start, [selection_view(article) for article in articles[start:stop]])
+
+
+def _chunk_run_name() -> str:
+    from prefect.runtime import task_run
+
+    chunk = task_run.parameters.get("chunk")
+    start = getattr(chunk, "start", None)
+    return f"{CHUNK_TASK_NAME}-{start:06d}" if isinstance(start, int) else CHUNK_TASK_NAME
+
+
+@task(
+    name=CHUNK_TASK_NAME,
+    task_run_name=_chunk_run_name,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def select_chunk(chunk: ArticleChunk) -> list[sc.Selection]:
+    """Score one chunk of a batch with the deterministic core.
+
+    No retries: the work is pure computation on values already in memory, which
+    a retry cannot cure (Dask itself reruns a task whose worker died).
+
+    Args:
+        chunk: Consecutive articles of the batch and the index of the first.
+
+    Returns:
+        One selection per article, in order, with the article's index in the whole batch.
+    """
+    selections = [sc.select_article(article, chunk.start + offset) for offset, article in enumerate(chunk.articles)]
+    run_logger().debug("Scored articles %d..%d", chunk.start, chunk.stop - 1)
+    return selections
