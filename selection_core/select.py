@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from . import kernel
 from .config import (
     CONSENSUS_MIN_VOTES,
     EXTRACTORS,
@@ -21,6 +22,7 @@ from .config import (
     TEXT_FIELDS,
     TIE_MARGIN,
 )
+from .normalize import normalize
 from .shingles import LineCache, Shingle, text_shingles
 
 
@@ -178,6 +180,61 @@ def _measure(article: Mapping[str, Any]) -> tuple[list[Candidate], dict[str, fro
     return measured, sets
 
 
+def _measure_sizes(article: Mapping[str, Any]) -> tuple[list[Candidate], tuple[int, ...]] | None:
+    """What ``_measure`` finds, computed by the compiled kernel (``kernel.py``).
+
+    Returns the candidates and the Venn regions of the extractors' shingle sets
+    (``regions[m]``: shingles found in exactly the extractors whose bits, in
+    EXTRACTORS order, are set in ``m``), or ``None`` when the kernel cannot take
+    the article (then the pure-Python path does).
+    """
+    texts: list[str | None] = []
+    blocks: list[Mapping[str, Any] | None] = []
+    folded: dict[str, str] = {}  # equal texts share one folded object: the kernel sees them once
+    for name in EXTRACTORS:
+        block = article.get(name)
+        text = block.get(TEXT_FIELDS[name]) if isinstance(block, Mapping) else None
+        if isinstance(text, str):
+            form = folded.get(text)
+            if form is None:
+                form = folded[text] = normalize(text)
+            texts.append(form)
+            blocks.append(block)
+        else:
+            texts.append(None)
+            blocks.append(None)
+    try:
+        token_counts, regions = kernel.article_counts(tuple(texts))
+    except OverflowError:
+        return None
+    measured: list[Candidate] = []
+    for i, (name, block) in enumerate(zip(EXTRACTORS, blocks)):
+        if block is None or token_counts[i] == 0:
+            measured.append(Candidate(name, State.UNAVAILABLE, 0, 0))
+            continue
+        state = State.DEGRADED if error_present(block.get("error")) else State.USABLE
+        shingle_count = sum(size for m, size in enumerate(regions) if m >> i & 1)
+        measured.append(Candidate(name, state, token_counts[i], shingle_count))
+    return measured, regions
+
+
+def _consensus_from_regions(regions: tuple[int, ...], active: list[int]) -> tuple[int, list[int]]:
+    """|C| and |S ∩ C| for each active extractor (by EXTRACTORS index), from the regions.
+
+    A shingle is in C exactly when its region holds at least two active extractors.
+    """
+    active_bits = sum(1 << i for i in active)
+    c_size = 0
+    overlaps = [0] * len(active)
+    for m, size in enumerate(regions):
+        if size and (m & active_bits).bit_count() >= CONSENSUS_MIN_VOTES:
+            c_size += size
+            for k, i in enumerate(active):
+                if m >> i & 1:
+                    overlaps[k] += size
+    return c_size, overlaps
+
+
 def _inter(x: frozenset[Shingle], y: frozenset[Shingle]) -> frozenset[Shingle]:
     return x if x is y else x & y
 
@@ -212,7 +269,11 @@ def select_article(article: Mapping[str, Any], index: int = 0) -> Selection:
     >>> s.selected, s.reason.value
     ('newspaper4k', 'consensus_tie_priority')
     """
-    measured, sets = _measure(article)
+    sized = _measure_sizes(article) if kernel.KERNEL is not None else None
+    if sized is not None:
+        measured, regions = sized
+    else:
+        measured, sets = _measure(article)
     usable = [c.name for c in measured if c.state is State.USABLE]
     degraded = [c.name for c in measured if c.state is State.DEGRADED]
     if usable:
@@ -225,7 +286,10 @@ def select_article(article: Mapping[str, Any], index: int = 0) -> Selection:
     if len(active) == 1:
         return Selection(index, active[0], Reason.SINGLE_CANDIDATE, pool, None, (active[0],), tuple(measured))
 
-    c_size, overlaps = _consensus_counts([sets[name] for name in active])
+    if sized is not None:
+        c_size, overlaps = _consensus_from_regions(regions, [EXTRACTORS.index(name) for name in active])
+    else:
+        c_size, overlaps = _consensus_counts([sets[name] for name in active])
     overlap_of = dict(zip(active, overlaps))
     counts = {c.name: c.shingle_count for c in measured}
 
@@ -244,9 +308,8 @@ def select_article(article: Mapping[str, Any], index: int = 0) -> Selection:
         if cand.name not in active:
             scored.append(cand)
             continue
-        s = sets[cand.name]
         overlap = overlap_of[cand.name]
-        score = Fraction(2 * overlap, c_size + len(s))
+        score = Fraction(2 * overlap, c_size + cand.shingle_count)
         scores[cand.name] = score
         scored.append(
             Candidate(
@@ -256,7 +319,7 @@ def select_article(article: Mapping[str, Any], index: int = 0) -> Selection:
                 cand.shingle_count,
                 overlap,
                 Fraction(overlap, c_size),
-                Fraction(overlap, len(s)),
+                Fraction(overlap, cand.shingle_count),
                 score,
             )
         )
