@@ -120,15 +120,18 @@ def local_cluster_kwargs(local_directory: str) -> dict[str, Any]:
     """Settings of the Dask cluster started when no address is given.
 
     Two worker processes of one thread each (the work is CPU-bound Python),
-    bound to the loopback interface, no dashboard, scratch files in
-    ``local_directory``.
+    bound to the loopback interface, scratch files in ``local_directory``, and
+    no dashboard. (The scheduler still serves its small HTTP health endpoint;
+    it is moved from the fixed port 8787 to a free loopback port.)
     """
     return {
         "n_workers": LOCAL_DASK_WORKERS,
         "threads_per_worker": 1,
         "processes": True,
         "host": "127.0.0.1",
+        "scheduler_port": 0,
         "dashboard_address": None,
+        "scheduler_kwargs": {"dashboard_address": "127.0.0.1:0"},
         "local_directory": local_directory,
     }
 
