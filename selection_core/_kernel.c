@@ -1,36 +1,42 @@
 /*
  * selection_core._kernel: the optional compiled kernel of the selection rule.
  *
- * For the texts of one article, already through steps 1 to 7 of the rule
- * (docs/rule.md), it does step 8 (tokens) and step 2 (shingles) and returns
- * only sizes:
+ * For the texts of one article, through steps 1 to 6 of the rule (docs/rule.md),
+ * it does step 7 (lower case) and step 8 (tokens) through a per-code-point table,
+ * then step 2 (shingles), and returns only sizes:
  *
- *     article_counts(texts, token_table, seed) -> (token_counts, regions)
+ *     article_counts(texts, fold_table, seed) -> (token_counts, regions) or None
  *
- * texts        a tuple of up to 8 folded texts (str) or None;
- * token_table  bytes, one byte per code point 0..0x10FFFF, non-zero when the
- *              code point matches [\p{L}\p{N}] (selection_core/kernel.py builds
- *              it from the `regex` module itself);
- * seed         an unsigned 64-bit integer mixed into the hash functions (any
- *              value gives the same result: only the speed on adversarial input
- *              depends on it);
- * token_counts a tuple of the token count of each text (0 for None);
- * regions      a tuple of 2**len(texts) integers: regions[m] is the number of
- *              distinct shingles that occur in exactly the texts whose bits are
- *              set in m (regions[0] is 0). Every set size the rule needs
- *              (shingle counts, the consensus, the overlaps) is a sum of regions.
+ * texts        a tuple of 1 to 8 items, each a str or None (no text);
+ * fold_table   bytes: 0x110000 native-endian uint32, one per code point c:
+ *              lower(c) when that is a token character ([\p{L}\p{N}]), 0 when it
+ *              is not, FOLD_UNKNOWN when c cannot be lowered on its own (its
+ *              lower case depends on its neighbours or is several characters).
+ *              selection_core/kernel.py builds it from str.lower and the `regex`
+ *              pattern of the rule themselves;
+ * seed         an integer mixed into the hash functions: any value gives the same
+ *              result, only the speed on adversarial input depends on it;
+ * token_counts the token count of each text (0 for None);
+ * regions      2**len(texts) integers: regions[m] is the number of distinct
+ *              shingles that occur in exactly the texts whose bits are set in m
+ *              (regions[0] is 0). Every size the rule needs (shingle counts, the
+ *              consensus, the overlaps) is a sum of regions.
+ * None         when a text holds a FOLD_UNKNOWN code point, or the article is too
+ *              large to number its tokens in 32 bits: the caller must not use the
+ *              kernel for it as it is.
  *
- * Exactness. Tokens are the maximal runs of code points marked in the table.
- * Every distinct token gets a small integer id through a hash table whose
- * matches are confirmed by comparing the tokens' code points in full; a shingle
- * is the tuple of its tokens' ids (a text of 1 to 4 tokens: its ids, padded
- * with NO_TOKEN, which no id equals), and shingle matches are confirmed by
- * comparing all five ids. Hash values only choose where to look: they never
- * decide equality, and nothing that depends on them (order, ids) leaves this
- * file. Equal texts (same object or same code points) are processed once.
+ * Exactness. Tokens are the maximal runs of code points whose table entry is not
+ * 0; a token is the sequence of its entries (its lower-cased code points, the
+ * same for every string kind). Each distinct token gets a small integer id
+ * through a hash table whose matches are confirmed by comparing the sequences in
+ * full; a shingle is the tuple of its tokens' ids (a text of 1 to 4 tokens: its
+ * ids padded with NO_TOKEN, which no id equals), and shingle matches are
+ * confirmed by comparing all five ids. Hash values only choose where to look:
+ * they never decide equality, and nothing that depends on them (order, ids)
+ * leaves this file. Equal texts (same code points) are processed once.
  *
- * The work runs without the GIL, on memory from PyMem_Raw*, all freed before
- * returning; the only Python objects created are the result's integers.
+ * The work runs without the GIL, on memory from PyMem_Raw*, all of it freed
+ * before returning; the only Python objects created are the result's.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -41,9 +47,13 @@
 
 #define SHINGLE_SIZE 5
 #define MAX_TEXTS 8
-#define TABLE_LEN 0x110000
+#define CODE_POINTS 0x110000
+#define FOLD_UNKNOWN UINT32_MAX
 #define NO_TOKEN UINT32_MAX
-#define MAX_IDS (UINT32_MAX - 1)
+#define MAX_COUNT (UINT32_MAX - 1) /* ids, pool offsets and token lengths fit in uint32 */
+
+/* How a step ended: done, out of memory, or "not for the kernel" (None). */
+enum { OK = 0, NO_MEMORY = -1, DECLINED = -2 };
 
 typedef struct {
     int kind;
@@ -51,13 +61,12 @@ typedef struct {
     Py_ssize_t length;
 } TextView;
 
-/* A distinct token: where its first occurrence is. id == 0 marks a free slot. */
+/* A distinct token. id == 0 marks a free slot. */
 typedef struct {
-    uint64_t hash;
-    Py_ssize_t start;
-    Py_ssize_t length;
-    uint32_t text;
-    uint32_t id; /* id + 1 */
+    uint32_t hash; /* the high half of its 64-bit hash (the low bits place it) */
+    uint32_t id;   /* id + 1 */
+    uint32_t offset; /* of its code points in Work.pool */
+    uint32_t length;
 } TokenSlot;
 
 /* A distinct shingle and the texts it occurs in. mask == 0 marks a free slot. */
@@ -67,19 +76,22 @@ typedef struct {
 } ShingleSlot;
 
 typedef struct {
-    const TextView *texts;
-    const unsigned char *table;
+    uint32_t *items;
+    size_t length;
+    size_t capacity;
+} U32Array;
+
+typedef struct {
+    const uint32_t *fold;
     uint64_t seed;
-    TokenSlot *tokens;
-    size_t token_cap; /* a power of two */
+    TokenSlot *tokens; /* open addressing, linear probing */
+    size_t token_cap;  /* a power of two */
     size_t token_used;
+    U32Array pool;    /* the code points of every distinct token */
+    U32Array scratch; /* the code points of the token being read */
     ShingleSlot *shingles;
     size_t shingle_cap; /* a power of two */
-    size_t shingle_used;
-    uint32_t *ids; /* the token ids of the text being processed */
-    size_t ids_cap;
-    size_t ids_len;
-    int overflow; /* more distinct tokens than ids: refuse, the caller falls back */
+    U32Array ids[MAX_TEXTS]; /* each text's token ids, in order */
 } Work;
 
 static inline uint64_t
@@ -94,252 +106,238 @@ mix64(uint64_t x)
     return x;
 }
 
-static inline Py_UCS4
-read_cp(const TextView *t, Py_ssize_t i)
-{
-    return PyUnicode_READ(t->kind, t->data, i);
-}
-
 static int
-same_code_points(const TextView *a, Py_ssize_t a_start, const TextView *b, Py_ssize_t b_start, Py_ssize_t length)
+reserve(U32Array *a, size_t extra)
 {
-    if (a->kind == b->kind) {
-        const char *pa = (const char *)a->data + (size_t)a_start * (size_t)a->kind;
-        const char *pb = (const char *)b->data + (size_t)b_start * (size_t)b->kind;
-        return memcmp(pa, pb, (size_t)length * (size_t)a->kind) == 0;
+    if (a->length + extra <= a->capacity) {
+        return OK;
     }
-    for (Py_ssize_t i = 0; i < length; i++) {
-        if (read_cp(a, a_start + i) != read_cp(b, b_start + i)) {
-            return 0;
+    size_t cap = a->capacity ? a->capacity : 256;
+    while (cap < a->length + extra) {
+        if (cap > SIZE_MAX / 2 / sizeof(uint32_t)) {
+            return NO_MEMORY;
         }
+        cap *= 2;
     }
-    return 1;
+    uint32_t *items = PyMem_RawRealloc(a->items, cap * sizeof(uint32_t));
+    if (items == NULL) {
+        return NO_MEMORY;
+    }
+    a->items = items;
+    a->capacity = cap;
+    return OK;
 }
-
-/* Allocation helpers: 0 on success, -1 when out of memory (nothing changed). */
 
 static int
 grow_tokens(Work *w)
 {
     size_t cap = w->token_cap ? w->token_cap * 2 : 1024;
     if (cap > SIZE_MAX / sizeof(TokenSlot)) {
-        return -1;
+        return NO_MEMORY;
     }
     TokenSlot *slots = PyMem_RawCalloc(cap, sizeof(TokenSlot));
     if (slots == NULL) {
-        return -1;
+        return NO_MEMORY;
     }
-    size_t mask = cap - 1;
+    /* Slots keep only the high half of the hash: rehash from the code points. */
     for (size_t i = 0; i < w->token_cap; i++) {
         TokenSlot *old = &w->tokens[i];
         if (old->id == 0) {
             continue;
         }
-        size_t j = (size_t)old->hash & mask;
+        const uint32_t *cp = w->pool.items + old->offset;
+        uint64_t h = w->seed;
+        for (uint32_t k = 0; k < old->length; k++) {
+            h = (h ^ cp[k]) * 0x100000001b3ULL;
+        }
+        h = mix64(h ^ old->length);
+        size_t j = (size_t)h & (cap - 1);
         while (slots[j].id != 0) {
-            j = (j + 1) & mask;
+            j = (j + 1) & (cap - 1);
         }
         slots[j] = *old;
     }
     PyMem_RawFree(w->tokens);
     w->tokens = slots;
     w->token_cap = cap;
-    return 0;
+    return OK;
 }
 
-static inline uint64_t
-shingle_hash(const uint32_t *ids, uint64_t seed)
+static inline int
+same_code_points(const uint32_t *a, const uint32_t *b, size_t length)
 {
-    uint64_t h = seed;
-    for (int i = 0; i < SHINGLE_SIZE; i++) {
-        h = mix64(h ^ ids[i]);
+    /* Tokens are short: a plain loop beats a call to memcmp. */
+    for (size_t k = 0; k < length; k++) {
+        if (a[k] != b[k]) {
+            return 0;
+        }
     }
-    return h;
+    return 1;
 }
 
+/* Append to `ids` the id of the token whose code points are in w->scratch. */
 static int
-grow_shingles(Work *w)
+add_token(Work *w, uint64_t h, U32Array *ids)
 {
-    size_t cap = w->shingle_cap ? w->shingle_cap * 2 : 1024;
-    if (cap > SIZE_MAX / sizeof(ShingleSlot)) {
-        return -1;
-    }
-    ShingleSlot *slots = PyMem_RawCalloc(cap, sizeof(ShingleSlot));
-    if (slots == NULL) {
-        return -1;
-    }
-    size_t mask = cap - 1;
-    for (size_t i = 0; i < w->shingle_cap; i++) {
-        ShingleSlot *old = &w->shingles[i];
-        if (old->mask == 0) {
-            continue;
-        }
-        size_t j = (size_t)shingle_hash(old->ids, w->seed) & mask;
-        while (slots[j].mask != 0) {
-            j = (j + 1) & mask;
-        }
-        slots[j] = *old;
-    }
-    PyMem_RawFree(w->shingles);
-    w->shingles = slots;
-    w->shingle_cap = cap;
-    return 0;
-}
-
-static int
-push_id(Work *w, uint32_t id)
-{
-    if (w->ids_len == w->ids_cap) {
-        size_t cap = w->ids_cap ? w->ids_cap * 2 : 4096;
-        if (cap > SIZE_MAX / sizeof(uint32_t)) {
-            return -1;
-        }
-        uint32_t *ids = PyMem_RawRealloc(w->ids, cap * sizeof(uint32_t));
-        if (ids == NULL) {
-            return -1;
-        }
-        w->ids = ids;
-        w->ids_cap = cap;
-    }
-    w->ids[w->ids_len++] = id;
-    return 0;
-}
-
-/* The id of the token text[start:start+length] (hash over its code points). */
-static int
-add_token(Work *w, uint32_t text, Py_ssize_t start, Py_ssize_t length, uint64_t hash)
-{
+    const uint32_t *cp = w->scratch.items;
+    size_t length = w->scratch.length;
     if (2 * (w->token_used + 1) > w->token_cap && grow_tokens(w) < 0) {
-        return -1;
+        return NO_MEMORY;
     }
-    hash = mix64(hash);
-    const TextView *t = &w->texts[text];
+    h = mix64(h ^ length);
+    uint32_t high = (uint32_t)(h >> 32);
     size_t mask = w->token_cap - 1;
-    size_t j = (size_t)hash & mask;
+    size_t j = (size_t)h & mask;
+    uint32_t id;
     for (;;) {
         TokenSlot *s = &w->tokens[j];
         if (s->id == 0) {
-            if (w->token_used >= MAX_IDS) {
-                w->overflow = 1;
-                return -1;
+            if (w->token_used >= MAX_COUNT || length > MAX_COUNT || w->pool.length > MAX_COUNT - length) {
+                return DECLINED;
             }
-            s->hash = hash;
-            s->start = start;
-            s->length = length;
-            s->text = text;
+            if (reserve(&w->pool, length) < 0) {
+                return NO_MEMORY;
+            }
+            s->hash = high;
+            s->offset = (uint32_t)w->pool.length;
+            s->length = (uint32_t)length;
             s->id = (uint32_t)(++w->token_used);
-            return push_id(w, s->id - 1);
+            memcpy(w->pool.items + w->pool.length, cp, length * sizeof(uint32_t));
+            w->pool.length += length;
+            id = s->id - 1;
+            break;
         }
-        if (s->hash == hash && s->length == length &&
-            same_code_points(&w->texts[s->text], s->start, t, start, length)) {
-            return push_id(w, s->id - 1);
-        }
-        j = (j + 1) & mask;
-    }
-}
-
-static int
-add_shingle(Work *w, const uint32_t *ids, uint32_t bit)
-{
-    if (2 * (w->shingle_used + 1) > w->shingle_cap && grow_shingles(w) < 0) {
-        return -1;
-    }
-    size_t mask = w->shingle_cap - 1;
-    size_t j = (size_t)shingle_hash(ids, w->seed) & mask;
-    for (;;) {
-        ShingleSlot *s = &w->shingles[j];
-        if (s->mask == 0) {
-            memcpy(s->ids, ids, sizeof(s->ids));
-            s->mask = bit;
-            w->shingle_used++;
-            return 0;
-        }
-        if (memcmp(s->ids, ids, sizeof(s->ids)) == 0) {
-            s->mask |= bit;
-            return 0;
+        if (s->hash == high && s->length == length && same_code_points(w->pool.items + s->offset, cp, length)) {
+            id = s->id - 1;
+            break;
         }
         j = (j + 1) & mask;
     }
+    if (ids->length == ids->capacity && reserve(ids, 1) < 0) {
+        return NO_MEMORY;
+    }
+    ids->items[ids->length++] = id;
+    return OK;
 }
 
-#define FNV_PRIME 0x100000001b3ULL
-
-/* Tokens of one text: the maximal runs of code points marked in the table. */
-#define TOKENIZE(CHAR)                                                        \
+/* The tokens of one text: maximal runs of code points with a non-zero entry. */
+#define READ_TOKENS(CHAR)                                                     \
     do {                                                                      \
         const CHAR *s = (const CHAR *)t->data;                                \
         Py_ssize_t n = t->length, i = 0;                                      \
-        while (i < n) {                                                       \
-            while (i < n && !table[s[i]]) {                                   \
+        for (;;) {                                                            \
+            uint32_t f = 0;                                                   \
+            while (i < n && (f = fold[s[i]]) == 0) {                          \
                 i++;                                                          \
             }                                                                 \
             if (i == n) {                                                     \
                 break;                                                        \
             }                                                                 \
-            Py_ssize_t start = i;                                             \
             uint64_t h = w->seed;                                             \
+            w->scratch.length = 0;                                            \
             do {                                                              \
-                h = (h ^ (uint64_t)s[i]) * FNV_PRIME;                         \
+                if (f == FOLD_UNKNOWN) {                                      \
+                    return DECLINED;                                          \
+                }                                                             \
+                if (w->scratch.length == w->scratch.capacity &&               \
+                    reserve(&w->scratch, 1) < 0) {                            \
+                    return NO_MEMORY;                                         \
+                }                                                             \
+                w->scratch.items[w->scratch.length++] = f;                    \
+                h = (h ^ f) * 0x100000001b3ULL; /* FNV-1a step */             \
                 i++;                                                          \
-            } while (i < n && table[s[i]]);                                   \
-            if (add_token(w, text, start, i - start, h ^ (uint64_t)(i - start)) < 0) { \
-                return -1;                                                    \
+            } while (i < n && (f = fold[s[i]]) != 0);                         \
+            int rc = add_token(w, h, ids);                                    \
+            if (rc < 0) {                                                     \
+                return rc;                                                    \
             }                                                                 \
         }                                                                     \
     } while (0)
 
 static int
-tokenize(Work *w, uint32_t text)
+read_tokens(Work *w, const TextView *t, U32Array *ids)
 {
-    const TextView *t = &w->texts[text];
-    const unsigned char *table = w->table;
-    w->ids_len = 0;
+    const uint32_t *fold = w->fold;
     switch (t->kind) {
     case PyUnicode_1BYTE_KIND:
-        TOKENIZE(Py_UCS1);
+        READ_TOKENS(Py_UCS1);
         break;
     case PyUnicode_2BYTE_KIND:
-        TOKENIZE(Py_UCS2);
+        READ_TOKENS(Py_UCS2);
         break;
     default:
-        TOKENIZE(Py_UCS4);
+        READ_TOKENS(Py_UCS4);
         break;
     }
-    return 0;
+    return OK;
 }
 
-/* The shingles of the text whose ids are in w->ids, recorded with `bit`. */
-static int
-add_shingles(Work *w, uint32_t bit)
+/* Odd constants for the shingle hash (digits of pi and e, forced odd). */
+static const uint64_t K[SHINGLE_SIZE] = {
+    0x243f6a8885a308d3ULL, 0x13198a2e03707345ULL, 0xa4093822299f31d1ULL,
+    0x082efa98ec4e6c89ULL, 0xb7e151628aed2a6bULL,
+};
+
+static inline size_t
+shingle_slot(const uint32_t *ids, uint64_t seed, int shift)
 {
-    size_t n = w->ids_len;
+    uint64_t h = seed + ids[0] * K[0] + ids[1] * K[1] + ids[2] * K[2] + ids[3] * K[3] + ids[4] * K[4];
+    h ^= h >> 29;
+    return (size_t)((h * 0x9e3779b97f4a7c15ULL) >> shift); /* the high bits */
+}
+
+static inline int
+same_ids(const uint32_t *a, const uint32_t *b)
+{
+    return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3] && a[4] == b[4];
+}
+
+/* Record that the text of `bit` has the shingle `ids`; `regions` counts the
+ * distinct shingles by the set of texts they occur in. */
+static void
+add_shingle(Work *w, const uint32_t *ids, uint32_t bit, int shift, size_t *regions)
+{
+    size_t mask = w->shingle_cap - 1;
+    size_t j = shingle_slot(ids, w->seed, shift);
+    for (;;) {
+        ShingleSlot *s = &w->shingles[j];
+        if (s->mask == 0) {
+            memcpy(s->ids, ids, sizeof(s->ids));
+            s->mask = bit;
+            regions[bit]++;
+            return;
+        }
+        if (same_ids(s->ids, ids)) {
+            if (!(s->mask & bit)) {
+                regions[s->mask]--;
+                s->mask |= bit;
+                regions[s->mask]++;
+            }
+            return;
+        }
+        j = (j + 1) & mask;
+    }
+}
+
+/* The shingles of one text (its token ids), recorded with `bit`. */
+static void
+add_shingles(Work *w, const U32Array *ids, uint32_t bit, int shift, size_t *regions)
+{
+    size_t n = ids->length;
     if (n == 0) {
-        return 0;
+        return;
     }
     if (n < SHINGLE_SIZE) {
         uint32_t key[SHINGLE_SIZE];
         for (size_t i = 0; i < SHINGLE_SIZE; i++) {
-            key[i] = i < n ? w->ids[i] : NO_TOKEN;
+            key[i] = i < n ? ids->items[i] : NO_TOKEN;
         }
-        return add_shingle(w, key, bit);
+        add_shingle(w, key, bit, shift, regions);
+        return;
     }
     for (size_t i = 0; i + SHINGLE_SIZE <= n; i++) {
-        if (add_shingle(w, &w->ids[i], bit) < 0) {
-            return -1;
-        }
+        add_shingle(w, &ids->items[i], bit, shift, regions);
     }
-    return 0;
-}
-
-static void
-free_work(Work *w)
-{
-    PyMem_RawFree(w->tokens);
-    PyMem_RawFree(w->shingles);
-    PyMem_RawFree(w->ids);
-    w->tokens = NULL;
-    w->shingles = NULL;
-    w->ids = NULL;
 }
 
 static int
@@ -349,36 +347,124 @@ same_text(const TextView *a, const TextView *b)
            memcmp(a->data, b->data, (size_t)a->length * (size_t)a->kind) == 0;
 }
 
+/* Token counts and regions of the present texts; `first[i]` is the first text
+ * equal to text i (i itself if none), -1 for a missing text. */
+static int
+count(Work *w, const TextView *views, const int *first, Py_ssize_t n_texts,
+      size_t *token_counts, size_t *regions)
+{
+    size_t windows = 0;
+    for (Py_ssize_t i = 0; i < n_texts; i++) {
+        if (first[i] != i) {
+            continue;
+        }
+        int rc = read_tokens(w, &views[i], &w->ids[i]);
+        if (rc < 0) {
+            return rc;
+        }
+        size_t n = w->ids[i].length;
+        windows += n >= SHINGLE_SIZE ? n - SHINGLE_SIZE + 1 : (n > 0);
+    }
+    /* One table, sized once: at most half full. */
+    size_t cap = 1024;
+    int bits = 10;
+    while (cap < 2 * windows) {
+        if (cap > SIZE_MAX / 2 / sizeof(ShingleSlot)) {
+            return NO_MEMORY;
+        }
+        cap *= 2;
+        bits++;
+    }
+    w->shingles = PyMem_RawCalloc(cap, sizeof(ShingleSlot));
+    if (w->shingles == NULL) {
+        return NO_MEMORY;
+    }
+    w->shingle_cap = cap;
+    size_t base[1 << MAX_TEXTS] = {0};
+    for (Py_ssize_t i = 0; i < n_texts; i++) {
+        if (first[i] == i) {
+            add_shingles(w, &w->ids[i], 1u << i, 64 - bits, base);
+        }
+    }
+    /* A text equal to an earlier one has exactly that one's shingles. */
+    for (uint32_t m = 1; m < (1u << n_texts); m++) {
+        uint32_t full = m;
+        for (Py_ssize_t i = 0; i < n_texts; i++) {
+            if (first[i] >= 0 && first[i] != i && (m >> first[i]) & 1) {
+                full |= 1u << i;
+            }
+        }
+        regions[full] += base[m];
+    }
+    for (Py_ssize_t i = 0; i < n_texts; i++) {
+        token_counts[i] = first[i] >= 0 ? w->ids[first[i]].length : 0;
+    }
+    return OK;
+}
+
+static void
+free_work(Work *w)
+{
+    PyMem_RawFree(w->tokens);
+    PyMem_RawFree(w->pool.items);
+    PyMem_RawFree(w->scratch.items);
+    PyMem_RawFree(w->shingles);
+    for (int i = 0; i < MAX_TEXTS; i++) {
+        PyMem_RawFree(w->ids[i].items);
+    }
+    memset(w, 0, sizeof(*w));
+}
+
+static PyObject *
+sizes_to_tuple(const size_t *values, Py_ssize_t n)
+{
+    PyObject *t = PyTuple_New(n);
+    if (t == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyLong_FromSize_t(values[i]);
+        if (v == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, v);
+    }
+    return t;
+}
+
 static PyObject *
 article_counts(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    PyObject *texts_obj;
+    PyObject *texts;
     Py_buffer table = {0};
     unsigned long long seed;
-    if (!PyArg_ParseTuple(args, "O!y*K:article_counts", &PyTuple_Type, &texts_obj, &table, &seed)) {
+    if (!PyArg_ParseTuple(args, "O!y*K:article_counts", &PyTuple_Type, &texts, &table, &seed)) {
         return NULL;
     }
     PyObject *result = NULL;
-    Py_ssize_t n_texts = PyTuple_GET_SIZE(texts_obj);
-    if (table.len != TABLE_LEN) {
-        PyErr_Format(PyExc_ValueError, "token_table must have %d bytes, not %zd", TABLE_LEN, table.len);
+    Py_ssize_t n_texts = PyTuple_GET_SIZE(texts);
+    TextView views[MAX_TEXTS];
+    int first[MAX_TEXTS];
+    size_t token_counts[MAX_TEXTS] = {0};
+    size_t regions[1 << MAX_TEXTS] = {0};
+    Work w;
+    memset(&w, 0, sizeof(w));
+    int rc;
+
+    if (table.len != (Py_ssize_t)(CODE_POINTS * sizeof(uint32_t))) {
+        PyErr_Format(PyExc_ValueError, "fold_table must have %zu bytes, not %zd",
+                     (size_t)CODE_POINTS * sizeof(uint32_t), table.len);
         goto done;
     }
     if (n_texts < 1 || n_texts > MAX_TEXTS) {
         PyErr_Format(PyExc_ValueError, "texts must hold 1 to %d items, not %zd", MAX_TEXTS, n_texts);
         goto done;
     }
-    TextView views[MAX_TEXTS];
-    int present[MAX_TEXTS];
-    int same_as[MAX_TEXTS]; /* the first equal text (itself if none) */
     for (Py_ssize_t i = 0; i < n_texts; i++) {
-        PyObject *item = PyTuple_GET_ITEM(texts_obj, i);
-        present[i] = item != Py_None;
-        same_as[i] = (int)i;
-        views[i].kind = PyUnicode_1BYTE_KIND;
-        views[i].data = "";
-        views[i].length = 0;
-        if (!present[i]) {
+        PyObject *item = PyTuple_GET_ITEM(texts, i);
+        first[i] = -1;
+        if (item == Py_None) {
             continue;
         }
         if (!PyUnicode_Check(item)) {
@@ -391,96 +477,37 @@ article_counts(PyObject *Py_UNUSED(module), PyObject *args)
         views[i].kind = PyUnicode_KIND(item);
         views[i].data = PyUnicode_DATA(item);
         views[i].length = PyUnicode_GET_LENGTH(item);
-    }
-    for (Py_ssize_t i = 0; i < n_texts; i++) {
-        for (Py_ssize_t j = 0; j < i && present[i]; j++) {
-            if (present[j] && same_as[j] == j && same_text(&views[i], &views[j])) {
-                same_as[i] = (int)j;
+        first[i] = (int)i;
+        for (Py_ssize_t j = 0; j < i; j++) {
+            if (first[j] == j && same_text(&views[i], &views[j])) {
+                first[i] = (int)j;
                 break;
             }
         }
     }
 
-    Work w = {0};
-    w.texts = views;
-    w.table = (const unsigned char *)table.buf;
+    w.fold = (const uint32_t *)table.buf;
     w.seed = (uint64_t)seed;
-    size_t token_counts[MAX_TEXTS] = {0};
-    size_t regions[1 << MAX_TEXTS] = {0};
-    int failed = 0;
-
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n_texts && !failed; i++) {
-        if (!present[i] || same_as[i] != i) {
-            continue;
-        }
-        if (tokenize(&w, (uint32_t)i) < 0 || add_shingles(&w, 1u << i) < 0) {
-            failed = 1;
-            break;
-        }
-        token_counts[i] = w.ids_len;
-    }
-    if (!failed) {
-        size_t base[1 << MAX_TEXTS] = {0};
-        for (size_t j = 0; j < w.shingle_cap; j++) {
-            base[w.shingles[j].mask]++;
-        }
-        /* A text equal to an earlier one has exactly that one's shingles. */
-        for (uint32_t m = 1; m < (1u << n_texts); m++) {
-            uint32_t full = m;
-            for (Py_ssize_t i = 0; i < n_texts; i++) {
-                if (same_as[i] != i && (m >> same_as[i]) & 1) {
-                    full |= 1u << i;
-                }
-            }
-            regions[full] += base[m];
-        }
-        for (Py_ssize_t i = 0; i < n_texts; i++) {
-            if (same_as[i] != i) {
-                token_counts[i] = token_counts[same_as[i]];
-            }
-        }
-    }
+    rc = count(&w, views, first, n_texts, token_counts, regions);
     free_work(&w);
     Py_END_ALLOW_THREADS
 
-    if (failed) {
-        if (w.overflow) {
-            PyErr_SetString(PyExc_OverflowError, "more distinct tokens in one article than the kernel can number");
-        } else {
-            PyErr_NoMemory();
-        }
+    if (rc == NO_MEMORY) {
+        PyErr_NoMemory();
         goto done;
     }
-
-    PyObject *counts = PyTuple_New(n_texts);
-    PyObject *regs = PyTuple_New((Py_ssize_t)1 << n_texts);
-    if (counts == NULL || regs == NULL) {
-        Py_XDECREF(counts);
-        Py_XDECREF(regs);
+    if (rc == DECLINED) {
+        result = Py_NewRef(Py_None);
         goto done;
     }
-    for (Py_ssize_t i = 0; i < n_texts; i++) {
-        PyObject *v = PyLong_FromSize_t(token_counts[i]);
-        if (v == NULL) {
-            Py_DECREF(counts);
-            Py_DECREF(regs);
-            goto done;
-        }
-        PyTuple_SET_ITEM(counts, i, v);
+    PyObject *counts = sizes_to_tuple(token_counts, n_texts);
+    PyObject *regs = counts == NULL ? NULL : sizes_to_tuple(regions, (Py_ssize_t)1 << n_texts);
+    if (regs != NULL) {
+        result = PyTuple_Pack(2, counts, regs);
     }
-    for (Py_ssize_t m = 0; m < ((Py_ssize_t)1 << n_texts); m++) {
-        PyObject *v = PyLong_FromSize_t(regions[m]);
-        if (v == NULL) {
-            Py_DECREF(counts);
-            Py_DECREF(regs);
-            goto done;
-        }
-        PyTuple_SET_ITEM(regs, m, v);
-    }
-    result = PyTuple_Pack(2, counts, regs);
-    Py_DECREF(counts);
-    Py_DECREF(regs);
+    Py_XDECREF(counts);
+    Py_XDECREF(regs);
 
 done:
     PyBuffer_Release(&table);
@@ -488,12 +515,13 @@ done:
 }
 
 PyDoc_STRVAR(article_counts_doc,
-"article_counts(texts, token_table, seed, /)\n"
+"article_counts(texts, fold_table, seed, /)\n"
 "--\n"
 "\n"
-"Token counts of the folded texts (a tuple of str or None) and the sizes of\n"
-"the regions of their shingle sets' Venn diagram: regions[m] is the number of\n"
-"distinct shingles found in exactly the texts whose bits are set in m.");
+"Token counts of the texts (a tuple of str or None) and the sizes of the\n"
+"regions of their shingle sets' Venn diagram (regions[m]: distinct shingles\n"
+"found in exactly the texts whose bits are set in m); None when a text holds a\n"
+"code point the table cannot lower on its own.");
 
 static PyMethodDef kernel_methods[] = {
     {"article_counts", article_counts, METH_VARARGS, article_counts_doc},
@@ -512,5 +540,13 @@ PyMODINIT_FUNC
 PyInit__kernel(void)
 {
     PyObject *m = PyModuleDef_Init(&kernel_module);
+    if (m != NULL) {
+        /* Checked here so that a build on an unusual platform fails to import
+         * (and the pure-Python path runs) instead of misreading the table. */
+        if (sizeof(uint32_t) != 4) {
+            PyErr_SetString(PyExc_ImportError, "selection_core._kernel needs a 4-byte uint32_t");
+            return NULL;
+        }
+    }
     return m;
 }

@@ -1,17 +1,21 @@
-"""The optional compiled kernel: tokens, shingles and set sizes of one article in C.
+"""The optional compiled kernel: lower case, tokens, shingles and set sizes in C.
 
 ``selection_core._kernel`` (``_kernel.c``) is built when the package is
-installed, if a C compiler is there (the install succeeds without one). From the
-texts of one article after steps 1 to 7 of the rule (``normalize``), it counts
-the tokens of each (step 8) and the sizes of the regions of the Venn diagram of
-their shingle sets (step 2): every size the rule needs (shingle counts, the
-consensus, the overlaps) is a sum of those regions. It computes exactly what
-``text_shingles`` and the set algebra of ``select.py`` compute, which stay the
-reference and the fallback; ``tests/test_kernel.py`` checks the two agree.
+installed, if a C compiler is there (the install succeeds without one). Given
+the texts of one article after steps 1 to 6 of the rule (``nfkc_form``), it
+lower-cases and tokenizes them (steps 7 and 8), and returns the token count of
+each and the sizes of the regions of the Venn diagram of their shingle sets
+(step 2); every size the rule needs (shingle counts, the consensus, the
+overlaps) is a sum of regions. It computes exactly what ``text_shingles`` and
+the set algebra of ``select.py`` compute; those stay the reference and the
+fallback, and ``tests/test_kernel.py`` checks that the two agree.
 
-The kernel's tokenizer reads a table of the code points that match
-``[\\p{L}\\p{N}]``, built here once, at import, by the very ``regex`` pattern
-that ``normalize.tokenize_line`` uses, so the two cannot disagree.
+The kernel reads one table entry per code point, built here once, at import,
+from ``str.lower`` and the ``regex`` pattern of ``normalize.tokenize_line``
+themselves: ``lower(c)`` when that is a letter or digit, 0 when it is not. A code
+point whose lower case depends on its neighbours (``Σ``, final sigma) or is
+several characters (``İ``) gets ``FOLD_UNKNOWN``: a text holding one is
+lower-cased by Python first, then tokenized by the kernel.
 
 The pure-Python path is used when the kernel was not built, or when the
 environment variable ``CONTENT_SELECTION_PURE`` is set to anything but ``""`` or
@@ -21,15 +25,25 @@ environment variable ``CONTENT_SELECTION_PURE`` is set to anything but ``""`` or
 from __future__ import annotations
 
 import os
+import sys
+import unicodedata
 from types import ModuleType
 
-from .normalize import _TOKEN
+from .normalize import _TOKEN, prepare
 
 #: Set it (to ``1``) to run the pure-Python path even where the kernel is built.
 PURE_ENV = "CONTENT_SELECTION_PURE"
 
 #: Code points are 0 .. 0x10FFFF.
 CODE_POINTS = 0x110000
+
+#: The table entry of a code point that the kernel cannot lower case on its own.
+FOLD_UNKNOWN = 0xFFFFFFFF
+
+# Lowered by str.lower according to the characters around it (final sigma).
+_CONTEXTUAL = (0x3A3,)
+# What that can become.
+_CONTEXTUAL_RESULTS = "\u03c3\u03c2"
 
 
 def _load() -> ModuleType | None:
@@ -52,28 +66,62 @@ def _all_code_points() -> str:
     return buf.decode("utf-32-le", "surrogatepass")
 
 
-def build_token_table() -> bytes:
-    """One byte per code point: 1 where ``normalize._TOKEN`` matches it, else 0.
+def _unknown_code_points(chars: str) -> list[int]:
+    """The code points whose ``str.lower`` is not one character decided by itself alone."""
+    unknown = list(_CONTEXTUAL)
+    step = 4096
+    for k in range(0, len(chars), step):
+        chunk = chars[k : k + step]
+        if len(chunk.lower()) != len(chunk):
+            unknown += [k + i for i, c in enumerate(chunk) if len(c.lower()) != 1]
+    return sorted(set(unknown))
 
-    The pattern is one character class repeated, so a code point belongs to a
-    match in the string of all code points exactly when it matches alone.
 
-    >>> table = build_token_table()
-    >>> table[ord("a")], table[ord("7")], table[ord("-")], table[ord("\\u00e9")]
-    (1, 1, 0, 1)
+def build_fold_table() -> tuple[bytes, bool]:
+    """The kernel's table, and whether already lower-cased text may be passed to it.
+
+    Entry ``c`` (a native-endian uint32) is ``ord(chr(c).lower())`` when that is
+    one character matching ``normalize._TOKEN``, 0 when it does not match, and
+    ``FOLD_UNKNOWN`` for the code points of ``_unknown_code_points``. Since the
+    token pattern is one character class repeated, a character of the string of
+    all (lowered) code points belongs to a match exactly when it matches alone.
+
+    Text that ``str.lower`` has already lowered can be tokenized with the same
+    table when lowering is idempotent on everything it produces (checked here),
+    since then each of its characters is its own entry.
+
+    >>> table, _ = build_fold_table()
+    >>> [int.from_bytes(table[4 * ord(c) : 4 * ord(c) + 4], sys.byteorder) for c in "aA7-"]
+    [97, 97, 55, 0]
     """
-    table = bytearray(CODE_POINTS)
-    for m in _TOKEN.finditer(_all_code_points()):
-        start, end = m.span()
-        table[start:end] = b"\x01" * (end - start)
-    return bytes(table)
+    chars = _all_code_points()
+    unknown = _unknown_code_points(chars)
+    simple = chars
+    for cp in unknown:  # a few: each becomes a placeholder of one character
+        simple = simple[:cp] + " " + simple[cp + 1 :]
+    lowered = simple.lower()
+    if len(lowered) != CODE_POINTS:
+        raise RuntimeError("str.lower changed the length of text without unknown code points")
+    table = bytearray(lowered.encode("utf-32-le" if sys.byteorder == "little" else "utf-32-be", "surrogatepass"))
+    end = 0
+    for m in _TOKEN.finditer(lowered):
+        start = m.start()
+        table[4 * end : 4 * start] = bytes(4 * (start - end))
+        end = m.end()
+    table[4 * end :] = bytes(4 * (CODE_POINTS - end))
+    for cp in unknown:
+        table[4 * cp : 4 * cp + 4] = FOLD_UNKNOWN.to_bytes(4, sys.byteorder)
+    produced = "".join(chr(cp).lower() for cp in unknown) + _CONTEXTUAL_RESULTS
+    lowered_ok = lowered.lower() == lowered and all(ord(c) not in unknown and c.lower() == c for c in produced)
+    return bytes(table), lowered_ok
 
 
 #: The compiled kernel, or ``None`` when the pure-Python path runs.
 KERNEL: ModuleType | None = _load()
 
-#: The table the kernel's tokenizer reads (empty when the kernel is not used).
-TOKEN_TABLE: bytes = build_token_table() if KERNEL is not None else b""
+#: The kernel's table (empty when the kernel is not used), and whether it also
+#: takes text that Python lowered (for texts holding an unknown code point).
+FOLD_TABLE, LOWERED_OK = build_fold_table() if KERNEL is not None else (b"", False)
 
 # Only the speed of the kernel's hash tables on adversarial text depends on the
 # seed, never a result; varying it per process (as Python varies str hashes)
@@ -81,22 +129,39 @@ TOKEN_TABLE: bytes = build_token_table() if KERNEL is not None else b""
 _SEED = hash("selection_core.kernel") & (2**64 - 1)
 
 
-def article_counts(texts: tuple[str | None, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Token counts and shingle-set Venn regions of folded texts (``None``: no text).
+def nfkc_form(text: str) -> str:
+    """Steps 1 to 6 of the rule (``prepare``, then NFKC); the kernel does the rest.
+
+    NFKC never acts across a ``\\n`` (``tests/test_fast_paths.py`` checks every
+    code point), so only the lines that are not already in NFKC are normalized.
+
+    >>> nfkc_form("Caf&eacute; \\ufb01ne\\nok")
+    'Café fine\\nok'
+    """
+    text = prepare(text)
+    if text.isascii() or unicodedata.is_normalized("NFKC", text):
+        return text
+    return "\n".join([unicodedata.normalize("NFKC", line) for line in text.split("\n")])
+
+
+def article_counts(texts: tuple[str | None, ...]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """Token counts and shingle-set Venn regions of texts in ``nfkc_form`` (``None``: no text).
 
     ``regions[m]`` is the number of distinct shingles found in exactly the texts
-    whose bits are set in ``m`` (bit ``i`` for ``texts[i]``).
+    whose bits are set in ``m`` (bit ``i`` for ``texts[i]``). Returns ``None``
+    when the kernel cannot take the article (the pure-Python path can).
 
     Raises:
         RuntimeError: when the kernel is not in use (check ``KERNEL`` first).
-        OverflowError: when an article has more distinct tokens than the kernel
-            can number (about 4e9); the pure-Python path can still take it.
 
     >>> if KERNEL is not None:
-    ...     counts, regions = article_counts(("a b c d e f", "b c d e f", None))
+    ...     counts, regions = article_counts(("A b c d e F", "b c d e f", None))
     ...     assert counts == (6, 5, 0) and regions == (0, 1, 0, 1, 0, 0, 0, 0)
     """
     if KERNEL is None:
         raise RuntimeError("the compiled kernel is not in use")
-    counts, regions = KERNEL.article_counts(texts, TOKEN_TABLE, _SEED)
-    return counts, regions
+    found = KERNEL.article_counts(texts, FOLD_TABLE, _SEED)
+    if found is None and LOWERED_OK:
+        # A code point the table cannot lower (Σ, İ): Python lowers, the kernel tokenizes.
+        found = KERNEL.article_counts(tuple(None if t is None else t.lower() for t in texts), FOLD_TABLE, _SEED)
+    return found  # type: ignore[no-any-return]

@@ -22,7 +22,6 @@ from .config import (
     TEXT_FIELDS,
     TIE_MARGIN,
 )
-from .normalize import normalize
 from .shingles import LineCache, Shingle, text_shingles
 
 
@@ -190,23 +189,23 @@ def _measure_sizes(article: Mapping[str, Any]) -> tuple[list[Candidate], tuple[i
     """
     texts: list[str | None] = []
     blocks: list[Mapping[str, Any] | None] = []
-    folded: dict[str, str] = {}  # equal texts share one folded object: the kernel sees them once
+    forms: dict[str, str] = {}  # equal texts are normalized once (and the kernel sees them once)
     for name in EXTRACTORS:
         block = article.get(name)
         text = block.get(TEXT_FIELDS[name]) if isinstance(block, Mapping) else None
         if isinstance(text, str):
-            form = folded.get(text)
+            form = forms.get(text)
             if form is None:
-                form = folded[text] = normalize(text)
+                form = forms[text] = kernel.nfkc_form(text)
             texts.append(form)
             blocks.append(block)
         else:
             texts.append(None)
             blocks.append(None)
-    try:
-        token_counts, regions = kernel.article_counts(tuple(texts))
-    except OverflowError:
+    found = kernel.article_counts(tuple(texts))
+    if found is None:
         return None
+    token_counts, regions = found
     measured: list[Candidate] = []
     for i, (name, block) in enumerate(zip(EXTRACTORS, blocks)):
         if block is None or token_counts[i] == 0:
