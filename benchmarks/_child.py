@@ -1,9 +1,16 @@
 """Run one measured job in a fresh process and print its figures as JSON.
 
 Used by the benchmark scripts so that every measurement has its own peak RSS.
-Time covers the work only (not interpreter start-up or imports): wall-clock
-seconds, and the CPU seconds of the process, which other load on a shared
-machine disturbs much less.
+Time covers the work only (not interpreter start-up or imports).
+
+    python benchmarks/_child.py floor|select INPUT OUTPUT
+    python benchmarks/_child.py flow INPUT OUTPUT RUNNER CHUNK_SIZE   # CHUNK_SIZE 0: the flow's default
+    python benchmarks/_child.py extract PAGES_DIR OUTPUT WORKERS
+
+``flow`` runs the ``select-content`` flow on the embedded Prefect API, started
+before the clock (so its start-up is not counted; ``benchmarks/overhead.py``
+measures it), and reports the peak RSS of this process and, separately, of its
+largest finished child (process-pool or Dask workers).
 """
 
 from __future__ import annotations
@@ -22,15 +29,43 @@ def _rss_mib() -> float:
     return 0.0
 
 
+def _warm_up_prefect() -> None:
+    """Start the embedded API (and import the flow) before the clock starts."""
+    from prefect.client.orchestration import get_client
+
+    import flows.select_content  # noqa: F401
+
+    with get_client(sync_client=True) as client:
+        client.api_healthcheck()
+
+
+def _fixed_task_seconds(flow_run_id: object) -> float:
+    """Run time of the flow's tasks other than the scoring ones (read, write, artifacts)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    deadline = time.monotonic() + 60
+    with get_client(sync_client=True) as client:
+        while True:
+            runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+            fixed = [r for r in runs if not r.name.startswith(("select-chunk", "select-extractors"))]
+            if (len(fixed) >= 4 and all(r.state and r.state.is_final() for r in fixed)) or time.monotonic() > deadline:
+                return sum(r.total_run_time.total_seconds() for r in fixed)
+            time.sleep(0.5)
+
+
 def main() -> None:
     job, inp, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    extra = sys.argv[4:]
     import orjson
 
     from selection_core.io import select_file
 
+    if job == "flow":
+        _warm_up_prefect()
     base = _rss_mib()
+    info: dict[str, object] = {}
     t0 = time.perf_counter()
-    c0 = time.process_time()
     if job == "floor":
         with open(inp, "rb") as fh:
             doc = orjson.loads(fh.read())
@@ -38,13 +73,47 @@ def main() -> None:
             fh.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
     elif job == "select":
         select_file(inp, out)
+    elif job == "flow":
+        from flows.select_content import select_content
+
+        runner, chunk_size = extra[0], int(extra[1])
+        state = select_content(
+            input_path=inp, output_path=out, task_runner=runner, chunk_size=chunk_size or None, return_state=True
+        )
+        flow_seconds = time.perf_counter() - t0
+        summary = state.result()
+        fixed = _fixed_task_seconds(state.state_details.flow_run_id)
+        info = {
+            "task_runner": runner,
+            "chunk_size": chunk_size or None,
+            "output_sha256": summary.output_sha256,
+            "fixed_tasks_seconds": fixed,
+            # Everything but reading, writing and the artifacts: scoring, plus the
+            # start and stop of the runner's workers.
+            "select_stage_seconds": flow_seconds - fixed,
+        }
+    elif job == "extract":
+        from tasks.extraction import ExtractionSettings, extract_to_file
+
+        workers = int(extra[0])
+        result = extract_to_file(inp, out, ExtractionSettings(workers=workers))
+        info = {"workers": workers, "pages": result.result.stats.pages, "sha256": result.sha256}
     else:
         raise SystemExit(f"unknown job {job}")
     elapsed = time.perf_counter() - t0
-    cpu = time.process_time() - c0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(
-        json.dumps({"job": job, "seconds": elapsed, "cpu_seconds": cpu, "peak_rss_mib": peak, "baseline_rss_mib": base})
+        json.dumps(
+            {
+                "job": job,
+                "seconds": elapsed,
+                "peak_rss_mib": peak,
+                "baseline_rss_mib": base,
+                "largest_child_peak_rss_mib": children,
+                **info,
+            }
+        )
     )
 
 

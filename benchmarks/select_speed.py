@@ -49,10 +49,11 @@ def build(path: Path, repeat: int, distinct: bool) -> int:
     return path.stat().st_size
 
 
-def measure(job: str, inp: Path, out: Path) -> dict:
-    env = dict(os.environ, PYTHONHASHSEED="0")
+def measure(job: str, inp: Path, out: Path, *extra: str, env: dict[str, str] | None = None) -> dict:
+    """Run ``benchmarks/_child.py JOB INP OUT [EXTRA...]`` in a fresh process; its figures."""
+    env = dict(env if env is not None else os.environ, PYTHONHASHSEED="0")
     res = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks/_child.py"), job, str(inp), str(out)],
+        [sys.executable, str(ROOT / "benchmarks/_child.py"), job, str(inp), str(out), *extra],
         check=True,
         capture_output=True,
         text=True,

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Speed-up from parallelism on this machine, in one run: selection and extraction.
+
+    python benchmarks/parallel.py                      # 100k articles, the 181 real pages
+    python benchmarks/parallel.py --articles 20000 --pages ../shared/datasets/scrapinghub-aeb/html
+
+Selection: the ``select-content`` flow on one batch (``benchmarks/_batches.py``,
+distinct copies of the real articles) with each task runner: ``in-process`` (the
+default: one task), ``process`` (Prefect's process pool, one worker per core)
+and ``dask`` (a local cluster of 2 single-thread worker processes), both in
+chunks of 1000 articles. Each run is a fresh process on the embedded Prefect API
+(started before the clock); the written bytes must be identical. Two figures:
+the whole flow (read, score, write, artifacts) and its select stage (the flow
+minus the read/write/artifact tasks: scoring plus starting and stopping the
+workers).
+
+Extraction: the extract step's own process pool (``tasks.extraction``) on the
+real pages with 1 worker and with one per core; the batches must be identical.
+
+Goal (issue 5): at least 1.6x on 2 cores. Writes benchmarks/out/parallel.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _batches import OUT, ROOT, build_distinct, machine, prefect_env  # noqa: E402
+from select_speed import measure  # noqa: E402
+
+RUNNERS = ("in-process", "process", "dask")
+DEFAULT_PAGES = ROOT.parent / "shared/datasets/scrapinghub-aeb/html"
+
+
+def selection(n_articles: int, rounds: int, chunk_size: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix="cs-parallel-") as tmp:
+        inp = Path(tmp) / "parallel_extracted.json"
+        size = build_distinct(inp, n_articles)
+        env = prefect_env(Path(tmp) / "prefect-home")
+        runs: dict[str, list[dict]] = {r: [] for r in RUNNERS}
+        for _ in range(rounds):
+            for runner in RUNNERS:
+                out = Path(tmp) / f"out-{runner}.json"
+                chunk = 0 if runner == "in-process" else chunk_size
+                runs[runner].append(measure("flow", inp, out, runner, str(chunk), env=env))
+                out.unlink()
+                print(f"  {runner:<10} {runs[runner][-1]['seconds']:8.2f} s", flush=True)
+    best = {r: min(v, key=lambda x: x["seconds"]) for r, v in runs.items()}
+    hashes = {x["output_sha256"] for v in runs.values() for x in v}
+    base = best["in-process"]
+    return {
+        "articles": n_articles,
+        "input_bytes": size,
+        "chunk_size": chunk_size,
+        "identical_output": len(hashes) == 1,
+        "flow_seconds": {r: b["seconds"] for r, b in best.items()},
+        "select_stage_seconds": {r: b["select_stage_seconds"] for r, b in best.items()},
+        "flow_speedup": {r: base["seconds"] / b["seconds"] for r, b in best.items()},
+        "select_stage_speedup": {r: base["select_stage_seconds"] / b["select_stage_seconds"] for r, b in best.items()},
+        "flow_process_peak_rss_mib": {r: b["peak_rss_mib"] for r, b in best.items()},
+        "largest_worker_peak_rss_mib": {r: b["largest_child_peak_rss_mib"] for r, b in best.items()},
+        "all_runs": runs,
+    }
+
+
+def extraction(pages: Path, rounds: int) -> dict:
+    workers = (1, os.cpu_count() or 1)
+    with tempfile.TemporaryDirectory(prefix="cs-extract-") as tmp:
+        runs: dict[int, list[dict]] = {w: [] for w in workers}
+        for _ in range(rounds):
+            for w in workers:
+                out = Path(tmp) / f"pages-{w}_extracted.json"
+                runs[w].append(measure("extract", pages, out, str(w)))
+                print(f"  {w} worker(s) {runs[w][-1]['seconds']:8.2f} s", flush=True)
+    best = {w: min(v, key=lambda x: x["seconds"]) for w, v in runs.items()}
+    return {
+        "pages": best[1]["pages"],
+        "identical_output": len({x["sha256"] for v in runs.values() for x in v}) == 1,
+        "seconds": {str(w): b["seconds"] for w, b in best.items()},
+        "speedup": best[1]["seconds"] / best[workers[-1]]["seconds"],
+        "workers": workers[-1],
+        "all_runs": {str(w): v for w, v in runs.items()},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--articles", type=int, default=100000)
+    ap.add_argument("--chunk-size", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--pages", type=Path, default=DEFAULT_PAGES, help="folder of real pages (skipped if missing)")
+    ap.add_argument("--extract-rounds", type=int, default=2)
+    ap.add_argument("--skip-selection", action="store_true")
+    ap.add_argument("--json", type=Path, default=OUT / "parallel.json")
+    args = ap.parse_args(argv)
+    result: dict = {"machine": machine()}
+    if not args.skip_selection:
+        print(f"selection, {args.articles} articles:", flush=True)
+        sel = result["selection"] = selection(args.articles, args.rounds, args.chunk_size)
+        print(f"input {sel['input_bytes'] / 1e6:.0f} MB; identical output: {sel['identical_output']}")
+        for r in RUNNERS:
+            print(
+                f"  {r:<10} flow {sel['flow_seconds'][r]:8.2f} s  x{sel['flow_speedup'][r]:.2f}   "
+                f"select stage {sel['select_stage_seconds'][r]:8.2f} s  x{sel['select_stage_speedup'][r]:.2f}"
+            )
+    if args.pages.is_dir():
+        print(f"extraction, {args.pages}:", flush=True)
+        ext = result["extraction"] = extraction(args.pages, args.extract_rounds)
+        print(
+            f"  {ext['pages']} pages: 1 worker {ext['seconds']['1']:.2f} s, {ext['workers']} workers "
+            f"{ext['seconds'][str(ext['workers'])]:.2f} s  x{ext['speedup']:.2f}; identical output: "
+            f"{ext['identical_output']}"
+        )
+    else:
+        print(f"extraction skipped: {args.pages} is not a folder")
+    print(f"machine: {result['machine']} (goal: x1.6 or more)")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
