@@ -13,7 +13,7 @@
  *              is not, FOLD_UNKNOWN when c cannot be lowered on its own (its
  *              lower case depends on its neighbours or is several characters).
  *              selection_core/kernel.py builds it from str.lower and the `regex`
- *              pattern of the rule themselves;
+ *              pattern of the rule themselves; the entry of '\n' must be 0;
  * seed         an integer mixed into the hash functions: any value gives the same
  *              result, only the speed on adversarial input depends on it;
  * token_counts the token count of each text (0 for None);
@@ -33,7 +33,14 @@
  * ids padded with NO_TOKEN, which no id equals), and shingle matches are
  * confirmed by comparing all five ids. Hash values only choose where to look:
  * they never decide equality, and nothing that depends on them (order, ids)
- * leaves this file. Equal texts (same code points) are processed once.
+ * leaves this file.
+ *
+ * Shared work. Extractors' texts share most of their lines, and no token crosses
+ * a '\n' (its entry is 0). So each distinct line (same string kind and bytes,
+ * compared in full) is tokenized once, and its inner windows are recorded once,
+ * for every text holding it; each text then adds the windows that cross its line
+ * breaks, built from the last four tokens before a break and the first four
+ * after it (as shingles.text_shingles does). Equal texts are processed once.
  *
  * The work runs without the GIL, on memory from PyMem_Raw*, all of it freed
  * before returning; the only Python objects created are the result's.
@@ -46,6 +53,7 @@
 #include <string.h>
 
 #define SHINGLE_SIZE 5
+#define KEEP (SHINGLE_SIZE - 1) /* tokens before a break that a crossing window can use */
 #define MAX_TEXTS 8
 #define CODE_POINTS 0x110000
 #define FOLD_UNKNOWN UINT32_MAX
@@ -55,16 +63,41 @@
 /* How a step ended: done, out of memory, or "not for the kernel" (None). */
 enum { OK = 0, NO_MEMORY = -1, DECLINED = -2 };
 
+/* A growable array of `size`-byte items. */
 typedef struct {
-    int kind;
-    const void *data;
-    Py_ssize_t length;
-} TextView;
+    void *items;
+    size_t length;
+    size_t capacity;
+} Array;
+
+static int
+reserve(Array *a, size_t extra, size_t size)
+{
+    if (extra <= a->capacity - a->length) {
+        return OK;
+    }
+    size_t cap = a->capacity ? a->capacity : 64;
+    while (cap - a->length < extra) {
+        if (cap > SIZE_MAX / 2 / size) {
+            return NO_MEMORY;
+        }
+        cap *= 2;
+    }
+    void *items = PyMem_RawRealloc(a->items, cap * size);
+    if (items == NULL) {
+        return NO_MEMORY;
+    }
+    a->items = items;
+    a->capacity = cap;
+    return OK;
+}
+
+#define ITEMS(array, type) ((type *)(array).items)
 
 /* A distinct token. id == 0 marks a free slot. */
 typedef struct {
-    uint32_t hash; /* the high half of its 64-bit hash (the low bits place it) */
-    uint32_t id;   /* id + 1 */
+    uint32_t hash;   /* the high half of its 64-bit hash (the low bits place it) */
+    uint32_t id;     /* id + 1 */
     uint32_t offset; /* of its code points in Work.pool */
     uint32_t length;
 } TokenSlot;
@@ -75,23 +108,42 @@ typedef struct {
     uint32_t mask;
 } ShingleSlot;
 
+/* A distinct line of the article's texts (no '\n', at least one code point). */
 typedef struct {
-    uint32_t *items;
-    size_t length;
-    size_t capacity;
-} U32Array;
+    const char *data; /* its first byte, in its text */
+    size_t bytes;     /* its length in bytes */
+    uint64_t hash;
+    size_t first_id; /* its token ids: Work.line_ids[first_id : first_id + n_ids] */
+    size_t n_ids;
+    uint32_t mask; /* the texts it occurs in */
+    int kind;
+} Line;
+
+typedef struct {
+    int kind;
+    const void *data;
+    Py_ssize_t length;
+} TextView;
 
 typedef struct {
     const uint32_t *fold;
     uint64_t seed;
+    /* tokens */
     TokenSlot *tokens; /* open addressing, linear probing */
     size_t token_cap;  /* a power of two */
     size_t token_used;
-    U32Array pool;    /* the code points of every distinct token */
-    U32Array scratch; /* the code points of the token being read */
+    Array pool;    /* uint32: the code points of every distinct token */
+    Array scratch; /* uint32: the code points of the token being read */
+    /* lines */
+    Array lines;      /* Line */
+    size_t *line_slots; /* open addressing: index + 1 into lines, 0 = free */
+    size_t line_cap;  /* a power of two */
+    Array line_ids;   /* uint32: the token ids of every distinct line */
+    Array seq[MAX_TEXTS]; /* size_t: each text's lines that have tokens, in order */
+    size_t token_counts[MAX_TEXTS];
+    /* shingles */
     ShingleSlot *shingles;
     size_t shingle_cap; /* a power of two */
-    U32Array ids[MAX_TEXTS]; /* each text's token ids, in order */
 } Work;
 
 static inline uint64_t
@@ -106,26 +158,16 @@ mix64(uint64_t x)
     return x;
 }
 
-static int
-reserve(U32Array *a, size_t extra)
+/* ------------------------------------------------------------------ tokens */
+
+static inline uint64_t
+token_hash(const uint32_t *cp, size_t length, uint64_t seed)
 {
-    if (a->length + extra <= a->capacity) {
-        return OK;
+    uint64_t h = seed;
+    for (size_t k = 0; k < length; k++) {
+        h = (h ^ cp[k]) * 0x100000001b3ULL; /* FNV-1a steps, on code points */
     }
-    size_t cap = a->capacity ? a->capacity : 256;
-    while (cap < a->length + extra) {
-        if (cap > SIZE_MAX / 2 / sizeof(uint32_t)) {
-            return NO_MEMORY;
-        }
-        cap *= 2;
-    }
-    uint32_t *items = PyMem_RawRealloc(a->items, cap * sizeof(uint32_t));
-    if (items == NULL) {
-        return NO_MEMORY;
-    }
-    a->items = items;
-    a->capacity = cap;
-    return OK;
+    return mix64(h ^ length);
 }
 
 static int
@@ -145,12 +187,7 @@ grow_tokens(Work *w)
         if (old->id == 0) {
             continue;
         }
-        const uint32_t *cp = w->pool.items + old->offset;
-        uint64_t h = w->seed;
-        for (uint32_t k = 0; k < old->length; k++) {
-            h = (h ^ cp[k]) * 0x100000001b3ULL;
-        }
-        h = mix64(h ^ old->length);
+        uint64_t h = token_hash(ITEMS(w->pool, uint32_t) + old->offset, old->length, w->seed);
         size_t j = (size_t)h & (cap - 1);
         while (slots[j].id != 0) {
             j = (j + 1) & (cap - 1);
@@ -175,16 +212,16 @@ same_code_points(const uint32_t *a, const uint32_t *b, size_t length)
     return 1;
 }
 
-/* Append to `ids` the id of the token whose code points are in w->scratch. */
+/* Append to Work.line_ids the id of the token whose code points are in Work.scratch. */
 static int
-add_token(Work *w, uint64_t h, U32Array *ids)
+add_token(Work *w)
 {
-    const uint32_t *cp = w->scratch.items;
+    const uint32_t *cp = ITEMS(w->scratch, uint32_t);
     size_t length = w->scratch.length;
     if (2 * (w->token_used + 1) > w->token_cap && grow_tokens(w) < 0) {
         return NO_MEMORY;
     }
-    h = mix64(h ^ length);
+    uint64_t h = token_hash(cp, length, w->seed);
     uint32_t high = (uint32_t)(h >> 32);
     size_t mask = w->token_cap - 1;
     size_t j = (size_t)h & mask;
@@ -195,36 +232,36 @@ add_token(Work *w, uint64_t h, U32Array *ids)
             if (w->token_used >= MAX_COUNT || length > MAX_COUNT || w->pool.length > MAX_COUNT - length) {
                 return DECLINED;
             }
-            if (reserve(&w->pool, length) < 0) {
+            if (reserve(&w->pool, length, sizeof(uint32_t)) < 0) {
                 return NO_MEMORY;
             }
             s->hash = high;
             s->offset = (uint32_t)w->pool.length;
             s->length = (uint32_t)length;
             s->id = (uint32_t)(++w->token_used);
-            memcpy(w->pool.items + w->pool.length, cp, length * sizeof(uint32_t));
+            memcpy(ITEMS(w->pool, uint32_t) + w->pool.length, cp, length * sizeof(uint32_t));
             w->pool.length += length;
             id = s->id - 1;
             break;
         }
-        if (s->hash == high && s->length == length && same_code_points(w->pool.items + s->offset, cp, length)) {
+        if (s->hash == high && s->length == length && same_code_points(ITEMS(w->pool, uint32_t) + s->offset, cp, length)) {
             id = s->id - 1;
             break;
         }
         j = (j + 1) & mask;
     }
-    if (ids->length == ids->capacity && reserve(ids, 1) < 0) {
+    if (w->line_ids.length == w->line_ids.capacity && reserve(&w->line_ids, 1, sizeof(uint32_t)) < 0) {
         return NO_MEMORY;
     }
-    ids->items[ids->length++] = id;
+    ITEMS(w->line_ids, uint32_t)[w->line_ids.length++] = id;
     return OK;
 }
 
-/* The tokens of one text: maximal runs of code points with a non-zero entry. */
+/* The tokens of s[0:n]: maximal runs of code points with a non-zero entry. */
 #define READ_TOKENS(CHAR)                                                     \
     do {                                                                      \
-        const CHAR *s = (const CHAR *)t->data;                                \
-        Py_ssize_t n = t->length, i = 0;                                      \
+        const CHAR *s = (const CHAR *)data;                                   \
+        size_t i = 0;                                                         \
         for (;;) {                                                            \
             uint32_t f = 0;                                                   \
             while (i < n && (f = fold[s[i]]) == 0) {                          \
@@ -233,32 +270,31 @@ add_token(Work *w, uint64_t h, U32Array *ids)
             if (i == n) {                                                     \
                 break;                                                        \
             }                                                                 \
-            uint64_t h = w->seed;                                             \
             w->scratch.length = 0;                                            \
             do {                                                              \
                 if (f == FOLD_UNKNOWN) {                                      \
                     return DECLINED;                                          \
                 }                                                             \
                 if (w->scratch.length == w->scratch.capacity &&               \
-                    reserve(&w->scratch, 1) < 0) {                            \
+                    reserve(&w->scratch, 1, sizeof(uint32_t)) < 0) {          \
                     return NO_MEMORY;                                         \
                 }                                                             \
-                w->scratch.items[w->scratch.length++] = f;                    \
-                h = (h ^ f) * 0x100000001b3ULL; /* FNV-1a step */             \
+                ITEMS(w->scratch, uint32_t)[w->scratch.length++] = f;         \
                 i++;                                                          \
             } while (i < n && (f = fold[s[i]]) != 0);                         \
-            int rc = add_token(w, h, ids);                                    \
+            int rc = add_token(w);                                            \
             if (rc < 0) {                                                     \
                 return rc;                                                    \
             }                                                                 \
         }                                                                     \
     } while (0)
 
+/* Append the token ids of the n code points at `data` to Work.line_ids. */
 static int
-read_tokens(Work *w, const TextView *t, U32Array *ids)
+read_tokens(Work *w, int kind, const void *data, size_t n)
 {
     const uint32_t *fold = w->fold;
-    switch (t->kind) {
+    switch (kind) {
     case PyUnicode_1BYTE_KIND:
         READ_TOKENS(Py_UCS1);
         break;
@@ -271,6 +307,145 @@ read_tokens(Work *w, const TextView *t, U32Array *ids)
     }
     return OK;
 }
+
+/* ------------------------------------------------------------------- lines */
+
+static uint64_t
+bytes_hash(const char *p, size_t n, uint64_t seed)
+{
+    uint64_t h = seed ^ (n * 0x9e3779b97f4a7c15ULL);
+    while (n >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        h = (h ^ v) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+        p += 8;
+        n -= 8;
+    }
+    if (n > 0) {
+        uint64_t v = 0;
+        memcpy(&v, p, n);
+        h = (h ^ v) * 0xc4ceb9fe1a85ec53ULL;
+    }
+    return mix64(h);
+}
+
+static int
+grow_lines(Work *w)
+{
+    size_t cap = w->line_cap ? w->line_cap * 2 : 256;
+    if (cap > SIZE_MAX / sizeof(size_t)) {
+        return NO_MEMORY;
+    }
+    size_t *slots = PyMem_RawCalloc(cap, sizeof(size_t));
+    if (slots == NULL) {
+        return NO_MEMORY;
+    }
+    const Line *lines = ITEMS(w->lines, Line);
+    for (size_t i = 0; i < w->lines.length; i++) {
+        size_t j = (size_t)lines[i].hash & (cap - 1);
+        while (slots[j] != 0) {
+            j = (j + 1) & (cap - 1);
+        }
+        slots[j] = i + 1;
+    }
+    PyMem_RawFree(w->line_slots);
+    w->line_slots = slots;
+    w->line_cap = cap;
+    return OK;
+}
+
+/* Text `text` holds the line of n code points at `data`: find it or read it. */
+static int
+add_line(Work *w, int text, int kind, const void *data, size_t n)
+{
+    size_t bytes = n * (size_t)kind;
+    uint64_t h = bytes_hash(data, bytes, w->seed);
+    if (2 * (w->lines.length + 1) > w->line_cap && grow_lines(w) < 0) {
+        return NO_MEMORY;
+    }
+    size_t mask = w->line_cap - 1;
+    size_t j = (size_t)h & mask;
+    size_t index;
+    for (;;) {
+        size_t slot = w->line_slots[j];
+        if (slot == 0) {
+            if (reserve(&w->lines, 1, sizeof(Line)) < 0) {
+                return NO_MEMORY;
+            }
+            size_t first_id = w->line_ids.length;
+            int rc = read_tokens(w, kind, data, n);
+            if (rc < 0) {
+                return rc;
+            }
+            index = w->lines.length++;
+            Line *line = &ITEMS(w->lines, Line)[index];
+            line->data = data;
+            line->bytes = bytes;
+            line->hash = h;
+            line->first_id = first_id;
+            line->n_ids = w->line_ids.length - first_id;
+            line->mask = 0;
+            line->kind = kind;
+            w->line_slots[j] = index + 1;
+            break;
+        }
+        const Line *line = &ITEMS(w->lines, Line)[slot - 1];
+        if (line->hash == h && line->kind == kind && line->bytes == bytes && memcmp(line->data, data, bytes) == 0) {
+            index = slot - 1;
+            break;
+        }
+        j = (j + 1) & mask;
+    }
+    Line *line = &ITEMS(w->lines, Line)[index];
+    line->mask |= 1u << text;
+    if (line->n_ids > 0) {
+        if (reserve(&w->seq[text], 1, sizeof(size_t)) < 0) {
+            return NO_MEMORY;
+        }
+        ITEMS(w->seq[text], size_t)[w->seq[text].length++] = index;
+        w->token_counts[text] += line->n_ids;
+    }
+    return OK;
+}
+
+#define READ_LINES(CHAR)                                                      \
+    do {                                                                      \
+        const CHAR *s = (const CHAR *)t->data;                                \
+        size_t n = (size_t)t->length, start = 0;                              \
+        while (start < n) {                                                   \
+            size_t end = start;                                               \
+            while (end < n && s[end] != '\n') {                               \
+                end++;                                                        \
+            }                                                                 \
+            if (end > start) {                                                \
+                int rc = add_line(w, text, t->kind, s + start, end - start);  \
+                if (rc < 0) {                                                 \
+                    return rc;                                                \
+                }                                                             \
+            }                                                                 \
+            start = end + 1;                                                  \
+        }                                                                     \
+    } while (0)
+
+static int
+read_lines(Work *w, int text, const TextView *t)
+{
+    switch (t->kind) {
+    case PyUnicode_1BYTE_KIND:
+        READ_LINES(Py_UCS1);
+        break;
+    case PyUnicode_2BYTE_KIND:
+        READ_LINES(Py_UCS2);
+        break;
+    default:
+        READ_LINES(Py_UCS4);
+        break;
+    }
+    return OK;
+}
+
+/* ---------------------------------------------------------------- shingles */
 
 /* Odd constants for the shingle hash (digits of pi and e, forced odd). */
 static const uint64_t K[SHINGLE_SIZE] = {
@@ -292,10 +467,10 @@ same_ids(const uint32_t *a, const uint32_t *b)
     return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3] && a[4] == b[4];
 }
 
-/* Record that the text of `bit` has the shingle `ids`; `regions` counts the
+/* Record that the texts of `bits` have the shingle `ids`; `regions` counts the
  * distinct shingles by the set of texts they occur in. */
-static void
-add_shingle(Work *w, const uint32_t *ids, uint32_t bit, int shift, size_t *regions)
+static inline void
+add_shingle(Work *w, const uint32_t *ids, uint32_t bits, int shift, size_t *regions)
 {
     size_t mask = w->shingle_cap - 1;
     size_t j = shingle_slot(ids, w->seed, shift);
@@ -303,15 +478,16 @@ add_shingle(Work *w, const uint32_t *ids, uint32_t bit, int shift, size_t *regio
         ShingleSlot *s = &w->shingles[j];
         if (s->mask == 0) {
             memcpy(s->ids, ids, sizeof(s->ids));
-            s->mask = bit;
-            regions[bit]++;
+            s->mask = bits;
+            regions[bits]++;
             return;
         }
         if (same_ids(s->ids, ids)) {
-            if (!(s->mask & bit)) {
+            uint32_t both = s->mask | bits;
+            if (both != s->mask) {
                 regions[s->mask]--;
-                s->mask |= bit;
-                regions[s->mask]++;
+                regions[both]++;
+                s->mask = both;
             }
             return;
         }
@@ -319,26 +495,46 @@ add_shingle(Work *w, const uint32_t *ids, uint32_t bit, int shift, size_t *regio
     }
 }
 
-/* The shingles of one text (its token ids), recorded with `bit`. */
+/* Every shingle of `text`, except the windows inside one line (recorded per line):
+ * the windows across its line breaks, or the one shingle of a text of 1 to 4 tokens. */
 static void
-add_shingles(Work *w, const U32Array *ids, uint32_t bit, int shift, size_t *regions)
+add_text_shingles(Work *w, int text, int shift, size_t *regions)
 {
-    size_t n = ids->length;
-    if (n == 0) {
-        return;
+    const Line *lines = ITEMS(w->lines, Line);
+    const uint32_t *line_ids = ITEMS(w->line_ids, uint32_t);
+    const size_t *seq = ITEMS(w->seq[text], size_t);
+    uint32_t buf[2 * KEEP]; /* the last tokens before a break, then the first after it */
+    size_t tail = 0;        /* how many of the first are there */
+    for (size_t k = 0; k < w->seq[text].length; k++) {
+        const Line *line = &lines[seq[k]];
+        const uint32_t *ids = line_ids + line->first_id;
+        size_t n = line->n_ids;
+        size_t head = n < KEEP ? n : KEEP;
+        memcpy(buf + tail, ids, head * sizeof(uint32_t));
+        for (size_t start = 0; start + SHINGLE_SIZE <= tail + head; start++) {
+            add_shingle(w, buf + start, 1u << text, shift, regions); /* starts before the break */
+        }
+        /* The new tail: the last KEEP tokens so far. */
+        if (n >= KEEP) {
+            memcpy(buf, ids + n - KEEP, KEEP * sizeof(uint32_t));
+            tail = KEEP;
+        } else {
+            size_t total = tail + n, drop = total > KEEP ? total - KEEP : 0;
+            memmove(buf, buf + drop, (total - drop) * sizeof(uint32_t));
+            tail = total - drop;
+        }
     }
-    if (n < SHINGLE_SIZE) {
+    size_t total = w->token_counts[text];
+    if (total > 0 && total < SHINGLE_SIZE) { /* then tail holds every token */
         uint32_t key[SHINGLE_SIZE];
         for (size_t i = 0; i < SHINGLE_SIZE; i++) {
-            key[i] = i < n ? ids->items[i] : NO_TOKEN;
+            key[i] = i < total ? buf[i] : NO_TOKEN;
         }
-        add_shingle(w, key, bit, shift, regions);
-        return;
-    }
-    for (size_t i = 0; i + SHINGLE_SIZE <= n; i++) {
-        add_shingle(w, &ids->items[i], bit, shift, regions);
+        add_shingle(w, key, 1u << text, shift, regions);
     }
 }
+
+/* --------------------------------------------------------------- articles */
 
 static int
 same_text(const TextView *a, const TextView *b)
@@ -350,25 +546,28 @@ same_text(const TextView *a, const TextView *b)
 /* Token counts and regions of the present texts; `first[i]` is the first text
  * equal to text i (i itself if none), -1 for a missing text. */
 static int
-count(Work *w, const TextView *views, const int *first, Py_ssize_t n_texts,
-      size_t *token_counts, size_t *regions)
+count(Work *w, const TextView *views, const int *first, int n_texts, size_t *token_counts, size_t *regions)
 {
-    size_t windows = 0;
-    for (Py_ssize_t i = 0; i < n_texts; i++) {
-        if (first[i] != i) {
-            continue;
+    for (int i = 0; i < n_texts; i++) {
+        if (first[i] == i) {
+            int rc = read_lines(w, i, &views[i]);
+            if (rc < 0) {
+                return rc;
+            }
         }
-        int rc = read_tokens(w, &views[i], &w->ids[i]);
-        if (rc < 0) {
-            return rc;
-        }
-        size_t n = w->ids[i].length;
-        windows += n >= SHINGLE_SIZE ? n - SHINGLE_SIZE + 1 : (n > 0);
     }
-    /* One table, sized once: at most half full. */
+    /* At most this many distinct shingles: one table, sized once, at most half full. */
+    size_t bound = 0;
+    const Line *lines = ITEMS(w->lines, Line);
+    for (size_t k = 0; k < w->lines.length; k++) {
+        bound += lines[k].n_ids >= SHINGLE_SIZE ? lines[k].n_ids - KEEP : 0;
+    }
+    for (int i = 0; i < n_texts; i++) {
+        bound += KEEP * w->seq[i].length + 1;
+    }
     size_t cap = 1024;
     int bits = 10;
-    while (cap < 2 * windows) {
+    while (cap / 2 < bound) {
         if (cap > SIZE_MAX / 2 / sizeof(ShingleSlot)) {
             return NO_MEMORY;
         }
@@ -381,23 +580,30 @@ count(Work *w, const TextView *views, const int *first, Py_ssize_t n_texts,
     }
     w->shingle_cap = cap;
     size_t base[1 << MAX_TEXTS] = {0};
-    for (Py_ssize_t i = 0; i < n_texts; i++) {
+    const uint32_t *line_ids = ITEMS(w->line_ids, uint32_t);
+    for (size_t k = 0; k < w->lines.length; k++) {
+        const Line *line = &lines[k];
+        for (size_t start = 0; start + SHINGLE_SIZE <= line->n_ids; start++) {
+            add_shingle(w, line_ids + line->first_id + start, line->mask, 64 - bits, base);
+        }
+    }
+    for (int i = 0; i < n_texts; i++) {
         if (first[i] == i) {
-            add_shingles(w, &w->ids[i], 1u << i, 64 - bits, base);
+            add_text_shingles(w, i, 64 - bits, base);
         }
     }
     /* A text equal to an earlier one has exactly that one's shingles. */
     for (uint32_t m = 1; m < (1u << n_texts); m++) {
         uint32_t full = m;
-        for (Py_ssize_t i = 0; i < n_texts; i++) {
+        for (int i = 0; i < n_texts; i++) {
             if (first[i] >= 0 && first[i] != i && (m >> first[i]) & 1) {
                 full |= 1u << i;
             }
         }
         regions[full] += base[m];
     }
-    for (Py_ssize_t i = 0; i < n_texts; i++) {
-        token_counts[i] = first[i] >= 0 ? w->ids[first[i]].length : 0;
+    for (int i = 0; i < n_texts; i++) {
+        token_counts[i] = first[i] >= 0 ? w->token_counts[first[i]] : 0;
     }
     return OK;
 }
@@ -408,10 +614,13 @@ free_work(Work *w)
     PyMem_RawFree(w->tokens);
     PyMem_RawFree(w->pool.items);
     PyMem_RawFree(w->scratch.items);
-    PyMem_RawFree(w->shingles);
+    PyMem_RawFree(w->lines.items);
+    PyMem_RawFree(w->line_slots);
+    PyMem_RawFree(w->line_ids.items);
     for (int i = 0; i < MAX_TEXTS; i++) {
-        PyMem_RawFree(w->ids[i].items);
+        PyMem_RawFree(w->seq[i].items);
     }
+    PyMem_RawFree(w->shingles);
     memset(w, 0, sizeof(*w));
 }
 
@@ -457,18 +666,22 @@ article_counts(PyObject *Py_UNUSED(module), PyObject *args)
                      (size_t)CODE_POINTS * sizeof(uint32_t), table.len);
         goto done;
     }
+    if (((const uint32_t *)table.buf)['\n'] != 0) {
+        PyErr_SetString(PyExc_ValueError, "fold_table must make '\\n' a separator");
+        goto done;
+    }
     if (n_texts < 1 || n_texts > MAX_TEXTS) {
         PyErr_Format(PyExc_ValueError, "texts must hold 1 to %d items, not %zd", MAX_TEXTS, n_texts);
         goto done;
     }
-    for (Py_ssize_t i = 0; i < n_texts; i++) {
+    for (int i = 0; i < (int)n_texts; i++) {
         PyObject *item = PyTuple_GET_ITEM(texts, i);
         first[i] = -1;
         if (item == Py_None) {
             continue;
         }
         if (!PyUnicode_Check(item)) {
-            PyErr_Format(PyExc_TypeError, "texts[%zd] must be str or None, not %.100s", i, Py_TYPE(item)->tp_name);
+            PyErr_Format(PyExc_TypeError, "texts[%d] must be str or None, not %.100s", i, Py_TYPE(item)->tp_name);
             goto done;
         }
         if (PyUnicode_READY(item) < 0) {
@@ -477,10 +690,10 @@ article_counts(PyObject *Py_UNUSED(module), PyObject *args)
         views[i].kind = PyUnicode_KIND(item);
         views[i].data = PyUnicode_DATA(item);
         views[i].length = PyUnicode_GET_LENGTH(item);
-        first[i] = (int)i;
-        for (Py_ssize_t j = 0; j < i; j++) {
+        first[i] = i;
+        for (int j = 0; j < i; j++) {
             if (first[j] == j && same_text(&views[i], &views[j])) {
-                first[i] = (int)j;
+                first[i] = j;
                 break;
             }
         }
@@ -489,7 +702,7 @@ article_counts(PyObject *Py_UNUSED(module), PyObject *args)
     w.fold = (const uint32_t *)table.buf;
     w.seed = (uint64_t)seed;
     Py_BEGIN_ALLOW_THREADS
-    rc = count(&w, views, first, n_texts, token_counts, regions);
+    rc = count(&w, views, first, (int)n_texts, token_counts, regions);
     free_work(&w);
     Py_END_ALLOW_THREADS
 
@@ -539,14 +752,5 @@ static struct PyModuleDef kernel_module = {
 PyMODINIT_FUNC
 PyInit__kernel(void)
 {
-    PyObject *m = PyModuleDef_Init(&kernel_module);
-    if (m != NULL) {
-        /* Checked here so that a build on an unusual platform fails to import
-         * (and the pure-Python path runs) instead of misreading the table. */
-        if (sizeof(uint32_t) != 4) {
-            PyErr_SetString(PyExc_ImportError, "selection_core._kernel needs a 4-byte uint32_t");
-            return NULL;
-        }
-    }
-    return m;
+    return PyModuleDef_Init(&kernel_module);
 }

@@ -260,6 +260,27 @@ def test_repeated_windows(tokens: list[str], copies: int) -> None:
     assert kernel_counts(texts) == pure_counts(texts)
 
 
+@st.composite
+def texts_of_shared_lines(draw: st.DrawFn) -> tuple[str | None, ...]:
+    """Texts made of a few lines (0 to 7 tokens each), shared and repeated between
+    and within texts, so that windows cross line breaks after short and long lines."""
+    vocabulary = ["a", "b", "c", "A", "ΟΔΟΣ", "é", "e\u0301", "😀", "x\U00020000"]
+    line = st.lists(st.sampled_from(vocabulary), max_size=7).map(" ".join)
+    pool = draw(st.lists(line, min_size=1, max_size=6))
+    texts: list[str | None] = []
+    for _ in range(3):
+        picks = draw(st.lists(st.sampled_from(pool), max_size=8))
+        texts.append(draw(st.sampled_from(["\n", "\n\n", " \n"])).join(picks))
+    return tuple(texts)
+
+
+@needs_kernel
+@profile(400)
+@given(texts_of_shared_lines())
+def test_lines_shared_between_texts(texts: tuple[str | None, ...]) -> None:
+    assert kernel_counts(texts) == pure_counts(texts)
+
+
 # Any code point, surrogates included (a str can hold them; JSON input cannot).
 any_text = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, blacklist_categories=()), max_size=30)
 
