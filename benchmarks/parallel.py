@@ -7,9 +7,10 @@
 Selection: the ``select-content`` flow on one batch (``benchmarks/_batches.py``,
 distinct copies of the real articles) with each task runner: ``in-process`` (the
 default: one task), ``process`` (Prefect's process pool, one worker per core)
-and ``dask`` (a local cluster of 2 single-thread worker processes), both in
-chunks of 1000 articles. Each run is a fresh process on the embedded Prefect API
-(started before the clock); the written bytes must be identical. Two figures:
+and ``dask`` (a local cluster of 2 single-thread worker processes), both with
+their default chunks (about 4 per worker) unless ``--chunk-size`` is given.
+Each run is a fresh process on the embedded Prefect API (started before the
+clock); the written bytes must be identical. Two figures:
 the whole flow (read, score, write, artifacts) and its select stage (the flow
 minus the read/write/artifact tasks: scoring plus starting and stopping the
 workers).
@@ -92,7 +93,7 @@ def extraction(pages: Path, rounds: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--articles", type=int, default=100000)
-    ap.add_argument("--chunk-size", type=int, default=1000)
+    ap.add_argument("--chunk-size", type=int, default=0, help="0: the flow's default (about 4 chunks per worker)")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--pages", type=Path, default=DEFAULT_PAGES, help="folder of real pages (skipped if missing)")
     ap.add_argument("--extract-rounds", type=int, default=2)

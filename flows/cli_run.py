@@ -62,7 +62,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
         type=int,
         default=None,
         metavar="N",
-        help="articles per chunk, one task run each (default: the whole batch in-process, 1000 with process or dask)",
+        help="articles per chunk, one task run each (default: the whole batch in-process; "
+        "about 4 chunks per worker with process or dask)",
     )
     return parser
 

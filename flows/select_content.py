@@ -33,7 +33,7 @@ from flows.runners import (
 )
 from tasks.artifacts import publish_artifacts
 from tasks.batch import extract_batch, persist_batch, write_selection_report
-from tasks.chunks import DEFAULT_PARALLEL_CHUNK_SIZE, chunk_bounds, select_chunk, split_articles
+from tasks.chunks import ChunkSelections, auto_chunk_size, chunk_bounds, select_chunk, split_articles
 from tasks.logs import run_logger
 from tasks.paths import check_paths
 from tasks.select import ProgressReporter, select_extractors
@@ -66,48 +66,50 @@ class SelectionRunSummary(BaseModel):
 
 def _select_in_chunks(
     articles: list[dict[str, Any]],
-    chunk_size: int,
+    chunk_size: int | None,
     runner_name: TaskRunnerName,
     dask_address: str | None,
     batch_name: str,
 ) -> list[sc.Selection]:
     """Score the articles chunk by chunk on the chosen runner; the selections, in article order.
 
-    Chunks are built (as selection views) only as workers free up, and the
-    progress artifact advances as chunks complete, in order.
+    Without a chunk size, the batch is cut into about ``CHUNKS_PER_WORKER``
+    chunks per worker of the runner. Chunks are built (as selection views) only
+    as workers free up, and the progress artifact advances as chunks complete, in order.
     """
     logger = run_logger()
     total = len(articles)
-    n_chunks = len(chunk_bounds(total, chunk_size))
-    progress = ProgressReporter(total, f"Scoring the {total} articles of {batch_name} in {n_chunks} chunk(s)")
-    progress.start()
-    done = 0
-
-    def advance(_index: int, chunk_selections: list[sc.Selection]) -> None:
-        nonlocal done
-        done += len(chunk_selections)
-        progress(done, total)
-
     with open_task_runner(runner_name, dask_address) as runner:
         workers = runner_parallelism(runner)
+        size = chunk_size or auto_chunk_size(total, workers)
+        n_chunks = len(chunk_bounds(total, size))
+        progress = ProgressReporter(total, f"Scoring the {total} articles of {batch_name} in {n_chunks} chunk(s)")
+        progress.start()
+        done = 0
+
+        def advance(_index: int, chunk: ChunkSelections) -> None:
+            nonlocal done
+            done += len(chunk)
+            progress(done, total)
+
         logger.info(
             "Scoring %d articles in %d chunk(s) of up to %d on the %s task runner (%d worker(s))",
             total,
             n_chunks,
-            chunk_size,
+            size,
             runner_name.value,
             workers,
         )
-        per_chunk = submit_in_order(
+        per_chunk: list[ChunkSelections] = submit_in_order(
             runner,
             select_chunk,
-            split_articles(articles, chunk_size),
+            split_articles(articles, size),
             parameter="chunk",
             in_flight=IN_FLIGHT_PER_WORKER * workers,
             on_result=advance,
         )
     progress(total, total)
-    selections = [selection for chunk_selections in per_chunk for selection in chunk_selections]
+    selections = [selection for chunk in per_chunk for selection in chunk.selections]
     summary = sc.summarize(selections)
     logger.info(
         "Selected %d articles: %s",
@@ -168,7 +170,8 @@ def select_content(
             `dask` starts a local cluster of 2 worker processes for the run.
         chunk_size: Articles per chunk; each chunk of consecutive articles is
             scored by one task run. Leave empty to score the batch in one task
-            when in-process, or in chunks of 1000 articles on `process` and `dask`.
+            when in-process, or in about 4 chunks per worker (500 to 25000
+            articles each) on `process` and `dask`.
 
     Returns:
         A summary: paths, counts per extractor and per reason, SHA-256 of input and output.
@@ -186,7 +189,7 @@ def select_content(
     else:
         selections = _select_in_chunks(
             batch.doc["articles"],
-            chunk_size or DEFAULT_PARALLEL_CHUNK_SIZE,
+            chunk_size,
             runner_name,
             address,
             batch_name=paths.input.name,

@@ -33,10 +33,16 @@ from tasks.logs import run_logger
 #: Name of the task that scores one chunk (its runs are ``select-chunk-<start>``).
 CHUNK_TASK_NAME: Final[str] = "select-chunk"
 
-#: Articles per chunk when a parallel runner is chosen and no chunk size is given.
-#: About 2-4 s of scoring per chunk for real articles (2-4 ms each), so the fixed
-#: cost of a task run (tens of milliseconds) stays around 1 %.
-DEFAULT_PARALLEL_CHUNK_SIZE: Final[int] = 1000
+#: Chunks per worker when no chunk size is given: enough to even out uneven
+#: chunks, few enough that the fixed cost of a task run stays small. That cost is
+#: paid by the flow's own process and is not small: every submission serializes
+#: the run's context and settings (about 0.2-0.7 s of CPU on this machine with
+#: Prefect 3.9.1's process pool and prefect-dask).
+CHUNKS_PER_WORKER: Final[int] = 4
+
+#: Bounds of the automatic chunk size (articles).
+MIN_AUTO_CHUNK_SIZE: Final[int] = 500
+MAX_AUTO_CHUNK_SIZE: Final[int] = 25_000
 
 #: The key of an extractor block that the rule reads besides its text field.
 _ERROR_KEY: Final[str] = "error"
@@ -120,6 +126,37 @@ def chunk_bounds(n_articles: int, chunk_size: int) -> list[tuple[int, int]]:
     return [(start, min(start + chunk_size, n_articles)) for start in range(0, n_articles, chunk_size)]
 
 
+def auto_chunk_size(n_articles: int, workers: int) -> int:
+    """Articles per chunk when none is given: about ``CHUNKS_PER_WORKER`` chunks per worker.
+
+    >>> auto_chunk_size(100_000, 2), auto_chunk_size(1_000, 2), auto_chunk_size(10**7, 2)
+    (12500, 500, 25000)
+    """
+    per_chunk = -(-n_articles // max(1, CHUNKS_PER_WORKER * workers))
+    return max(MIN_AUTO_CHUNK_SIZE, min(MAX_AUTO_CHUNK_SIZE, per_chunk))
+
+
+class ChunkSelections:
+    """The selections of one chunk, in order.
+
+    A plain container on purpose: Prefect walks a task's list or dataclass result
+    to track where its parts flow next (thousands of ``Selection`` objects per
+    chunk); it does not walk into this.
+    """
+
+    __slots__ = ("selections", "start")
+
+    def __init__(self, start: int, selections: list[sc.Selection]) -> None:
+        self.start = start
+        self.selections = selections
+
+    def __len__(self) -> int:
+        return len(self.selections)
+
+    def __repr__(self) -> str:
+        return f"ChunkSelections(start={self.start}, n={len(self.selections)})"
+
+
 def split_articles(articles: Sequence[Mapping[str, Any]], chunk_size: int) -> Iterator[ArticleChunk]:
     """The batch's articles as :class:`ArticleChunk` s of selection views, in order (built lazily)."""
     for start, stop in chunk_bounds(len(articles), chunk_size):
@@ -140,7 +177,7 @@ def _chunk_run_name() -> str:
     cache_policy=NO_CACHE,
     persist_result=False,
 )
-def select_chunk(chunk: ArticleChunk) -> list[sc.Selection]:
+def select_chunk(chunk: ArticleChunk) -> ChunkSelections:
     """Score one chunk of a batch with the deterministic core.
 
     No retries: the work is pure computation on values already in memory, which
@@ -154,4 +191,4 @@ def select_chunk(chunk: ArticleChunk) -> list[sc.Selection]:
     """
     selections = [sc.select_article(article, chunk.start + offset) for offset, article in enumerate(chunk.articles)]
     run_logger().debug("Scored articles %d..%d", chunk.start, chunk.stop - 1)
-    return selections
+    return ChunkSelections(chunk.start, selections)
