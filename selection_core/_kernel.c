@@ -44,6 +44,9 @@
  *
  * The work runs without the GIL, on memory from PyMem_Raw*, all of it freed
  * before returning; the only Python objects created are the result's.
+ *
+ * Also: marker_windows(text, marker_table, width), the windows around ftfy's
+ * mojibake marker characters that normalize._maybe_mojibake searches.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -727,6 +730,97 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------- mojibake markers */
+
+/* The windows [p - width + 1, p + width) (clipped at 0) around every code point p
+ * marked in the table, overlapping ones merged, in order: exactly the windows that
+ * normalize._maybe_mojibake searches. */
+#define MARKER_WINDOWS(CHAR)                                                  \
+    do {                                                                      \
+        const CHAR *s = (const CHAR *)data;                                   \
+        for (Py_ssize_t p = 0; p < n; p++) {                                  \
+            if (!marked[s[p]]) {                                              \
+                continue;                                                     \
+            }                                                                 \
+            if (p - width + 1 <= hi) {                                        \
+                hi = p + width;                                               \
+                continue;                                                     \
+            }                                                                 \
+            if (hi > 0 && append_window(out, lo, hi) < 0) {                   \
+                goto error;                                                   \
+            }                                                                 \
+            lo = p - width + 1 > 0 ? p - width + 1 : 0;                       \
+            hi = p + width;                                                   \
+        }                                                                     \
+    } while (0)
+
+static int
+append_window(PyObject *list, Py_ssize_t lo, Py_ssize_t hi)
+{
+    PyObject *window = Py_BuildValue("(nn)", lo > 0 ? lo : 0, hi);
+    if (window == NULL) {
+        return -1;
+    }
+    int rc = PyList_Append(list, window);
+    Py_DECREF(window);
+    return rc;
+}
+
+static PyObject *
+marker_windows(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *text;
+    Py_buffer table = {0};
+    Py_ssize_t width;
+    if (!PyArg_ParseTuple(args, "Uy*n:marker_windows", &text, &table, &width)) {
+        return NULL;
+    }
+    PyObject *out = NULL;
+    if (table.len != CODE_POINTS) {
+        PyErr_Format(PyExc_ValueError, "marker_table must have %d bytes, not %zd", CODE_POINTS, table.len);
+        goto done;
+    }
+    if (width < 1 || width > 1 << 20) {
+        PyErr_Format(PyExc_ValueError, "width must be 1 to %d, not %zd", 1 << 20, width);
+        goto done;
+    }
+    out = PyList_New(0);
+    if (out == NULL || PyUnicode_READY(text) < 0) {
+        goto error;
+    }
+    const unsigned char *marked = table.buf;
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), lo = -1, hi = -1;
+    switch (PyUnicode_KIND(text)) {
+    case PyUnicode_1BYTE_KIND:
+        MARKER_WINDOWS(Py_UCS1);
+        break;
+    case PyUnicode_2BYTE_KIND:
+        MARKER_WINDOWS(Py_UCS2);
+        break;
+    default:
+        MARKER_WINDOWS(Py_UCS4);
+        break;
+    }
+    if (hi > 0 && append_window(out, lo, hi) < 0) {
+        goto error;
+    }
+    goto done;
+error:
+    Py_CLEAR(out);
+done:
+    PyBuffer_Release(&table);
+    return out;
+}
+
+PyDoc_STRVAR(marker_windows_doc,
+"marker_windows(text, marker_table, width, /)\n"
+"--\n"
+"\n"
+"The windows [p - width + 1, p + width) (from 0 at least) around every code\n"
+"point p of text whose byte in marker_table is not 0, overlapping windows\n"
+"merged, as a list of (start, end) in order.");
+
 PyDoc_STRVAR(article_counts_doc,
 "article_counts(texts, fold_table, seed, /)\n"
 "--\n"
@@ -738,6 +832,7 @@ PyDoc_STRVAR(article_counts_doc,
 
 static PyMethodDef kernel_methods[] = {
     {"article_counts", article_counts, METH_VARARGS, article_counts_doc},
+    {"marker_windows", marker_windows, METH_VARARGS, marker_windows_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -29,7 +29,7 @@ import sys
 import unicodedata
 from types import ModuleType
 
-from .normalize import _TOKEN, prepare
+from .normalize import _MARKERS, _MAX_WIDTH, _TOKEN, prepare
 
 #: Set it (to ``1``) to run the pure-Python path even where the kernel is built.
 PURE_ENV = "CONTENT_SELECTION_PURE"
@@ -116,12 +116,29 @@ def build_fold_table() -> tuple[bytes, bool]:
     return bytes(table), lowered_ok
 
 
+def build_marker_table() -> bytes:
+    """One byte per code point: 1 for the mojibake markers of ``normalize._MARKERS``.
+
+    >>> table = build_marker_table()
+    >>> table[ord("\u00c3")], table[ord("a")]
+    (1, 0)
+    """
+    table = bytearray(CODE_POINTS)
+    if _MARKERS is not None:
+        for m in _MARKERS.finditer(_all_code_points()):
+            table[m.start()] = 1
+    return bytes(table)
+
+
 #: The compiled kernel, or ``None`` when the pure-Python path runs.
 KERNEL: ModuleType | None = _load()
 
 #: The kernel's table (empty when the kernel is not used), and whether it also
 #: takes text that Python lowered (for texts holding an unknown code point).
 FOLD_TABLE, LOWERED_OK = build_fold_table() if KERNEL is not None else (b"", False)
+
+#: The markers ``marker_windows`` looks for (empty when the kernel is not used).
+MARKER_TABLE: bytes = build_marker_table() if KERNEL is not None else b""
 
 # Only the speed of the kernel's hash tables on adversarial text depends on the
 # seed, never a result; varying it per process (as Python varies str hashes)
@@ -165,3 +182,21 @@ def article_counts(texts: tuple[str | None, ...]) -> tuple[tuple[int, ...], tupl
         # A code point the table cannot lower (Σ, İ): Python lowers, the kernel tokenizes.
         found = KERNEL.article_counts(tuple(None if t is None else t.lower() for t in texts), FOLD_TABLE, _SEED)
     return found  # type: ignore[no-any-return]
+
+
+def marker_windows(text: str) -> list[tuple[int, int]]:
+    """The windows that ``normalize._maybe_mojibake`` searches, found by the kernel.
+
+    Around every mojibake marker at ``p``: ``[p - W + 1, p + W)`` (from 0 at
+    least), ``W = normalize._MAX_WIDTH``; overlapping windows merged, in order.
+    Meaningless when ``normalize._MARKERS`` is ``None`` (the shortcut is off).
+
+    Raises:
+        RuntimeError: when the kernel is not in use (check ``KERNEL`` first).
+
+    >>> if KERNEL is not None:
+    ...     assert marker_windows("caf\u00c3\u00a9 ok" + " " * 40 + "\u00c3") == [(0, 10), (42, 55)]
+    """
+    if KERNEL is None:
+        raise RuntimeError("the compiled kernel is not in use")
+    return KERNEL.marker_windows(text, MARKER_TABLE, _MAX_WIDTH)  # type: ignore[no-any-return]

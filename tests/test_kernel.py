@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import ftfy.badness
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -46,6 +47,7 @@ from selection_core.normalize import _TOKEN, tokenize_line
 from selection_core.shingles import shingles, text_shingles
 
 select_module = importlib.import_module("selection_core.select")
+normalize_module = importlib.import_module("selection_core.normalize")
 BATCH = Path(__file__).parent / "data" / "aeb_batch_extracted.json"
 BUILT = importlib.util.find_spec("selection_core._kernel") is not None
 
@@ -383,6 +385,55 @@ def test_the_181_real_articles_decide_the_same() -> None:
         both_paths(article)
 
 
+# ======================================================= mojibake marker windows
+
+
+def python_marker_windows(text: str) -> list[tuple[int, int]]:
+    """The windows ``normalize._maybe_mojibake`` searches, computed as it does."""
+    w = normalize_module._MAX_WIDTH
+    out = []
+    lo = hi = -1
+    for m in normalize_module._MARKERS.finditer(text):  # type: ignore[union-attr]
+        p = m.start()
+        if p - w + 1 <= hi:
+            hi = p + w
+            continue
+        if hi > 0:
+            out.append((max(lo, 0), hi))
+        lo, hi = max(p - w + 1, 0), p + w
+    if hi > 0:
+        out.append((max(lo, 0), hi))
+    return out
+
+
+needs_markers = pytest.mark.skipif(normalize_module._MARKERS is None, reason="ftfy's pattern has no marker analysis")
+
+
+@needs_kernel
+@needs_markers
+def test_marker_table_is_the_marker_pattern_on_every_code_point() -> None:
+    table = kernel.MARKER_TABLE
+    pattern = normalize_module._MARKERS
+    assert pattern is not None
+    assert [cp for cp in range(0x110000) if table[cp]] == [cp for cp in range(0x110000) if pattern.match(chr(cp))]
+
+
+marker_texts = st.lists(
+    st.sampled_from(["a", " ", "\n", "Ã", "Â", "©", "é", "€", "😀", "\U00020000", "â€™", "Ã©", "x" * 9]), max_size=40
+).map("".join)
+
+
+@needs_kernel
+@needs_markers
+@profile(400)
+@given(marker_texts)
+def test_marker_windows_are_those_of_maybe_mojibake(text: str) -> None:
+    windows = kernel.marker_windows(text)
+    assert windows == python_marker_windows(text)
+    bad = ftfy.badness.BADNESS_RE
+    assert normalize_module._maybe_mojibake(text) == any(bad.search(text, lo, hi) for lo, hi in windows)
+
+
 # ===================================================================== the C side
 
 
@@ -402,6 +453,20 @@ def test_bad_arguments(args: tuple[Any, Any, Any], error: type[Exception]) -> No
     texts, table, seed = args
     with pytest.raises(error):
         kernel.KERNEL.article_counts(texts, kernel.FOLD_TABLE if table is None else table, seed)  # type: ignore[union-attr]
+
+
+@needs_kernel
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        pytest.param((b"x", b"\0" * 0x110000, 7), TypeError, id="text-not-a-str"),
+        pytest.param(("x", b"\0" * 16, 7), ValueError, id="short-table"),
+        pytest.param(("x", b"\0" * 0x110000, 0), ValueError, id="no-width"),
+    ],
+)
+def test_marker_windows_bad_arguments(args: tuple[Any, Any, Any], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        kernel.KERNEL.marker_windows(*args)  # type: ignore[union-attr]
 
 
 @needs_kernel
