@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             rig = CrashRig(Path(d), int(args.mb * 1_000_000), args.seed, command=FLOW_CMD, env=env, recover=recover)
         else:
             rig = CrashRig(Path(d), int(args.mb * 1_000_000), seed=args.seed)
-        duration = rig.measure()
+        duration = rig.measure(runs=1 if args.flow else 3)
         print(
             f"batch: {rig.input.stat().st_size} bytes, output {len(rig.reference)} bytes; "
             f"an unkilled run takes {duration:.2f} s; killing {args.kills} runs",

@@ -28,13 +28,18 @@ from pathlib import Path
 import pytest
 from faultkit import SELECT_CMD, CrashRig, child_env, kill_delays, run_select, temporaries
 
-#: About 4 MB of articles: long enough for kills to spread over every phase, short
-#: enough for 26 kills and their recovery runs to take about half a minute.
+#: About 3 MB of articles: long enough for kills to spread over every phase, short
+#: enough for two dozen kills and their recovery runs to take about half a minute.
 BATCH_BYTES = 3_000_000
 SEED = 20240506
-UNIFORM_TRIALS = 16
-WRITE_TRIALS = 8
-MIN_KILLS = 20
+#: Every fourth trial kills right after the temporary file appears; the others at
+#: a uniform time over the length of an unkilled run.
+WRITE_EVERY = 4
+#: Trials go on until this many processes were really killed (a run that
+#: finishes before its kill time is checked but not counted) ...
+KILLS = 22
+#: ... within this many trials at most.
+MAX_TRIALS = 40
 STATES = ("absent", "previous", "current")
 
 
@@ -45,28 +50,27 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> CrashRig:
 
 def test_sigkill_at_random_moments_never_leaves_a_partial_output(rig: CrashRig) -> None:
     rng = random.Random(SEED)
-    duration = rig.measure()
-    schedule = [(d, False) for d in kill_delays(rng, UNIFORM_TRIALS, duration)]
-    schedule += [(rng.uniform(0.0, 0.004), True) for _ in range(WRITE_TRIALS)]
-    rng.shuffle(schedule)
-
-    kills = survived = 0
+    duration = rig.measure(runs=3)
+    kills = survived = trials = 0
     phases: Counter[str] = Counter()
     failures: list[str] = []
-    for i, (delay, at_write) in enumerate(schedule):
-        state = STATES[i % len(STATES)]
+    while kills < KILLS and trials < MAX_TRIALS:
+        at_write = trials % WRITE_EVERY == WRITE_EVERY - 1
+        delay = rng.uniform(0.0, 0.004) if at_write else kill_delays(rng, 1, duration)[0]
+        state = STATES[trials % len(STATES)]
         outcome = rig.kill_trial(state, delay, at_write=at_write)
+        trials += 1
         kills += outcome.killed
         survived += outcome.killed and not outcome.problems
         phases[outcome.phase] += 1
         failures += [
-            f"trial {i} (target {state}, kill at {delay:.3f}s{' after the write began' if at_write else ''}): {p}"
+            f"trial {trials} (target {state}, kill at {delay:.3f}s{' after the write began' if at_write else ''}): {p}"
             for p in outcome.problems
         ]
 
-    print(f"\ncrash safety: {survived} kills survived of {kills} tried ({len(schedule)} trials); phases {dict(phases)}")
+    print(f"\ncrash safety: {survived} kills survived of {kills} tried ({trials} trials); phases {dict(phases)}")
     assert not failures, "\n".join(failures)
-    assert kills >= MIN_KILLS, f"only {kills} of {len(schedule)} trials killed a running process; phases {dict(phases)}"
+    assert kills >= 20, f"only {kills} of {trials} trials killed a running process; phases {dict(phases)}"
 
 
 def test_a_killed_writer_leaves_a_temporary_file_that_the_next_run_removes(rig: CrashRig) -> None:
