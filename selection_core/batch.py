@@ -189,6 +189,15 @@ def _find_exact_problem(data: bytes, source: str) -> None:
             )
 
 
+def _utf8_error_offset(data: bytes) -> int | None:
+    """Byte offset of the first invalid UTF-8 sequence, or None if the bytes are UTF-8."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return None
+
+
 def parse_batch(data: bytes, source: str = "<input>") -> dict[str, Any]:
     """Parse and validate a batch document from its bytes.
 
@@ -208,11 +217,22 @@ def parse_batch(data: bytes, source: str = "<input>") -> dict[str, Any]:
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        if "UTF-8" in exc.msg or "utf-8" in exc.msg:
-            hint = "save it as UTF-8"
+        if "UTF-8" in exc.msg or "utf-8" in exc.msg or "surrogate" in exc.msg:
+            bad = _utf8_error_offset(data)
+            if bad is not None:
+                line = data.count(b"\n", 0, bad) + 1
+                column = bad - (data.rfind(b"\n", 0, bad) + 1) + 1
+                raise InvalidBatchError(
+                    f"{source}: not valid UTF-8 at line {line} column {column} (byte offset {bad}); save it as UTF-8"
+                ) from None
+            hint = (
+                "a \\uD800-\\uDFFF escape must be one half of a valid pair: fix or remove it"
+                if "surrogate" in exc.msg
+                else "save it as UTF-8"
+            )
         elif "infinity" in exc.msg:
             hint = "a number is too large for a 64-bit float: store it as a string"
-        elif "recursion" in exc.msg:
+        elif "recursion" in exc.msg or "depth" in exc.msg:
             hint = "the document is nested too deeply: flatten it"
         else:
             hint = "fix the JSON syntax"

@@ -19,7 +19,7 @@ import hashlib
 import os
 import re
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,22 +73,39 @@ def read_input(path: str | os.PathLike[str]) -> bytes:
         raise InvalidBatchError(f"{p}: cannot be read ({exc.strerror or exc}); check the path") from None
 
 
-def resolve_output_path(input_path: str | os.PathLike[str], output_path: str | os.PathLike[str] | None = None) -> Path:
+def _resolved(path: Path, what: str) -> Path:
+    try:
+        return path.resolve(strict=False)
+    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError on a symlink loop
+        if what == "input":
+            raise InvalidBatchError(f"{path}: symbolic link loop; point the path at a real file") from None
+        raise OutputPathError(f"{path}: symbolic link loop; choose another {what}") from None
+
+
+def resolve_output_path(
+    input_path: str | os.PathLike[str],
+    output_path: str | os.PathLike[str] | None = None,
+    option: str = "--output",
+) -> Path:
     """Check (without writing) where the output will go, and return it.
 
+    ``option`` names the argument in messages (``--output``, ``--report``).
+
     Raises:
-        OutputPathError: the output is the input itself, is a directory, or its
-            directory is missing or not writable.
+        InvalidBatchError: the input path is a symbolic link loop.
+        OutputPathError: the output is the input itself, is a directory, is a
+            symbolic link loop, or its directory is missing or not writable.
     """
     inp = Path(input_path)
     out = default_output_path(inp) if output_path is None else Path(output_path)
+    out_resolved, inp_resolved = _resolved(out, option), _resolved(inp, "input")
     try:
         same = out.exists() and inp.exists() and os.path.samefile(inp, out)
     except OSError:
         same = False
-    if same or out.resolve(strict=False) == inp.resolve(strict=False):
+    if same or out_resolved == inp_resolved:
         raise OutputPathError(
-            f"{out}: is the input file itself; the input is never overwritten, choose another --output"
+            f"{out}: is the input file itself; the input is never overwritten, choose another {option}"
         )
     if out.is_dir():
         raise OutputPathError(f"{out}: is a directory; give a file path for the output")
@@ -96,7 +113,7 @@ def resolve_output_path(input_path: str | os.PathLike[str], output_path: str | o
     if not parent.is_dir():
         raise OutputPathError(f"{out}: the directory {parent} does not exist; create it first")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise OutputPathError(f"{out}: the directory {parent} is not writable; choose another --output")
+        raise OutputPathError(f"{out}: the directory {parent} is not writable; choose another {option}")
     return out
 
 
@@ -148,14 +165,11 @@ def _write_error(target: Path, exc: OSError) -> Exception:
     )
 
 
-def write_atomic(target: str | os.PathLike[str], data: bytes | Iterable[bytes]) -> None:
-    """Write ``data`` to ``target`` atomically (see the module docstring).
+def _stage(target: Path, data: bytes | Iterable[bytes]) -> Path:
+    """Write ``data`` to a fsynced temporary file beside ``target``; return its path.
 
-    Raises:
-        OutputPathError: permission denied or read-only file system.
-        WriteError: disk full or another I/O error; nothing was written.
+    On any failure the temporary file is removed and the error is mapped.
     """
-    target = Path(target)
     clean_stale_temporaries(target)
     tmp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(8)}{_TMP_SUFFIX}"
     fd = -1
@@ -170,25 +184,34 @@ def write_atomic(target: str | os.PathLike[str], data: bytes | Iterable[bytes]) 
         os.fsync(fd)
         os.close(fd)
         fd = -1
-        os.replace(tmp, target)
-    except OSError as exc:
+    except BaseException as exc:
         if fd >= 0:
             try:
                 os.close(fd)
             except OSError:
                 pass
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise _write_error(target, exc) from exc
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _discard(tmp)
+        if isinstance(exc, OSError):
+            raise _write_error(target, exc) from exc
+        raise
+    return tmp
+
+
+def _discard(tmp: Path) -> None:
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+
+
+def _commit(tmp: Path, target: Path) -> None:
+    """Rename the staged file onto ``target`` and make the rename durable."""
+    try:
+        os.replace(tmp, target)
+    except BaseException as exc:
+        _discard(tmp)
+        if isinstance(exc, OSError):
+            raise _write_error(target, exc) from exc
         raise
     try:  # make the rename itself durable; not all file systems allow it
         dfd = os.open(target.parent, os.O_RDONLY)
@@ -200,6 +223,41 @@ def write_atomic(target: str | os.PathLike[str], data: bytes | Iterable[bytes]) 
         pass
 
 
+def write_atomic(target: str | os.PathLike[str], data: bytes | Iterable[bytes]) -> None:
+    """Write ``data`` to ``target`` atomically (see the module docstring).
+
+    Raises:
+        OutputPathError: permission denied or read-only file system.
+        WriteError: disk full or another I/O error; nothing was written.
+    """
+    write_atomic_group([(Path(target), data)])
+
+
+def write_atomic_group(items: Sequence[tuple[Path, bytes | Iterable[bytes]]]) -> None:
+    """Write several files so that a failure while writing leaves none of them.
+
+    Every file is first staged (written and fsynced beside its target); only
+    when all are staged are they renamed, in the given order. A failure while
+    staging removes every staged file. Only a failed rename, once all the data is
+    safely on disk, can leave the files renamed before it in place.
+    """
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for target, data in items:
+            staged.append((_stage(target, data), target))
+    except BaseException:
+        for tmp, _ in staged:
+            _discard(tmp)
+        raise
+    for i, (tmp, target) in enumerate(staged):
+        try:
+            _commit(tmp, target)
+        except BaseException:
+            for later, _ in staged[i + 1 :]:
+                _discard(later)
+            raise
+
+
 def report_lines(selections: Iterable[Selection]) -> Iterable[bytes]:
     """The JSON Lines report: one explanation object per article."""
     for sel in selections:
@@ -208,7 +266,7 @@ def report_lines(selections: Iterable[Selection]) -> Iterable[bytes]:
 
 def write_report(target: str | os.PathLike[str], selections: Iterable[Selection]) -> None:
     """Write the JSON Lines report atomically."""
-    write_atomic(target, b"".join(report_lines(selections)))
+    write_atomic(target, report_lines(selections))
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
@@ -240,13 +298,17 @@ def select_file(
     every check passed; the input is only ever opened for reading."""
     inp = Path(input_path)
     out = resolve_output_path(inp, output_path)
-    report = None if report_path is None else resolve_output_path(inp, report_path)
+    report = None if report_path is None else resolve_output_path(inp, report_path, "--report")
     if report is not None and report.resolve() == out.resolve():
         raise OutputPathError(f"{report}: the report path is the output path; choose another --report")
     doc = parse_batch(read_input(inp), str(inp))
     selections = select_articles(doc["articles"], progress)
-    write_atomic(out, iter_dump_batch(apply_selections(doc, selections)))
+    payload = iter_dump_batch(apply_selections(doc, selections))
+    if report is None:
+        write_atomic(out, payload)
+    else:
+        # Report first: where the output exists, its report does too; a failure
+        # while writing either leaves neither.
+        write_atomic_group([(report, report_lines(selections)), (out, payload)])
     del doc
-    if report is not None:
-        write_report(report, selections)
     return RunResult(inp, out, report, summarize(selections), selections)

@@ -239,11 +239,6 @@ def test_injected_read_fault(
     assert listing(batch_dir) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug: select_file writes the output before the report, so a failed report write "
-    "exits 74 ('nothing was written') with the new output already in place",
-)
 def test_a_failed_report_write_leaves_no_output(
     batch_dir: Path, mocker: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
