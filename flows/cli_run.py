@@ -115,6 +115,9 @@ def run_command(args: argparse.Namespace) -> int:
     if not os.environ.get("PREFECT_API_URL"):
         # The embedded server must not try to reach the network for telemetry.
         os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+        # Prefect waits 20 s for its embedded server by default; a first start on a
+        # busy or small machine (database migrations) can take longer than that.
+        os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
     from flows.select_content import DEFAULT_MAX_TABLE_ROWS, select_content
 
