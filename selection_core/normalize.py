@@ -136,11 +136,15 @@ def _maybe_mojibake(text: str) -> bool:
     if _MARKERS is None:
         return True
     bad = ftfy.badness.BADNESS_RE
+    from . import kernel  # here, not at the top: kernel imports this module
+
+    if kernel.KERNEL is not None:  # the same windows, found in C (tests/test_kernel.py)
+        return any(bad.search(text, lo, hi) for lo, hi in kernel.marker_windows(text))
     w = _MAX_WIDTH
     # Every match contains a marker at some p and lies within [p - w + 1, p + w).
     # Overlapping windows are merged; search(text, pos, endpos) only looks at
     # real characters of the text, and '^' still means its real start.
-    lo = hi = -1
+    lo, hi = 0, -1
     for m in _MARKERS.finditer(text):
         p = m.start()
         if p - w + 1 <= hi:
