@@ -21,7 +21,13 @@ from prefect.utilities.annotations import opaque
 from pydantic import BaseModel, Field
 
 import selection_core as sc
-from flows.extract_articles import DEFAULT_MAX_TABLE_ROWS, MAX_TABLE_ROWS_LIMIT, MAX_TIME_LIMIT_SECONDS
+from flows.extract_articles import (
+    DEFAULT_MAX_TABLE_ROWS,
+    MAX_TABLE_ROWS_LIMIT,
+    MAX_TIME_LIMIT_SECONDS,
+    extract_in_chunks,
+)
+from flows.runners import DASK_ADDRESS_PATTERN, TaskRunnerName, resolve_task_runner
 from tasks.artifacts import publish_artifacts
 from tasks.batch import persist_batch, write_selection_report
 from tasks.extract import (
@@ -75,6 +81,9 @@ def extract_and_select(
     workers: Annotated[int | None, Field(ge=1)] = None,
     max_table_rows: Annotated[int, Field(ge=0, le=MAX_TABLE_ROWS_LIMIT)] = DEFAULT_MAX_TABLE_ROWS,
     data_root: str | None = None,
+    task_runner: TaskRunnerName | None = None,
+    dask_address: Annotated[str | None, Field(pattern=DASK_ADDRESS_PATTERN)] = None,
+    pages_per_chunk: Annotated[int | None, Field(ge=1)] = None,
 ) -> PipelineRunSummary:
     """Extract the article text of every page, then pick the best extractor of each article.
 
@@ -95,6 +104,17 @@ def extract_and_select(
             `selection-scores`).
         data_root: Directory that every path must resolve inside. Leave empty
             to use CONTENT_SELECTION_DATA_ROOT; with neither, paths are not confined.
+        task_runner: Where the pages are extracted: `in-process` (this process's
+            pool of `workers` processes), `process` (a pool of one process per
+            core) or `dask` (a Dask cluster), in chunks of pages as in
+            `extract-articles`. Leave empty for the CONTENT_SELECTION_TASK_RUNNER
+            environment variable, else `dask` when a scheduler address is set,
+            else `in-process`. The selection itself runs in this process.
+        dask_address: Scheduler of a running Dask cluster, as `tcp://HOST:PORT`.
+            Leave empty for the CONTENT_SELECTION_DASK_ADDRESS environment
+            variable; with neither, `dask` starts a local cluster for the run.
+        pages_per_chunk: Pages per chunk, each extracted by one task run. Leave
+            empty for one task when in-process, else about 4 chunks per worker.
 
     Returns:
         A summary: paths, counts, SHA-256 of both batches.
@@ -103,8 +123,12 @@ def extract_and_select(
     extract_paths = check_extract_paths(pages, extracted_path, data_root)
     select_paths = check_paths(str(extract_paths.output), output_path, report_path, data_root)
 
+    runner_name, address = resolve_task_runner(task_runner, dask_address)
     page_set = find_pages_task(extract_paths.pages, label=pages)
-    result = extract_pages_task(page_set, time_limit_seconds, workers)
+    if runner_name is TaskRunnerName.IN_PROCESS and pages_per_chunk is None:
+        result = extract_pages_task(page_set, time_limit_seconds, workers)
+    else:
+        result = extract_in_chunks(page_set, time_limit_seconds, pages_per_chunk, runner_name, address)
     doc = result.doc
     extracted = write_extracted_batch(opaque(doc), extract_paths.output)
     publish_extraction_artifacts(

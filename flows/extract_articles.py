@@ -8,6 +8,13 @@ selection run on the batch just written. The event is emitted only after the
 batch is completely in place, and only when the run succeeded.
 
 All extraction logic lives in :mod:`tasks.extraction`.
+
+The extract step is one task (the engine's own process pool) by default. With
+``pages_per_chunk`` or a parallel task runner (``process``, ``dask``; see
+:mod:`flows.runners`) it becomes one ``extract-chunk`` task run per chunk of
+consecutive pages, each extracting its pages with one worker process under the
+same time limit; the articles are joined in page order, so the written bytes
+are the same whichever runner and chunk size.
 """
 
 from __future__ import annotations
@@ -21,14 +28,37 @@ from prefect.utilities.annotations import opaque
 from pydantic import BaseModel, Field
 
 from flows.events import emit_batch_extracted
+from flows.runners import (
+    DASK_ADDRESS_PATTERN,
+    IN_FLIGHT_PER_WORKER,
+    TaskRunnerName,
+    open_task_runner,
+    resolve_task_runner,
+    runner_parallelism,
+    submit_in_order,
+)
+from tasks.chunks import CHUNKS_PER_WORKER, chunk_bounds
 from tasks.extract import (
+    ChunkExtraction,
+    _Progress,
     check_extract_paths,
+    combine_stats,
+    extract_page_chunk,
     extract_pages_task,
     find_pages_task,
+    log_extraction,
     publish_extraction_artifacts,
+    split_pages,
     write_extracted_batch,
 )
-from tasks.extraction import DEFAULT_TIME_LIMIT_SECONDS
+from tasks.extraction import (
+    DEFAULT_TIME_LIMIT_SECONDS,
+    ExtractionResult,
+    ExtractionSettings,
+    PageSet,
+    build_batch,
+    default_extractors,
+)
 from tasks.logs import run_logger
 
 #: Default number of rows of the ``extraction-pages`` table.
@@ -58,6 +88,59 @@ class ExtractionRunSummary(BaseModel):
         return f"extracted {self.articles} pages (errors: {errors}) -> {self.output_path}"
 
 
+def extract_in_chunks(
+    page_set: PageSet,
+    time_limit_seconds: float,
+    pages_per_chunk: int | None,
+    runner_name: TaskRunnerName,
+    dask_address: str | None,
+) -> ExtractionResult:
+    """Extract the pages chunk by chunk on the chosen runner; the same result as ``extract-pages``.
+
+    Without ``pages_per_chunk``, the pages are cut into about ``CHUNKS_PER_WORKER``
+    chunks per worker of the runner. The ``extraction-progress`` artifact advances
+    as chunks complete, in order.
+    """
+    logger = run_logger()
+    total = len(page_set.pages)
+    extractors = default_extractors()  # fails early, here, when the libraries are missing
+    with open_task_runner(runner_name, dask_address) as runner:
+        workers = runner_parallelism(runner)
+        size = pages_per_chunk or max(1, -(-total // (CHUNKS_PER_WORKER * workers)))
+        n_chunks = len(chunk_bounds(total, size))
+        progress = _Progress(f"Extracting {total} pages of {Path(page_set.source).name} in {n_chunks} chunk(s)")
+        progress(0, total)
+        done = 0
+
+        def advance(_index: int, chunk: ChunkExtraction) -> None:
+            nonlocal done
+            done += len(chunk)
+            progress(done, total)
+
+        logger.info(
+            "Extracting %d pages in %d chunk(s) of up to %d on the %s task runner (%d worker(s))",
+            total,
+            n_chunks,
+            size,
+            runner_name.value,
+            workers,
+        )
+        parts: list[ChunkExtraction] = submit_in_order(
+            runner,
+            extract_page_chunk,
+            split_pages(page_set, size, time_limit_seconds),
+            parameter="chunk",
+            in_flight=IN_FLIGHT_PER_WORKER * workers,
+            on_result=advance,
+        )
+    progress(total, total)
+    articles = [article for part in parts for article in part.articles]
+    stats = combine_stats([part.stats for part in parts])
+    log_extraction(stats)
+    settings = ExtractionSettings(time_limit_seconds=time_limit_seconds)
+    return ExtractionResult(build_batch(page_set, articles, extractors, settings, stats), stats)
+
+
 def _run_name() -> str:
     name = Path(str(flow_run.parameters.get("pages", "pages"))).name
     return f"extract-{name}"
@@ -77,6 +160,9 @@ def extract_articles(
     max_table_rows: Annotated[int, Field(ge=0, le=MAX_TABLE_ROWS_LIMIT)] = DEFAULT_MAX_TABLE_ROWS,
     data_root: str | None = None,
     emit_event: bool = True,
+    task_runner: TaskRunnerName | None = None,
+    dask_address: Annotated[str | None, Field(pattern=DASK_ADDRESS_PATTERN)] = None,
+    pages_per_chunk: Annotated[int | None, Field(ge=1)] = None,
 ) -> ExtractionRunSummary:
     """Extract the article text of every page with the three extractors and write the batch.
 
@@ -97,14 +183,33 @@ def extract_articles(
         emit_event: Announce the batch with the `content-selection.batch.extracted`
             event when it is written, so that the triggered selection deployment
             selects it.
+        task_runner: Where the pages are extracted: `in-process` (this process's
+            pool of `workers` processes), `process` (a pool of one process per
+            core) or `dask` (a Dask cluster); with `process` and `dask`, each
+            chunk of pages is one task run extracting with one worker process.
+            Leave empty for the CONTENT_SELECTION_TASK_RUNNER environment
+            variable, else `dask` when a scheduler address is set, else
+            `in-process`. The output is byte-identical whichever is chosen.
+        dask_address: Scheduler of a running Dask cluster, as `tcp://HOST:PORT`
+            (its workers must have this project and the extractors installed,
+            and see the pages at the same paths). Leave empty for the
+            CONTENT_SELECTION_DASK_ADDRESS environment variable; with neither,
+            `dask` starts a local cluster of 2 worker processes for the run.
+        pages_per_chunk: Pages per chunk; each chunk of consecutive pages is
+            extracted by one task run. Leave empty to extract all pages in one
+            task when in-process, or in about 4 chunks per worker on `process` and `dask`.
 
     Returns:
         A summary: paths, article and error counts, SHA-256 of the batch.
     """
     logger = run_logger()
     paths = check_extract_paths(pages, output_path, data_root)
+    runner_name, address = resolve_task_runner(task_runner, dask_address)
     page_set = find_pages_task(paths.pages, label=pages)
-    result = extract_pages_task(page_set, time_limit_seconds, workers)
+    if runner_name is TaskRunnerName.IN_PROCESS and pages_per_chunk is None:
+        result = extract_pages_task(page_set, time_limit_seconds, workers)
+    else:
+        result = extract_in_chunks(page_set, time_limit_seconds, pages_per_chunk, runner_name, address)
     written = write_extracted_batch(opaque(result.doc), paths.output)
     publish_extraction_artifacts(
         opaque(result.doc),

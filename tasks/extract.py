@@ -15,7 +15,10 @@ large as the batch. The rows and the markdown are built by pure functions
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import multiprocessing
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -35,10 +38,12 @@ import selection_core as sc
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
 from selection_core.io import resolve_output_path, write_atomic
 from tasks.batch import WrittenFile
+from tasks.chunks import chunk_bounds
 from tasks.extraction import (
     ExtractionResult,
     ExtractionSettings,
     ExtractionStats,
+    Page,
     PageSet,
     default_output_path,
     extract_pages,
@@ -166,7 +171,12 @@ def extract_pages_task(page_set: PageSet, time_limit_seconds: float, workers: in
         progress = _Progress(f"Extracting {len(page_set.pages)} pages of {Path(page_set.source).name}")
     settings = ExtractionSettings(time_limit_seconds=time_limit_seconds, workers=workers)
     result = extract_pages(page_set, settings, progress=progress)
-    stats = result.stats
+    log_extraction(result.stats)
+    return result
+
+
+def log_extraction(stats: ExtractionStats) -> None:
+    """Log a run's counts, and a warning when an extractor tried to use the network."""
     logger = run_logger()
     logger.info(
         "Extracted %d pages (%d unreadable); errors: %s; timeouts: %s",
@@ -181,7 +191,6 @@ def extract_pages_task(page_set: PageSet, time_limit_seconds: float, workers: in
             len(stats.network_attempts),
             "; ".join(stats.network_attempts[:5]),
         )
-    return result
 
 
 @task(name="write-extracted-batch", **_IO_TASK_OPTIONS)
@@ -299,3 +308,137 @@ def publish_extraction_artifacts(
 def _md(text: str) -> str:
     """Escape what would break a markdown table cell."""
     return text.replace("|", "\\|").replace("\n", " ").replace("`", "'")
+
+
+# --------------------------------------------------------------------------- chunked extraction
+
+#: Name of the task that extracts one chunk of pages (its runs are ``extract-chunk-<start>``).
+PAGE_CHUNK_TASK_NAME: Final[str] = "extract-chunk"
+
+
+class PageChunk:
+    """Consecutive pages ``start .. start + len(pages) - 1`` of one input, and the run's time limit.
+
+    A plain class on purpose, like :class:`tasks.chunks.ArticleChunk`: Prefect
+    does not walk into it looking for futures, and Dask names the task by its
+    position instead of hashing it. Only page descriptions travel (ids, URLs,
+    paths); each worker reads the page files itself.
+    """
+
+    __slots__ = ("pages", "start", "time_limit_seconds")
+
+    def __init__(self, start: int, pages: Sequence[Page], time_limit_seconds: float) -> None:
+        self.start = start
+        self.pages = tuple(pages)
+        self.time_limit_seconds = time_limit_seconds
+
+    @property
+    def stop(self) -> int:
+        return self.start + len(self.pages)
+
+    def __repr__(self) -> str:
+        return f"PageChunk(start={self.start}, stop={self.stop})"
+
+    def __dask_tokenize__(self) -> tuple[str, int, int]:
+        return ("content-selection-page-chunk", self.start, self.stop)
+
+
+class ChunkExtraction:
+    """The articles of one :class:`PageChunk`, in page order, and the chunk's counts (a plain container)."""
+
+    __slots__ = ("articles", "start", "stats")
+
+    def __init__(self, start: int, articles: list[dict[str, Any]], stats: ExtractionStats) -> None:
+        self.start = start
+        self.articles = articles
+        self.stats = stats
+
+    def __len__(self) -> int:
+        return len(self.articles)
+
+    def __repr__(self) -> str:
+        return f"ChunkExtraction(start={self.start}, n={len(self.articles)})"
+
+
+def split_pages(page_set: PageSet, pages_per_chunk: int, time_limit_seconds: float) -> Iterator[PageChunk]:
+    """The input's pages as :class:`PageChunk` s of ``pages_per_chunk`` (the last may be shorter), in order."""
+    for start, stop in chunk_bounds(len(page_set.pages), pages_per_chunk):
+        yield PageChunk(start, page_set.pages[start:stop], time_limit_seconds)
+
+
+def combine_stats(parts: Sequence[ExtractionStats]) -> ExtractionStats:
+    """The counts of a whole run from those of its chunks, in chunk order.
+
+    >>> s = ExtractionStats(2, 1, {"readability": 1}, {}, 0, ("x",))
+    >>> both = combine_stats([s, s])
+    >>> both.pages, both.errors["readability"], both.network_attempts
+    (4, 2, ('x', 'x'))
+    """
+    errors = dict.fromkeys(EXTRACTORS, 0)
+    timeouts = dict.fromkeys(EXTRACTORS, 0)
+    for part in parts:
+        for name, count in part.errors.items():
+            errors[name] = errors.get(name, 0) + count
+        for name, count in part.timeouts.items():
+            timeouts[name] = timeouts.get(name, 0) + count
+    return ExtractionStats(
+        pages=sum(p.pages for p in parts),
+        unreadable_pages=sum(p.unreadable_pages for p in parts),
+        errors=errors,
+        timeouts=timeouts,
+        worker_crashes=sum(p.worker_crashes for p in parts),
+        network_attempts=tuple(a for p in parts for a in p.network_attempts),
+    )
+
+
+@contextlib.contextmanager
+def _may_have_children() -> Iterator[None]:
+    """Let this process start the extraction pool even when it is daemonic.
+
+    Dask's worker processes are daemonic by default, and :mod:`multiprocessing`
+    refuses to start children from a daemonic process (so that they cannot be
+    orphaned). The pool's own workers are daemonic and exit when their pipe to
+    this process closes, so lifting the flag for the duration of the chunk is safe.
+    """
+    config = multiprocessing.current_process()._config  # noqa: SLF001 - no public way
+    daemon = config.get("daemon")
+    if not daemon:
+        yield
+        return
+    config["daemon"] = False
+    try:
+        yield
+    finally:
+        config["daemon"] = daemon
+
+
+def _page_chunk_run_name() -> str:
+    from prefect.runtime import task_run
+
+    start = getattr(task_run.parameters.get("chunk"), "start", None)
+    return f"{PAGE_CHUNK_TASK_NAME}-{start:06d}" if isinstance(start, int) else PAGE_CHUNK_TASK_NAME
+
+
+@task(
+    name=PAGE_CHUNK_TASK_NAME,
+    task_run_name=_page_chunk_run_name,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def extract_page_chunk(chunk: PageChunk) -> ChunkExtraction:
+    """Extract one chunk of pages with one worker process, under the same per-call time limit.
+
+    Not retried, like ``extract-pages``: failures are recorded in the articles.
+
+    Args:
+        chunk: Consecutive pages of the input, the index of the first, and the
+            seconds one extractor may spend on one page.
+
+    Returns:
+        The chunk's articles, in page order, and its counts.
+    """
+    settings = ExtractionSettings(time_limit_seconds=chunk.time_limit_seconds, workers=1)
+    with _may_have_children():
+        result = extract_pages(PageSet("", "chunk", chunk.pages), settings)
+    run_logger().debug("Extracted pages %d..%d", chunk.start, chunk.stop - 1)
+    return ChunkExtraction(chunk.start, result.doc["articles"], result.stats)
