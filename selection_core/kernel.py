@@ -24,6 +24,7 @@ environment variable ``CONTENT_SELECTION_PURE`` is set to anything but ``""`` or
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import unicodedata
@@ -133,12 +134,31 @@ def build_marker_table() -> bytes:
 #: The compiled kernel, or ``None`` when the pure-Python path runs.
 KERNEL: ModuleType | None = _load()
 
-#: The kernel's table (empty when the kernel is not used), and whether it also
-#: takes text that Python lowered (for texts holding an unknown code point).
-FOLD_TABLE, LOWERED_OK = build_fold_table() if KERNEL is not None else (b"", False)
 
-#: The markers ``marker_windows`` looks for (empty when the kernel is not used).
-MARKER_TABLE: bytes = build_marker_table() if KERNEL is not None else b""
+class Tables:
+    """The kernel's tables (empty when the kernel is not used).
+
+    ``fold``: the fold table; ``lowered_ok``: whether it also takes text that
+    Python lowered (for texts holding an unknown code point); ``marker``: the
+    markers ``marker_windows`` looks for.
+    """
+
+    __slots__ = ("fold", "lowered_ok", "marker")
+
+    def __init__(self, fold: bytes, lowered_ok: bool, marker: bytes) -> None:
+        self.fold, self.lowered_ok, self.marker = fold, lowered_ok, marker
+
+
+@functools.cache
+def tables() -> Tables:
+    """The tables, built on first use rather than at import: building them takes
+    about 0.1 s, which every command (``--help`` included) and every worker
+    process would otherwise pay at start-up."""
+    if KERNEL is None:
+        return Tables(b"", False, b"")
+    fold, lowered_ok = build_fold_table()
+    return Tables(fold, lowered_ok, build_marker_table())
+
 
 # Only the speed of the kernel's hash tables on adversarial text depends on the
 # seed, never a result; varying it per process (as Python varies str hashes)
@@ -177,10 +197,11 @@ def article_counts(texts: tuple[str | None, ...]) -> tuple[tuple[int, ...], tupl
     """
     if KERNEL is None:
         raise RuntimeError("the compiled kernel is not in use")
-    found = KERNEL.article_counts(texts, FOLD_TABLE, _SEED)
-    if found is None and LOWERED_OK:
+    t = tables()
+    found = KERNEL.article_counts(texts, t.fold, _SEED)
+    if found is None and t.lowered_ok:
         # A code point the table cannot lower (Σ, İ): Python lowers, the kernel tokenizes.
-        found = KERNEL.article_counts(tuple(None if t is None else t.lower() for t in texts), FOLD_TABLE, _SEED)
+        found = KERNEL.article_counts(tuple(None if x is None else x.lower() for x in texts), t.fold, _SEED)
     return found  # type: ignore[no-any-return]
 
 
@@ -199,4 +220,4 @@ def marker_windows(text: str) -> list[tuple[int, int]]:
     """
     if KERNEL is None:
         raise RuntimeError("the compiled kernel is not in use")
-    return KERNEL.marker_windows(text, MARKER_TABLE, _MAX_WIDTH)  # type: ignore[no-any-return]
+    return KERNEL.marker_windows(text, tables().marker, _MAX_WIDTH)  # type: ignore[no-any-return]

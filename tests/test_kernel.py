@@ -131,7 +131,7 @@ def test_pure_switch(monkeypatch: pytest.MonkeyPatch, value: str | None, used: b
 
 @needs_kernel
 def test_fold_table_is_str_lower_and_the_token_pattern_on_every_code_point() -> None:
-    table = memoryview(kernel.FOLD_TABLE).cast("I")
+    table = memoryview(kernel.tables().fold).cast("I")
     assert len(table) == 0x110000
     unknown = []
     for cp in range(0x110000):
@@ -144,7 +144,7 @@ def test_fold_table_is_str_lower_and_the_token_pattern_on_every_code_point() -> 
         expected = ord(low) if _TOKEN.fullmatch(low) else 0
         assert table[cp] == expected, hex(cp)
     assert unknown == [0x130, 0x3A3]  # İ and Σ, today; a new one would be handled the same way
-    assert kernel.LOWERED_OK
+    assert kernel.tables().lowered_ok
 
 
 @needs_kernel
@@ -293,11 +293,11 @@ any_text = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, blackl
 def test_tokens_of_any_code_points(texts: tuple[str | None, ...], seed: int) -> None:
     """The kernel on text after NFKC: lower-cased and tokenized as ``str.lower`` and
     the token pattern do, whatever the seed of its hash tables."""
-    found = kernel.KERNEL.article_counts(texts, kernel.FOLD_TABLE, seed)  # type: ignore[union-attr]
+    found = kernel.KERNEL.article_counts(texts, kernel.tables().fold, seed)  # type: ignore[union-attr]
     if found is None:  # an unknown code point: Python lowers, the kernel tokenizes
         assert any(t is not None and ("\u0130" in t or "\u03a3" in t) for t in texts)
         found = kernel.KERNEL.article_counts(  # type: ignore[union-attr]
-            tuple(None if t is None else t.lower() for t in texts), kernel.FOLD_TABLE, seed
+            tuple(None if t is None else t.lower() for t in texts), kernel.tables().fold, seed
         )
     tokens = [tokenize_line(t.lower()) if t is not None else [] for t in texts]
     sets = [shingles(t) for t in tokens]
@@ -333,7 +333,7 @@ def test_kernel_counts_cases(texts: tuple[str | None, ...]) -> None:
 def test_declined_without_lowered_fallback_uses_the_pure_path() -> None:
     """Where the table could not take lowered text either, the article goes the pure way."""
     article = {name: {TEXT_FIELDS[name]: "ΟΔΟΣ ΣΑΣ one two three"} for name in EXTRACTORS}
-    with mock.patch.object(kernel, "LOWERED_OK", False):
+    with mock.patch.object(kernel.tables(), "lowered_ok", False):
         assert select_module._measure_sizes(article) is None
         with_kernel = select_article(article).to_dict()
     with pure_path():
@@ -412,7 +412,7 @@ needs_markers = pytest.mark.skipif(normalize_module._MARKERS is None, reason="ft
 @needs_kernel
 @needs_markers
 def test_marker_table_is_the_marker_pattern_on_every_code_point() -> None:
-    table = kernel.MARKER_TABLE
+    table = kernel.tables().marker
     pattern = normalize_module._MARKERS
     assert pattern is not None
     assert [cp for cp in range(0x110000) if table[cp]] == [cp for cp in range(0x110000) if pattern.match(chr(cp))]
@@ -452,7 +452,7 @@ def test_marker_windows_are_those_of_maybe_mojibake(text: str) -> None:
 def test_bad_arguments(args: tuple[Any, Any, Any], error: type[Exception]) -> None:
     texts, table, seed = args
     with pytest.raises(error):
-        kernel.KERNEL.article_counts(texts, kernel.FOLD_TABLE if table is None else table, seed)  # type: ignore[union-attr]
+        kernel.KERNEL.article_counts(texts, kernel.tables().fold if table is None else table, seed)  # type: ignore[union-attr]
 
 
 @needs_kernel
