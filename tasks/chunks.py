@@ -21,7 +21,7 @@ What travels to a worker is as small as it can be:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from prefect import task
@@ -163,17 +163,22 @@ def split_articles(articles: Sequence[Mapping[str, Any]], chunk_size: int) -> It
         yield ArticleChunk(start, [selection_view(article) for article in articles[start:stop]])
 
 
-def _chunk_run_name() -> str:
-    from prefect.runtime import task_run
+def chunk_run_namer(task_name: str) -> Callable[[], str]:
+    """A ``task_run_name`` for a task whose ``chunk`` parameter has a ``start``:
+    ``<task_name>-000123``, so the runs of one flow sort in input order."""
 
-    chunk = task_run.parameters.get("chunk")
-    start = getattr(chunk, "start", None)
-    return f"{CHUNK_TASK_NAME}-{start:06d}" if isinstance(start, int) else CHUNK_TASK_NAME
+    def name() -> str:
+        from prefect.runtime import task_run
+
+        start = getattr(task_run.parameters.get("chunk"), "start", None)
+        return f"{task_name}-{start:06d}" if isinstance(start, int) else task_name
+
+    return name
 
 
 @task(
     name=CHUNK_TASK_NAME,
-    task_run_name=_chunk_run_name,
+    task_run_name=chunk_run_namer(CHUNK_TASK_NAME),
     cache_policy=NO_CACHE,
     persist_result=False,
 )

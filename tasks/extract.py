@@ -38,7 +38,7 @@ import selection_core as sc
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
 from selection_core.io import resolve_output_path, write_atomic
 from tasks.batch import WrittenFile
-from tasks.chunks import chunk_bounds
+from tasks.chunks import chunk_bounds, chunk_run_namer
 from tasks.extraction import (
     ExtractionResult,
     ExtractionSettings,
@@ -412,16 +412,9 @@ def _may_have_children() -> Iterator[None]:
         config["daemon"] = daemon
 
 
-def _page_chunk_run_name() -> str:
-    from prefect.runtime import task_run
-
-    start = getattr(task_run.parameters.get("chunk"), "start", None)
-    return f"{PAGE_CHUNK_TASK_NAME}-{start:06d}" if isinstance(start, int) else PAGE_CHUNK_TASK_NAME
-
-
 @task(
     name=PAGE_CHUNK_TASK_NAME,
-    task_run_name=_page_chunk_run_name,
+    task_run_name=chunk_run_namer(PAGE_CHUNK_TASK_NAME),
     cache_policy=NO_CACHE,
     persist_result=False,
 )
