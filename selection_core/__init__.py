@@ -20,6 +20,7 @@ from .batch import (
     summarize,
 )
 from .config import (
+    ERROR_FIELD,
     EXTRACTORS,
     FALLBACK,
     PRIORITY,
@@ -39,7 +40,7 @@ from .errors import (
     WriteError,
 )
 from .normalize import normalize, tokenize
-from .select import Candidate, Pool, Reason, Selection, State, error_present, select_article
+from .select import Candidate, Pool, Reason, Selection, State, error_present, select_article, selection_view
 from .shingles import shingles
 
 __version__ = "0.1.0"
@@ -47,6 +48,7 @@ __version__ = "0.1.0"
 __all__ = [
     "EXIT_INVALID_INPUT",
     "EXIT_IO_ERROR",
+    "ERROR_FIELD",
     "EXTRACTORS",
     "FALLBACK",
     "PRIORITY",
@@ -76,6 +78,7 @@ __all__ = [
     "select_article",
     "select_articles",
     "select_batch_bytes",
+    "selection_view",
     "shingles",
     "summarize",
     "tokenize",

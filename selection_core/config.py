@@ -19,6 +19,9 @@ TEXT_FIELDS: Final[dict[str, str]] = {
     "readability": "cleaned_text",
 }
 
+#: The field of a block that reports an extractor's error (see ``select.error_present``).
+ERROR_FIELD: Final[str] = "error"
+
 #: Tie-break priority, best first.
 PRIORITY: Final[tuple[str, ...]] = ("newspaper4k", "readability", "trafilatura")
 

@@ -15,6 +15,7 @@ from typing import Any
 from . import kernel
 from .config import (
     CONSENSUS_MIN_VOTES,
+    ERROR_FIELD,
     EXTRACTORS,
     FALLBACK,
     FLOAT_DIGITS,
@@ -148,6 +149,33 @@ def error_present(value: Any) -> bool:
     return True
 
 
+def selection_view(article: Mapping[str, Any]) -> dict[str, Any]:
+    """What the selection rule reads of an article, and nothing else.
+
+    For each extractor whose block is an object: its text field when that is a
+    string, and ``error: True`` when the block reports an error. Sending this
+    instead of the article (to a worker, say) gives the same decision:
+    ``select_article(selection_view(a), i) == select_article(a, i)``.
+
+    >>> selection_view({"id": 7, "newspaper4k": {"text": "a b", "error": " ", "title": "T"},
+    ...                 "readability": {"cleaned_text": 3, "error": "Timeout"}, "trafilatura": None})
+    {'newspaper4k': {'text': 'a b'}, 'readability': {'error': True}}
+    """
+    view: dict[str, Any] = {}
+    for name in EXTRACTORS:
+        block = article.get(name)
+        if not isinstance(block, Mapping):
+            continue
+        slim: dict[str, Any] = {}
+        text = block.get(TEXT_FIELDS[name])
+        if isinstance(text, str):
+            slim[TEXT_FIELDS[name]] = text
+        if error_present(block.get(ERROR_FIELD)):
+            slim[ERROR_FIELD] = True
+        view[name] = slim
+    return view
+
+
 def _by_priority(names: list[str] | tuple[str, ...]) -> str:
     return min(names, key=PRIORITY.index)
 
@@ -173,7 +201,7 @@ def _measure(article: Mapping[str, Any]) -> tuple[list[Candidate], dict[str, fro
             measured.append(Candidate(name, State.UNAVAILABLE, 0, 0))
             continue
         assert isinstance(block, Mapping)
-        state = State.DEGRADED if error_present(block.get("error")) else State.USABLE
+        state = State.DEGRADED if error_present(block.get(ERROR_FIELD)) else State.USABLE
         measured.append(Candidate(name, state, token_count, len(sh)))
         sets[name] = sh
     return measured, sets
@@ -211,7 +239,7 @@ def _measure_sizes(article: Mapping[str, Any]) -> tuple[list[Candidate], tuple[i
         if block is None or token_counts[i] == 0:
             measured.append(Candidate(name, State.UNAVAILABLE, 0, 0))
             continue
-        state = State.DEGRADED if error_present(block.get("error")) else State.USABLE
+        state = State.DEGRADED if error_present(block.get(ERROR_FIELD)) else State.USABLE
         shingle_count = sum(size for m, size in enumerate(regions) if m >> i & 1)
         measured.append(Candidate(name, state, token_counts[i], shingle_count))
     return measured, regions

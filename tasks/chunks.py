@@ -7,7 +7,7 @@ the chunks' selections in chunk order.
 
 What travels to a worker is as small as it can be:
 
-* only the article's *selection view* (:func:`selection_view`): the three text
+* only the article's *selection view* (:func:`selection_core.selection_view`): the three text
   fields and whether each block reports an error, never the user's other data;
 * wrapped in an :class:`ArticleChunk`, which neither Prefect nor Dask walks
   into: Prefect looks for futures only inside lists, dicts, dataclasses and
@@ -45,13 +45,12 @@ MIN_AUTO_CHUNK_SIZE: Final[int] = 500
 MAX_AUTO_CHUNK_SIZE: Final[int] = 25_000
 
 #: The key of an extractor block that the rule reads besides its text field.
-_ERROR_KEY: Final[str] = "error"
 
 
 class ArticleChunk:
     """Consecutive articles ``start .. start + len(articles) - 1`` of one batch.
 
-    ``articles`` holds selection views (:func:`selection_view`). A plain class on
+    ``articles`` holds selection views (:func:`selection_core.selection_view`). A plain class on
     purpose: Prefect walks the lists, dicts and dataclasses it is given as task
     parameters (looking for futures), but treats other objects as leaves; and
     Dask names the task with :meth:`__dask_tokenize__` instead of hashing every
@@ -83,34 +82,6 @@ class ArticleChunk:
         # arguments unless they name themselves. The position is enough: each
         # submission also carries its own task-run id, so two never share a key.
         return ("content-selection-article-chunk", self.start, self.stop)
-
-
-def selection_view(article: Mapping[str, Any]) -> dict[str, Any]:
-    """What the selection rule reads of an article, and nothing else.
-
-    For each extractor whose block is an object: its text field when that is a
-    string, and ``error: True`` when the block reports an error (see
-    :func:`selection_core.error_present`). ``select_article(selection_view(a), i)``
-    equals ``select_article(a, i)`` (the tests check it on real and generated
-    articles).
-
-    >>> selection_view({"id": 7, "newspaper4k": {"text": "a b", "error": " ", "title": "T"},
-    ...                 "readability": {"cleaned_text": 3, "error": "Timeout"}, "trafilatura": None})
-    {'newspaper4k': {'text': 'a b'}, 'readability': {'error': True}}
-    """
-    view: dict[str, Any] = {}
-    for name in sc.EXTRACTORS:
-        block = article.get(name)
-        if not isinstance(block, Mapping):
-            continue
-        slim: dict[str, Any] = {}
-        text = block.get(sc.TEXT_FIELDS[name])
-        if isinstance(text, str):
-            slim[sc.TEXT_FIELDS[name]] = text
-        if sc.error_present(block.get(_ERROR_KEY)):
-            slim[_ERROR_KEY] = True
-        view[name] = slim
-    return view
 
 
 def chunk_bounds(n_articles: int, chunk_size: int) -> list[tuple[int, int]]:
@@ -160,7 +131,7 @@ class ChunkSelections:
 def split_articles(articles: Sequence[Mapping[str, Any]], chunk_size: int) -> Iterator[ArticleChunk]:
     """The batch's articles as :class:`ArticleChunk` s of selection views, in order (built lazily)."""
     for start, stop in chunk_bounds(len(articles), chunk_size):
-        yield ArticleChunk(start, [selection_view(article) for article in articles[start:stop]])
+        yield ArticleChunk(start, [sc.selection_view(article) for article in articles[start:stop]])
 
 
 def chunk_run_namer(task_name: str) -> Callable[[], str]:

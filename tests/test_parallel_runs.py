@@ -39,7 +39,8 @@ from flows.runners import (
 )
 from flows.select_content import select_content
 from flows.select_directory import select_directory
-from tasks.chunks import ArticleChunk, chunk_bounds, selection_view, split_articles
+from selection_core import selection_view
+from tasks.chunks import ArticleChunk, chunk_bounds, split_articles
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN_BATCH = ROOT / "tests" / "data" / "aeb_batch_extracted.json"
