@@ -89,8 +89,7 @@ def _walk(doc: dict[str, Any], source: str) -> tuple[int, bool]:
     stack: list[tuple[Any, int, str]] = []
     for key, value in doc.items():
         if key == "articles" and isinstance(value, list):
-            members_place = [(v, 3, f"$.articles[{i}]") for i, v in enumerate(value)]
-            stack.extend(members_place)
+            stack.extend((v, 3, f"$.articles[{i}]") for i, v in enumerate(value))
         else:
             stack.append((value, 2, _path_text([key])))
     while stack:
