@@ -28,7 +28,7 @@ from flows.extract_articles import (
     extract_in_chunks,
 )
 from flows.runners import DASK_ADDRESS_PATTERN, TaskRunnerName, resolve_task_runner
-from tasks.artifacts import publish_artifacts
+from tasks.artifacts import publish_artifacts, score_rows
 from tasks.batch import persist_batch, write_selection_report
 from tasks.extract import (
     check_extract_paths,
@@ -139,9 +139,10 @@ def extract_and_select(
     written = persist_batch(opaque(doc), opaque(selections), select_paths.output)
     if select_paths.report is not None:
         write_selection_report(opaque(selections), select_paths.report)
+    summary = sc.summarize(selections)
     publish_artifacts(
-        opaque(doc),
-        opaque(selections),
+        opaque(score_rows(doc, selections, max_table_rows)),
+        summary,
         input_path=extracted.path,
         input_sha256=extracted.sha256,
         output_path=written.path,
@@ -150,7 +151,6 @@ def extract_and_select(
         max_rows=max_table_rows,
     )
 
-    summary = sc.summarize(selections)
     run_summary = PipelineRunSummary(
         pages_path=str(extract_paths.pages),
         extracted_path=str(extracted.path),

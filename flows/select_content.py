@@ -5,10 +5,12 @@ write) -> artifacts. All selection logic lives in ``selection_core``; this modul
 only chains the tasks and reports.
 
 The select step is one task by default. With a chunk size or a parallel task
-runner (``process``, ``dask``; see :mod:`flows.runners`) it becomes one
-``select-chunk`` task run per chunk of consecutive articles, on that runner; the
-selections are joined in article order, so the written bytes are the same
-whichever runner and chunk size.
+runner (``process``, ``dask``; see :mod:`flows.runners`) the run becomes
+plan-batch -> one ``select-chunk`` task run per chunk of consecutive articles,
+on that runner, each reading, scoring and writing its own articles ->
+assemble-batch -> artifacts (see :mod:`tasks.chunks`): the chunks' parts are
+joined in article order, so the written bytes are the same whichever runner and
+chunk size.
 """
 
 from __future__ import annotations
@@ -31,11 +33,21 @@ from flows.runners import (
     runner_parallelism,
     submit_in_order,
 )
-from tasks.artifacts import publish_artifacts
-from tasks.batch import extract_batch, persist_batch, write_selection_report
-from tasks.chunks import ChunkSelections, auto_chunk_size, chunk_bounds, select_chunk, split_articles
+from tasks.artifacts import align_rows, publish_artifacts, score_rows
+from tasks.batch import WrittenFile, extract_batch, persist_batch, write_selection_report
+from tasks.chunks import (
+    BatchPlan,
+    ChunkOutcome,
+    assemble_batch,
+    auto_chunk_size,
+    canonical_error,
+    discard_parts,
+    plan_batch,
+    plan_jobs,
+    select_chunk,
+)
 from tasks.logs import run_logger
-from tasks.paths import check_paths
+from tasks.paths import RunPaths, check_paths
 from tasks.select import ProgressReporter, select_extractors
 
 #: Default number of rows of the ``selection-scores`` table.
@@ -65,58 +77,87 @@ class SelectionRunSummary(BaseModel):
 
 
 def _select_in_chunks(
-    articles: list[dict[str, Any]],
+    plan: BatchPlan,
+    paths: RunPaths,
     chunk_size: int | None,
     runner_name: TaskRunnerName,
     dask_address: str | None,
-    batch_name: str,
-) -> list[sc.Selection]:
-    """Score the articles chunk by chunk on the chosen runner; the selections, in article order.
+    max_table_rows: int,
+) -> tuple[WrittenFile, list[dict[str, Any]], sc.Summary]:
+    """Score the batch chunk by chunk on the chosen runner, then write it from the chunks' parts.
 
     Without a chunk size, the batch is cut into about ``CHUNKS_PER_WORKER``
-    chunks per worker of the runner. Chunks are built (as selection views) only
-    as workers free up, and the progress artifact advances as chunks complete, in order.
+    chunks per worker of the runner. Jobs are submitted as workers free up, and
+    the progress artifact advances as chunks complete, in order. Whatever fails,
+    no part file is left behind, and invalid input is reported as the
+    whole-document parse reports it.
+
+    Returns:
+        The written output, the rows of the scores table, the counts.
     """
     logger = run_logger()
-    total = len(articles)
+    total = plan.article_count
     with open_task_runner(runner_name, dask_address) as runner:
         workers = runner_parallelism(runner)
         size = chunk_size or auto_chunk_size(total, workers)
-        n_chunks = len(chunk_bounds(total, size))
-        progress = ProgressReporter(total, f"Scoring the {total} articles of {batch_name} in {n_chunks} chunk(s)")
+        jobs = plan_jobs(plan, size, paths.output, paths.report, max_table_rows)
+        progress = ProgressReporter(total, f"Scoring the {total} articles of {plan.path.name} in {len(jobs)} chunk(s)")
         progress.start()
         done = 0
 
-        def advance(_index: int, chunk: ChunkSelections) -> None:
+        def advance(_index: int, outcome: ChunkOutcome) -> None:
             nonlocal done
-            done += len(chunk)
+            done += len(outcome)
             progress(done, total)
 
         logger.info(
             "Scoring %d articles in %d chunk(s) of up to %d on the %s task runner (%d worker(s))",
             total,
-            n_chunks,
+            len(jobs),
             size,
             runner_name.value,
             workers,
         )
-        per_chunk: list[ChunkSelections] = submit_in_order(
-            runner,
-            select_chunk,
-            split_articles(articles, size),
-            parameter="chunk",
-            in_flight=IN_FLIGHT_PER_WORKER * workers,
-            on_result=advance,
-        )
+        try:
+            outcomes: list[ChunkOutcome] = submit_in_order(
+                runner,
+                select_chunk,
+                jobs,
+                parameter="chunk",
+                in_flight=IN_FLIGHT_PER_WORKER * workers,
+                on_result=advance,
+            )
+        except sc.InvalidBatchError:
+            discard_parts(jobs)
+            canonical_error(plan.path)  # raises the one-piece path's message
+            raise
+        except BaseException:
+            discard_parts(jobs)
+            raise
     progress(total, total)
-    selections = [selection for chunk in per_chunk for selection in chunk.selections]
-    summary = sc.summarize(selections)
+    try:
+        written = assemble_batch(plan.envelope, opaque(outcomes), paths.output, paths.report)
+    finally:
+        discard_parts(jobs)
+    summary = sc.merge_summaries(o.summary for o in outcomes)
+    rows = align_rows([row for o in outcomes for row in o.rows][:max_table_rows])
     logger.info(
         "Selected %d articles: %s",
         summary.articles,
         ", ".join(f"{name} {count}" for name, count in summary.by_extractor.items()),
     )
-    return selections
+    return written, rows, summary
+
+
+def _select_whole(
+    doc: dict[str, Any], paths: RunPaths, max_table_rows: int
+) -> tuple[WrittenFile, list[dict[str, Any]], sc.Summary]:
+    """Score the batch in one task in this process, then write it (the default)."""
+    selections = select_extractors(opaque(doc), batch_name=paths.input.name)
+    written = persist_batch(opaque(doc), opaque(selections), paths.output)
+    if paths.report is not None:
+        write_selection_report(opaque(selections), paths.report)
+    return written, score_rows(doc, selections, max_table_rows), sc.summarize(selections)
 
 
 def _run_name() -> str:
@@ -183,33 +224,30 @@ def select_content(
 
     runner_name, address = resolve_task_runner(task_runner, dask_address)
 
-    batch = extract_batch(paths.input)
     if runner_name is TaskRunnerName.IN_PROCESS and chunk_size is None:
-        selections = select_extractors(opaque(batch.doc), batch_name=paths.input.name)
+        batch = extract_batch(paths.input)
+        input_sha256 = batch.sha256
+        written, rows, summary = _select_whole(batch.doc, paths, max_table_rows)
+        del batch
     else:
-        selections = _select_in_chunks(
-            batch.doc["articles"],
-            chunk_size,
-            runner_name,
-            address,
-            batch_name=paths.input.name,
-        )
-    written = persist_batch(opaque(batch.doc), opaque(selections), paths.output)
-    if paths.report is not None:
-        write_selection_report(opaque(selections), paths.report)
+        plan = plan_batch(paths.input)
+        input_sha256 = plan.sha256
+        if plan.doc is not None:  # its articles could not be delimited: one piece
+            written, rows, summary = _select_whole(plan.doc, paths, max_table_rows)
+        else:
+            written, rows, summary = _select_in_chunks(plan, paths, chunk_size, runner_name, address, max_table_rows)
 
     publish_artifacts(
-        opaque(batch.doc),
-        opaque(selections),
+        opaque(rows),
+        summary,
         input_path=paths.input,
-        input_sha256=batch.sha256,
+        input_sha256=input_sha256,
         output_path=written.path,
         output_sha256=written.sha256,
         report_path=paths.report,
         max_rows=max_table_rows,
     )
 
-    summary = sc.summarize(selections)
     result = SelectionRunSummary(
         input_path=str(paths.input),
         output_path=str(written.path),
@@ -217,7 +255,7 @@ def select_content(
         articles=summary.articles,
         by_extractor=dict(summary.by_extractor),
         by_reason={getattr(k, "value", k): v for k, v in summary.by_reason.items()},
-        input_sha256=batch.sha256,
+        input_sha256=input_sha256,
         output_sha256=written.sha256,
         core_version=sc.__version__,
     )

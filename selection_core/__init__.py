@@ -10,11 +10,15 @@ covers what the extractors agree on. Deterministic, exact and explained.
 from __future__ import annotations
 
 from .batch import (
+    ARTICLE_SEPARATOR,
     Summary,
     apply_selections,
     dump_batch,
+    envelope_parts,
     iter_dump_batch,
+    merge_summaries,
     parse_batch,
+    render_articles,
     select_articles,
     select_batch_bytes,
     summarize,
@@ -46,6 +50,7 @@ from .shingles import shingles
 __version__ = "0.1.0"
 
 __all__ = [
+    "ARTICLE_SEPARATOR",
     "EXIT_INVALID_INPUT",
     "EXIT_IO_ERROR",
     "ERROR_FIELD",
@@ -71,10 +76,13 @@ __all__ = [
     "__version__",
     "apply_selections",
     "dump_batch",
+    "envelope_parts",
     "error_present",
     "iter_dump_batch",
+    "merge_summaries",
     "normalize",
     "parse_batch",
+    "render_articles",
     "select_article",
     "select_articles",
     "select_batch_bytes",

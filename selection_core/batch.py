@@ -287,17 +287,18 @@ def select_articles(
     return out
 
 
-def apply_selections(doc: dict[str, Any], selections: Sequence[Selection]) -> dict[str, Any]:
+def apply_selections(doc: dict[str, Any], selections: Sequence[Selection], start: int = 0) -> dict[str, Any]:
     """Write each decision into its article (mutates and returns ``doc``).
 
     An existing ``selected_extractor`` keeps its position; otherwise it is
-    appended as the article's last key.
+    appended as the article's last key. ``start`` is the index in the whole
+    batch of ``doc``'s first article, when ``doc`` holds one run of it.
     """
     articles = doc["articles"]
     if len(selections) != len(articles):
         raise ValueError(f"{len(selections)} selections for {len(articles)} articles")
     for sel in selections:
-        articles[sel.index][SELECTED_KEY] = sel.selected
+        articles[sel.index - start][SELECTED_KEY] = sel.selected
     return doc
 
 
@@ -308,41 +309,86 @@ def dump_batch(doc: dict[str, Any]) -> bytes:
 
 _CHUNK = 1 << 20
 
+#: What separates two articles in the written ``articles`` array.
+ARTICLE_SEPARATOR = b",\n    "
+
+
+def render_articles(articles: Iterable[dict[str, Any]]) -> bytes:
+    r"""The bytes of consecutive articles as they appear inside a written batch, joined
+    by :data:`ARTICLE_SEPARATOR` (runs rendered separately join the same way).
+
+    >>> render_articles([{"a": 1}, {"b": [2]}])
+    b'{\n      "a": 1\n    },\n    {\n      "b": [\n        2\n      ]\n    }'
+    """
+    return ARTICLE_SEPARATOR.join(_render_article(article) for article in articles)
+
+
+def _render_article(article: Any) -> bytes:
+    # orjson writes no raw newline inside a string, so every newline of its output
+    # is structural and re-indenting is a plain replacement.
+    return orjson.dumps(article, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ")
+
+
+def envelope_parts(doc: dict[str, Any], any_articles: bool) -> tuple[bytes, bytes]:
+    """The bytes written before and after the articles of ``doc``.
+
+    ``doc["articles"]`` itself is not read: a written batch is
+    ``head + render_articles(articles) + tail``, and articles rendered in
+    separate runs join with :data:`ARTICLE_SEPARATOR`, which is how a batch
+    scored by several workers is put back together. ``any_articles`` says
+    whether the array is not empty.
+
+    >>> envelope_parts({"run": 7, "articles": []}, True)
+    (b'{\\n  "run": 7,\\n  "articles": [\\n    ', b'\\n  ]\\n}\\n')
+    """
+    if not doc:
+        return b"{}\n", b""
+    head: list[bytes] = [b"{"]
+    tail: list[bytes] = []
+    part = head
+    sep = b"\n  "
+    for key, value in doc.items():
+        part.append(sep)
+        sep = b",\n  "
+        part.append(orjson.dumps(key))
+        part.append(b": ")
+        if key == "articles" and part is head:
+            if any_articles:
+                head.append(b"[\n    ")
+                tail.append(b"\n  ]")
+            else:
+                head.append(b"[]")
+            part = tail
+        else:
+            part.append(orjson.dumps(value, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n  "))
+    part.append(b"\n}\n")
+    return b"".join(head), b"".join(tail)
+
 
 def iter_dump_batch(doc: dict[str, Any]) -> Iterator[bytes]:
     """The bytes of ``dump_batch(doc)``, produced article by article.
 
-    A streaming writer never holds a second copy of the whole document. orjson
-    writes no raw newline inside a string, so every newline of a nested value's
-    output is structural and re-indenting it is a plain replacement; the tests
-    check that ``b"".join(iter_dump_batch(d)) == dump_batch(d)``.
+    A streaming writer never holds a second copy of the whole document; the
+    tests check that ``b"".join(iter_dump_batch(d)) == dump_batch(d)``.
     """
-    if not doc:
-        yield b"{}\n"
+    articles = doc.get("articles")
+    if not isinstance(articles, list):  # not a batch: nothing to stream
+        yield dump_batch(doc)
         return
-    buf: list[bytes] = [b"{"]
+    head, tail = envelope_parts(doc, bool(articles))
+    buf: list[bytes] = [head]
     size = 0
-    sep = b"\n  "
-    for key, value in doc.items():
+    sep = b""
+    for article in articles:
+        rendered = _render_article(article)
         buf.append(sep)
-        sep = b",\n  "
-        buf.append(orjson.dumps(key))
-        buf.append(b": ")
-        if key == "articles" and isinstance(value, list) and value:
-            item_sep = b"[\n    "
-            for article in value:
-                buf.append(item_sep)
-                item_sep = b",\n    "
-                chunk = orjson.dumps(article, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ")
-                buf.append(chunk)
-                size += len(chunk)
-                if size >= _CHUNK:
-                    yield b"".join(buf)
-                    buf, size = [], 0
-            buf.append(b"\n  ]")
-        else:
-            buf.append(orjson.dumps(value, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n  "))
-    buf.append(b"\n}\n")
+        buf.append(rendered)
+        sep = ARTICLE_SEPARATOR
+        size += len(rendered)
+        if size >= _CHUNK:
+            yield b"".join(buf)
+            buf, size = [], 0
+    buf.append(tail)
     yield b"".join(buf)
 
 
@@ -372,6 +418,26 @@ class Summary:
             "by_reason": dict(self.by_reason),
             "by_pool": dict(self.by_pool),
         }
+
+
+def merge_summaries(parts: Iterable[Summary]) -> Summary:
+    """The summary of consecutive parts of a batch, from theirs.
+
+    >>> merge_summaries([]) == summarize([])
+    True
+    """
+    total = summarize(())
+    n = 0
+    for part in parts:
+        n += part.articles
+        for mine, theirs in (
+            (total.by_extractor, part.by_extractor),
+            (total.by_reason, part.by_reason),
+            (total.by_pool, part.by_pool),
+        ):
+            for key, count in theirs.items():
+                mine[key] += count
+    return Summary(n, total.by_extractor, total.by_reason, total.by_pool)
 
 
 def summarize(selections: Iterable[Selection]) -> Summary:

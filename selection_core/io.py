@@ -22,11 +22,12 @@ import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import orjson
 
 from .batch import ProgressCallback, Summary, apply_selections, iter_dump_batch, parse_batch, select_articles, summarize
-from .errors import InvalidBatchError, OutputPathError, ReadError, WriteError
+from .errors import InvalidBatchError, OutputPathError, ReadError, SelectionError, WriteError
 from .select import Selection
 
 #: errno values for which retrying an I/O operation can help.
@@ -59,18 +60,103 @@ def read_input(path: str | os.PathLike[str]) -> bytes:
     try:
         with open(p, "rb") as fh:
             return fh.read()
-    except FileNotFoundError:
-        raise InvalidBatchError(f"{p}: no such file; check the input path") from None
-    except IsADirectoryError:
-        raise InvalidBatchError(f"{p}: is a directory; give the path of a batch JSON file") from None
-    except PermissionError:
-        raise InvalidBatchError(f"{p}: cannot be read (permission denied); make it readable by this user") from None
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise InvalidBatchError(f"{p}: symbolic link loop; point the path at a real file") from None
-        if exc.errno in TRANSIENT_ERRNOS:
-            raise ReadError(f"{p}: read failed ({exc.strerror}); retry later", exc.errno) from exc
-        raise InvalidBatchError(f"{p}: cannot be read ({exc.strerror or exc}); check the path") from None
+        raise read_error(p, exc) from (exc if exc.errno in TRANSIENT_ERRNOS else None)
+
+
+def open_input(path: str | os.PathLike[str]) -> BinaryIO:
+    """Open the input for reading, with the errors of :func:`read_input`."""
+    p = Path(path)
+    try:
+        return open(p, "rb")
+    except OSError as exc:
+        raise read_error(p, exc) from (exc if exc.errno in TRANSIENT_ERRNOS else None)
+
+
+@dataclass(frozen=True)
+class FileIdentity:
+    """What tells one version of a file from another: inode, size, modification time.
+
+    Workers that read their own part of an input compare it with the one the
+    run planned from, so a file replaced or rewritten during the run is noticed.
+    """
+
+    inode: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, stat: os.stat_result) -> FileIdentity:
+        return cls(stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+class InputChangedError(ReadError):
+    """The input file changed while a run was reading it; running again reads the new one.
+
+    Not transient: a retry of one step would mix two versions of the file.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.transient = False
+
+
+def _changed(p: Path) -> InputChangedError:
+    return InputChangedError(f"{p}: the file changed while it was being read; run again once it is complete")
+
+
+def read_span(
+    path: str | os.PathLike[str], identity: FileIdentity, start: int, end: int, before: bytes = b"", after: bytes = b""
+) -> bytearray:
+    """``before + <bytes start..end of the file> + after``, read by one copy.
+
+    Raises:
+        InputChangedError: the file is no longer the version ``identity`` describes.
+        InvalidBatchError, ReadError: as :func:`read_input`.
+    """
+    p = Path(path)
+    if not 0 <= start <= end:
+        raise ValueError(f"bad span {start}..{end}")
+    try:
+        fd = os.open(p, os.O_RDONLY)
+    except OSError as exc:
+        raise read_error(p, exc) from None
+    try:
+        if FileIdentity.of(os.fstat(fd)) != identity:
+            raise _changed(p)
+        out = bytearray(len(before) + (end - start) + len(after))
+        out[: len(before)] = before
+        out[len(out) - len(after) :] = after
+        view = memoryview(out)[len(before) : len(before) + end - start]
+        offset = start
+        while view:
+            got = os.preadv(fd, [view], offset)
+            if got == 0:
+                raise _changed(p)
+            view = view[got:]
+            offset += got
+        return out
+    except OSError as exc:
+        if isinstance(exc, SelectionError):
+            raise
+        raise read_error(p, exc) from None
+    finally:
+        os.close(fd)
+
+
+def read_error(p: Path, exc: OSError) -> SelectionError:
+    """The typed error for an ``OSError`` met while reading the input ``p``."""
+    if isinstance(exc, FileNotFoundError):
+        return InvalidBatchError(f"{p}: no such file; check the input path")
+    if isinstance(exc, IsADirectoryError):
+        return InvalidBatchError(f"{p}: is a directory; give the path of a batch JSON file")
+    if isinstance(exc, PermissionError):
+        return InvalidBatchError(f"{p}: cannot be read (permission denied); make it readable by this user")
+    if exc.errno == errno.ELOOP:
+        return InvalidBatchError(f"{p}: symbolic link loop; point the path at a real file")
+    if exc.errno in TRANSIENT_ERRNOS:
+        return ReadError(f"{p}: read failed ({exc.strerror}); retry later", exc.errno)
+    return InvalidBatchError(f"{p}: cannot be read ({exc.strerror or exc}); check the path")
 
 
 def _resolved(path: Path, what: str) -> Path:
@@ -165,36 +251,92 @@ def _write_error(target: Path, exc: OSError) -> Exception:
     )
 
 
+def temporary_name(target: Path, pid: int | None = None, token: str | None = None) -> Path:
+    """A temporary file's path beside ``target``: ``.<name>.<pid>.<16 hex>.cs-tmp``.
+
+    ``pid`` is the process that owns it (default: this one): a later write to the
+    same target removes it once that process is gone. ``token`` (16 lowercase hex
+    digits) is random unless given.
+    """
+    token = secrets.token_hex(8) if token is None else token
+    if re.fullmatch(r"[0-9a-f]{16}", token) is None:
+        raise ValueError(f"token must be 16 lowercase hex digits, got {token!r}")
+    return target.parent / f".{target.name}.{os.getpid() if pid is None else pid}.{token}{_TMP_SUFFIX}"
+
+
+class StagedFile:
+    """A temporary file beside ``target``, written piece by piece, then committed.
+
+    Raises the same typed errors as :func:`write_atomic`; on any failure the
+    temporary file is removed. Use :meth:`finish` (flush to disk) then
+    :meth:`commit` (rename onto the target), or :meth:`discard`.
+    """
+
+    def __init__(self, target: Path, path: Path | None = None, durable: bool = True) -> None:
+        self.target = target
+        self.path = temporary_name(target) if path is None else path
+        self._durable = durable
+        self._fd = -1
+        try:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except OSError as exc:
+            raise _write_error(target, exc) from exc
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        view = memoryview(data)
+        try:
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+        except BaseException as exc:
+            self.discard()
+            if isinstance(exc, OSError):
+                raise _write_error(self.target, exc) from exc
+            raise
+
+    def finish(self) -> None:
+        """Flush to disk (when durable) and close; the file is complete."""
+        try:
+            if self._durable:
+                os.fsync(self._fd)
+            fd, self._fd = self._fd, -1
+            os.close(fd)
+        except BaseException as exc:
+            self.discard()
+            if isinstance(exc, OSError):
+                raise _write_error(self.target, exc) from exc
+            raise
+
+    def commit(self) -> None:
+        """Rename the finished file onto the target (see :func:`_commit`)."""
+        _commit(self.path, self.target)
+
+    def discard(self) -> None:
+        """Close and remove the temporary file (never raises)."""
+        if self._fd >= 0:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = -1
+        _discard(self.path)
+
+
 def _stage(target: Path, data: bytes | Iterable[bytes]) -> Path:
     """Write ``data`` to a fsynced temporary file beside ``target``; return its path.
 
     On any failure the temporary file is removed and the error is mapped.
     """
     clean_stale_temporaries(target)
-    tmp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(8)}{_TMP_SUFFIX}"
-    fd = -1
+    staged = StagedFile(target)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        chunks = [data] if isinstance(data, bytes) else data
-        for chunk in chunks:
-            view = memoryview(chunk)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-        os.fsync(fd)
-        os.close(fd)
-        fd = -1
-    except BaseException as exc:
-        if fd >= 0:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        _discard(tmp)
-        if isinstance(exc, OSError):
-            raise _write_error(target, exc) from exc
+        for chunk in [data] if isinstance(data, bytes) else data:
+            staged.write(chunk)
+        staged.finish()
+    except BaseException:
+        staged.discard()
         raise
-    return tmp
+    return staged.path
 
 
 def _discard(tmp: Path) -> None:

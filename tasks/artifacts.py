@@ -55,29 +55,50 @@ def score_rows(doc: dict[str, Any], selections: Sequence[sc.Selection], max_rows
         >>> score_rows({"articles": []}, [], max_rows=10)
         []
     """
-    shown = list(selections[: max(max_rows, 0)])
     articles = doc["articles"]
-    id_fields = [f for f in ARTICLE_ID_FIELDS if any(f in articles[s.index] for s in shown)]
-    rows: list[dict[str, Any]] = []
-    for selection in shown:
-        article = articles[selection.index]
-        row: dict[str, Any] = {"index": selection.index}
+    return align_rows([article_row(articles[s.index], s) for s in selections[: max(max_rows, 0)]])
+
+
+def article_row(article: dict[str, Any], selection: sc.Selection) -> dict[str, Any]:
+    """The row of one article, with only the id fields it has (see :func:`align_rows`).
+
+    Built where the article is (a worker scoring a chunk), so that only rows,
+    never articles, travel back to the flow.
+    """
+    row: dict[str, Any] = {"index": selection.index}
+    for field in ARTICLE_ID_FIELDS:
+        if field in article:
+            row[field] = _cell(article[field])
+    row["selected"] = selection.selected
+    row["reason"] = _value(selection.reason)
+    row["pool"] = _value(selection.pool)
+    row["consensus_size"] = selection.consensus_size
+    row["tie_pool"] = " ".join(selection.tie_pool)
+    for candidate in selection.candidates:
+        prefix = candidate.name
+        row[f"{prefix}_state"] = _value(candidate.state)
+        row[f"{prefix}_shingles"] = candidate.shingle_count
+        row[f"{prefix}_coverage"] = _ratio(candidate.coverage)
+        row[f"{prefix}_support"] = _ratio(candidate.support)
+        row[f"{prefix}_score"] = _ratio(candidate.score)
+    return row
+
+
+def align_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with the same columns: an id field shown when any row has it (None where missing).
+
+    >>> align_rows([{"index": 0, "selected": "a"}, {"index": 1, "url": "u", "selected": "b"}])
+    [{'index': 0, 'url': None, 'selected': 'a'}, {'index': 1, 'url': 'u', 'selected': 'b'}]
+    """
+    id_fields = [f for f in ARTICLE_ID_FIELDS if any(f in row for row in rows)]
+    aligned: list[dict[str, Any]] = []
+    for row in rows:
+        out: dict[str, Any] = {"index": row["index"]}
         for field in id_fields:
-            row[field] = _cell(article.get(field))
-        row["selected"] = selection.selected
-        row["reason"] = _value(selection.reason)
-        row["pool"] = _value(selection.pool)
-        row["consensus_size"] = selection.consensus_size
-        row["tie_pool"] = " ".join(selection.tie_pool)
-        for candidate in selection.candidates:
-            prefix = candidate.name
-            row[f"{prefix}_state"] = _value(candidate.state)
-            row[f"{prefix}_shingles"] = candidate.shingle_count
-            row[f"{prefix}_coverage"] = _ratio(candidate.coverage)
-            row[f"{prefix}_support"] = _ratio(candidate.support)
-            row[f"{prefix}_score"] = _ratio(candidate.score)
-        rows.append(row)
-    return rows
+            out[field] = row.get(field)
+        out.update((k, v) for k, v in row.items() if k != "index" and k not in ARTICLE_ID_FIELDS)
+        aligned.append(out)
+    return aligned
 
 
 def scores_description(batch_name: str, shown: int, total: int, max_rows: int) -> str:
@@ -152,8 +173,8 @@ def summary_markdown(
 
 @task(name="publish-artifacts", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE, persist_result=False)
 def publish_artifacts(
-    doc: dict[str, Any],
-    selections: list[sc.Selection],
+    rows: list[dict[str, Any]],
+    summary: sc.Summary,
     *,
     input_path: Path,
     input_sha256: str,
@@ -164,11 +185,13 @@ def publish_artifacts(
 ) -> dict[str, UUID]:
     """Create the ``selection-scores`` table and the ``selection-summary`` markdown.
 
+    Args:
+        rows: The table's rows (:func:`score_rows`), at most ``max_rows``.
+        summary: The counts over the whole batch.
+
     Returns:
         The artifact ids by key.
     """
-    rows = score_rows(doc, selections, max_rows)
-    summary = sc.summarize(selections)
     table_id = create_table_artifact(
         table=rows,
         key=SCORES_ARTIFACT_KEY,

@@ -40,7 +40,8 @@ from flows.runners import (
 from flows.select_content import select_content
 from flows.select_directory import select_directory
 from selection_core import selection_view
-from tasks.chunks import ArticleChunk, chunk_bounds, split_articles
+from selection_core.io import FileIdentity
+from tasks.chunks import ChunkJob, chunk_bounds
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN_BATCH = ROOT / "tests" / "data" / "aeb_batch_extracted.json"
@@ -48,7 +49,7 @@ SAMPLE_BATCH = ROOT / "examples" / "sample_extracted.json"
 N_GOLDEN = 181
 
 #: Task runs every chunked run has besides its chunks.
-FIXED_TASKS = {"check-paths", "extract-batch", "persist-batch", "publish-artifacts"}
+FIXED_TASKS = {"check-paths", "plan-batch", "assemble-batch", "publish-artifacts"}
 
 #: Upper bound of every wait below (API catching up, a cluster starting); not a timing assertion.
 WAIT_SECONDS = 90
@@ -120,20 +121,27 @@ def test_the_selection_view_decides_like_the_article(article: dict[str, Any], in
     assert set(view) <= set(sc.EXTRACTORS)
 
 
-def test_split_articles_keeps_global_positions() -> None:
-    articles = _golden_articles()[:10]
-    chunks = list(split_articles(articles, 4))
-    assert [(c.start, c.stop) for c in chunks] == [(0, 4), (4, 8), (8, 10)]
-    assert [v for c in chunks for v in c.articles] == [selection_view(a) for a in articles]
+def _job(start: int, stop: int, part: str = "/out/.o.json.1.0000000000000000.cs-tmp") -> ChunkJob:
+    return ChunkJob(
+        input_path="/in.json",
+        identity=FileIdentity(1, 2, 3),
+        start=start,
+        stop=stop,
+        span=(10 * start, 10 * stop),
+        output_path="/out/o.json",
+        output_part=part,
+        report_path=None,
+        report_part=None,
+        table_rows=0,
+    )
 
 
-def test_a_chunk_names_its_dask_task_by_position_not_by_content() -> None:
+def test_a_chunk_names_its_dask_task_by_its_part_and_position() -> None:
     from dask.base import tokenize
 
-    a = ArticleChunk(7, [{"newspaper4k": {"text": "x"}}])
-    b = ArticleChunk(7, [{"newspaper4k": {"text": "a different text"}}])
-    assert tokenize(a) == tokenize(b)
-    assert tokenize(a) != tokenize(ArticleChunk(8, a.articles))
+    assert tokenize(_job(7, 9)) == tokenize(_job(7, 9))
+    assert tokenize(_job(7, 9)) != tokenize(_job(8, 9))
+    assert tokenize(_job(7, 9)) != tokenize(_job(7, 9, part="/out/.o.json.1.0000000000000001.cs-tmp"))
 
 
 @pytest.mark.parametrize(
