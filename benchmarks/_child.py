@@ -6,9 +6,10 @@ Time covers the work only (not interpreter start-up or imports).
     python benchmarks/_child.py floor|select INPUT OUTPUT
     python benchmarks/_child.py flow INPUT OUTPUT RUNNER CHUNK_SIZE   # CHUNK_SIZE 0: the flow's default
     python benchmarks/_child.py extract PAGES_DIR OUTPUT WORKERS
+    python benchmarks/_child.py extract-flow PAGES_DIR OUTPUT RUNNER WORKERS   # WORKERS 0: the default
 
-``flow`` runs the ``select-content`` flow on the embedded Prefect API, started
-before the clock (so its start-up is not counted; ``benchmarks/overhead.py``
+``flow`` (``extract-flow``) runs the ``select-content`` (``extract-articles``)
+flow on the embedded Prefect API, started before the clock (so its start-up is not counted; ``benchmarks/overhead.py``
 measures it), and reports the peak RSS of this process and, separately, of its
 largest finished child (process-pool or Dask workers).
 """
@@ -33,6 +34,7 @@ def _warm_up_prefect() -> None:
     """Start the embedded API (and import the flow) before the clock starts."""
     from prefect.client.orchestration import get_client
 
+    import flows.extract_articles  # noqa: F401
     import flows.select_content  # noqa: F401
 
     with get_client(sync_client=True) as client:
@@ -61,7 +63,7 @@ def main() -> None:
 
     from selection_core.io import select_file
 
-    if job == "flow":
+    if job in ("flow", "extract-flow"):
         _warm_up_prefect()
     base = _rss_mib()
     info: dict[str, object] = {}
@@ -89,10 +91,25 @@ def main() -> None:
             "chunk_size": chunk_size or None,
             "output_sha256": summary.output_sha256,
             "fixed_tasks_seconds": fixed,
-            # Everything but reading, writing and the artifacts: scoring, plus the
-            # start and stop of the runner's workers.
+            # Everything but the flow's own read, write and artifact tasks: the
+            # scoring (on the chunked path also each chunk's read and write), plus
+            # the start and stop of the runner's workers.
             "select_stage_seconds": flow_seconds - fixed,
         }
+    elif job == "extract-flow":
+        from flows.extract_articles import extract_articles
+
+        runner, workers = extra[0], int(extra[1])
+        state = extract_articles(
+            pages=inp,
+            output_path=out,
+            task_runner=runner,
+            workers=workers or None,
+            emit_event=False,
+            return_state=True,
+        )
+        summary = state.result()
+        info = {"task_runner": runner, "workers": workers or None, "sha256": summary.output_sha256}
     elif job == "extract":
         from tasks.extraction import ExtractionSettings, extract_to_file
 

@@ -170,7 +170,7 @@ def scan_layout(data: bytes | memoryview) -> BatchLayout | None:
     or the text is malformed.
 
     >>> scan_layout(b'{"run": {"x": "]"}, "articles": [{"a": 1}, {"b": [2]}]}\\n')
-    BatchLayout(open=32, close=54, starts=[33, 43], ends=[41, 53])
+    BatchLayout(open=32, close=53, starts=[33, 43], ends=[41, 53])
     """
     n = len(data)
     p = _WS.match(data, 0).end()  # type: ignore[union-attr]
