@@ -38,6 +38,7 @@ from tasks.batch import WrittenFile, extract_batch, persist_batch, write_selecti
 from tasks.chunks import (
     BatchPlan,
     ChunkOutcome,
+    PartJoiner,
     assemble_batch,
     auto_chunk_size,
     canonical_error,
@@ -104,11 +105,13 @@ def _select_in_chunks(
         progress = ProgressReporter(total, f"Scoring the {total} articles of {plan.path.name} in {len(jobs)} chunk(s)")
         progress.start()
         done = 0
+        joiner = PartJoiner(plan.envelope, total > 0, paths.output, paths.report)
 
         def advance(_index: int, outcome: ChunkOutcome) -> None:
             nonlocal done
             done += len(outcome)
             progress(done, total)
+            joiner.add(outcome)  # joins while later chunks are scored
 
         logger.info(
             "Scoring %d articles in %d chunk(s) of up to %d on the %s task runner (%d worker(s))",
@@ -128,16 +131,19 @@ def _select_in_chunks(
                 on_result=advance,
             )
         except sc.InvalidBatchError:
+            joiner.discard()
             discard_parts(jobs)
             canonical_error(plan.path)  # raises the one-piece path's message
             raise
         except BaseException:
+            joiner.discard()
             discard_parts(jobs)
             raise
     progress(total, total)
     try:
-        written = assemble_batch(plan.envelope, opaque(outcomes), paths.output, paths.report)
+        written = assemble_batch(plan.envelope, opaque(outcomes), paths.output, paths.report, joined=opaque(joiner))
     finally:
+        joiner.discard()
         discard_parts(jobs)
     summary = sc.merge_summaries(o.summary for o in outcomes)
     rows = align_rows([row for o in outcomes for row in o.rows][:max_table_rows])
@@ -206,11 +212,12 @@ def select_content(
             variable, else `dask` when a scheduler address is set, else `in-process`.
             The output is byte-identical whichever is chosen.
         dask_address: Scheduler of a running Dask cluster, as `tcp://HOST:PORT`
-            (its workers must have this project installed). Leave empty for the
+            (its workers must have this project installed and see the input and
+            output folders at the same paths). Leave empty for the
             CONTENT_SELECTION_DASK_ADDRESS environment variable; with neither,
             `dask` starts a local cluster of 2 worker processes for the run.
         chunk_size: Articles per chunk; each chunk of consecutive articles is
-            scored by one task run. Leave empty to score the batch in one task
+            read, scored and written by one task run. Leave empty to score the batch in one task
             when in-process, or in about 4 chunks per worker (500 to 25000
             articles each) on `process` and `dask`.
 

@@ -203,7 +203,8 @@ def resolve_output_path(
     return out
 
 
-def _pid_alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id exists on this machine."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -223,7 +224,7 @@ def clean_stale_temporaries(target: Path) -> list[Path]:
         return removed
     for entry in entries:
         m = pattern.match(entry.name)
-        if m and not _pid_alive(int(m.group(1))):
+        if m and not process_alive(int(m.group(1))):
             try:
                 os.unlink(entry.path)
                 removed.append(Path(entry.path))

@@ -38,6 +38,7 @@ import hashlib
 import mmap
 import os
 import secrets
+import socket
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,7 @@ from selection_core.io import (
     StagedFile,
     clean_stale_temporaries,
     open_input,
+    process_alive,
     read_error,
     read_input,
     read_span,
@@ -228,6 +230,8 @@ class ChunkJob:
         "input_path",
         "output_part",
         "output_path",
+        "owner_host",
+        "owner_pid",
         "report_part",
         "report_path",
         "span",
@@ -249,8 +253,12 @@ class ChunkJob:
         report_path: str | None,
         report_part: str | None,
         table_rows: int,
+        owner_pid: int,
+        owner_host: str,
     ) -> None:
         self.input_path = input_path
+        self.owner_pid = owner_pid
+        self.owner_host = owner_host
         self.output_path = output_path
         self.report_path = report_path
         self.identity = identity
@@ -332,6 +340,8 @@ def plan_jobs(
                 output_part=str(temporary_name(output_path, pid, part)),
                 report_part=None if report_path is None else str(temporary_name(report_path, pid, part)),
                 table_rows=table_rows,
+                owner_pid=pid,
+                owner_host=socket.gethostname(),
             )
         )
     return jobs
@@ -357,6 +367,21 @@ def _write_part(target: Path, part: str, pieces: Iterable[bytes]) -> None:
 def _batched_render(articles: Sequence[dict[str, Any]], per_write: int = 256) -> Iterable[bytes]:
     for i in range(0, len(articles), per_write):
         yield (sc.ARTICLE_SEPARATOR if i else b"") + sc.render_articles(articles[i : i + per_write])
+
+
+def _drop_parts_of_a_gone_run(chunk: ChunkJob) -> None:
+    """Remove the chunk's parts if the flow process that asked for them has died.
+
+    A worker can outlive a killed flow (a process pool's worker finishes its
+    task first). Parts are named as temporaries of the flow's process, and the
+    next write to the output removes those of a dead process; a part written
+    after that must remove itself. Checked only on the flow's own machine
+    (process ids mean nothing elsewhere).
+    """
+    if chunk.owner_host != socket.gethostname() or process_alive(chunk.owner_pid):
+        return
+    discard_parts([chunk])
+    raise RuntimeError(f"the run that asked for articles {chunk.start}..{chunk.stop - 1} is gone; nothing kept")
 
 
 @task(
@@ -388,6 +413,7 @@ def select_chunk(chunk: ChunkJob) -> ChunkOutcome:
     if chunk.report_path is not None and chunk.report_part is not None:
         _write_part(Path(chunk.report_path), chunk.report_part, report_lines(selections))
     _write_part(Path(chunk.output_path), chunk.output_part, _batched_render(articles))
+    _drop_parts_of_a_gone_run(chunk)
     shown = max(0, min(chunk.stop, chunk.table_rows) - chunk.start)
     rows = [article_row(articles[i], selections[i]) for i in range(shown)]
     run_logger().debug("Scored articles %d..%d", chunk.start, chunk.stop - 1)
@@ -422,63 +448,120 @@ def _copy_part(part: str, staged: StagedFile, digest: Any | None) -> int:
     return copied
 
 
+class PartJoiner:
+    """Joins the chunks' parts, in order, into the staged output (and report).
+
+    The flow feeds it each chunk as it completes (:meth:`add`), so the copying
+    and hashing, and the disk's writeback, overlap the scoring of the later
+    chunks; :func:`assemble_batch` then completes and commits it. The first
+    failure discards its staged files and makes it unusable (``usable``
+    becomes False); :func:`assemble_batch` then joins the parts again itself.
+    The parts are never removed here.
+    """
+
+    def __init__(self, envelope: dict[str, Any], any_articles: bool, output_path: Path, report_path: Path | None):
+        for target in (output_path, report_path):
+            if target is not None:
+                clean_stale_temporaries(target)
+        self.output_path = output_path
+        self._head, self._tail = sc.envelope_parts(envelope, any_articles)
+        self._digest = hashlib.sha256()
+        self._size = 0
+        self._parts = 0
+        self._files: list[StagedFile] = []
+        self.usable = True
+        self.error: BaseException | None = None
+        try:
+            self._report = None if report_path is None else self._open(report_path)
+            self._output = self._open(output_path)
+            self._append(self._head)
+        except BaseException as exc:
+            self._fail(exc)
+            raise
+
+    def _open(self, target: Path) -> StagedFile:
+        staged = StagedFile(target)
+        self._files.append(staged)
+        return staged
+
+    def _append(self, data: bytes) -> None:
+        self._digest.update(data)
+        self._output.write(data)
+        self._size += len(data)
+
+    def _fail(self, exc: BaseException) -> None:
+        self.usable = False
+        self.error = exc
+        for staged in self._files:
+            staged.discard()
+
+    def add(self, outcome: ChunkOutcome) -> None:
+        """Append one chunk's parts (the next in order). Never raises: a failure is kept in ``error``."""
+        if not self.usable:
+            return
+        try:
+            if self._report is not None:
+                assert outcome.report_part is not None
+                _copy_part(outcome.report_part, self._report, None)
+            if self._parts:
+                self._append(sc.ARTICLE_SEPARATOR)
+            self._size += _copy_part(outcome.output_part, self._output, self._digest)
+            self._parts += 1
+        except Exception as exc:  # noqa: BLE001 - kept, and the parts are joined again by assemble_batch
+            self._fail(exc)
+
+    def complete(self) -> WrittenFile:
+        """Write the rest, flush both files to disk, and rename the report then the output into place."""
+        if not self.usable:
+            raise RuntimeError("this joiner failed earlier") from self.error
+        try:
+            self._append(self._tail)
+            for staged in self._files:
+                staged.finish()
+        except BaseException as exc:
+            self._fail(exc)
+            raise
+        self.usable = False
+        for number, staged in enumerate(self._files):
+            try:
+                staged.commit()
+            except BaseException:
+                for later in self._files[number + 1 :]:
+                    later.discard()
+                raise
+        return WrittenFile(Path(self.output_path), self._digest.hexdigest(), self._size)
+
+    def discard(self) -> None:
+        """Remove the staged files (never raises)."""
+        self._fail(RuntimeError("discarded"))
+
+
 @task(name="assemble-batch", **_IO_TASK_OPTIONS)
 def assemble_batch(
     envelope: dict[str, Any],
     outcomes: Sequence[ChunkOutcome],
     output_path: Path,
     report_path: Path | None,
+    joined: PartJoiner | None = None,
 ) -> WrittenFile:
     """Write the selected batch (and the report) from the chunks' parts, atomically and as one group.
 
-    The report is renamed first, so that where the output exists, its report
-    does too; a failure before the renames leaves neither. The parts are
-    removed once both files are in place (a retry, after a transient error,
-    starts again from the parts).
+    Completes ``joined`` when it holds every part, else joins the parts here (a
+    retry after a transient error always does). The report is renamed first, so
+    that where the output exists, its report does too; a failure before the
+    renames leaves neither. The parts are removed once both files are in place.
 
     Returns:
         The written output, with the SHA-256 of its bytes.
     """
-    for target in (output_path, report_path):
-        if target is not None:
-            clean_stale_temporaries(target)
-    head, tail = sc.envelope_parts(envelope, any(len(o) for o in outcomes))
-    staged: list[StagedFile] = []
-    digest = hashlib.sha256()
-    size = 0
-    try:
-        if report_path is not None:
-            report = StagedFile(report_path)
-            staged.append(report)
-            for outcome in outcomes:
-                assert outcome.report_part is not None
-                _copy_part(outcome.report_part, report, None)
-            report.finish()
-        output = StagedFile(output_path)
-        staged.append(output)
-        for number, piece in enumerate([head, *(o.output_part for o in outcomes), tail]):
-            if isinstance(piece, bytes):
-                digest.update(piece)
-                output.write(piece)
-                size += len(piece)
-                continue
-            if number > 1:  # between two parts
-                digest.update(sc.ARTICLE_SEPARATOR)
-                output.write(sc.ARTICLE_SEPARATOR)
-                size += len(sc.ARTICLE_SEPARATOR)
-            size += _copy_part(piece, output, digest)
-        output.finish()
-    except BaseException:
-        for file in staged:
-            file.discard()
-        raise
-    for number, file in enumerate(staged):
-        try:
-            file.commit()
-        except BaseException:
-            for later in staged[number + 1 :]:
-                later.discard()
-            raise
+    if joined is None or not joined.usable:
+        joined = PartJoiner(envelope, any(len(o) for o in outcomes), output_path, report_path)
+        for outcome in outcomes:
+            joined.add(outcome)
+            if not joined.usable:
+                assert joined.error is not None
+                raise joined.error
+    written = joined.complete()
     for outcome in outcomes:
         for part in (outcome.output_part, outcome.report_part):
             if part is not None:
@@ -486,6 +569,5 @@ def assemble_batch(
                     os.unlink(part)
                 except OSError:
                     pass
-    written = WrittenFile(Path(output_path), digest.hexdigest(), size)
     run_logger().info("Wrote %s: %d bytes, sha256 %s", output_path, written.size_bytes, written.sha256)
     return written

@@ -319,7 +319,7 @@ PAGE_CHUNK_TASK_NAME: Final[str] = "extract-chunk"
 class PageChunk:
     """Consecutive pages ``start .. start + len(pages) - 1`` of one input, and the run's time limit.
 
-    A plain class on purpose, like :class:`tasks.chunks.ArticleChunk`: Prefect
+    A plain class on purpose, like :class:`tasks.chunks.ChunkJob`: Prefect
     does not walk into it looking for futures, and Dask names the task by its
     position instead of hashing it. Only page descriptions travel (ids, URLs,
     paths); each worker reads the page files itself.

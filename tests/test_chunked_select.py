@@ -23,6 +23,8 @@ import importlib.util
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +145,24 @@ def test_a_file_changed_after_the_plan_is_noticed_by_the_chunk(tmp_path: Path) -
     assert leftover_files(tmp_path, {source}) == []
 
 
+def test_a_worker_that_outlives_its_flow_removes_its_own_parts(tmp_path: Path) -> None:
+    source = tmp_path / "b_extracted.json"
+    shutil.copyfile(GOLDEN, source)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a process id that no longer exists: the killed flow
+    plan = chunks.plan_batch.fn(source)
+    report = tmp_path / "r.jsonl"
+    orphan = chunks.plan_jobs(plan, 50, tmp_path / "out.json", report, 0, owner_pid=gone.pid)
+    with pytest.raises(RuntimeError, match="is gone"):
+        chunks.select_chunk.fn(orphan[0])
+    assert leftover_files(tmp_path, {source}) == []
+    live = chunks.plan_jobs(plan, 50, tmp_path / "out.json", report, 0)  # this process: kept
+    chunks.select_chunk.fn(live[0])
+    assert len(leftover_files(tmp_path, {source})) == 2
+    chunks.discard_parts(live)
+    assert leftover_files(tmp_path, {source}) == []
+
+
 def test_an_input_that_cannot_be_delimited_is_scored_in_one_piece(tmp_path: Path, mocker) -> None:
     source = tmp_path / "b_extracted.json"
     shutil.copyfile(GOLDEN, source)
@@ -190,17 +210,19 @@ def test_sample_cases_exist() -> None:
     assert set(BAD_SAMPLE) <= ids, sorted(set(BAD_SAMPLE) - ids)
 
 
-def _fail_nth_write(mocker, n: int, err: int = errno.ENOSPC) -> None:
+def _fail_writes(mocker, first: int, last: int | None = None, err: int = errno.ENOSPC) -> Any:
+    """Make the ``first``-th to ``last``-th ``os.write`` of the core's file shell fail (all from
+    ``first`` on when ``last`` is None: a disk that stays full)."""
     real_write = os.write
     calls = {"n": 0}
 
     def write(fd: int, data: Any) -> int:
         calls["n"] += 1
-        if calls["n"] == n:
+        if calls["n"] >= first and (last is None or calls["n"] <= last):
             raise OSError(err, os.strerror(err))
         return real_write(fd, data)
 
-    mocker.patch("selection_core.io.os.write", side_effect=write)
+    return mocker.patch("selection_core.io.os.write", side_effect=write)
 
 
 @pytest.mark.usefixtures("prefect_harness", "no_data_root_env")
@@ -208,7 +230,7 @@ def _fail_nth_write(mocker, n: int, err: int = errno.ENOSPC) -> None:
 def test_a_full_disk_anywhere_leaves_no_part_and_no_output(nth_write: int, tmp_path: Path, mocker) -> None:
     source = tmp_path / "in_extracted.json"
     shutil.copyfile(GOLDEN, source)
-    _fail_nth_write(mocker, nth_write)
+    _fail_writes(mocker, nth_write)
     state = select_content(
         input_path=str(source),
         report_path=str(tmp_path / "r.jsonl"),
@@ -218,6 +240,32 @@ def test_a_full_disk_anywhere_leaves_no_part_and_no_output(nth_write: int, tmp_p
     )
     assert state.is_failed() and "no space left" in state.message
     assert leftover_files(tmp_path, {source}) == []
+
+
+@pytest.mark.usefixtures("prefect_harness", "no_data_root_env")
+def test_a_write_error_while_joining_is_cured_by_joining_the_parts_again(tmp_path: Path, mocker) -> None:
+    source = tmp_path / "in_extracted.json"
+    shutil.copyfile(GOLDEN, source)
+    report = tmp_path / "r.jsonl"
+    joiner_add = mocker.spy(chunks.PartJoiner, "add")
+    real_copy = chunks._copy_part
+    calls = {"n": 0}
+
+    def copy_part(part: str, staged: Any, digest: Any) -> int:
+        calls["n"] += 1
+        if calls["n"] == 3:  # once, while the flow joins the parts as chunks complete
+            raise OSError(errno.EIO, "Input/output error")
+        return real_copy(part, staged, digest)
+
+    mocker.patch.object(chunks, "_copy_part", side_effect=copy_part)
+    result = select_content(input_path=str(source), report_path=str(report), chunk_size=40, task_runner="in-process")
+    # 181 articles in 5 chunks: joined once as they completed (the third copy failed,
+    # the joiner gave up), then once more, from the parts, by assemble-batch
+    assert joiner_add.call_count == 2 * 5
+    assert Path(result.output_path).read_bytes() == expected_output(source)
+    doc = sc.parse_batch(source.read_bytes())
+    assert report.read_bytes() == b"".join(report_lines(sc.select_articles(doc["articles"])))
+    assert leftover_files(tmp_path, {source, Path(result.output_path), report}) == []
 
 
 @pytest.mark.usefixtures("prefect_harness", "no_data_root_env")

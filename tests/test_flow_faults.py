@@ -15,7 +15,9 @@ command:
   session's Prefect API), mostly while it writes: same invariants as the
   command's (``test_crash_safety.py``). Each flow process pays for importing
   Prefect, so there are only a few of these; the many kills are the command's,
-  whose write path (``selection_core.io.write_atomic``) the flow shares.
+  whose write path (``selection_core.io.write_atomic``) the flow shares. The
+  chunked path (``--chunk-size``: parts written beside the output, then joined)
+  is killed too, mostly while its parts are being written.
 
 Runs use the session-scoped ``prefect_harness`` of ``conftest_prefect.py``.
 """
@@ -29,7 +31,7 @@ import random
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -243,8 +245,7 @@ FLOW_KILLS = 3
 FLOW_MAX_TRIALS = 6
 
 
-@pytest.fixture(scope="module")
-def flow_rig(tmp_path_factory: pytest.TempPathFactory, prefect_harness: None) -> Iterator[CrashRig]:
+def _flow_rig(workdir: Path, *options: str) -> CrashRig:
     from prefect.settings import PREFECT_API_URL
 
     env = {**child_env(), "PREFECT_API_URL": str(PREFECT_API_URL.value())}
@@ -253,17 +254,29 @@ def flow_rig(tmp_path_factory: pytest.TempPathFactory, prefect_harness: None) ->
         state = select_content(input_path=str(inp), return_state=True)
         return None if state.is_completed() else str(state.message)
 
-    yield CrashRig(
-        tmp_path_factory.mktemp("flow-kill"),
+    return CrashRig(
+        workdir,
         1_000_000,
         seed=21,
-        command=(sys.executable, *FLOW_CMD),
+        command=(sys.executable, *FLOW_CMD, *options),
         env=env,
         recover=recover,
     )
 
 
-def test_sigkill_of_flow_runs_never_leaves_a_partial_output(flow_rig: CrashRig) -> None:
+@pytest.fixture(scope="module")
+def flow_rig(tmp_path_factory: pytest.TempPathFactory, prefect_harness: None) -> CrashRig:
+    return _flow_rig(tmp_path_factory.mktemp("flow-kill"))
+
+
+@pytest.fixture(scope="module")
+def chunked_flow_rig(tmp_path_factory: pytest.TempPathFactory, prefect_harness: None) -> CrashRig:
+    return _flow_rig(tmp_path_factory.mktemp("chunked-flow-kill"), "--chunk-size", "40")
+
+
+@pytest.mark.parametrize("rig_name", ["flow_rig", "chunked_flow_rig"], ids=["one-piece", "chunked"])
+def test_sigkill_of_flow_runs_never_leaves_a_partial_output(rig_name: str, request: pytest.FixtureRequest) -> None:
+    flow_rig: CrashRig = request.getfixturevalue(rig_name)
     rng = random.Random(7)
     duration = flow_rig.measure()
     kills = survived = trials = 0
@@ -278,6 +291,6 @@ def test_sigkill_of_flow_runs_never_leaves_a_partial_output(flow_rig: CrashRig) 
         survived += outcome.killed and not outcome.problems
         phases[outcome.phase] += 1
         failures += [f"trial {trials} (delay {delay:.3f}s, at_write={at_write}): {p}" for p in outcome.problems]
-    print(f"\nflow kills: {survived} survived of {kills} tried ({trials} trials); phases {dict(phases)}")
+    print(f"\nflow kills ({rig_name}): {survived} survived of {kills} tried ({trials} trials); phases {dict(phases)}")
     assert not failures, "\n".join(failures)
     assert kills >= FLOW_KILLS - 1, f"only {kills} of {trials} flow runs were killed while running"

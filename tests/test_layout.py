@@ -9,6 +9,7 @@ on Hypothesis documents written in any JSON formatting, and on mutated bytes.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,14 @@ def _check_spans(data: bytes, found: layout.BatchLayout) -> None:
         # the runs, put back between the brackets, are the array's bytes
         start, end = found.run_span(0, found.articles)
         assert data[found.open + 1 : found.close].strip(b" \t\r\n") == data[start:end]
+
+
+def test_the_compiled_scanner_is_built_where_required() -> None:
+    """Like the selection kernel (tests/test_kernel.py): where CONTENT_SELECTION_REQUIRE_KERNEL
+    is set (CI), an install that silently fell back to the pure scanner is a failure."""
+    if os.environ.get("CONTENT_SELECTION_REQUIRE_KERNEL", "") in ("", "0"):
+        pytest.skip("CONTENT_SELECTION_REQUIRE_KERNEL is not set")
+    assert layout.COMPILED is not None, "selection_core._layout was not built: is a C compiler installed?"
 
 
 def test_the_real_batch_is_delimited_exactly_by_both_scanners() -> None:

@@ -133,6 +133,8 @@ def _job(start: int, stop: int, part: str = "/out/.o.json.1.0000000000000000.cs-
         report_path=None,
         report_part=None,
         table_rows=0,
+        owner_pid=1,
+        owner_host="here",
     )
 
 
