@@ -37,8 +37,9 @@ from flows.runners import (
     runner_parallelism,
     submit_in_order,
 )
-from tasks.chunks import CHUNKS_PER_WORKER, chunk_bounds
+from tasks.chunks import chunk_bounds
 from tasks.extract import (
+    PAGE_CHUNKS_PER_WORKER,
     ChunkExtraction,
     _Progress,
     check_extract_paths,
@@ -97,7 +98,7 @@ def extract_in_chunks(
 ) -> ExtractionResult:
     """Extract the pages chunk by chunk on the chosen runner; the same result as ``extract-pages``.
 
-    Without ``pages_per_chunk``, the pages are cut into about ``CHUNKS_PER_WORKER``
+    Without ``pages_per_chunk``, the pages are cut into about ``PAGE_CHUNKS_PER_WORKER``
     chunks per worker of the runner. The ``extraction-progress`` artifact advances
     as chunks complete, in order.
     """
@@ -106,7 +107,7 @@ def extract_in_chunks(
     extractors = default_extractors()  # fails early, here, when the libraries are missing
     with open_task_runner(runner_name, dask_address) as runner:
         workers = runner_parallelism(runner)
-        size = pages_per_chunk or max(1, -(-total // (CHUNKS_PER_WORKER * workers)))
+        size = pages_per_chunk or max(1, -(-total // (PAGE_CHUNKS_PER_WORKER * workers)))
         n_chunks = len(chunk_bounds(total, size))
         progress = _Progress(f"Extracting {total} pages of {Path(page_set.source).name} in {n_chunks} chunk(s)")
         progress(0, total)
@@ -197,7 +198,7 @@ def extract_articles(
             `dask` starts a local cluster of 2 worker processes for the run.
         pages_per_chunk: Pages per chunk; each chunk of consecutive pages is
             extracted by one task run. Leave empty to extract all pages in one
-            task when in-process, or in about 4 chunks per worker on `process` and `dask`.
+            task when in-process, or in about 2 chunks per worker on `process` and `dask`.
 
     Returns:
         A summary: paths, article and error counts, SHA-256 of the batch.

@@ -315,6 +315,13 @@ def _md(text: str) -> str:
 #: Name of the task that extracts one chunk of pages (its runs are ``extract-chunk-<start>``).
 PAGE_CHUNK_TASK_NAME: Final[str] = "extract-chunk"
 
+#: Chunks of pages per worker when no chunk size is given. Fewer than for
+#: selection (``tasks.chunks.CHUNKS_PER_WORKER``): each chunk costs a task-run
+#: submission and a fresh extraction worker, and on the 181 real pages with 2
+#: workers 4 chunks per worker took 34.8-42.6 s against 28.6-32.7 s for 2
+#: (``docs/performance.md``).
+PAGE_CHUNKS_PER_WORKER: Final[int] = 2
+
 
 class PageChunk:
     """Consecutive pages ``start .. start + len(pages) - 1`` of one input, and the run's time limit.

@@ -84,7 +84,7 @@ def test_every_runner_writes_the_default_bytes(
     if pages_per_chunk is not None:
         starts = range(0, N_PAGES, pages_per_chunk)
         assert chunk_runs == [f"{PAGE_CHUNK_TASK_NAME}-{start:06d}" for start in starts]
-    else:  # about 4 chunks per worker, never more chunks than pages
+    else:  # about 2 chunks per worker, never more chunks than pages
         assert 1 <= len(chunk_runs) <= N_PAGES
     assert not any(r.name.startswith("extract-pages") for r in runs)
     assert all(r.state.is_completed() for r in runs)
