@@ -37,7 +37,6 @@ from flows.runners import (
     runner_parallelism,
     submit_in_order,
 )
-from tasks.chunks import chunk_bounds
 from tasks.extract import (
     PAGE_CHUNKS_PER_WORKER,
     ChunkExtraction,
@@ -48,6 +47,7 @@ from tasks.extract import (
     extract_pages_task,
     find_pages_task,
     log_extraction,
+    page_chunk_bounds,
     publish_extraction_artifacts,
     split_pages,
     write_extracted_batch,
@@ -98,17 +98,18 @@ def extract_in_chunks(
 ) -> ExtractionResult:
     """Extract the pages chunk by chunk on the chosen runner; the same result as ``extract-pages``.
 
-    Without ``pages_per_chunk``, the pages are cut into about ``PAGE_CHUNKS_PER_WORKER``
-    chunks per worker of the runner. The ``extraction-progress`` artifact advances
-    as chunks complete, in order.
+    Without ``pages_per_chunk``, the pages are cut into ``PAGE_CHUNKS_PER_WORKER``
+    chunks per worker of the runner, of about equal bytes (:func:`page_chunk_bounds`).
+    The ``extraction-progress`` artifact advances as chunks complete, in order.
     """
     logger = run_logger()
     total = len(page_set.pages)
     extractors = default_extractors()  # fails early, here, when the libraries are missing
     with open_task_runner(runner_name, dask_address) as runner:
         workers = runner_parallelism(runner)
-        size = pages_per_chunk or max(1, -(-total // (PAGE_CHUNKS_PER_WORKER * workers)))
-        n_chunks = len(chunk_bounds(total, size))
+        bounds = page_chunk_bounds(page_set.pages, pages_per_chunk, PAGE_CHUNKS_PER_WORKER * workers)
+        n_chunks = len(bounds)
+        size = max((stop - start for start, stop in bounds), default=0)
         progress = _Progress(f"Extracting {total} pages of {Path(page_set.source).name} in {n_chunks} chunk(s)")
         progress(0, total)
         done = 0
@@ -129,7 +130,7 @@ def extract_in_chunks(
         parts: list[ChunkExtraction] = submit_in_order(
             runner,
             extract_page_chunk,
-            split_pages(page_set, size, time_limit_seconds),
+            split_pages(page_set, bounds, time_limit_seconds),
             parameter="chunk",
             in_flight=IN_FLIGHT_PER_WORKER * workers,
             on_result=advance,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import multiprocessing
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -367,10 +368,62 @@ class ChunkExtraction:
         return f"ChunkExtraction(start={self.start}, n={len(self.articles)})"
 
 
-def split_pages(page_set: PageSet, pages_per_chunk: int, time_limit_seconds: float) -> Iterator[PageChunk]:
-    """The input's pages as :class:`PageChunk` s of ``pages_per_chunk`` (the last may be shorter), in order."""
-    for start, stop in chunk_bounds(len(page_set.pages), pages_per_chunk):
+def split_pages(page_set: PageSet, bounds: Sequence[tuple[int, int]], time_limit_seconds: float) -> Iterator[PageChunk]:
+    """The input's pages as :class:`PageChunk` s, one per ``(start, stop)`` of ``bounds``, in order."""
+    for start, stop in bounds:
         yield PageChunk(start, page_set.pages[start:stop], time_limit_seconds)
+
+
+def balanced_bounds(weights: Sequence[int], n_chunks: int) -> list[tuple[int, int]]:
+    """Cut consecutive items into ``n_chunks`` runs (fewer if there are fewer items) of about equal weight.
+
+    Every run holds at least one item; the cuts fall where the running total
+    is nearest to each multiple of ``total / n_chunks`` (integer arithmetic).
+
+    >>> balanced_bounds([1, 1, 1, 1, 8, 1, 1, 1], 2)
+    [(0, 4), (4, 8)]
+    >>> balanced_bounds([5, 5, 5], 5), balanced_bounds([], 2)
+    ([(0, 1), (1, 2), (2, 3)], [])
+    """
+    n = len(weights)
+    n_chunks = max(1, min(n_chunks, n))
+    if n == 0:
+        return []
+    weights = [max(1, w) for w in weights]
+    total = sum(weights)
+    bounds: list[tuple[int, int]] = []
+    start = 0
+    running = 0
+    for k in range(1, n_chunks):
+        target = total * k // n_chunks
+        end = start + 1
+        running += weights[start]
+        # take the next item while that brings the running total nearer the target,
+        # leaving one item at least for each chunk still to come
+        while end < n - (n_chunks - k) and 2 * running + weights[end] <= 2 * target:
+            running += weights[end]
+            end += 1
+        bounds.append((start, end))
+        start = end
+    bounds.append((start, n))
+    return bounds
+
+
+def page_chunk_bounds(pages: Sequence[Page], pages_per_chunk: int | None, n_chunks: int) -> list[tuple[int, int]]:
+    """The chunks of an extraction run: ``pages_per_chunk`` pages each when given, else
+    ``n_chunks`` chunks of about equal bytes of page files (the cost of a page grows
+    with its size, and a chunk that runs long keeps its worker's core busy alone at the
+    end). Only which pages go together depends on this, never the written batch."""
+    if pages_per_chunk is not None:
+        return chunk_bounds(len(pages), pages_per_chunk)
+    return balanced_bounds([_file_size(page.file) for page in pages], n_chunks)
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:  # read (and reported) by the extraction itself
+        return 1
 
 
 def combine_stats(parts: Sequence[ExtractionStats]) -> ExtractionStats:

@@ -17,9 +17,11 @@ from uuid import UUID
 
 import pytest
 from conftest_prefect import leftover_files, task_runs_of
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flows.extract_articles import extract_articles
-from tasks.extract import PAGE_CHUNK_TASK_NAME, combine_stats
+from tasks.extract import PAGE_CHUNK_TASK_NAME, balanced_bounds, combine_stats
 from tasks.extraction import ExtractionStats
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "no_data_root_env")
@@ -98,3 +100,17 @@ def test_chunk_counts_add_up() -> None:
     assert total.errors == {"trafilatura": 3, "newspaper4k": 0, "readability": 1}
     assert total.timeouts == {"trafilatura": 1, "newspaper4k": 0, "readability": 0}
     assert total.network_attempts == ("connect", "send")
+
+
+@settings(max_examples=300, deadline=None)
+@given(weights=st.lists(st.integers(0, 10_000), max_size=60), n_chunks=st.integers(1, 12))
+def test_balanced_bounds_cover_every_page_once_in_order(weights: list[int], n_chunks: int) -> None:
+    bounds = balanced_bounds(weights, n_chunks)
+    assert len(bounds) == min(n_chunks, len(weights))
+    assert [i for start, stop in bounds for i in range(start, stop)] == list(range(len(weights)))
+    assert all(stop > start for start, stop in bounds)
+
+
+def test_balanced_bounds_put_a_heavy_page_alone() -> None:
+    # 4 chunks by count would be [0..3], [4..7]: the heavy page would weigh on one worker with 3 others
+    assert balanced_bounds([1, 1, 1, 1, 100, 1, 1, 1], 3) == [(0, 4), (4, 5), (5, 8)]
