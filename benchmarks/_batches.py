@@ -10,9 +10,14 @@ is written article by article (compact JSON), never held whole in memory.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
+import socket
+import subprocess
+import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,3 +84,50 @@ def machine() -> dict[str, Any]:
         "compiled_kernel": compiled,
         "load_average_at_start": [round(x, 2) for x in load],
     }
+
+
+@contextlib.contextmanager
+def dask_cluster(scratch: Path, workers: int = 2) -> Iterator[str]:
+    """A ``dask scheduler`` and ``workers`` single-thread ``dask worker`` processes on
+    127.0.0.1 (as the tests start them); yields the scheduler address."""
+    from distributed import Client
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "DASK_TEMPORARY_DIRECTORY": str(scratch)}
+    loopback = ["--host", "127.0.0.1", "--no-dashboard", "--dashboard-address", "127.0.0.1:0"]
+    commands = [[sys.executable, "-m", "distributed.cli.dask_scheduler", "--port", str(port), *loopback]] + [
+        [
+            sys.executable,
+            "-m",
+            "distributed.cli.dask_worker",
+            address,
+            "--nthreads",
+            "1",
+            "--no-nanny",
+            "--local-directory",
+            str(scratch / f"w{i}"),
+            *loopback,
+        ]
+        for i in range(workers)
+    ]
+    processes = []
+    log = open(scratch / "cluster.log", "wb")  # noqa: SIM115
+    try:
+        for command in commands:
+            processes.append(subprocess.Popen(command, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT))
+        with Client(address, timeout=120) as client:
+            client.wait_for_workers(workers, timeout=120)
+        yield address
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        log.close()

@@ -4,9 +4,9 @@ Used by the benchmark scripts so that every measurement has its own peak RSS.
 Time covers the work only (not interpreter start-up or imports).
 
     python benchmarks/_child.py floor|select INPUT OUTPUT
-    python benchmarks/_child.py flow INPUT OUTPUT RUNNER CHUNK_SIZE   # CHUNK_SIZE 0: the flow's default
+    python benchmarks/_child.py flow INPUT OUTPUT RUNNER CHUNK_SIZE [DASK_ADDRESS]   # CHUNK_SIZE 0: the default
     python benchmarks/_child.py extract PAGES_DIR OUTPUT WORKERS
-    python benchmarks/_child.py extract-flow PAGES_DIR OUTPUT RUNNER WORKERS   # WORKERS 0: the default
+    python benchmarks/_child.py extract-flow PAGES_DIR OUTPUT RUNNER WORKERS [DASK_ADDRESS]   # WORKERS 0: default
 
 ``flow`` (``extract-flow``) runs the ``select-content`` (``extract-articles``)
 flow on the embedded Prefect API, started before the clock (so its start-up is not counted; ``benchmarks/overhead.py``
@@ -80,8 +80,14 @@ def main() -> None:
         from flows.select_content import select_content
 
         runner, chunk_size = extra[0], int(extra[1])
+        address = extra[2] if len(extra) > 2 else None
         state = select_content(
-            input_path=inp, output_path=out, task_runner=runner, chunk_size=chunk_size or None, return_state=True
+            input_path=inp,
+            output_path=out,
+            task_runner=runner,
+            dask_address=address,
+            chunk_size=chunk_size or None,
+            return_state=True,
         )
         flow_seconds = time.perf_counter() - t0
         summary = state.result()
@@ -104,6 +110,7 @@ def main() -> None:
             pages=inp,
             output_path=out,
             task_runner=runner,
+            dask_address=extra[2] if len(extra) > 2 else None,
             workers=workers or None,
             emit_event=False,
             return_state=True,
