@@ -15,20 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from prefect import task
-from prefect.cache_policies import NO_CACHE
 
 import selection_core as sc
 from selection_core.io import read_input, write_atomic, write_report
 from tasks.logs import run_logger
-from tasks.retries import IO_RETRIES, IO_RETRY_DELAYS, retry_on_transient_io
+from tasks.retries import io_task_options
 
-_IO_TASK_OPTIONS: dict[str, Any] = {
-    "retries": IO_RETRIES,
-    "retry_delay_seconds": IO_RETRY_DELAYS,
-    "retry_condition_fn": retry_on_transient_io,
-    "cache_policy": NO_CACHE,
-    "persist_result": False,
-}
+_IO_TASK_OPTIONS: dict[str, Any] = io_task_options()
 
 
 @dataclass(frozen=True)

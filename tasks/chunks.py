@@ -45,7 +45,6 @@ from pathlib import Path
 from typing import Any, Final
 
 from prefect import task
-from prefect.cache_policies import NO_CACHE
 
 import selection_core as sc
 from selection_core.io import (
@@ -64,7 +63,7 @@ from selection_core.layout import RUN_PREFIX, RUN_SUFFIX, BatchLayout, envelope_
 from tasks.artifacts import article_row
 from tasks.batch import WrittenFile
 from tasks.logs import run_logger
-from tasks.retries import IO_RETRIES, IO_RETRY_DELAYS, retry_on_transient_io
+from tasks.retries import io_task_options
 
 #: Name of the task that scores one chunk (its runs are ``select-chunk-<start>``).
 CHUNK_TASK_NAME: Final[str] = "select-chunk"
@@ -83,13 +82,7 @@ MAX_AUTO_CHUNK_SIZE: Final[int] = 25_000
 #: Bytes copied at a time when parts are put together.
 _COPY_BLOCK: Final[int] = 8 << 20
 
-_IO_TASK_OPTIONS: dict[str, Any] = {
-    "retries": IO_RETRIES,
-    "retry_delay_seconds": IO_RETRY_DELAYS,
-    "retry_condition_fn": retry_on_transient_io,
-    "cache_policy": NO_CACHE,
-    "persist_result": False,
-}
+_IO_TASK_OPTIONS: dict[str, Any] = io_task_options()
 
 
 def chunk_bounds(n_articles: int, chunk_size: int) -> list[tuple[int, int]]:

@@ -52,7 +52,7 @@ from tasks.extraction import (
 )
 from tasks.logs import run_logger
 from tasks.paths import configured_data_root, confine, resolve_data_root
-from tasks.retries import IO_RETRIES, IO_RETRY_DELAYS, retry_on_transient_io
+from tasks.retries import io_task_options
 
 #: Artifact keys (lowercase with dashes).
 PAGES_ARTIFACT_KEY: Final[str] = "extraction-pages"
@@ -62,13 +62,7 @@ EXTRACTION_PROGRESS_ARTIFACT_KEY: Final[str] = "extraction-progress"
 #: Longest error shown in a table cell.
 MAX_ERROR_CELL: Final[int] = 160
 
-_IO_TASK_OPTIONS: dict[str, Any] = {
-    "retries": IO_RETRIES,
-    "retry_delay_seconds": IO_RETRY_DELAYS,
-    "retry_condition_fn": retry_on_transient_io,
-    "cache_policy": NO_CACHE,
-    "persist_result": False,
-}
+_IO_TASK_OPTIONS: dict[str, Any] = io_task_options()
 
 
 @dataclass(frozen=True)

@@ -77,3 +77,17 @@ def retry_on_transient_io(task: Task[Any, Any], task_run: TaskRun, state: State[
     except BaseException as exc:  # noqa: BLE001 - we only classify it
         return is_transient_io_error(exc)
     return False
+
+
+def io_task_options() -> dict[str, Any]:
+    """The options of a task whose inputs or outputs are as large as a batch and whose
+    failures a retry may cure: retried on transient I/O only, never cached or persisted."""
+    from prefect.cache_policies import NO_CACHE
+
+    return {
+        "retries": IO_RETRIES,
+        "retry_delay_seconds": IO_RETRY_DELAYS,
+        "retry_condition_fn": retry_on_transient_io,
+        "cache_policy": NO_CACHE,
+        "persist_result": False,
+    }

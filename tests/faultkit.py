@@ -41,6 +41,18 @@ _VOCAB_SIZE = 4000
 _BOILERPLATE = "Subscribe to our newsletter Share this article on social media Read more Cookie settings"
 
 
+def load_bad_corpus_script() -> Any:
+    """``scripts/make_bad_corpus.py`` as a module (its case generators and constants)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "make_bad_corpus.py"
+    spec = importlib.util.spec_from_file_location("make_bad_corpus", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _vocabulary(rng: random.Random) -> list[str]:
     letters = "abcdefghijklmnopqrstuvwxyz"
     words = {"".join(rng.choice(letters) for _ in range(rng.randint(2, 10))) for _ in range(_VOCAB_SIZE)}

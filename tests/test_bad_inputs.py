@@ -19,7 +19,6 @@ start to fail (XPASS) the day it is fixed, so that the marker gets removed.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import warnings
@@ -29,7 +28,7 @@ from typing import Any
 
 import orjson
 import pytest
-from faultkit import EXIT_INVALID_INPUT, can_mount, listing, run_select, stderr_lines, tmpfs
+from faultkit import EXIT_INVALID_INPUT, can_mount, listing, load_bad_corpus_script, run_select, stderr_lines, tmpfs
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD_DIR = ROOT / "tests" / "data" / "bad"
@@ -37,15 +36,7 @@ CASES: list[dict[str, Any]] = json.loads((BAD_DIR / "cases.json").read_text(enco
 PREFIX = "content-selection: error: "
 
 
-def _load_corpus_script() -> Any:
-    spec = importlib.util.spec_from_file_location("make_bad_corpus", ROOT / "scripts" / "make_bad_corpus.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-corpus = _load_corpus_script()
+corpus = load_bad_corpus_script()
 INPUT = corpus.SETUP_INPUT
 
 

@@ -19,7 +19,6 @@ Prefect API of the test harness).
 from __future__ import annotations
 
 import errno
-import importlib.util
 import json
 import os
 import shutil
@@ -31,6 +30,7 @@ from typing import Any
 import orjson
 import pytest
 from conftest_prefect import expected_output, leftover_files
+from faultkit import load_bad_corpus_script
 
 import selection_core as sc
 from flows.cli_run import run_main
@@ -48,15 +48,7 @@ GOLDEN = ROOT / "tests" / "data" / "aeb_batch_extracted.json"
 FILE_CASES = [c for c in CASES if c["kind"] in ("file", "generated")]
 
 
-def _load_corpus_script() -> Any:
-    spec = importlib.util.spec_from_file_location("make_bad_corpus", ROOT / "scripts" / "make_bad_corpus.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-corpus = _load_corpus_script()
+corpus = load_bad_corpus_script()
 
 
 def _write_case(case: dict[str, Any], path: Path) -> Path:
