@@ -6,7 +6,7 @@ Time covers the work only (not interpreter start-up or imports).
     python benchmarks/_child.py floor|select INPUT OUTPUT
     python benchmarks/_child.py flow INPUT OUTPUT RUNNER CHUNK_SIZE [DASK_ADDRESS]   # CHUNK_SIZE 0: the default
     python benchmarks/_child.py extract PAGES_DIR OUTPUT WORKERS
-    python benchmarks/_child.py extract-flow PAGES_DIR OUTPUT RUNNER WORKERS [DASK_ADDRESS]   # WORKERS 0: default
+    python benchmarks/_child.py extract-flow PAGES_DIR OUTPUT RUNNER WORKERS [DASK_ADDRESS|"" [PAGES_PER_CHUNK]]
 
 ``flow`` (``extract-flow``) runs the ``select-content`` (``extract-articles``)
 flow on the embedded Prefect API, started before the clock (so its start-up is not counted; ``benchmarks/overhead.py``
@@ -110,7 +110,8 @@ def main() -> None:
             pages=inp,
             output_path=out,
             task_runner=runner,
-            dask_address=extra[2] if len(extra) > 2 else None,
+            dask_address=(extra[2] or None) if len(extra) > 2 else None,
+            pages_per_chunk=int(extra[3]) if len(extra) > 3 else None,
             workers=workers or None,
             emit_event=False,
             return_state=True,

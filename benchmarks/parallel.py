@@ -91,7 +91,7 @@ EXTRACT_RUNS = (
 )
 
 
-def extraction(pages: Path, rounds: int) -> dict:
+def extraction(pages: Path, rounds: int, pages_per_chunk: int = 0) -> dict:
     """The ``extract-articles`` flow on the real pages, with each runner; the fastest of ``rounds``."""
     with tempfile.TemporaryDirectory(prefix="cs-extract-") as tmp:
         env = prefect_env(Path(tmp) / "prefect-home")
@@ -103,6 +103,8 @@ def extraction(pages: Path, rounds: int) -> dict:
                 for label, job, runner, workers in EXTRACT_RUNS:
                     out = Path(tmp) / "pages_extracted.json"
                     extra = [address] if label.startswith("Dask cluster") else []
+                    if pages_per_chunk and runner != "in-process":  # the in-process runs stay the references
+                        extra = [address if extra else "", str(pages_per_chunk)]
                     runs[label].append(measure(job, pages, out, runner, workers, *extra, env=env))
                     out.unlink()
                     print(f"  {label:<24} {runs[label][-1]['seconds']:8.2f} s", flush=True)
@@ -125,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pages", type=Path, default=DEFAULT_PAGES, help="folder of real pages (skipped if missing)")
     ap.add_argument("--extract-rounds", type=int, default=2)
     ap.add_argument("--skip-selection", action="store_true")
+    ap.add_argument("--pages-per-chunk", type=int, default=0, help="extraction chunks (0: the flow's default)")
     ap.add_argument("--json", type=Path, default=OUT / "parallel.json")
     args = ap.parse_args(argv)
     result: dict = {"machine": machine()}
@@ -139,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             )
     if args.pages.is_dir():
         print(f"extraction, {args.pages}:", flush=True)
-        ext = result["extraction"] = extraction(args.pages, args.extract_rounds)
+        ext = result["extraction"] = extraction(args.pages, args.extract_rounds, args.pages_per_chunk)
         print(f"  identical output: {ext['identical_output']}")
         for label, seconds in ext["seconds"].items():
             print(f"  {label:<24} {seconds:8.2f} s  x{ext['speedup'][label]:.2f}")
