@@ -195,6 +195,7 @@ def plan_batch(input_path: Path) -> BatchPlan:
         # (and gives the message); a valid batch is then scored in one piece.
         data = read_input(path)
         doc = sc.parse_batch(data, str(path))
+        sha256 = hashlib.sha256(data).hexdigest()  # of the bytes this document was parsed from
         envelope = {k: ([] if k == "articles" else v) for k, v in doc.items()}
         layout = None
         run_logger().info("The articles of %s could not be delimited without parsing; scoring it in one piece", path)

@@ -19,6 +19,7 @@ Prefect API of the test harness).
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import shutil
@@ -161,6 +162,7 @@ def test_an_input_that_cannot_be_delimited_is_scored_in_one_piece(tmp_path: Path
     mocker.patch.object(chunks, "scan_layout", return_value=None)  # fault: the scan gives up
     plan = chunks.plan_batch.fn(source)
     assert plan.layout is None and plan.doc == sc.parse_batch(GOLDEN.read_bytes())
+    assert plan.sha256 == hashlib.sha256(GOLDEN.read_bytes()).hexdigest()
     with pytest.raises(ValueError, match="one piece"):
         chunks.plan_jobs(plan, 10, tmp_path / "out.json", None, 0)
 
