@@ -37,6 +37,7 @@ from tasks.artifacts import align_rows, publish_artifacts, score_rows
 from tasks.batch import WrittenFile, extract_batch, persist_batch, write_selection_report
 from tasks.chunks import (
     BatchPlan,
+    ChunkJob,
     ChunkOutcome,
     PartJoiner,
     assemble_batch,
@@ -98,52 +99,51 @@ def _select_in_chunks(
     """
     logger = run_logger()
     total = plan.article_count
-    with open_task_runner(runner_name, dask_address) as runner:
-        workers = runner_parallelism(runner)
-        size = chunk_size or auto_chunk_size(total, workers)
-        jobs = plan_jobs(plan, size, paths.output, paths.report, max_table_rows)
-        progress = ProgressReporter(total, f"Scoring the {total} articles of {plan.path.name} in {len(jobs)} chunk(s)")
-        progress.start()
-        done = 0
-        joiner = PartJoiner(plan.envelope, total > 0, paths.output, paths.report)
-
-        def advance(_index: int, outcome: ChunkOutcome) -> None:
-            nonlocal done
-            done += len(outcome)
-            progress(done, total)
-            joiner.add(outcome)  # joins while later chunks are scored
-
-        logger.info(
-            "Scoring %d articles in %d chunk(s) of up to %d on the %s task runner (%d worker(s))",
-            total,
-            len(jobs),
-            size,
-            runner_name.value,
-            workers,
-        )
-        try:
-            outcomes: list[ChunkOutcome] = submit_in_order(
-                runner,
-                select_chunk,
-                jobs,
-                parameter="chunk",
-                in_flight=IN_FLIGHT_PER_WORKER * workers,
-                on_result=advance,
-            )
-        except sc.InvalidBatchError:
-            joiner.discard()
-            discard_parts(jobs)
-            canonical_error(plan.path)  # raises the one-piece path's message
-            raise
-        except BaseException:
-            joiner.discard()
-            discard_parts(jobs)
-            raise
-    progress(total, total)
+    joiner: PartJoiner | None = None
+    jobs: list[ChunkJob] = []
     try:
+        with open_task_runner(runner_name, dask_address) as runner:
+            workers = runner_parallelism(runner)
+            size = chunk_size or auto_chunk_size(total, workers)
+            jobs = plan_jobs(plan, size, paths.output, paths.report, max_table_rows)
+            progress = ProgressReporter(
+                total, f"Scoring the {total} articles of {plan.path.name} in {len(jobs)} chunk(s)"
+            )
+            progress.start()
+            done = 0
+            joiner = PartJoiner(plan.envelope, total > 0, paths.output, paths.report)
+
+            def advance(_index: int, outcome: ChunkOutcome) -> None:
+                nonlocal done
+                done += len(outcome)
+                progress(done, total)
+                joiner.add(outcome)  # joins while later chunks are scored
+
+            logger.info(
+                "Scoring %d articles in %d chunk(s) of up to %d on the %s task runner (%d worker(s))",
+                total,
+                len(jobs),
+                size,
+                runner_name.value,
+                workers,
+            )
+            try:
+                outcomes: list[ChunkOutcome] = submit_in_order(
+                    runner,
+                    select_chunk,
+                    jobs,
+                    parameter="chunk",
+                    in_flight=IN_FLIGHT_PER_WORKER * workers,
+                    on_result=advance,
+                )
+            except sc.InvalidBatchError:
+                canonical_error(plan.path)  # raises the one-piece path's message
+                raise
+        progress(total, total)
         written = assemble_batch(plan.envelope, opaque(outcomes), paths.output, paths.report, joined=opaque(joiner))
-    finally:
-        joiner.discard()
+    finally:  # whatever happened, no staged file and no part of this run stays
+        if joiner is not None:
+            joiner.discard()
         discard_parts(jobs)
     summary = sc.merge_summaries(o.summary for o in outcomes)
     rows = align_rows([row for o in outcomes for row in o.rows][:max_table_rows])
