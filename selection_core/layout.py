@@ -5,7 +5,8 @@ A batch is cut into runs of consecutive whole articles without parsing it:
 ``articles`` array. Each run is then parsed and validated in full by
 :func:`selection_core.batch.parse_batch`, wrapped as ``{"articles":[ ... ]}`` so
 that every depth and every check is the one the whole document would get
-(:func:`run_document`), and the rest of the document (the *envelope*: the root
+(:data:`RUN_PREFIX` + run + :data:`RUN_SUFFIX`; ``tasks.chunks.select_chunk`` reads it
+so, in one copy), and the rest of the document (the *envelope*: the root
 with an empty ``articles`` array, :func:`envelope_bytes`) is validated the same
 way. The runs joined with commas and put back into the envelope are the input
 bytes themselves, so when every piece is valid, the whole document is valid,
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Final
 
-#: Bytes a run of articles is wrapped in before it is parsed (see :func:`run_document`).
+#: Bytes a run of articles is wrapped in before it is parsed, so that it is validated as a batch of its own.
 RUN_PREFIX: Final[bytes] = b'{"articles":['
 RUN_SUFFIX: Final[bytes] = b"]}"
 
@@ -227,16 +228,3 @@ def envelope_bytes(data: bytes | memoryview, layout: BatchLayout) -> bytes:
     b'{"articles": [], "run": 7}'
     """
     return bytes(data[: layout.open + 1]) + bytes(data[layout.close :])
-
-
-def run_document(run: bytes | memoryview) -> bytearray:
-    """The bytes of a run of articles as a batch of its own (validated like the whole).
-
-    >>> bytes(run_document(b'{"a": 1},{"b": 2}'))
-    b'{"articles":[{"a": 1},{"b": 2}]}'
-    """
-    out = bytearray(len(RUN_PREFIX) + len(run) + len(RUN_SUFFIX))
-    out[: len(RUN_PREFIX)] = RUN_PREFIX
-    out[len(RUN_PREFIX) : len(RUN_PREFIX) + len(run)] = run
-    out[len(RUN_PREFIX) + len(run) :] = RUN_SUFFIX
-    return out

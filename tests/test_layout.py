@@ -207,13 +207,13 @@ def test_the_compiled_value_end_matches_the_pure_one_at_every_offset() -> None:
 def test_a_run_document_is_validated_with_the_depths_of_the_whole() -> None:
     deep = b"[" * 251 + b"]" * 251  # an article holding this is at the deepest orjson writes
     whole = b'{"articles": [{"x": ' + deep + b"}]}"
-    run = layout.run_document(b'{"x": ' + deep + b"}")
+    run = layout.RUN_PREFIX + b'{"x": ' + deep + b"}" + layout.RUN_SUFFIX  # as select_chunk reads a run
     assert sc.parse_batch(whole)["articles"] == sc.parse_batch(bytes(run))["articles"]
     too_deep = b'{"x": [' + deep + b"]}"
     with pytest.raises(sc.InvalidBatchError, match="nested more than"):
         sc.parse_batch(b'{"articles": [' + too_deep + b"]}")
     with pytest.raises(sc.InvalidBatchError, match="nested more than"):
-        sc.parse_batch(bytes(layout.run_document(too_deep)))
+        sc.parse_batch(layout.RUN_PREFIX + too_deep + layout.RUN_SUFFIX)
 
 
 def test_run_span_refuses_what_is_not_there() -> None:
