@@ -484,7 +484,10 @@ def extract_page_chunk(chunk: PageChunk) -> ChunkExtraction:
     Returns:
         The chunk's articles, in page order, and its counts.
     """
-    settings = ExtractionSettings(time_limit_seconds=chunk.time_limit_seconds, workers=1)
+    # keep_workers: the runner's worker process extracts chunk after chunk, so its one
+    # extraction worker is kept for the next chunk instead of being started anew for
+    # each (a fork, and about 0.3 s of the libraries warming up on the first page).
+    settings = ExtractionSettings(time_limit_seconds=chunk.time_limit_seconds, workers=1, keep_workers=True)
     with _may_have_children():
         result = extract_pages(PageSet("", "chunk", chunk.pages), settings)
     run_logger().debug("Extracted pages %d..%d", chunk.start, chunk.stop - 1)

@@ -41,6 +41,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import importlib.metadata
+import importlib.util
 import os
 import time
 import zlib
@@ -55,7 +56,15 @@ from selection_core.batch import dump_batch
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
 from selection_core.errors import EXIT_INTERNAL, InvalidBatchError, SelectionError
 from selection_core.io import TRANSIENT_ERRNOS, resolve_output_path, write_atomic
-from tasks.extraction_pool import ExtractorFunction, Outcome, PageJob, default_workers, run_jobs
+from tasks.extraction_pool import (
+    ExtractorFunction,
+    FunctionRef,
+    Outcome,
+    PageJob,
+    WorkerSetupError,
+    default_workers,
+    run_jobs,
+)
 from tasks.html_decode import decode_html
 
 #: File name endings of pages, matched case-insensitively; longest first.
@@ -78,6 +87,24 @@ EXTRACTED_SUFFIX: Final[str] = "_extracted.json"
 
 #: Modules the workers' fork server imports once.
 WORKER_PRELOAD: Final[tuple[str, ...]] = ("tasks.extractors",)
+
+#: The top-level modules of the extractor libraries, looked up (not imported) before a run.
+EXTRACTOR_LIBRARY_MODULES: Final[tuple[str, ...]] = (
+    "trafilatura",
+    "newspaper",
+    "readability",
+    "html_text",
+    "tldextract",
+)
+
+#: Keyword arguments of ``trafilatura.extract`` (besides the HTML).
+TRAFILATURA_OPTIONS: Final[dict[str, Any]] = {"include_comments": False}
+
+#: newspaper4k ``Config`` attributes set for every page.
+NEWSPAPER_CONFIG: Final[dict[str, Any]] = {"fetch_images": False, "memorize_articles": False}
+
+#: Keyword arguments of readability's ``Document.summary``.
+READABILITY_SUMMARY_OPTIONS: Final[dict[str, Any]] = {"html_partial": True}
 
 #: What to install when the extractor libraries are missing.
 INSTALL_HINT: Final[str] = "pip install 'content-selection[extract]'"
@@ -162,12 +189,16 @@ class ExtractionSettings:
         max_page_bytes: Largest page read, after decompression.
         workers: Worker processes; None for one per available core.
         recycle_after: Pages a worker extracts before it is replaced.
+        keep_workers: Keep the worker processes after the run for the next run in
+            this process (``tasks.extraction_pool``): for a task runner's worker
+            that extracts one chunk of pages after another.
     """
 
     time_limit_seconds: float = DEFAULT_TIME_LIMIT_SECONDS
     max_page_bytes: int = DEFAULT_MAX_PAGE_BYTES
     workers: int | None = None
     recycle_after: int = DEFAULT_RECYCLE_AFTER
+    keep_workers: bool = False
 
     def __post_init__(self) -> None:
         if not self.time_limit_seconds > 0:
@@ -229,37 +260,42 @@ ProgressCallback = Callable[[int, int], None]
 def default_extractors() -> tuple[Extractor, ...]:
     """The three real extractors, in ``EXTRACTORS`` order.
 
+    The functions are :class:`~tasks.extraction_pool.FunctionRef` s to
+    :mod:`tasks.extractors`: the libraries are looked up here but imported only
+    by the workers' fork server, which imports them anyway. (Importing them in
+    the calling process too cost about 0.9 s of CPU per process that extracts,
+    a flow's or each task runner worker's, paid before the first page.)
+
     Raises:
         ExtractorsUnavailableError: a library is not installed.
     """
-    try:
-        from tasks import extractors as ex
-    except ImportError as exc:
+    missing = [name for name in EXTRACTOR_LIBRARY_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
         raise ExtractorsUnavailableError(
             f"the extract step needs trafilatura, newspaper4k, readability-lxml and html-text "
-            f"({exc}); install them with: {INSTALL_HINT}"
-        ) from None
+            f"(no module named {', '.join(missing)}); install them with: {INSTALL_HINT}"
+        )
     return (
         Extractor(
             "trafilatura",
-            ex.extract_trafilatura,
+            FunctionRef("tasks.extractors", "extract_trafilatura"),
             "trafilatura",
             "trafilatura.extract(html, include_comments=False)",
-            dict(ex.TRAFILATURA_OPTIONS),
+            dict(TRAFILATURA_OPTIONS),
         ),
         Extractor(
             "newspaper4k",
-            ex.extract_newspaper4k,
+            FunctionRef("tasks.extractors", "extract_newspaper4k"),
             "newspaper4k",
             "newspaper.article(url, input_html=html, config=Config(fetch_images=False, memorize_articles=False))",
-            {**ex.NEWSPAPER_CONFIG, "public_suffix_list": f"tldextract {_version('tldextract')} bundled snapshot"},
+            {**NEWSPAPER_CONFIG, "public_suffix_list": f"tldextract {_version('tldextract')} bundled snapshot"},
         ),
         Extractor(
             "readability",
-            ex.extract_readability,
+            FunctionRef("tasks.extractors", "extract_readability"),
             "readability-lxml",
             "html_text.extract_text(Document(html).summary(html_partial=True))",
-            {**ex.READABILITY_SUMMARY_OPTIONS, "html_text": _version("html-text")},
+            {**READABILITY_SUMMARY_OPTIONS, "html_text": _version("html-text")},
         ),
     )
 
@@ -568,16 +604,20 @@ def extract_pages(
     if progress is not None:
         progress(0, total)
     workers = min(settings.workers or default_workers(), max(total, 1))
-    pool_stats = run_jobs(
-        jobs(),
-        functions,
-        on_outcome,
-        workers=workers,
-        time_limit=settings.time_limit_seconds,
-        recycle_after=settings.recycle_after,
-        preload=WORKER_PRELOAD,
-        initializer=_worker_initializer(),
-    )
+    try:
+        pool_stats = run_jobs(
+            jobs(),
+            functions,
+            on_outcome,
+            workers=workers,
+            time_limit=settings.time_limit_seconds,
+            recycle_after=settings.recycle_after,
+            preload=WORKER_PRELOAD,
+            initializer=WORKER_INITIALIZER,
+            keep_workers=settings.keep_workers,
+        )
+    except WorkerSetupError as exc:
+        raise ExtractorsUnavailableError(f"{exc}; reinstall the extractor libraries with: {INSTALL_HINT}") from None
     articles = [build_article(page, outcomes[i], *encodings[i]) for i, page in enumerate(pages)]
     errors = dict.fromkeys(EXTRACTORS, 0)
     timeouts = dict.fromkeys(EXTRACTORS, 0)
@@ -598,13 +638,8 @@ def extract_pages(
     return ExtractionResult(build_batch(page_set, articles, extractors, settings, stats), stats)
 
 
-def _worker_initializer() -> Callable[[], None] | None:
-    """``tasks.extractors.prepare_worker`` (offline ``tldextract``) when the libraries are installed."""
-    try:
-        from tasks.extractors import prepare_worker
-    except ImportError:
-        return None
-    return prepare_worker
+#: What every worker runs once before its first page: offline ``tldextract`` (:func:`tasks.extractors.prepare_worker`).
+WORKER_INITIALIZER: Final[FunctionRef] = FunctionRef("tasks.extractors", "prepare_worker")
 
 
 def extract_to_file(

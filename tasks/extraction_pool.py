@@ -20,6 +20,23 @@ worker is a cheap fork of it, so a killed worker is replaced in milliseconds.
 That is also safe when the caller runs in a thread (a Prefect task), where a
 plain ``fork`` of a multi-threaded process is not.
 
+**Kept workers.** A caller that runs many small batches in one long-lived
+process (a task runner's worker extracting one chunk of pages after another)
+passes ``keep_workers=True``: the healthy idle workers are then kept after the
+run, and the next run with the same extractors takes them instead of starting
+new ones. A worker is still replaced after ``recycle_after`` pages in all, and
+every kept worker is a daemon that exits when this process does (or when its
+pipe closes). What a worker returns does not depend on what it ran before: the
+same extractors on the same page give the same outcome in any worker, which the
+tests check by comparing runs cut into different chunks.
+
+**Function references.** The extractors may be given as :class:`FunctionRef`
+(module and name) rather than function objects, so that the caller does not
+import the extractor libraries at all: only the fork server does (``preload``),
+and every worker resolves the references once, before its first page. A worker
+that cannot (a library missing or broken) says so and the run stops with
+:class:`WorkerSetupError`, instead of recording one error per page.
+
 **No network.** Every worker installs an audit hook (:pep:`578`) before it runs
 anything: creating a socket, resolving a name, connecting, binding or sending
 raises :class:`NetworkBlockedError` and is recorded. The records come back with
@@ -28,11 +45,13 @@ each outcome, so the caller can report them, and a test can prove there were non
 
 from __future__ import annotations
 
+import importlib
 import logging
 import multiprocessing
 import os
 import signal
 import sys
+import threading
 import time
 import warnings
 from collections import deque
@@ -85,6 +104,56 @@ class NetworkBlockedError(ConnectionError):
     """Raised inside a worker for any attempt to use the network."""
 
 
+class WorkerSetupError(RuntimeError):
+    """A worker could not get ready: its initializer failed or a :class:`FunctionRef` did not resolve."""
+
+
+class FunctionRef:
+    """A module-level function named by its module and name, imported where it is first called.
+
+    It pickles as the two names, so handing it to a worker process does not
+    import the function's module in the process that hands it over.
+
+    >>> ref = FunctionRef("os.path", "basename")
+    >>> ref("/a/b.html"), ref == FunctionRef("os.path", "basename")
+    ('b.html', True)
+    """
+
+    __slots__ = ("_function", "module", "name")
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module = module
+        self.name = name
+        self._function: Callable[..., Any] | None = None
+
+    def resolve(self) -> Callable[..., Any]:
+        """The function itself (imported on first use)."""
+        if self._function is None:
+            self._function = getattr(importlib.import_module(self.module), self.name)
+        return self._function
+
+    def __call__(self, *args: Any) -> Any:
+        return self.resolve()(*args)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FunctionRef, (self.module, self.name))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FunctionRef) and (self.module, self.name) == (other.module, other.name)
+
+    def __hash__(self) -> int:  # only keys the in-process registry of kept workers; never reaches an output
+        return hash((self.module, self.name))
+
+    def __repr__(self) -> str:
+        return f"FunctionRef({self.module!r}, {self.name!r})"
+
+
+class _SetupFailed(NamedTuple):
+    """The one message of a worker that could not get ready."""
+
+    error: str
+
+
 class ExtractorTimeoutError(TimeoutError):
     """Marks an outcome of a call that overran its time limit (its type name is ``TimeoutError``)."""
 
@@ -104,6 +173,7 @@ class PoolStats:
     """What happened to the workers during a run (not part of any output file)."""
 
     workers_started: int = 0
+    workers_reused: int = 0
     timeouts: int = 0
     crashes: int = 0
     network_attempts: list[str] = field(default_factory=list)
@@ -172,10 +242,20 @@ def _worker_main(
     functions: Mapping[str, ExtractorFunction],
     initializer: Callable[[], None] | None,
 ) -> None:
-    install_network_guard()
-    _quiet_libraries()
-    if initializer is not None:
-        initializer()
+    try:
+        # Imported before the guard, as the fork server's preload and function
+        # objects unpickled at the worker's start are: importing a library is not
+        # extracting (urllib3, for one, opens a socket at import to probe for IPv6).
+        for function in (*functions.values(), initializer):
+            if isinstance(function, FunctionRef):
+                function.resolve()
+        install_network_guard()
+        _quiet_libraries()
+        if initializer is not None:
+            initializer()
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which stops the run
+        conn.send(_SetupFailed(error_text(exc)))
+        return
     while True:
         try:
             job = conn.recv()
@@ -223,6 +303,7 @@ class _Worker:
         self.job: PageJob | None = None
         self.deadline = 0.0
         self.served = 0
+        self.stopped = False
 
     def send(self, job: PageJob, time_limit: float) -> None:
         self.conn.send(job)
@@ -230,6 +311,9 @@ class _Worker:
         self.deadline = time.monotonic() + time_limit
 
     def stop(self, kill: bool = False) -> None:
+        if self.stopped:
+            return
+        self.stopped = True
         if not kill and self.process.is_alive():
             try:
                 self.conn.send(None)
@@ -261,6 +345,52 @@ def _death_reason(exitcode: int | None) -> str:
     return f"exit status {exitcode}"
 
 
+#: Idle workers kept by runs with ``keep_workers=True``, by what they were started with.
+_kept: dict[tuple[Any, ...], list[_Worker]] = {}
+_kept_lock = threading.Lock()
+
+
+def _pool_key(
+    functions: Mapping[str, ExtractorFunction], initializer: Callable[[], None] | None, preload: Sequence[str]
+) -> tuple[Any, ...]:
+    return (tuple(functions.items()), initializer, tuple(preload))
+
+
+def _take_kept(key: tuple[Any, ...], most: int) -> list[_Worker]:
+    """Up to ``most`` kept idle workers started for ``key``, now owned by the caller (dead ones are reaped)."""
+    taken: list[_Worker] = []
+    with _kept_lock:
+        idle = _kept.get(key, [])
+        while idle and len(taken) < most:
+            taken.append(idle.pop())
+    alive = []
+    for worker in taken:
+        if worker.process.is_alive():
+            alive.append(worker)
+        else:
+            worker.stop(kill=True)
+    return alive
+
+
+def _keep(key: tuple[Any, ...], workers: Iterable[_Worker]) -> None:
+    with _kept_lock:
+        _kept.setdefault(key, []).extend(workers)
+
+
+def stop_kept_workers() -> int:
+    """Stop every worker kept by ``keep_workers=True`` runs in this process; return how many there were.
+
+    Not needed before exiting (kept workers are daemons that exit with this process);
+    useful to free their memory in a long-lived process.
+    """
+    with _kept_lock:
+        workers = [worker for idle in _kept.values() for worker in idle]
+        _kept.clear()
+    for worker in workers:
+        worker.stop()
+    return len(workers)
+
+
 def run_jobs(
     jobs: Iterable[PageJob],
     functions: Mapping[str, ExtractorFunction],
@@ -271,6 +401,7 @@ def run_jobs(
     recycle_after: int = 500,
     preload: Sequence[str] = (),
     initializer: Callable[[], None] | None = None,
+    keep_workers: bool = False,
 ) -> PoolStats:
     """Run every job's extractors in ``workers`` processes; call ``on_outcome`` once per (job, extractor).
 
@@ -287,9 +418,15 @@ def run_jobs(
         recycle_after: Replace a worker after this many pages (bounds leaks in libraries).
         preload: Modules the fork server imports once for all workers.
         initializer: Module-level function each worker runs once before its first page.
+        keep_workers: Keep the healthy idle workers after the run for the next run
+            with the same ``functions``, ``initializer`` and ``preload`` in this
+            process, and start by taking the ones kept before (see the module's notes).
 
     Returns:
-        Counts of workers started, timeouts and crashes, and the network attempts seen.
+        Counts of workers started and reused, timeouts and crashes, and the network attempts seen.
+
+    Raises:
+        WorkerSetupError: a worker's initializer failed or a function reference did not resolve.
     """
     if workers < 1:
         raise ValueError("workers must be at least 1")
@@ -299,7 +436,9 @@ def run_jobs(
     stats = PoolStats()
     retry: deque[PageJob] = deque()
     source: Iterator[PageJob] = iter(jobs)
-    pool: list[_Worker] = []
+    key = _pool_key(functions, initializer, preload) if keep_workers else None
+    pool: list[_Worker] = _take_kept(key, workers) if key is not None else []
+    stats.workers_reused = len(pool)
 
     def next_job() -> PageJob | None:
         if retry:
@@ -360,7 +499,7 @@ def run_jobs(
                 assert job is not None
                 if worker.conn.poll():
                     try:
-                        index, name, outcome, attempts = worker.conn.recv()
+                        message = worker.conn.recv()
                     except (EOFError, OSError):  # the pipe closed: the worker died mid-call
                         stats.crashes += 1
                         fail_current(
@@ -370,6 +509,9 @@ def run_jobs(
                             kill=True,
                         )
                         continue
+                    if isinstance(message, _SetupFailed):
+                        raise WorkerSetupError(f"an extraction worker could not start: {message.error}")
+                    index, name, outcome, attempts = message
                     if attempts:
                         stats.network_attempts.extend(f"page {index} {name}: {a}" for a in attempts)
                     job.names.pop(0)
@@ -394,7 +536,14 @@ def run_jobs(
                         "on this page; its worker process was killed",
                         kill=True,
                     )
-    finally:
+    except BaseException:
         for worker in pool:
             worker.stop(kill=worker.job is not None)
+        raise
+    healthy = [w for w in pool if w.job is None and w.served < recycle_after and w.process.is_alive()]
+    for worker in pool:
+        if key is None or worker not in healthy:
+            worker.stop()
+    if key is not None:
+        _keep(key, healthy)
     return stats

@@ -27,7 +27,10 @@ and the same list on every machine, so the same results).
 from __future__ import annotations
 
 import warnings
-from typing import Any, Final
+
+# The options live beside the description of the calls that each batch records
+# (tasks.extraction.default_extractors), which does not import this module.
+from tasks.extraction import NEWSPAPER_CONFIG, READABILITY_SUMMARY_OPTIONS, TRAFILATURA_OPTIONS
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -36,15 +39,6 @@ with warnings.catch_warnings():
     import tldextract.tldextract as _tldextract
     import trafilatura
     from readability import Document
-
-#: Keyword arguments of ``trafilatura.extract`` (besides the HTML).
-TRAFILATURA_OPTIONS: Final[dict[str, Any]] = {"include_comments": False}
-
-#: newspaper4k ``Config`` attributes set for every page.
-NEWSPAPER_CONFIG: Final[dict[str, Any]] = {"fetch_images": False, "memorize_articles": False}
-
-#: Keyword arguments of readability's ``Document.summary``.
-READABILITY_SUMMARY_OPTIONS: Final[dict[str, Any]] = {"html_partial": True}
 
 
 def prepare_worker() -> None:
