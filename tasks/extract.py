@@ -312,9 +312,11 @@ PAGE_CHUNK_TASK_NAME: Final[str] = "extract-chunk"
 
 #: Chunks of pages per worker when no chunk size is given. Fewer than for
 #: selection (``tasks.chunks.CHUNKS_PER_WORKER``): each chunk costs a task-run
-#: submission and a fresh extraction worker, and on the 181 real pages with 2
-#: workers 4 chunks per worker took 34.8-42.6 s against 28.6-32.7 s for 2
-#: (``docs/performance.md``).
+#: submission (0.2-0.7 s of CPU in the flow process). When each chunk also started
+#: a fresh extraction worker, 4 chunks per worker took 34.8-42.6 s against
+#: 28.6-32.7 s for 2 on the 181 real pages; with the worker kept between chunks,
+#: 4 per worker took 31.8 and 32.0 s against 32.8 and 32.8 s for 2 on the process
+#: pool, within the machine's noise (``docs/performance.md``), so 2 stays.
 PAGE_CHUNKS_PER_WORKER: Final[int] = 2
 
 

@@ -94,3 +94,33 @@ def test_time_limit_must_be_a_positive_number(pages: Path, value: str) -> None:
     with pytest.raises(SystemExit) as info:
         extract_main([str(pages), "--time-limit", value])
     assert info.value.code == 2
+
+
+def test_a_broken_extractor_install_is_one_line_and_nothing_written(pages: Path, tmp_path: Path) -> None:
+    """The library is found but fails to import in the workers (only they import it): one line, exit 1."""
+    import os
+    import subprocess
+    import sys
+
+    fake = tmp_path / "site" / "readability"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text('raise ImportError("injected: this readability install is broken")\n')
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake.parent), str(root)]), "HOME": str(tmp_path)}
+    output = tmp_path / "out.json"
+    code = "import sys; from flows.cli_extract import extract_main; sys.exit(extract_main(sys.argv[1:]))"
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(pages), "-o", str(output), "--workers", "1"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "content-selection extract: error: an extraction worker could not start: ImportError: injected: this readability "
+        "install is broken; reinstall the extractor libraries with: pip install 'content-selection[extract]'"
+    ]
+    assert not output.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["news", "site"]
