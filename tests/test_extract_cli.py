@@ -119,8 +119,9 @@ def test_a_broken_extractor_install_is_one_line_and_nothing_written(pages: Path,
     assert done.returncode == 1
     assert done.stdout == ""
     assert done.stderr.splitlines() == [
-        "content-selection extract: error: an extraction worker could not start: ImportError: injected: this readability "
-        "install is broken; reinstall the extractor libraries with: pip install 'content-selection[extract]'"
+        "content-selection extract: error: an extraction worker could not start: ImportError: injected: "
+        "this readability install is broken; reinstall the extractor libraries with: "
+        "pip install 'content-selection[extract]'"
     ]
     assert not output.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["news", "site"]
