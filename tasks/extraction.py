@@ -165,7 +165,9 @@ class Extractor:
     """One extractor: where its text goes, the function that computes it, and how it is described.
 
     Tests swap ``function`` (``dataclasses.replace``) to inject faults; the
-    function must be a module-level function so that workers can import it.
+    function must be a module-level function so that workers can import it, or a
+    :class:`~tasks.extraction_pool.FunctionRef` naming one (as the real ones are,
+    so that only the workers import the libraries).
     """
 
     name: str
