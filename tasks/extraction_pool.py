@@ -540,10 +540,12 @@ def run_jobs(
         for worker in pool:
             worker.stop(kill=worker.job is not None)
         raise
-    healthy = [w for w in pool if w.job is None and w.served < recycle_after and w.process.is_alive()]
+    kept: list[_Worker] = []
     for worker in pool:
-        if key is None or worker not in healthy:
+        if key is not None and worker.job is None and worker.served < recycle_after and worker.process.is_alive():
+            kept.append(worker)
+        else:
             worker.stop()
     if key is not None:
-        _keep(key, healthy)
+        _keep(key, kept)
     return stats

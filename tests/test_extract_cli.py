@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,10 +101,6 @@ def test_time_limit_must_be_a_positive_number(pages: Path, value: str) -> None:
 
 def test_a_broken_extractor_install_is_one_line_and_nothing_written(pages: Path, tmp_path: Path) -> None:
     """The library is found but fails to import in the workers (only they import it): one line, exit 1."""
-    import os
-    import subprocess
-    import sys
-
     fake = tmp_path / "site" / "readability"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text('raise ImportError("injected: this readability install is broken")\n')

@@ -8,8 +8,11 @@ real libraries are named, so that a test shows which process ran a call.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -152,8 +155,6 @@ def test_extract_pages_reports_a_broken_library_as_unavailable() -> None:
 
 
 def test_a_missing_library_is_found_before_any_worker_starts(mocker) -> None:
-    import importlib.util
-
     real = importlib.util.find_spec
     mocker.patch(
         "importlib.util.find_spec", side_effect=lambda name, *a: None if name == "newspaper" else real(name, *a)
@@ -165,9 +166,6 @@ def test_a_missing_library_is_found_before_any_worker_starts(mocker) -> None:
 
 
 def test_default_extractors_do_not_import_the_libraries_here() -> None:
-    import subprocess
-    import sys
-
     code = (
         "import sys; from tasks.extraction import default_extractors; default_extractors(); "
         "print(sorted(m for m in ('trafilatura', 'newspaper', 'readability', 'tasks.extractors') if m in sys.modules))"
