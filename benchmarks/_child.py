@@ -61,7 +61,7 @@ def main() -> None:
     extra = sys.argv[4:]
     import orjson
 
-    from selection_core.io import select_file
+    from selection_storage.files import select_file
 
     if job in ("flow", "extract-flow"):
         _warm_up_prefect()
@@ -119,7 +119,7 @@ def main() -> None:
         summary = state.result()
         info = {"task_runner": runner, "workers": workers or None, "sha256": summary.output_sha256}
     elif job == "extract":
-        from tasks.extraction import ExtractionSettings, extract_to_file
+        from selection_extraction.engine import ExtractionSettings, extract_to_file
 
         workers = int(extra[0])
         result = extract_to_file(inp, out, ExtractionSettings(workers=workers))

@@ -113,7 +113,7 @@ def measure(name: str, make: Callable[[], bytes], workdir: Path) -> dict[str, fl
     n_articles = len(orjson.loads(data)["articles"])
     del data
     size = inp.stat().st_size
-    rss, seconds, status = peak_rss([sys.executable, "-m", "selection_core.cli", "select", str(inp)])
+    rss, seconds, status = peak_rss([sys.executable, "-m", "selection_cli.main", "select", str(inp)])
     if status != 0:
         raise SystemExit(f"{name}: select failed with status {status}")
     out = inp.with_name(f"{name}_extracted_selected.json")
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         "three-50mb-texts": lambda: three_big_texts(size),
         "many-tiny": lambda: many_tiny(args.articles),
     }
-    base_rss, _, _ = peak_rss([sys.executable, "-c", "import selection_core.cli, selection_core.io"])
+    base_rss, _, _ = peak_rss([sys.executable, "-c", "import selection_cli.main, selection_storage.files"])
     print(f"baseline: an interpreter that imported the core peaks at {base_rss / MB:.0f} MB")
     header = ("shape", "input MB", "articles", "peak MB", "peak/input", "floor MB", "floor/input", "s")
     print(f"{header[0]:<18} " + " ".join(f"{h:>{w}}" for h, w in zip(header[1:], (9, 9, 8, 10, 9, 11, 6), strict=True)))

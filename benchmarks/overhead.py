@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _batches import OUT, ROOT, build_distinct, machine, prefect_env  # noqa: E402
 
-CLI = [sys.executable, "-c", "import sys; from selection_core.cli import main; sys.exit(main())"]
+CLI = [sys.executable, "-c", "import sys; from selection_cli.main import main; sys.exit(main())"]
 
 
 def timed(args: list[str], env: dict[str, str]) -> float:

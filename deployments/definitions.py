@@ -6,7 +6,7 @@ They mirror ``prefect.yaml`` (a test checks that both agree):
 * ``select-directory/scheduled``: on a cron schedule, selects every stale batch
   under the data root (or a given directory).
 * ``select-content/triggered``: started by each ``content-selection.batch.extracted``
-  event (see :mod:`flows.events`); refuses to run without a data root.
+  event (see :mod:`content_selection.events`); refuses to run without a data root.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from deployments.config import (
     TAGS,
     TRIGGERED_DEPLOYMENT,
 )
-from flows.events import batch_extracted_trigger
+from content_selection.events import batch_extracted_trigger
 from flows.select_content import select_content
 from flows.select_directory import select_directory
 

@@ -37,7 +37,7 @@ from tasks.extract import (
     publish_extraction_artifacts,
     write_extracted_batch,
 )
-from tasks.extraction import DEFAULT_TIME_LIMIT_SECONDS
+from selection_extraction.engine import DEFAULT_TIME_LIMIT_SECONDS
 from tasks.logs import run_logger
 from tasks.paths import check_paths
 from tasks.select import select_extractors

@@ -2,12 +2,12 @@
 
 check paths -> find pages -> extract (three extractors, worker processes) ->
 write the batch atomically -> artifacts -> emit ``content-selection.batch.extracted``
-(:func:`flows.events.emit_batch_extracted`), the upstream side of the contract
+(:func:`content_selection.events.emit_batch_extracted`), the upstream side of the contract
 of the Prefect stage: the ``select-content/triggered`` deployment starts a
 selection run on the batch just written. The event is emitted only after the
 batch is completely in place, and only when the run succeeded.
 
-All extraction logic lives in :mod:`tasks.extraction`.
+All extraction logic lives in :mod:`selection_extraction.engine`.
 
 The extract step is one task (the engine's own process pool) by default. With
 ``pages_per_chunk`` or a parallel task runner (``process``, ``dask``; see
@@ -27,7 +27,7 @@ from prefect.runtime import flow_run
 from prefect.utilities.annotations import opaque
 from pydantic import BaseModel, Field
 
-from flows.events import emit_batch_extracted
+from content_selection.events import emit_batch_extracted
 from flows.runners import (
     DASK_ADDRESS_PATTERN,
     IN_FLIGHT_PER_WORKER,
@@ -52,7 +52,7 @@ from tasks.extract import (
     split_pages,
     write_extracted_batch,
 )
-from tasks.extraction import (
+from selection_extraction.engine import (
     DEFAULT_TIME_LIMIT_SECONDS,
     ExtractionResult,
     ExtractionSettings,

@@ -6,7 +6,7 @@
 
 Each case of ``tests/data/bad/cases.json`` is built in a temporary directory
 (``scripts/make_bad_corpus.py``'s ``prepare``) and run through the real
-``python -m selection_core.cli select``; the table shows the exit status and the
+``python -m selection_cli.main select``; the table shows the exit status and the
 one line the command printed, so the page always says what the command does,
 known bugs included. Two cases need privileges: the read-only directory is a
 read-only tmpfs mount (root only; otherwise ``chmod 0o555``), and the
@@ -32,9 +32,9 @@ from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "errors.md"
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
-from faultkit import can_mount, child_env, tmpfs  # noqa: E402
+from tests.support.faultkit import can_mount, child_env, tmpfs  # noqa: E402
 
 
 def _corpus() -> Any:
@@ -46,7 +46,7 @@ def _corpus() -> Any:
 
 
 def _run_unreadable_as_root(work: Path, args: list[str]) -> tuple[int, str]:
-    from selection_core.cli import main
+    from selection_cli.main import main
 
     real_open = open
 
@@ -59,7 +59,7 @@ def _run_unreadable_as_root(work: Path, args: list[str]) -> tuple[int, str]:
     cwd = os.getcwd()
     os.chdir(work)
     try:
-        with mock.patch("selection_core.io.open", side_effect=refuse, create=True), contextlib.redirect_stderr(err):
+        with mock.patch("selection_storage.files.open", side_effect=refuse, create=True), contextlib.redirect_stderr(err):
             with contextlib.redirect_stdout(io.StringIO()):
                 status = main(["select", *args])
     finally:
@@ -111,7 +111,7 @@ def run_case(corpus: Any, case: dict[str, Any], mount_reason: str | None) -> Ans
             if case["id"] == "input_unreadable":
                 (work / args[0]).chmod(0)
             proc = subprocess.run(
-                [sys.executable, "-m", "selection_core.cli", "select", *args],
+                [sys.executable, "-m", "selection_cli.main", "select", *args],
                 cwd=work,
                 capture_output=True,
                 text=True,

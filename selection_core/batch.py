@@ -1,6 +1,6 @@
 """Batch documents: validate bytes into a document, select, apply, serialize.
 
-Pure functions on bytes and Python values; ``selection_core.io`` does the files.
+Pure functions on bytes and Python values; ``selection_storage.files`` does the files.
 
 How values that a fast JSON parser cannot hold are treated (decided once, here):
 

@@ -1,8 +1,8 @@
 """The file steps of a run: read and validate a batch, write the selected batch and the report.
 
-Each task is one call into the core's file shell (``selection_core.io``) and is
+Each task is one call into the core's file shell (``selection_storage.files``) and is
 retried, with backoff, only when the failure is transient I/O
-(:func:`tasks.retries.retry_on_transient_io`): an invalid batch or a refused
+(:func:`tasks.options.retry_on_transient_io`): an invalid batch or a refused
 path fails on the first try. None of them computes a cache key or persists its
 result, because their inputs and outputs are as large as the batch.
 """
@@ -17,9 +17,9 @@ from typing import Any
 from prefect import task
 
 import selection_core as sc
-from selection_core.io import read_input, write_atomic, write_report
+from selection_storage.files import read_input, write_atomic, write_report
 from tasks.logs import run_logger
-from tasks.retries import io_task_options
+from tasks.options import io_task_options
 
 _IO_TASK_OPTIONS: dict[str, Any] = io_task_options()
 

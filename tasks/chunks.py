@@ -16,7 +16,7 @@ whole, as long as every article keeps its index in the batch. What happens:
 3. :func:`assemble_batch` (in the flow's process) writes the envelope and the
    parts, in order, into the output's staged temporary file, with the
    SHA-256 of what it writes, and commits output and report as one group
-   (:class:`selection_core.io.StagedFile`).
+   (:class:`selection_storage.files.StagedFile`).
 
 So nothing as large as an article crosses a process boundary or Prefect's API:
 a task's parameter is a :class:`ChunkJob` (a path, byte offsets, part paths)
@@ -47,7 +47,7 @@ from typing import Any, Final
 from prefect import task
 
 import selection_core as sc
-from selection_core.io import (
+from selection_storage.files import (
     FileIdentity,
     StagedFile,
     clean_stale_temporaries,
@@ -63,7 +63,7 @@ from selection_core.layout import RUN_PREFIX, RUN_SUFFIX, BatchLayout, envelope_
 from tasks.artifacts import article_row
 from tasks.batch import WrittenFile
 from tasks.logs import run_logger
-from tasks.retries import io_task_options
+from tasks.options import io_task_options
 
 #: Name of the task that scores one chunk (its runs are ``select-chunk-<start>``).
 CHUNK_TASK_NAME: Final[str] = "select-chunk"

@@ -10,8 +10,8 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from selection_core.errors import InvalidBatchError
-from selection_core.io import default_output_path
-from tasks.retries import IO_RETRIES, IO_RETRY_DELAYS, retry_on_transient_io
+from selection_storage.files import default_output_path
+from tasks.options import IO_RETRIES, IO_RETRY_DELAYS, retry_on_transient_io
 
 #: Files the scheduled run picks up.
 BATCH_SUFFIX: Final[str] = "_extracted.json"

@@ -1,4 +1,4 @@
-"""Prefect tasks of the extract step: thin wrappers around :mod:`tasks.extraction`.
+"""Prefect tasks of the extract step: thin wrappers around :mod:`selection_extraction.engine`.
 
 * ``check-extract-paths``: resolve the pages and the output, inside the data root when one is set;
 * ``find-pages``: list the pages of a directory or a manifest (retried on transient I/O only);
@@ -37,10 +37,10 @@ from prefect.context import TaskRunContext
 
 import selection_core as sc
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
-from selection_core.io import resolve_output_path, write_atomic
+from selection_storage.files import resolve_output_path, write_atomic
 from tasks.batch import WrittenFile
 from tasks.chunks import chunk_bounds, chunk_run_namer
-from tasks.extraction import (
+from selection_extraction.engine import (
     ExtractionResult,
     ExtractionSettings,
     ExtractionStats,
@@ -52,7 +52,7 @@ from tasks.extraction import (
 )
 from tasks.logs import run_logger
 from tasks.paths import configured_data_root, confine, resolve_data_root
-from tasks.retries import io_task_options
+from tasks.options import io_task_options
 
 #: Artifact keys (lowercase with dashes).
 PAGES_ARTIFACT_KEY: Final[str] = "extraction-pages"

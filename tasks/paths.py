@@ -22,7 +22,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from selection_core.errors import OutputPathError, UnsafePathError
-from selection_core.io import resolve_output_path
+from selection_storage.files import resolve_output_path
 
 #: Environment variable naming the directory that every path of a run must stay inside.
 DATA_ROOT_ENV: Final[str] = "CONTENT_SELECTION_DATA_ROOT"

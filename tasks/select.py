@@ -12,7 +12,7 @@ from prefect.context import TaskRunContext
 
 import selection_core as sc
 from tasks.logs import run_logger
-from tasks.retries import IO_RETRIES, IO_RETRY_DELAYS, retry_on_transient_io
+from tasks.options import IO_RETRIES, IO_RETRY_DELAYS, retry_on_transient_io
 
 #: Key of the progress artifact updated while a batch is scored.
 PROGRESS_ARTIFACT_KEY: Final[str] = "selection-progress"

@@ -6,14 +6,13 @@ tests never read or write ``~/.prefect``, never use a server or profile of the
 person running them, and never reach the network (telemetry off).
 
 Core tests need none of this and use no Prefect fixture: the Prefect fixtures
-(``prefect_harness``, ``batch_factory``...) live in ``conftest_prefect.py`` and are
+(``prefect_harness``, ``batch_factory``...) live in ``tests/support/prefect_fixtures.py`` and are
 opt-in, requested by the ``test_prefect_*`` modules.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 
 _PREFECT_HOME = tempfile.mkdtemp(prefix="content-selection-prefect-home-")
@@ -24,10 +23,7 @@ os.environ["PREFECT_SERVER_UI_ENABLED"] = "false"
 for _name in ("PREFECT_API_URL", "PREFECT_API_KEY", "PREFECT_PROFILE", "CONTENT_SELECTION_DATA_ROOT"):
     os.environ.pop(_name, None)
 
-# Make the helper module importable however pytest was started.
-sys.path.insert(0, os.path.dirname(__file__))
-
-from conftest_prefect import (  # noqa: E402,F401 - fixtures, registered by import
+from tests.support.prefect_fixtures import (  # noqa: E402,F401 - fixtures, registered by import
     batch_factory,
     data_root,
     no_data_root_env,

@@ -1,0 +1,228 @@
+"""``content-selection extract`` and ``content-selection pipeline``: the extract step from a terminal.
+
+No orchestrator: these call :mod:`selection_extraction.engine` and the selection core
+directly. This module imports nothing heavy at its top, so that adding its
+arguments to the main parser costs nothing; the extractor libraries are
+imported when a command runs.
+
+* ``extract PAGES [-o BATCH]``: pages -> ``<pages>_extracted.json`` (beside the
+  folder or manifest) or ``BATCH``.
+* ``pipeline PAGES [--extracted BATCH] [-o OUTPUT] [--report PATH]``: extract,
+  then select: ``<pages>_extracted.json`` and ``<pages>_extracted_selected.json``
+  (the selection's own default name for its input), or the given paths.
+
+Every path is checked before the first page is read. Errors are the project's
+typed errors (:mod:`selection_core.errors`): the main command prints them as
+one line and exits with their status (65 for a bad input or a refused path,
+74 for an I/O error, 1 when the extractor libraries are missing). Run
+standalone, :func:`extract_main` / :func:`pipeline_main` do the same.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+#: Default seconds one extractor may spend on one page (kept in sync with selection_extraction.engine).
+DEFAULT_TIME_LIMIT_SECONDS = 60.0
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "pages",
+        metavar="PAGES",
+        help="a folder of .html/.htm/.html.gz pages (searched recursively) or a JSON Lines manifest "
+        'of {"id", "url", "path"} entries',
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=_positive_float,
+        default=DEFAULT_TIME_LIMIT_SECONDS,
+        metavar="SECONDS",
+        help="seconds one extractor may spend on one page before it is stopped "
+        f"(default: {DEFAULT_TIME_LIMIT_SECONDS:g})",
+    )
+    parser.add_argument(
+        "--workers", type=_positive_int, default=None, metavar="N", help="worker processes (default: one per CPU core)"
+    )
+
+
+def add_extract_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the arguments of ``extract`` to ``parser`` (the main CLI's subparser)."""
+    _add_common(parser)
+    parser.add_argument(
+        "-o", "--output", metavar="BATCH", help="batch file to write (default: <PAGES>_extracted.json beside PAGES)"
+    )
+    return parser
+
+
+def add_pipeline_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the arguments of ``pipeline`` to ``parser`` (the main CLI's subparser)."""
+    _add_common(parser)
+    parser.add_argument(
+        "--extracted",
+        metavar="BATCH",
+        help="extracted batch to write (default: <PAGES>_extracted.json beside PAGES)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        help="selected batch to write (default: <extracted stem>_selected.json beside the extracted batch)",
+    )
+    parser.add_argument(
+        "--report", metavar="PATH", help="also write the selection's explanation per article (JSON Lines)"
+    )
+    return parser
+
+
+class _Progress:
+    """``pages done/total`` on a terminal (stderr); silent elsewhere. The clock only limits redraws."""
+
+    def __init__(self, stream: TextIO, label: str = "extracting") -> None:
+        self._stream = stream
+        self._label = label
+        self._enabled = stream.isatty()
+        self._last = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self._enabled or total == 0:
+            return
+        now = time.monotonic()
+        if done != total and now - self._last < 0.2:
+            return
+        self._last = now
+        self._stream.write(f"\r{self._label} {done}/{total} pages" + ("\n" if done == total else ""))
+        self._stream.flush()
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from selection_extraction.engine import ExtractionSettings
+
+    return ExtractionSettings(
+        time_limit_seconds=getattr(args, "time_limit", None) or DEFAULT_TIME_LIMIT_SECONDS,
+        workers=getattr(args, "workers", None),
+    )
+
+
+def format_extraction(stats: Any, output: Any) -> str:
+    """The lines printed after an extraction."""
+    errors = ", ".join(f"{name} {count}" for name, count in stats.errors.items())
+    timeouts = sum(stats.timeouts.values())
+    return (
+        f"pages: {stats.pages} ({stats.unreadable_pages} unreadable)\n"
+        f"errors: {errors}" + (f" ({timeouts} timeouts)" if timeouts else "") + f"\nextracted: {output}"
+    )
+
+
+def extract_command(args: argparse.Namespace) -> int:
+    """Run ``extract`` with parsed arguments; returns 0, raises the project's typed errors.
+
+    Raises:
+        InvalidPagesError: the pages input cannot be used (exit 65).
+        OutputPathError: the output path is refused (exit 65).
+        WriteError: writing failed (exit 74).
+        ExtractorsUnavailableError: the extractor libraries are missing (exit 1).
+    """
+    from selection_extraction.engine import extract_to_file
+
+    run = extract_to_file(args.pages, getattr(args, "output", None), _settings(args), progress=_Progress(sys.stderr))
+    print(format_extraction(run.result.stats, run.output_path))
+    return 0
+
+
+def pipeline_command(args: argparse.Namespace) -> int:
+    """Run ``pipeline`` with parsed arguments: extract, then select; returns 0, raises typed errors.
+
+    Every output path (extracted batch, selected batch, report) is checked
+    before the first page is read.
+    """
+    from selection_core.batch import Summary
+    from selection_core.errors import OutputPathError
+    from selection_storage.files import resolve_output_path, select_file
+    from selection_extraction.engine import default_output_path, extract_to_file, find_pages
+
+    extracted_arg = getattr(args, "extracted", None)
+    output_arg = getattr(args, "output", None)
+    report_arg = getattr(args, "report", None)
+    find_pages(args.pages)  # a bad input fails before anything else
+    extracted = resolve_output_path(args.pages, extracted_arg or default_output_path(args.pages))
+    selected = resolve_output_path(extracted, output_arg)
+    report = resolve_output_path(extracted, report_arg) if report_arg else None
+    if report is not None and report.resolve() == selected.resolve():
+        raise OutputPathError(f"{report}: the report path is the output path; choose another --report")
+
+    run = extract_to_file(args.pages, extracted, _settings(args), progress=_Progress(sys.stderr))
+    print(format_extraction(run.result.stats, run.output_path))
+    result = select_file(run.output_path, selected, report)
+    summary: Summary = result.summary
+    print(_format_selection(summary))
+    print(f"output: {result.output_path}")
+    if result.report_path is not None:
+        print(f"report: {result.report_path}")
+    return 0
+
+
+def _format_selection(summary: Any) -> str:
+    try:
+        from selection_cli.main import format_summary
+    except ImportError:  # pragma: no cover - the core always ships its CLI
+        return f"articles: {summary.articles}"
+    return str(format_summary(summary))
+
+
+def _standalone(
+    prog: str,
+    add: Callable[[argparse.ArgumentParser], argparse.ArgumentParser],
+    command: Callable[[argparse.Namespace], int],
+    argv: Sequence[str] | None,
+) -> int:
+    from selection_core.errors import SelectionError
+
+    parser = add(argparse.ArgumentParser(prog=prog))
+    args = parser.parse_args(argv)
+    try:
+        return command(args)
+    except SelectionError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted; nothing was written", file=sys.stderr)
+        return 130
+
+
+def extract_main(argv: Sequence[str] | None = None) -> int:
+    """``python -m selection_cli.extract PAGES [-o BATCH]``: ``extract`` without the main CLI."""
+    return _standalone("content-selection extract", add_extract_arguments, extract_command, argv)
+
+
+def pipeline_main(argv: Sequence[str] | None = None) -> int:
+    """``pipeline`` without the main CLI."""
+    return _standalone("content-selection pipeline", add_pipeline_arguments, pipeline_command, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(extract_main())

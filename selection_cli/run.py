@@ -1,0 +1,190 @@
+"""``content-selection run``: run the ``select-content`` flow on one batch from a terminal.
+
+With ``PREFECT_API_URL`` unset, the run uses Prefect's embedded (ephemeral) API,
+so it works on a fresh machine with nothing started; with it set, the run, its
+logs and its artifacts appear in that server's UI. Prefect is imported only
+when the command runs, so the rest of the CLI stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+PROG = "content-selection run"
+
+#: Values of ``--task-runner`` (the names of ``flows.runners.TaskRunnerName``, kept
+#: here so that building the parser imports no Prefect).
+TASK_RUNNER_CHOICES = ("in-process", "process", "dask")
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the arguments of ``run`` to ``parser`` (the main CLI's subparser)."""
+    parser.add_argument("input", metavar="INPUT", help="the *_extracted.json batch to select from")
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        help="where to write the selected batch (default: <stem>_selected.json beside INPUT)",
+    )
+    parser.add_argument("--report", metavar="PATH", help="also write the per-article explanation as JSON Lines")
+    parser.add_argument(
+        "--max-rows",
+        type=int,
+        default=None,
+        metavar="N",
+        help="rows of the selection-scores table artifact (default: 200)",
+    )
+    parser.add_argument(
+        "--data-root",
+        metavar="DIR",
+        help="refuse paths that resolve outside DIR (default: $CONTENT_SELECTION_DATA_ROOT, if set)",
+    )
+    parser.add_argument(
+        "--task-runner",
+        choices=TASK_RUNNER_CHOICES,
+        default=None,
+        help="where articles are scored: in this process, a process pool over the cores, or Dask "
+        "(default: $CONTENT_SELECTION_TASK_RUNNER, else dask with --dask-address, else in-process); "
+        "the output is the same bytes whichever",
+    )
+    parser.add_argument(
+        "--dask-address",
+        metavar="tcp://HOST:PORT",
+        help="scheduler of a running Dask cluster (default: $CONTENT_SELECTION_DASK_ADDRESS; "
+        "with neither, --task-runner dask starts a local cluster of 2 workers)",
+    )
+    parser.add_argument(
+        "--chunk-size",
+        type=int,
+        default=None,
+        metavar="N",
+        help="articles per chunk, one task run each (default: the whole batch in-process; "
+        "about 4 chunks per worker with process or dask)",
+    )
+    return parser
+
+
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    """A standalone parser for ``run``."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Run the select-content Prefect flow on one extracted batch "
+        "(embedded Prefect API unless PREFECT_API_URL is set).",
+    )
+    return add_run_arguments(parser)
+
+
+def run_main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m selection_cli.run INPUT [options]``; returns the exit status."""
+    return run_command(build_parser().parse_args(argv))
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the flow with parsed ``run`` arguments; returns the exit status.
+
+    Prints a one-line summary on stdout on success, and a one-line error on
+    stderr otherwise, with the error's ``exit_code`` (65 invalid input or
+    refused path, 74 I/O error, 1 anything else). Options missing from ``args``
+    take their defaults.
+    """
+    output = getattr(args, "output", None)
+    report = getattr(args, "report", None)
+    max_rows = getattr(args, "max_rows", None)
+    data_root = getattr(args, "data_root", None)
+    task_runner = getattr(args, "task_runner", None)
+    dask_address = getattr(args, "dask_address", None)
+    chunk_size = getattr(args, "chunk_size", None)
+    if max_rows is not None and max_rows < 0:
+        print(f"{PROG}: error: --max-rows must be 0 or more", file=sys.stderr)
+        return 2
+    if chunk_size is not None and chunk_size < 1:
+        print(f"{PROG}: error: --chunk-size must be 1 or more", file=sys.stderr)
+        return 2
+    from flows.runners import TaskRunnerConfigError, resolve_task_runner
+
+    try:
+        resolve_task_runner(task_runner, dask_address)
+    except TaskRunnerConfigError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+    if not os.environ.get("PREFECT_API_URL"):
+        # The embedded server must not try to reach the network for telemetry.
+        os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+        # Prefect waits 20 s for its embedded server by default; a first start on a
+        # busy or small machine (database migrations) can take longer than that.
+        os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+
+    from flows.select_content import DEFAULT_MAX_TABLE_ROWS, select_content
+
+    _hide_user_error_tracebacks()
+
+    parameters: dict[str, object] = {
+        # Relative paths mean "from here" on a command line, whatever the data root.
+        "input_path": os.path.abspath(args.input),
+        "output_path": os.path.abspath(output) if output else None,
+        "report_path": os.path.abspath(report) if report else None,
+        "max_table_rows": DEFAULT_MAX_TABLE_ROWS if max_rows is None else max_rows,
+        "data_root": data_root,
+        "task_runner": task_runner,
+        "dask_address": dask_address,
+        "chunk_size": chunk_size,
+    }
+    try:
+        summary = select_content(**parameters)
+    except Exception as exc:  # noqa: BLE001 - reported as one line, never a traceback
+        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+        return int(getattr(exc, "exit_code", 1))
+    print(summary.one_line())
+    return 0
+
+
+class _UserErrorFormatter(logging.Formatter):
+    """Formats like ``inner`` but drops the traceback of errors the user can fix.
+
+    The run's logs sent to the Prefect API keep the traceback; only the terminal
+    shows the one-line message.
+    """
+
+    def __init__(self, inner: logging.Formatter) -> None:
+        super().__init__()
+        self._inner = inner
+
+    def format(self, record: logging.LogRecord) -> str:
+        from selection_core.errors import SelectionError
+
+        if record.exc_info and isinstance(record.exc_info[1], SelectionError):
+            record = logging.makeLogRecord({**record.__dict__, "exc_info": None, "exc_text": None})
+        return self._inner.format(record)
+
+
+def _hide_user_error_tracebacks() -> None:
+    """Wrap the formatter of Prefect's console handlers with :class:`_UserErrorFormatter`."""
+    from prefect.logging.configuration import ensure_logging_setup
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    ensure_logging_setup()
+    loggers = [logging.getLogger()] + [
+        logger for logger in logging.Logger.manager.loggerDict.values() if isinstance(logger, logging.Logger)
+    ]
+    for logger in loggers:
+        for handler in logger.handlers:
+            if isinstance(handler, PrefectConsoleHandler) and not isinstance(handler.formatter, _UserErrorFormatter):
+                handler.setFormatter(_UserErrorFormatter(handler.formatter or logging.Formatter()))
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    from selection_core.errors import SelectionError
+
+    if isinstance(exc, SelectionError):
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+if __name__ == "__main__":
+    raise SystemExit(run_main())

@@ -1,0 +1,166 @@
+"""The flows ``extract-articles`` and ``extract-and-select`` under the session's Prefect test harness.
+
+Real extractors on real pages. The completion event is read back from the
+harness's API and checked against the trigger of the ``triggered`` selection
+deployment (the end-to-end trigger itself is exercised with a real server by
+``test_prefect_server.py``). Waits for the API to catch up are bounded; no
+assertion depends on time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import selection_core as sc
+from content_selection.events import BATCH_EXTRACTED_EVENT, BATCH_PATH_LABEL, batch_extracted_trigger
+from flows.extract_and_select import PipelineRunSummary, extract_and_select
+from flows.extract_articles import ExtractionRunSummary, extract_articles
+from selection_core.errors import UnsafePathError
+from selection_extraction.engine import extract_pages, find_pages
+from tasks.artifacts import SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY
+from tasks.extract import EXTRACTION_PROGRESS_ARTIFACT_KEY, EXTRACTION_SUMMARY_ARTIFACT_KEY, PAGES_ARTIFACT_KEY
+from tasks.select import PROGRESS_ARTIFACT_KEY
+from tests.support import PAGES
+from tests.support.prefect_fixtures import artifacts_of, expected_output, leftover_files
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+SAMPLE = sorted(PAGES.glob("*.html.gz"))[:3]
+
+#: Upper bound of the wait for events to reach the API (not a timing assertion).
+API_CATCH_UP_SECONDS = 60
+
+
+@pytest.fixture
+def pages(data_root: Path) -> Path:
+    """Three real pages in ``<data root>/2024-05-01/``."""
+    folder = data_root / "2024-05-01"
+    folder.mkdir()
+    for page in SAMPLE:
+        shutil.copy(page, folder / page.name)
+    return folder
+
+
+def read_batch_extracted_events(path: Path) -> list[Any]:
+    """The ``content-selection.batch.extracted`` events about ``path`` stored by the API now."""
+    from prefect import get_client
+    from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
+
+    event_filter = EventFilter(
+        event=EventNameFilter(name=[BATCH_EXTRACTED_EVENT]),
+        resource=EventResourceFilter(id=[f"content-selection.batch.{path}"]),
+    )
+
+    async def read() -> list[Any]:
+        async with get_client() as client:
+            return list((await client.read_events(filter=event_filter, limit=50)).events)
+
+    return asyncio.run(read())
+
+
+def wait_for_batch_extracted_events(path: Path) -> list[Any]:
+    """As :func:`read_batch_extracted_events`, once at least one has arrived (bounded wait)."""
+    deadline = time.monotonic() + API_CATCH_UP_SECONDS
+    while True:
+        events = read_batch_extracted_events(path)
+        if events or time.monotonic() > deadline:
+            return events
+        time.sleep(0.3)
+
+
+def test_extract_articles_writes_the_batch_and_announces_it(pages: Path, data_root: Path) -> None:
+    state = extract_articles(pages=str(pages), workers=2, return_state=True)
+    assert state.is_completed()
+    result = state.result()
+    output = data_root / "2024-05-01_extracted.json"
+    assert isinstance(result, ExtractionRunSummary)
+    assert result.output_path == str(output) and result.articles == len(SAMPLE) and result.event_emitted
+
+    # The batch is the engine's own, byte for byte (same input label).
+    reference = extract_pages(find_pages(pages, label=str(pages)))
+    assert output.read_bytes() == sc.dump_batch(reference.doc)
+    assert leftover_files(data_root, {output, *(pages / p.name for p in SAMPLE)}) == []
+
+    # The completion event follows the selection stage's contract, and the trigger matches it.
+    events = wait_for_batch_extracted_events(output)
+    assert len(events) == 1
+    event = events[0]
+    assert event.resource[BATCH_PATH_LABEL] == str(output)
+    assert event.payload["path"] == str(output) and event.payload["articles"] == len(SAMPLE)
+    trigger = batch_extracted_trigger()
+    assert event.event in trigger.expect
+    assert all(fnmatch.fnmatchcase(event.resource.id, pattern) for pattern in trigger.match.model_dump().values())
+    related = {r.get("prefect.resource.role"): r.id for r in event.related}
+    assert related.get("flow-run") == f"prefect.flow-run.{state.state_details.flow_run_id}"
+
+
+def test_extract_articles_artifacts(pages: Path, data_root: Path) -> None:
+    state = extract_articles(pages=str(pages), max_table_rows=2, emit_event=False, return_state=True)
+    assert state.is_completed()
+    result = state.result()
+    assert result.event_emitted is False
+    by_key = {a.key: a for a in asyncio.run(artifacts_of(state.state_details.flow_run_id))}
+    assert set(by_key) == {PAGES_ARTIFACT_KEY, EXTRACTION_SUMMARY_ARTIFACT_KEY, EXTRACTION_PROGRESS_ARTIFACT_KEY}
+    rows = json.loads(by_key[PAGES_ARTIFACT_KEY].data)
+    assert [row["id"] for row in rows] == [p.name.removesuffix(".html.gz") for p in SAMPLE[:2]]
+    assert "2 of 3 pages" in by_key[PAGES_ARTIFACT_KEY].description
+    summary = by_key[EXTRACTION_SUMMARY_ARTIFACT_KEY].data
+    assert "| Pages | 3 |" in summary and f"`{result.output_sha256}`" in summary
+    assert "newspaper.article(url, input_html=html" in summary
+    assert float(by_key[EXTRACTION_PROGRESS_ARTIFACT_KEY].data) == 100.0
+
+
+def test_extract_and_select_runs_both_steps_with_their_artifacts(pages: Path, data_root: Path) -> None:
+    report = data_root / "report.jsonl"
+    state = extract_and_select(pages=str(pages), report_path=str(report), return_state=True)
+    assert state.is_completed()
+    result = state.result()
+    extracted = data_root / "2024-05-01_extracted.json"
+    selected = data_root / "2024-05-01_extracted_selected.json"
+    assert isinstance(result, PipelineRunSummary)
+    assert (result.extracted_path, result.output_path) == (str(extracted), str(selected))
+    # The selection is exactly what the select step makes of the extracted batch.
+    assert selected.read_bytes() == expected_output(extracted)
+    assert len(report.read_text().splitlines()) == len(SAMPLE)
+    assert sum(result.by_extractor.values()) == len(SAMPLE)
+
+    by_key = {a.key: a for a in asyncio.run(artifacts_of(state.state_details.flow_run_id))}
+    assert set(by_key) == {
+        PAGES_ARTIFACT_KEY,
+        EXTRACTION_SUMMARY_ARTIFACT_KEY,
+        EXTRACTION_PROGRESS_ARTIFACT_KEY,
+        SCORES_ARTIFACT_KEY,
+        SUMMARY_ARTIFACT_KEY,
+        PROGRESS_ARTIFACT_KEY,
+    }
+    assert f"| Input SHA-256 | `{result.extracted_sha256}` |" in by_key[SUMMARY_ARTIFACT_KEY].data
+    # No completion event: the selection is already done.
+    assert read_batch_extracted_events(extracted) == []
+
+
+def test_paths_outside_the_data_root_fail_before_any_work(pages: Path, data_root: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.json"
+    state = extract_articles(pages=str(pages), output_path=str(outside), return_state=True)
+    assert state.is_failed()
+    with pytest.raises(UnsafePathError, match="outside the data root"):
+        state.result()
+    assert not outside.exists()
+    assert leftover_files(data_root, {pages / p.name for p in SAMPLE}) == []
+
+
+def test_flow_parameters_are_described_for_the_ui() -> None:
+    from prefect.utilities.callables import parameter_schema
+
+    for flow_object in (extract_articles, extract_and_select):
+        schema = parameter_schema(flow_object.fn).model_dump()
+        assert schema["properties"], flow_object.name
+        for name, prop in schema["properties"].items():
+            assert prop.get("description"), f"{flow_object.name}: parameter {name} has no description"

@@ -1,0 +1,444 @@
+"""Chunked selection on every task runner: the same bytes, one task run per chunk.
+
+Runs the ``select-content`` flow on the real 181-article batch in-process, on a
+process pool, on a local Dask cluster and on a Dask cluster started here as
+separate ``dask scheduler`` / ``dask worker`` processes on 127.0.0.1, and
+compares the written bytes with the core's own output. Task runs are read back
+through the Prefect client. Waits are bounded; nothing asserts a duration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import selection_core as sc
+from flows.runners import (
+    DASK_ADDRESS_ENV,
+    TASK_RUNNER_ENV,
+    TaskRunnerConfigError,
+    TaskRunnerName,
+    check_dask_address,
+    local_cluster_kwargs,
+    resolve_task_runner,
+    submit_in_order,
+)
+from flows.select_content import select_content
+from flows.select_directory import select_directory
+from selection_cli.run import run_main
+from selection_core import selection_view
+from selection_storage.files import FileIdentity
+from tasks.chunks import ChunkJob, chunk_bounds
+from tests.support import ROOT
+from tests.support.prefect_fixtures import expected_output, free_port, leftover_files, task_runs_of
+
+GOLDEN_BATCH = ROOT / "tests" / "data" / "aeb_batch_extracted.json"
+SAMPLE_BATCH = ROOT / "examples" / "sample_extracted.json"
+N_GOLDEN = 181
+
+#: Task runs every chunked run has besides its chunks.
+FIXED_TASKS = {"check-paths", "plan-batch", "assemble-batch", "publish-artifacts"}
+
+#: Upper bound of every wait below (API catching up, a cluster starting); not a timing assertion.
+WAIT_SECONDS = 90
+
+
+# --- pure parts -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("n", "size", "bounds"),
+    [
+        pytest.param(0, 5, [], id="empty"),
+        pytest.param(1, 5, [(0, 1)], id="shorter-than-a-chunk"),
+        pytest.param(5, 5, [(0, 5)], id="exactly-one"),
+        pytest.param(7, 3, [(0, 3), (3, 6), (6, 7)], id="last-shorter"),
+        pytest.param(3, 1, [(0, 1), (1, 2), (2, 3)], id="one-per-chunk"),
+    ],
+)
+def test_chunk_bounds_cover_every_article_once_in_order(n: int, size: int, bounds: list[tuple[int, int]]) -> None:
+    assert chunk_bounds(n, size) == bounds
+
+
+def test_chunk_size_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        chunk_bounds(3, 0)
+
+
+def _golden_articles() -> list[dict[str, Any]]:
+    return orjson.loads(GOLDEN_BATCH.read_bytes())["articles"]
+
+
+def test_the_selection_view_gives_every_golden_decision() -> None:
+    articles = _golden_articles()
+    assert [sc.select_article(selection_view(a), i) for i, a in enumerate(articles)] == sc.select_articles(articles)
+
+
+_values = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.text(max_size=3), st.just({"x": 1}))
+_texts = st.one_of(
+    st.sampled_from(["", "  ", "one two three four five six", "one two three four five six seven", "a b", "A, b!"]),
+    st.text(max_size=40),
+    _values,
+)
+
+
+@st.composite
+def _articles(draw: st.DrawFn) -> dict[str, Any]:
+    article: dict[str, Any] = {"id": draw(st.integers())}
+    for name in sc.EXTRACTORS:
+        kind = draw(st.sampled_from(["missing", "not-object", "block"]))
+        if kind == "not-object":
+            article[name] = draw(_values)
+        elif kind == "block":
+            block: dict[str, Any] = {}
+            if draw(st.booleans()):
+                block[sc.TEXT_FIELDS[name]] = draw(_texts)
+            if draw(st.booleans()):
+                block["error"] = draw(st.one_of(_values, st.just(" "), st.just("Timeout")))
+            if draw(st.booleans()):
+                block["title"] = "kept out of the view"
+            article[name] = block
+    return article
+
+
+@settings(max_examples=300, deadline=None)
+@given(article=_articles(), index=st.integers(0, 10**6))
+def test_the_selection_view_decides_like_the_article(article: dict[str, Any], index: int) -> None:
+    view = selection_view(article)
+    assert sc.select_article(view, index) == sc.select_article(article, index)
+    assert set(view) <= set(sc.EXTRACTORS)
+
+
+def _job(start: int, stop: int, part: str = "/out/.o.json.1.0000000000000000.cs-tmp") -> ChunkJob:
+    return ChunkJob(
+        input_path="/in.json",
+        identity=FileIdentity(1, 2, 3),
+        start=start,
+        stop=stop,
+        span=(10 * start, 10 * stop),
+        output_path="/out/o.json",
+        output_part=part,
+        report_path=None,
+        report_part=None,
+        table_rows=0,
+        owner_pid=1,
+        owner_host="here",
+    )
+
+
+def test_a_chunk_names_its_dask_task_by_its_part_and_position() -> None:
+    from dask.base import tokenize
+
+    assert tokenize(_job(7, 9)) == tokenize(_job(7, 9))
+    assert tokenize(_job(7, 9)) != tokenize(_job(8, 9))
+    assert tokenize(_job(7, 9)) != tokenize(_job(7, 9, part="/out/.o.json.1.0000000000000001.cs-tmp"))
+
+
+@pytest.mark.parametrize(
+    ("name", "address", "env", "expected"),
+    [
+        pytest.param(None, None, {}, (TaskRunnerName.IN_PROCESS, None), id="default"),
+        pytest.param("process", None, {}, (TaskRunnerName.PROCESS, None), id="process"),
+        pytest.param(None, "tcp://127.0.0.1:8786", {}, (TaskRunnerName.DASK, "tcp://127.0.0.1:8786"), id="address"),
+        pytest.param(None, None, {TASK_RUNNER_ENV: "dask"}, (TaskRunnerName.DASK, None), id="env-runner"),
+        pytest.param(
+            None, None, {DASK_ADDRESS_ENV: "tcp://[::1]:9000"}, (TaskRunnerName.DASK, "tcp://[::1]:9000"), id="env-addr"
+        ),
+        pytest.param("in-process", None, {TASK_RUNNER_ENV: "dask"}, (TaskRunnerName.IN_PROCESS, None), id="param-wins"),
+    ],
+)
+def test_resolve_task_runner(monkeypatch, name, address, env, expected) -> None:
+    monkeypatch.delenv(TASK_RUNNER_ENV, raising=False)
+    monkeypatch.delenv(DASK_ADDRESS_ENV, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert resolve_task_runner(name, address) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "address", "message"),
+    [
+        pytest.param("threads", None, "unknown task runner", id="unknown"),
+        pytest.param("dask", "127.0.0.1:8786", "tcp://HOST:PORT", id="no-scheme"),
+        pytest.param("dask", "tcp://127.0.0.1", "tcp://HOST:PORT", id="no-port"),
+        pytest.param("dask", "tcp://127.0.0.1:70000", "tcp://HOST:PORT", id="port-too-large"),
+        pytest.param("process", "tcp://127.0.0.1:8786", "choose the dask task runner", id="address-without-dask"),
+    ],
+)
+def test_bad_runner_settings_are_refused(monkeypatch, name, address, message) -> None:
+    monkeypatch.delenv(TASK_RUNNER_ENV, raising=False)
+    monkeypatch.delenv(DASK_ADDRESS_ENV, raising=False)
+    with pytest.raises(TaskRunnerConfigError, match=message):
+        resolve_task_runner(name, address)
+
+
+def test_the_local_cluster_stays_on_loopback_with_two_single_thread_workers(tmp_path: Path) -> None:
+    kwargs = local_cluster_kwargs(str(tmp_path))
+    assert kwargs["host"] == "127.0.0.1" and kwargs["n_workers"] == 2 and kwargs["threads_per_worker"] == 1
+    assert kwargs["processes"] is True and kwargs["dashboard_address"] is None
+    assert kwargs["scheduler_kwargs"]["dashboard_address"].startswith("127.0.0.1:")
+    assert check_dask_address("tcp://scheduler.internal:8786") == "tcp://scheduler.internal:8786"
+
+
+class _FailingFuture:
+    def __init__(self, error: Exception | None, value: Any = None) -> None:
+        self.error, self.value, self.waited = error, value, False
+
+    def result(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+    def wait(self) -> None:
+        self.waited = True
+
+
+def test_submit_in_order_keeps_order_bounds_the_window_and_waits_on_failure() -> None:
+    submitted: list[Any] = []
+    futures: list[_FailingFuture] = []
+
+    class Runner:
+        def submit(self, task: Any, parameters: dict[str, Any]) -> _FailingFuture:
+            submitted.append(parameters["x"])
+            future = _FailingFuture(RuntimeError("boom") if parameters["x"] == 2 else None, parameters["x"] * 10)
+            futures.append(future)
+            return future
+
+    built: list[int] = []
+
+    def payloads() -> Iterator[int]:
+        for i in range(6):
+            built.append(i)
+            # never more than `in_flight` submitted-but-uncollected payloads when the next one is built
+            assert len(submitted) - len(seen) <= 2
+            yield i
+
+    seen: list[tuple[int, int]] = []
+    with pytest.raises(RuntimeError, match="boom"):
+        submit_in_order(Runner(), None, payloads(), "x", in_flight=2, on_result=lambda i, r: seen.append((i, r)))
+    assert seen == [(0, 0), (1, 10)]
+    assert all(f.waited for f in futures[3:])  # the ones still pending were waited for
+    assert submit_in_order(Runner(), None, [0, 1, 3], "x", in_flight=1) == [0, 10, 30]
+
+
+# --- flow runs --------------------------------------------------------------------
+
+
+def _wait_for_task_runs(flow_run_id: UUID, done: Callable[[list[Any]], bool]) -> list[Any]:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        runs = asyncio.run(task_runs_of(flow_run_id))
+        if done(runs) or time.monotonic() > deadline:
+            return runs
+        time.sleep(0.2)
+
+
+def _task_names(runs: list[Any]) -> list[str]:
+    return sorted(run.name if run.name.startswith("select-chunk-") else run.name.rsplit("-", 1)[0] for run in runs)
+
+
+def _expected_names(n_chunks: int, chunk_size: int) -> list[str]:
+    chunks = [f"select-chunk-{start:06d}" for start in range(0, n_chunks * chunk_size, chunk_size)]
+    return sorted([*FIXED_TASKS, *chunks])
+
+
+def _run_and_check(source: Path, output: Path, chunk_size: int, n_articles: int, **runner: Any) -> None:
+    state = select_content(
+        input_path=str(source), output_path=str(output), chunk_size=chunk_size, return_state=True, **runner
+    )
+    assert state.is_completed(), state.message
+    assert output.read_bytes() == expected_output(source)
+    n_chunks = -(-n_articles // chunk_size)
+    expected = _expected_names(n_chunks, chunk_size)
+    runs = _wait_for_task_runs(
+        state.state_details.flow_run_id,
+        lambda rs: len(rs) == len(expected) and all(r.state and r.state.is_final() for r in rs),
+    )
+    assert _task_names(runs) == expected  # task runs grow with chunks, not articles
+    assert all(run.state.is_completed() for run in runs)
+
+
+@pytest.fixture
+def golden(tmp_path: Path) -> Path:
+    path = tmp_path / "aeb_extracted.json"
+    path.write_bytes(GOLDEN_BATCH.read_bytes())
+    return path
+
+
+@pytest.fixture
+def sample(tmp_path: Path) -> Path:
+    path = tmp_path / "sample_extracted.json"
+    path.write_bytes(SAMPLE_BATCH.read_bytes())
+    return path
+
+
+def _sample_size() -> int:
+    return len(orjson.loads(SAMPLE_BATCH.read_bytes())["articles"])
+
+
+@pytest.mark.usefixtures("prefect_harness", "no_data_root_env")
+@pytest.mark.parametrize("chunk_size", [7, 1000], ids=["chunk-7", "chunk-large"])
+def test_in_process_chunks_write_the_same_bytes(golden: Path, tmp_path: Path, chunk_size: int) -> None:
+    _run_and_check(golden, tmp_path / "out.json", chunk_size, N_GOLDEN, task_runner="in-process")
+
+
+@pytest.mark.usefixtures("prefect_harness", "no_data_root_env")
+def test_in_process_chunks_of_one_article(sample: Path, tmp_path: Path) -> None:
+    _run_and_check(sample, tmp_path / "out.json", 1, _sample_size(), task_runner="in-process")
+
+
+@pytest.mark.usefixtures("prefect_harness", "no_data_root_env")
+def test_process_pool_writes_the_same_bytes(golden: Path, tmp_path: Path) -> None:
+    _run_and_check(golden, tmp_path / "out.json", 7, N_GOLDEN, task_runner="process")
+
+
+@pytest.mark.usefixtures("prefect_harness", "no_data_root_env")
+def test_local_dask_cluster_writes_the_same_bytes(golden: Path, tmp_path: Path) -> None:
+    _run_and_check(golden, tmp_path / "out.json", 7, N_GOLDEN, task_runner="dask")
+    assert leftover_files(tmp_path, {golden, tmp_path / "out.json"}) == []
+
+
+# --- a Dask cluster of separate processes ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dask_cluster(tmp_path_factory: pytest.TempPathFactory, prefect_harness: None) -> Iterator[str]:
+    """``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1; their address."""
+    from distributed import Client
+    from prefect.settings import PREFECT_API_URL
+
+    scratch = tmp_path_factory.mktemp("dask")
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    env = dict(os.environ)
+    env.update(
+        {
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
+            "DASK_TEMPORARY_DIRECTORY": str(scratch),
+            "PREFECT_API_URL": str(PREFECT_API_URL.value()),  # the test harness's API
+        }
+    )
+    dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+    worker = [sys.executable, "-m", "distributed.cli.dask_worker"]
+    loopback = ["--host", "127.0.0.1", "--no-dashboard", "--dashboard-address", "127.0.0.1:0"]
+    logs = [open(scratch / name, "wb") for name in ("scheduler.log", "worker-1.log", "worker-2.log")]  # noqa: SIM115
+    commands = [
+        [*dask, "--port", str(port), *loopback],
+        *[
+            [*worker, address, "--nthreads", "1", "--no-nanny", "--local-directory", str(scratch / f"w{i}"), *loopback]
+            for i in (1, 2)
+        ],
+    ]
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        for command, log in zip(commands, logs):
+            processes.append(subprocess.Popen(command, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT))
+        with Client(address, timeout=WAIT_SECONDS) as client:
+            client.wait_for_workers(2, timeout=WAIT_SECONDS)
+            assert len(client.scheduler_info()["workers"]) == 2
+        yield address
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for log in logs:
+            log.close()
+
+
+@pytest.mark.usefixtures("no_data_root_env")
+@pytest.mark.parametrize(
+    ("batch", "chunk_size"),
+    [("sample", 1), ("golden", 7), ("golden", 1000)],
+    ids=["sample-chunk-1", "chunk-7", "chunk-large"],
+)
+def test_an_existing_dask_cluster_writes_the_same_bytes(
+    dask_cluster: str, request: pytest.FixtureRequest, tmp_path: Path, batch: str, chunk_size: int
+) -> None:
+    source: Path = request.getfixturevalue(batch)
+    n_articles = N_GOLDEN if batch == "golden" else _sample_size()
+    _run_and_check(source, tmp_path / "out.json", chunk_size, n_articles, task_runner="dask", dask_address=dask_cluster)
+
+
+@pytest.mark.usefixtures("no_data_root_env")
+def test_cli_run_on_an_existing_dask_cluster(dask_cluster: str, golden: Path, tmp_path: Path, capsys) -> None:
+    output = tmp_path / "cli.json"
+    argv = [str(golden), "-o", str(output), "--task-runner", "dask", "--dask-address", dask_cluster]
+    assert run_main([*argv, "--chunk-size", "50"]) == 0
+    assert capsys.readouterr().out.startswith(f"selected {N_GOLDEN} articles")
+    assert output.read_bytes() == expected_output(golden)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        pytest.param(["--task-runner", "dask", "--dask-address", "localhost"], "tcp://HOST:PORT", id="bad-address"),
+        pytest.param(["--dask-address", "tcp://127.0.0.1:1", "--task-runner", "process"], "dask", id="mismatch"),
+        pytest.param(["--chunk-size", "0"], "--chunk-size", id="zero-chunk"),
+    ],
+)
+def test_cli_run_refuses_bad_runner_options_in_one_line(golden: Path, tmp_path: Path, capsys, extra, message) -> None:
+    assert run_main([str(golden), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("content-selection run: error: ") and message in err
+    assert leftover_files(tmp_path, {golden}) == []
+
+
+# --- directory mode -------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("prefect_harness", "no_data_root_env")
+def test_select_directory_runs_batches_concurrently_with_chunks(batch_factory, tmp_path: Path) -> None:
+    folder = tmp_path / "batches"
+    sources = [batch_factory(name=f"{c}_extracted.json", directory=folder, n_articles=5) for c in "abcd"]
+    bad = batch_factory(name="e_extracted.json", directory=folder, raw=b"[]")
+
+    state = select_directory(directory=str(folder), max_concurrent_batches=3, chunk_size=2, return_state=True)
+
+    assert state.is_failed() and "1 of 5 batch(es) failed" in state.message and str(bad) in state.message
+    for source in sources:
+        assert source.with_name(source.stem + "_selected.json").read_bytes() == expected_output(source)
+
+    def batch_runs(runs: list[Any]) -> list[Any]:
+        return [run for run in runs if run.name.startswith("select-batch-file")]
+
+    runs = _wait_for_task_runs(
+        state.state_details.flow_run_id,
+        lambda rs: len(batch_runs(rs)) == 5 and all(r.state and r.state.is_final() for r in batch_runs(rs)),
+    )
+    assert len(batch_runs(runs)) == 5  # one task (and its select-content subflow) per stale batch
+
+
+@pytest.mark.usefixtures("prefect_harness", "no_data_root_env")
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        pytest.param({"max_concurrent_batches": 0}, id="no-concurrency"),
+        pytest.param({"task_runner": "threads"}, id="unknown-runner"),
+        pytest.param({"dask_address": "localhost:1"}, id="bad-address"),
+        pytest.param({"chunk_size": 0}, id="zero-chunk"),
+    ],
+)
+def test_runner_parameters_are_validated_before_the_run(tmp_path: Path, parameters: dict[str, Any]) -> None:
+    for flow, base in ((select_directory, {"directory": str(tmp_path)}), (select_content, {"input_path": "x.json"})):
+        if flow is select_content and "max_concurrent_batches" in parameters:
+            continue
+        state = flow(**base, **parameters, return_state=True)
+        assert state.is_failed()
+        assert "parameters" in (state.message or "").lower()

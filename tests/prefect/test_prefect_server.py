@@ -1,0 +1,370 @@
+"""End to end against a real ``prefect server start`` on 127.0.0.1, started and stopped here.
+
+Everything runs in subprocesses that share a temporary ``PREFECT_HOME``:
+
+1. ``content-selection serve`` (``deployments/serve.py``) registers the manual,
+   scheduled and triggered deployments and runs their flow runs;
+2. a stand-in upstream flow (``examples/upstream_flow.py``) writes a batch and
+   emits ``content-selection.batch.extracted``: the triggered run selects it;
+3. events carrying paths that leave the data root start runs that fail and write nothing;
+4. the manual and scheduled deployments are started through the API, as the UI does;
+5. ``prefect deploy --all`` reads ``prefect.yaml`` and a process worker runs its deployments.
+
+Every wait is bounded; no assertion depends on how long anything took.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+
+from content_selection.events import BATCH_EXTRACTED_EVENT
+from tasks.artifacts import SCORES_ARTIFACT_KEY
+from tests.support import ROOT
+from tests.support.prefect_fixtures import expected_output, free_port, leftover_files
+
+pytestmark = pytest.mark.server
+
+SOURCE_BATCH = ROOT / "tests" / "data" / "aeb_batch_extracted.json"
+
+SERVER_START_SECONDS = 120
+SERVE_START_SECONDS = 90
+RUN_SECONDS = 150
+STOP_SECONDS = 30
+
+T = TypeVar("T")
+
+#: A script that emits the batch-extracted event for each path given as an argument.
+EMIT_EACH_ARGUMENT = (
+    "import sys\nfrom content_selection.events import emit_batch_extracted\nfor p in sys.argv[1:]: emit_batch_extracted(p)"
+)
+
+
+def wait_until(what: str, probe: Callable[[], T | None], timeout: float, interval: float = 0.5) -> T:
+    """Call ``probe`` until it returns something truthy; fail with ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"gave up waiting for {what} after {timeout:.0f} s")
+        time.sleep(interval)
+
+
+def start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """Start a subprocess in its own session (so it and its children can be stopped together)."""
+    with open(log, "wb") as out:
+        return subprocess.Popen(
+            args,
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the process group, SIGKILL if it is still there after ``STOP_SECONDS``."""
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=STOP_SECONDS)
+
+
+def run(args: list[str], env: dict[str, str], timeout: float = RUN_SECONDS) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        args, cwd=ROOT, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout
+    )
+    assert result.returncode == 0, f"{args} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result
+
+
+class Server:
+    """A running server, the environment to reach it, and a synchronous client."""
+
+    def __init__(self, api_url: str, env: dict[str, str], logs: Path) -> None:
+        self.api_url = api_url
+        self.env = env
+        self.logs = logs
+
+    @contextmanager
+    def client(self) -> Iterator[Any]:
+        from prefect import get_client
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        with temporary_settings(updates={PREFECT_API_URL: self.api_url}):
+            with get_client(sync_client=True) as client:
+                yield client
+
+    def deployment(self, name: str) -> Any | None:
+        from prefect.exceptions import ObjectNotFound
+
+        with self.client() as client:
+            try:
+                return client.read_deployment_by_name(name)
+            except ObjectNotFound:
+                return None
+
+    def flow_runs(self, deployment_name: str) -> list[Any]:
+        from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+
+        deployment = self.deployment(deployment_name)
+        if deployment is None:
+            return []
+        with self.client() as client:
+            return client.read_flow_runs(
+                deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment.id]))
+            )
+
+    def final_run(self, deployment_name: str, input_path: str, timeout: float = RUN_SECONDS) -> Any:
+        """The run of ``deployment_name`` on ``input_path``, once it has reached a final state."""
+
+        def probe() -> Any | None:
+            for flow_run in self.flow_runs(deployment_name):
+                if flow_run.parameters.get("input_path") == input_path and flow_run.state and flow_run.state.is_final():
+                    return flow_run
+            return None
+
+        return wait_until(f"a final run of {deployment_name} on {input_path}", probe, timeout)
+
+    def automations(self) -> list[Any]:
+        with self.client() as client:
+            return client.read_automations()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    home = tmp_path_factory.mktemp("prefect-home")
+    logs = tmp_path_factory.mktemp("logs")
+    port = free_port()
+    api_url = f"http://127.0.0.1:{port}/api"
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    base.update(
+        PREFECT_HOME=str(home),
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        PREFECT_SERVER_UI_ENABLED="false",
+        PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    )
+    process = start(
+        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        base,
+        logs / "server.log",
+    )
+    try:
+
+        def healthy() -> bool:
+            assert process.poll() is None, (logs / "server.log").read_text()[-3000:]
+            try:
+                return httpx.get(f"{api_url}/health", timeout=5).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until("the Prefect server to answer /api/health", healthy, SERVER_START_SECONDS)
+        env = {
+            **base,
+            "PREFECT_API_URL": api_url,
+            "PREFECT_RUNNER_POLL_FREQUENCY": "1",
+            "PREFECT_WORKER_QUERY_SECONDS": "1",
+        }
+        yield Server(api_url, env, logs)
+    finally:
+        stop(process)
+
+
+@pytest.fixture(scope="class")
+def served(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """``content-selection serve`` running against the server; yields the data root."""
+    data_root = tmp_path_factory.mktemp("data-root")
+    process = start(
+        [sys.executable, "-m", "deployments.serve", "--data-root", str(data_root), "--cron", "0 3 1 1 *"],
+        server.env,
+        server.logs / "serve.log",
+    )
+    try:
+
+        def registered() -> bool:
+            assert process.poll() is None, (server.logs / "serve.log").read_text()[-3000:]
+            names = ("select-content/manual", "select-directory/scheduled", "select-content/triggered")
+            return all(server.deployment(n) for n in names) and any(
+                a.name == "select-content-on-batch-extracted" for a in server.automations()
+            )
+
+        wait_until("serve to register the deployments and the trigger", registered, SERVE_START_SECONDS)
+        yield data_root
+    finally:
+        stop(process)
+
+
+@pytest.mark.usefixtures("served")
+class TestServedDeployments:
+    def test_upstream_event_triggers_a_selection_of_that_batch(self, server: Server, served: Path) -> None:
+        target = served / "2024-05-01" / "news_extracted.json"
+        target.parent.mkdir()
+        run([sys.executable, "examples/upstream_flow.py", str(SOURCE_BATCH), str(target)], server.env)
+
+        flow_run = server.final_run("select-content/triggered", str(target))
+
+        assert flow_run.state.is_completed(), flow_run.state.message
+        output = target.with_name("news_extracted_selected.json")
+        assert output.read_bytes() == expected_output(SOURCE_BATCH)
+        assert flow_run.parameters["require_data_root"] is True
+
+    def test_event_paths_outside_the_data_root_fail_and_write_nothing(
+        self, server: Server, served: Path, tmp_path: Path
+    ) -> None:
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        secret = outside / "secret_extracted.json"
+        secret.write_bytes(SOURCE_BATCH.read_bytes())
+        link = served / "link_extracted.json"
+        link.symlink_to(secret)
+        # A `..` escape, and a symlink inside the root that points out of it (plain outside
+        # paths are covered, with the others, by the flow tests).
+        sent = [f"{served}/../{secret.relative_to(served.parent)}", str(link)]
+        try:
+            run([sys.executable, "-c", EMIT_EACH_ARGUMENT, *sent], server.env)
+            runs = [server.final_run("select-content/triggered", path) for path in sent]
+        finally:
+            link.unlink()
+
+        for flow_run in runs:
+            assert flow_run.state.is_failed()
+            assert "outside the data root" in flow_run.state.message
+        assert leftover_files(outside, {secret}) == []
+        assert not (served / "link_extracted_selected.json").exists()
+
+    def test_manual_deployment_runs_from_the_api(self, server: Server, served: Path) -> None:
+        from prefect.deployments import run_deployment
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        # What the UI's run form shows: every parameter typed and described.
+        schema = server.deployment("select-content/manual").parameter_openapi_schema
+        assert schema["required"] == ["input_path"]
+        assert all(prop.get("description") for prop in schema["properties"].values())
+
+        source = served / "manual" / "by_hand_extracted.json"
+        source.parent.mkdir()
+        source.write_bytes(SOURCE_BATCH.read_bytes())
+        with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
+            flow_run = run_deployment(
+                "select-content/manual",
+                parameters={"input_path": str(source), "max_table_rows": 4},
+                timeout=RUN_SECONDS,
+                poll_interval=1,
+            )
+        assert flow_run.state.is_completed(), flow_run.state.message
+        assert source.with_name("by_hand_extracted_selected.json").read_bytes() == expected_output(SOURCE_BATCH)
+
+        from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+        with server.client() as client:
+            artifacts = client.read_artifacts(
+                artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run.id]))
+            )
+        (table,) = [a for a in artifacts if a.key == SCORES_ARTIFACT_KEY]
+        assert len(json.loads(table.data)) == 4
+        assert "max_table_rows=4" in table.description
+
+    def test_manual_deployment_refuses_invalid_parameters(self, server: Server) -> None:
+        from prefect.deployments import run_deployment
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        with (
+            temporary_settings(updates={PREFECT_API_URL: server.api_url}),
+            pytest.raises(Exception, match="max_table_rows"),
+        ):
+            run_deployment("select-content/manual", parameters={"input_path": "x", "max_table_rows": -1}, timeout=0)
+
+    def test_scheduled_deployment_selects_each_stale_batch(self, server: Server, served: Path) -> None:
+        from prefect.deployments import run_deployment
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        folder = served / "scheduled"
+        (folder / "deep").mkdir(parents=True)
+        good = folder / "deep" / "good_extracted.json"
+        good.write_bytes(SOURCE_BATCH.read_bytes())
+        bad = folder / "bad_extracted.json"
+        bad.write_bytes(b'{"articles": "not a list"}')
+        with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
+            flow_run = run_deployment(
+                "select-directory/scheduled",
+                parameters={"directory": str(folder)},
+                timeout=RUN_SECONDS,
+                poll_interval=1,
+            )
+        assert flow_run.state.is_failed()
+        assert "1 of 2 batch(es) failed" in flow_run.state.message
+        assert good.with_name("good_extracted_selected.json").read_bytes() == expected_output(SOURCE_BATCH)
+        assert not bad.with_name("bad_extracted_selected.json").exists()
+
+
+def test_prefect_yaml_deploys_and_a_process_worker_runs_it(server: Server, tmp_path: Path) -> None:
+    data_root = tmp_path / "root"
+    data_root.mkdir()
+    env = {**server.env, "CONTENT_SELECTION_DATA_ROOT": str(data_root)}
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.workers.process import ProcessWorker
+
+    with server.client() as client:  # what `prefect work-pool create local-process --type process` does
+        client.create_work_pool(
+            WorkPoolCreate(
+                name="local-process", type="process", base_job_template=ProcessWorker.get_default_base_job_template()
+            )
+        )
+    run([sys.executable, "-m", "prefect", "--no-prompt", "deploy", "--all"], env)
+
+    for name in ("select-content/manual", "select-directory/scheduled", "select-content/triggered"):
+        deployment = server.deployment(name)
+        assert deployment is not None and deployment.work_pool_name == "local-process"
+        assert deployment.enforce_parameter_schema
+    (automation,) = [a for a in server.automations() if a.name == "select-content-on-batch-extracted"]
+    assert automation.trigger.expect == {BATCH_EXTRACTED_EVENT}
+
+    manual_input = data_root / "manual_extracted.json"
+    manual_input.write_bytes(SOURCE_BATCH.read_bytes())
+    triggered_input = data_root / "event_extracted.json"
+    triggered_input.write_bytes(SOURCE_BATCH.read_bytes())
+
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
+        run_deployment("select-content/manual", parameters={"input_path": str(manual_input)}, timeout=0)
+    run([sys.executable, "-c", EMIT_EACH_ARGUMENT, str(triggered_input)], env)
+    wait_until(
+        "the automation to create the triggered run",
+        lambda: any(
+            r.parameters.get("input_path") == str(triggered_input) for r in server.flow_runs("select-content/triggered")
+        ),
+        RUN_SECONDS,
+    )
+
+    # One polling pass of a process worker: it runs both, then waits for them to finish.
+    run(
+        [sys.executable, "-m", "prefect", "worker", "start", "--pool", "local-process", "--run-once", "--limit", "4"],
+        env,
+    )
+    manual = server.final_run("select-content/manual", str(manual_input))
+    triggered = server.final_run("select-content/triggered", str(triggered_input))
+    assert manual.state.is_completed(), manual.state.message
+    assert triggered.state.is_completed(), triggered.state.message
+    for source in (manual_input, triggered_input):
+        assert source.with_name(f"{source.stem}_selected.json").read_bytes() == expected_output(SOURCE_BATCH)

@@ -1,0 +1,17 @@
+"""Helpers shared by the tests, imported as a package (``from tests.support import ...``).
+
+The places every test finds its data from, whatever folder it lives in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: The repository root.
+ROOT = Path(__file__).resolve().parents[2]
+
+#: The committed fixtures (see ``tests/data/README.md``).
+DATA = ROOT / "tests" / "data"
+
+#: The real pages of the extraction tests.
+PAGES = DATA / "pages"
