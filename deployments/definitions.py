@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from prefect.client.schemas.schedules import CronSchedule
 from prefect.types.entrypoint import EntrypointType
 
+from content_selection.events import batch_extracted_trigger
 from deployments.config import (
     DEFAULT_CRON,
     DEFAULT_TIMEZONE,
@@ -24,7 +25,6 @@ from deployments.config import (
     TAGS,
     TRIGGERED_DEPLOYMENT,
 )
-from content_selection.events import batch_extracted_trigger
 from flows.select_content import select_content
 from flows.select_directory import select_directory
 

@@ -67,7 +67,7 @@ def serve_command(args: argparse.Namespace) -> int:
 
     from prefect.settings import PREFECT_API_URL
 
-    from tasks.paths import DATA_ROOT_ENV, configured_data_root, resolve_data_root
+    from selection_storage.paths import DATA_ROOT_ENV, configured_data_root, resolve_data_root
 
     if not PREFECT_API_URL.value():
         _error(

@@ -12,22 +12,19 @@ No completion event is emitted: the selection is already done.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 from prefect import flow
-from prefect.runtime import flow_run
 from prefect.utilities.annotations import opaque
 from pydantic import BaseModel, Field
 
 import selection_core as sc
 from flows.extract_articles import (
-    DEFAULT_MAX_TABLE_ROWS,
-    MAX_TABLE_ROWS_LIMIT,
-    MAX_TIME_LIMIT_SECONDS,
     extract_in_chunks,
 )
-from flows.runners import DASK_ADDRESS_PATTERN, TaskRunnerName, resolve_task_runner
+from flows.params import DEFAULT_MAX_TABLE_ROWS, MAX_TABLE_ROWS_LIMIT, MAX_TIME_LIMIT_SECONDS, run_namer
+from flows.runners import DASK_ADDRESS_PATTERN, TaskRunnerName, resolve_task_runner, runs_in_chunks
+from selection_extraction.engine import DEFAULT_TIME_LIMIT_SECONDS
 from tasks.artifacts import publish_artifacts, score_rows
 from tasks.batch import persist_batch, write_selection_report
 from tasks.extract import (
@@ -37,7 +34,6 @@ from tasks.extract import (
     publish_extraction_artifacts,
     write_extracted_batch,
 )
-from selection_extraction.engine import DEFAULT_TIME_LIMIT_SECONDS
 from tasks.logs import run_logger
 from tasks.paths import check_paths
 from tasks.select import select_extractors
@@ -61,14 +57,9 @@ class PipelineRunSummary(BaseModel):
         return f"extracted and selected {self.articles} pages ({counts}) -> {self.output_path}"
 
 
-def _run_name() -> str:
-    name = Path(str(flow_run.parameters.get("pages", "pages"))).name
-    return f"extract-and-select-{name}"
-
-
 @flow(
     name="extract-and-select",
-    flow_run_name=_run_name,
+    flow_run_name=run_namer("extract-and-select", "pages", "pages"),
     description="Extract every page with the three extractors, then select the best text of each, in one run.",
     validate_parameters=True,
 )
@@ -125,7 +116,7 @@ def extract_and_select(
 
     runner_name, address = resolve_task_runner(task_runner, dask_address)
     page_set = find_pages_task(extract_paths.pages, label=pages)
-    if runner_name is TaskRunnerName.IN_PROCESS and pages_per_chunk is None:
+    if not runs_in_chunks(runner_name, pages_per_chunk):
         result = extract_pages_task(page_set, time_limit_seconds, workers)
     else:
         result = extract_in_chunks(page_set, time_limit_seconds, pages_per_chunk, runner_name, address)

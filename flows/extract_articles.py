@@ -20,14 +20,14 @@ are the same whichever runner and chunk size.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Final
+from typing import Annotated
 
 from prefect import flow
-from prefect.runtime import flow_run
 from prefect.utilities.annotations import opaque
 from pydantic import BaseModel, Field
 
 from content_selection.events import emit_batch_extracted
+from flows.params import DEFAULT_MAX_TABLE_ROWS, MAX_TABLE_ROWS_LIMIT, MAX_TIME_LIMIT_SECONDS, run_namer
 from flows.runners import (
     DASK_ADDRESS_PATTERN,
     IN_FLIGHT_PER_WORKER,
@@ -35,7 +35,16 @@ from flows.runners import (
     open_task_runner,
     resolve_task_runner,
     runner_parallelism,
+    runs_in_chunks,
     submit_in_order,
+)
+from selection_extraction.engine import (
+    DEFAULT_TIME_LIMIT_SECONDS,
+    ExtractionResult,
+    ExtractionSettings,
+    PageSet,
+    build_batch,
+    default_extractors,
 )
 from tasks.extract import (
     PAGE_CHUNKS_PER_WORKER,
@@ -52,24 +61,7 @@ from tasks.extract import (
     split_pages,
     write_extracted_batch,
 )
-from selection_extraction.engine import (
-    DEFAULT_TIME_LIMIT_SECONDS,
-    ExtractionResult,
-    ExtractionSettings,
-    PageSet,
-    build_batch,
-    default_extractors,
-)
 from tasks.logs import run_logger
-
-#: Default number of rows of the ``extraction-pages`` table.
-DEFAULT_MAX_TABLE_ROWS: Final[int] = 200
-
-#: Largest accepted ``max_table_rows``.
-MAX_TABLE_ROWS_LIMIT: Final[int] = 5000
-
-#: Longest accepted time limit per extractor and page (one hour).
-MAX_TIME_LIMIT_SECONDS: Final[float] = 3600.0
 
 
 class ExtractionRunSummary(BaseModel):
@@ -143,14 +135,9 @@ def extract_in_chunks(
     return ExtractionResult(build_batch(page_set, articles, extractors, settings, stats), stats)
 
 
-def _run_name() -> str:
-    name = Path(str(flow_run.parameters.get("pages", "pages"))).name
-    return f"extract-{name}"
-
-
 @flow(
     name="extract-articles",
-    flow_run_name=_run_name,
+    flow_run_name=run_namer("extract", "pages", "pages"),
     description="Extract every page with trafilatura, newspaper4k and readability into a batch, then announce it.",
     validate_parameters=True,
 )
@@ -208,7 +195,7 @@ def extract_articles(
     paths = check_extract_paths(pages, output_path, data_root)
     runner_name, address = resolve_task_runner(task_runner, dask_address)
     page_set = find_pages_task(paths.pages, label=pages)
-    if runner_name is TaskRunnerName.IN_PROCESS and pages_per_chunk is None:
+    if not runs_in_chunks(runner_name, pages_per_chunk):
         result = extract_pages_task(page_set, time_limit_seconds, workers)
     else:
         result = extract_in_chunks(page_set, time_limit_seconds, pages_per_chunk, runner_name, address)

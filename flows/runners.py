@@ -102,6 +102,19 @@ def resolve_task_runner(name: str | None, dask_address: str | None) -> tuple[Tas
     return runner, address
 
 
+def runs_in_chunks(runner: TaskRunnerName, chunk_size: int | None) -> bool:
+    """Whether a run maps chunks on a task runner, or does its work in one task in this process.
+
+    One piece only when in-process and no chunk size was asked for.
+
+    >>> runs_in_chunks(TaskRunnerName.IN_PROCESS, None), runs_in_chunks(TaskRunnerName.IN_PROCESS, 10)
+    (False, True)
+    >>> runs_in_chunks(TaskRunnerName.PROCESS, None)
+    True
+    """
+    return runner is not TaskRunnerName.IN_PROCESS or chunk_size is not None
+
+
 def check_dask_address(address: str) -> str:
     """Return ``address`` if it is ``tcp://HOST:PORT``, else raise :class:`TaskRunnerConfigError`.
 

@@ -15,15 +15,14 @@ chunk size.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import Annotated, Any
 
 from prefect import flow
-from prefect.runtime import flow_run
 from prefect.utilities.annotations import opaque
 from pydantic import BaseModel, Field
 
 import selection_core as sc
+from flows.params import DEFAULT_MAX_TABLE_ROWS, MAX_TABLE_ROWS_LIMIT, run_namer
 from flows.runners import (
     DASK_ADDRESS_PATTERN,
     IN_FLIGHT_PER_WORKER,
@@ -31,8 +30,10 @@ from flows.runners import (
     open_task_runner,
     resolve_task_runner,
     runner_parallelism,
+    runs_in_chunks,
     submit_in_order,
 )
+from selection_storage.paths import RunPaths
 from tasks.artifacts import align_rows, publish_artifacts, score_rows
 from tasks.batch import WrittenFile, extract_batch, persist_batch, write_selection_report
 from tasks.chunks import (
@@ -49,14 +50,8 @@ from tasks.chunks import (
     select_chunk,
 )
 from tasks.logs import run_logger
-from tasks.paths import RunPaths, check_paths
+from tasks.paths import check_paths
 from tasks.select import ProgressReporter, select_extractors
-
-#: Default number of rows of the ``selection-scores`` table.
-DEFAULT_MAX_TABLE_ROWS: Final[int] = 200
-
-#: Largest accepted ``max_table_rows`` (a table artifact is meant to be read in a browser).
-MAX_TABLE_ROWS_LIMIT: Final[int] = 5000
 
 
 class SelectionRunSummary(BaseModel):
@@ -166,14 +161,9 @@ def _select_whole(
     return written, score_rows(doc, selections, max_table_rows), sc.summarize(selections)
 
 
-def _run_name() -> str:
-    name = Path(str(flow_run.parameters.get("input_path", "batch"))).name
-    return f"select-{name}"
-
-
 @flow(
     name="select-content",
-    flow_run_name=_run_name,
+    flow_run_name=run_namer("select", "input_path", "batch"),
     description="Pick, for every article of an extracted batch, the extractor whose text the others agree with.",
     validate_parameters=True,
 )
@@ -231,7 +221,7 @@ def select_content(
 
     runner_name, address = resolve_task_runner(task_runner, dask_address)
 
-    if runner_name is TaskRunnerName.IN_PROCESS and chunk_size is None:
+    if not runs_in_chunks(runner_name, chunk_size):
         batch = extract_batch(paths.input)
         input_sha256 = batch.sha256
         written, rows, summary = _select_whole(batch.doc, paths, max_table_rows)

@@ -23,12 +23,13 @@ from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, Field
 
+from flows.params import DEFAULT_MAX_TABLE_ROWS, MAX_TABLE_ROWS_LIMIT
 from flows.runners import DASK_ADDRESS_PATTERN, TaskRunnerName, resolve_task_runner
-from flows.select_content import DEFAULT_MAX_TABLE_ROWS, MAX_TABLE_ROWS_LIMIT, select_content
+from flows.select_content import select_content
 from selection_core.errors import SelectionError
+from selection_storage.paths import DATA_ROOT_ENV, configured_data_root
 from tasks.discover import find_stale_batches
 from tasks.logs import run_logger
-from tasks.paths import DATA_ROOT_ENV, configured_data_root
 
 
 class BatchFailure(BaseModel):

@@ -59,7 +59,10 @@ def _run_unreadable_as_root(work: Path, args: list[str]) -> tuple[int, str]:
     cwd = os.getcwd()
     os.chdir(work)
     try:
-        with mock.patch("selection_storage.files.open", side_effect=refuse, create=True), contextlib.redirect_stderr(err):
+        with (
+            mock.patch("selection_storage.files.open", side_effect=refuse, create=True),
+            contextlib.redirect_stderr(err),
+        ):
             with contextlib.redirect_stdout(io.StringIO()):
                 status = main(["select", *args])
     finally:

@@ -162,14 +162,15 @@ def pipeline_command(args: argparse.Namespace) -> int:
     """
     from selection_core.batch import Summary
     from selection_core.errors import OutputPathError
-    from selection_storage.files import resolve_output_path, select_file
-    from selection_extraction.engine import default_output_path, extract_to_file, find_pages
+    from selection_extraction.engine import extract_to_file, extracted_path, find_pages
+    from selection_storage.files import select_file
+    from selection_storage.paths import resolve_output_path
 
     extracted_arg = getattr(args, "extracted", None)
     output_arg = getattr(args, "output", None)
     report_arg = getattr(args, "report", None)
     find_pages(args.pages)  # a bad input fails before anything else
-    extracted = resolve_output_path(args.pages, extracted_arg or default_output_path(args.pages))
+    extracted = resolve_output_path(args.pages, extracted_arg or extracted_path(args.pages))
     selected = resolve_output_path(extracted, output_arg)
     report = resolve_output_path(extracted, report_arg) if report_arg else None
     if report is not None and report.resolve() == selected.resolve():

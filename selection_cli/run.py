@@ -119,7 +119,8 @@ def run_command(args: argparse.Namespace) -> int:
         # busy or small machine (database migrations) can take longer than that.
         os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
-    from flows.select_content import DEFAULT_MAX_TABLE_ROWS, select_content
+    from flows.params import DEFAULT_MAX_TABLE_ROWS
+    from flows.select_content import select_content
 
     _hide_user_error_tracebacks()
 

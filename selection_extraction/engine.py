@@ -55,7 +55,7 @@ import orjson
 from selection_core.batch import dump_batch
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
 from selection_core.errors import EXIT_INTERNAL, InvalidBatchError, SelectionError
-from selection_storage.files import TRANSIENT_ERRNOS, resolve_output_path, write_atomic
+from selection_extraction.decode import decode_html
 from selection_extraction.pool import (
     ExtractorFunction,
     FunctionRef,
@@ -65,7 +65,14 @@ from selection_extraction.pool import (
     default_workers,
     run_jobs,
 )
-from selection_extraction.decode import decode_html
+from selection_storage.files import TRANSIENT_ERRNOS, write_atomic
+from selection_storage.paths import (
+    EXTRACTED_SUFFIX,
+    configured_data_root,
+    confine,
+    resolve_data_root,
+    resolve_output_path,
+)
 
 #: File name endings of pages, matched case-insensitively; longest first.
 PAGE_SUFFIXES: Final[tuple[str, ...]] = (".html.gz", ".htm.gz", ".html", ".htm")
@@ -81,9 +88,6 @@ DEFAULT_RECYCLE_AFTER: Final[int] = 500
 
 #: Seconds to wait before each new try of a page read that failed with a transient I/O error.
 READ_RETRY_DELAYS: Final[tuple[float, ...]] = (0.2, 1.0)
-
-#: Suffix of the default output: ``<pages>_extracted.json`` beside the input.
-EXTRACTED_SUFFIX: Final[str] = "_extracted.json"
 
 #: Modules the workers' fork server imports once.
 WORKER_PRELOAD: Final[tuple[str, ...]] = ("selection_extraction.adapters",)
@@ -527,12 +531,12 @@ def build_batch(
     }
 
 
-def default_output_path(source: str | os.PathLike[str]) -> Path:
+def extracted_path(source: str | os.PathLike[str]) -> Path:
     """``<name>_extracted.json`` beside the input (a directory, a manifest or a page).
 
-    >>> default_output_path("data/pages").as_posix()
+    >>> extracted_path("data/pages").as_posix()
     'data/pages_extracted.json'
-    >>> default_output_path("data/pages.jsonl").as_posix()
+    >>> extracted_path("data/pages.jsonl").as_posix()
     'data/pages_extracted.json'
     """
     path = Path(source)
@@ -543,6 +547,39 @@ def default_output_path(source: str | os.PathLike[str]) -> Path:
     else:
         stem = page_stem(path.name) or path.stem
     return path.with_name(f"{stem}{EXTRACTED_SUFFIX}")
+
+
+@dataclass(frozen=True)
+class ExtractPaths:
+    """The resolved, checked paths of an extraction run."""
+
+    pages: Path
+    output: Path
+    data_root: Path | None
+
+
+def resolve_extract_paths(pages: str, output_path: str | None = None, data_root: str | None = None) -> ExtractPaths:
+    """Resolve the pages input and the batch output; confine both to the data root when one is set.
+
+    Args:
+        pages: A directory of pages or a JSON Lines manifest.
+        output_path: Where to write the batch; None for ``<pages>_extracted.json`` beside the input.
+        data_root: Directory every path must resolve inside; None for
+            ``$CONTENT_SELECTION_DATA_ROOT`` (no confinement when that is unset too).
+
+    Raises:
+        UnsafePathError: a path leaves the data root.
+        OutputPathError: the output is refused by the core (a directory, the input, not writable).
+    """
+    root_text = configured_data_root(data_root)
+    if root_text is None:
+        source = Path(pages).expanduser().absolute()
+        wanted = Path(output_path).expanduser().absolute() if output_path else extracted_path(source)
+        return ExtractPaths(source, resolve_output_path(source, wanted), None)
+    root = resolve_data_root(root_text)
+    source = confine(pages, root, "pages")
+    wanted = confine(output_path, root, "output") if output_path else confine(extracted_path(source), root, "output")
+    return ExtractPaths(source, resolve_output_path(source, wanted), root)
 
 
 # --------------------------------------------------------------------------- running
@@ -640,7 +677,8 @@ def extract_pages(
     return ExtractionResult(build_batch(page_set, articles, extractors, settings, stats), stats)
 
 
-#: What every worker runs once before its first page: offline ``tldextract`` (:func:`selection_extraction.adapters.prepare_worker`).
+#: What every worker runs once before its first page: offline ``tldextract``
+#: (:func:`selection_extraction.adapters.prepare_worker`).
 WORKER_INITIALIZER: Final[FunctionRef] = FunctionRef("selection_extraction.adapters", "prepare_worker")
 
 
@@ -662,7 +700,7 @@ def extract_to_file(
         WriteError: writing failed.
     """
     page_set = find_pages(source)
-    target = resolve_output_path(source, Path(output_path) if output_path is not None else default_output_path(source))
+    target = resolve_output_path(source, Path(output_path) if output_path is not None else extracted_path(source))
     result = extract_pages(page_set, settings, extractors, progress)
     data = dump_batch(result.doc)
     write_atomic(target, data)

@@ -26,9 +26,18 @@ from typing import BinaryIO
 
 import orjson
 
-from selection_core.batch import ProgressCallback, Summary, apply_selections, iter_dump_batch, parse_batch, select_articles, summarize
+from selection_core.batch import (
+    ProgressCallback,
+    Summary,
+    apply_selections,
+    iter_dump_batch,
+    parse_batch,
+    select_articles,
+    summarize,
+)
 from selection_core.errors import InvalidBatchError, OutputPathError, ReadError, SelectionError, WriteError
 from selection_core.select import Selection
+from selection_storage.paths import resolve_output_path
 
 #: errno values for which retrying an I/O operation can help.
 TRANSIENT_ERRNOS = frozenset(
@@ -37,16 +46,6 @@ TRANSIENT_ERRNOS = frozenset(
     if e is not None
 )
 _TMP_SUFFIX = ".cs-tmp"
-
-
-def default_output_path(input_path: str | os.PathLike[str]) -> Path:
-    """``<stem>_selected.json`` beside the input.
-
-    >>> default_output_path("data/batch_extracted.json").as_posix()
-    'data/batch_extracted_selected.json'
-    """
-    p = Path(input_path)
-    return p.with_name(f"{p.stem}_selected.json")
 
 
 def read_input(path: str | os.PathLike[str]) -> bytes:
@@ -157,50 +156,6 @@ def read_error(p: Path, exc: OSError) -> SelectionError:
     if exc.errno in TRANSIENT_ERRNOS:
         return ReadError(f"{p}: read failed ({exc.strerror}); retry later", exc.errno)
     return InvalidBatchError(f"{p}: cannot be read ({exc.strerror or exc}); check the path")
-
-
-def _resolved(path: Path, what: str) -> Path:
-    try:
-        return path.resolve(strict=False)
-    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError on a symlink loop
-        if what == "input":
-            raise InvalidBatchError(f"{path}: symbolic link loop; point the path at a real file") from None
-        raise OutputPathError(f"{path}: symbolic link loop; choose another {what}") from None
-
-
-def resolve_output_path(
-    input_path: str | os.PathLike[str],
-    output_path: str | os.PathLike[str] | None = None,
-    option: str = "--output",
-) -> Path:
-    """Check (without writing) where the output will go, and return it.
-
-    ``option`` names the argument in messages (``--output``, ``--report``).
-
-    Raises:
-        InvalidBatchError: the input path is a symbolic link loop.
-        OutputPathError: the output is the input itself, is a directory, is a
-            symbolic link loop, or its directory is missing or not writable.
-    """
-    inp = Path(input_path)
-    out = default_output_path(inp) if output_path is None else Path(output_path)
-    out_resolved, inp_resolved = _resolved(out, option), _resolved(inp, "input")
-    try:
-        same = out.exists() and inp.exists() and os.path.samefile(inp, out)
-    except OSError:
-        same = False
-    if same or out_resolved == inp_resolved:
-        raise OutputPathError(
-            f"{out}: is the input file itself; the input is never overwritten, choose another {option}"
-        )
-    if out.is_dir():
-        raise OutputPathError(f"{out}: is a directory; give a file path for the output")
-    parent = out.parent
-    if not parent.is_dir():
-        raise OutputPathError(f"{out}: the directory {parent} does not exist; create it first")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise OutputPathError(f"{out}: the directory {parent} is not writable; choose another {option}")
-    return out
 
 
 def process_alive(pid: int) -> bool:

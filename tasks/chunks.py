@@ -47,6 +47,7 @@ from typing import Any, Final
 from prefect import task
 
 import selection_core as sc
+from selection_core.layout import RUN_PREFIX, RUN_SUFFIX, BatchLayout, envelope_bytes, scan_layout
 from selection_storage.files import (
     FileIdentity,
     StagedFile,
@@ -59,7 +60,6 @@ from selection_storage.files import (
     report_lines,
     temporary_name,
 )
-from selection_core.layout import RUN_PREFIX, RUN_SUFFIX, BatchLayout, envelope_bytes, scan_layout
 from tasks.artifacts import article_row
 from tasks.batch import WrittenFile
 from tasks.logs import run_logger

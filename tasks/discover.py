@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Final
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from selection_core.errors import InvalidBatchError
-from selection_storage.files import default_output_path
+from selection_storage.paths import EXTRACTED_SUFFIX, selected_path
 from tasks.options import IO_RETRIES, IO_RETRY_DELAYS, retry_on_transient_io
-
-#: Files the scheduled run picks up.
-BATCH_SUFFIX: Final[str] = "_extracted.json"
 
 
 def is_stale(input_path: Path) -> bool:
@@ -23,7 +19,7 @@ def is_stale(input_path: Path) -> bool:
     Ages are compared with nanosecond modification times; an output exactly as
     old as its input counts as up to date.
     """
-    output = default_output_path(input_path)
+    output = selected_path(input_path)
     try:
         output_mtime = output.stat().st_mtime_ns
     except FileNotFoundError:
@@ -48,7 +44,7 @@ def find_batches(directory: Path) -> list[Path]:
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(directory, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        found.extend(Path(dirpath) / name for name in filenames if name.endswith(BATCH_SUFFIX))
+        found.extend(Path(dirpath) / name for name in filenames if name.endswith(EXTRACTED_SUFFIX))
     return sorted(found)
 
 

@@ -20,7 +20,6 @@ import hashlib
 import multiprocessing
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 from uuid import UUID
@@ -37,21 +36,21 @@ from prefect.context import TaskRunContext
 
 import selection_core as sc
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
-from selection_storage.files import resolve_output_path, write_atomic
-from tasks.batch import WrittenFile
-from tasks.chunks import chunk_bounds, chunk_run_namer
 from selection_extraction.engine import (
     ExtractionResult,
     ExtractionSettings,
     ExtractionStats,
+    ExtractPaths,
     Page,
     PageSet,
-    default_output_path,
     extract_pages,
     find_pages,
+    resolve_extract_paths,
 )
+from selection_storage.files import write_atomic
+from tasks.batch import WrittenFile
+from tasks.chunks import chunk_bounds, chunk_run_namer
 from tasks.logs import run_logger
-from tasks.paths import configured_data_root, confine, resolve_data_root
 from tasks.options import io_task_options
 
 #: Artifact keys (lowercase with dashes).
@@ -63,41 +62,6 @@ EXTRACTION_PROGRESS_ARTIFACT_KEY: Final[str] = "extraction-progress"
 MAX_ERROR_CELL: Final[int] = 160
 
 _IO_TASK_OPTIONS: dict[str, Any] = io_task_options()
-
-
-@dataclass(frozen=True)
-class ExtractPaths:
-    """The resolved, checked paths of an extraction run."""
-
-    pages: Path
-    output: Path
-    data_root: Path | None
-
-
-def resolve_extract_paths(pages: str, output_path: str | None = None, data_root: str | None = None) -> ExtractPaths:
-    """Resolve the pages input and the batch output; confine both to the data root when one is set.
-
-    Args:
-        pages: A directory of pages or a JSON Lines manifest.
-        output_path: Where to write the batch; None for ``<pages>_extracted.json`` beside the input.
-        data_root: Directory every path must resolve inside; None for
-            ``$CONTENT_SELECTION_DATA_ROOT`` (no confinement when that is unset too).
-
-    Raises:
-        UnsafePathError: a path leaves the data root.
-        OutputPathError: the output is refused by the core (a directory, the input, not writable).
-    """
-    root_text = configured_data_root(data_root)
-    if root_text is None:
-        source = Path(pages).expanduser().absolute()
-        wanted = Path(output_path).expanduser().absolute() if output_path else default_output_path(source)
-        return ExtractPaths(source, resolve_output_path(source, wanted), None)
-    root = resolve_data_root(root_text)
-    source = confine(pages, root, "pages")
-    wanted = (
-        confine(output_path, root, "output") if output_path else confine(default_output_path(source), root, "output")
-    )
-    return ExtractPaths(source, resolve_output_path(source, wanted), root)
 
 
 @task(name="check-extract-paths", cache_policy=NO_CACHE, persist_result=False)

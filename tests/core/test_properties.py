@@ -239,7 +239,6 @@ def rich_texts(draw: st.DrawFn, max_parts: int = 30) -> str:
     return "".join(p + s for p, s in zip(parts, seps, strict=True))
 
 
-
 # =========================================================================== reference properties
 
 

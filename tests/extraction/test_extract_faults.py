@@ -13,12 +13,12 @@ import gzip
 from pathlib import Path
 from typing import Any
 
-from tests.support import extract_faults as faults
 import pytest
 
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
 from selection_extraction.engine import ExtractionSettings, default_extractors, extract_pages, find_pages
 from tests.support import PAGES
+from tests.support import extract_faults as faults
 
 REAL_PAGE = PAGES / "06ee193de4bd611f7fafbab0c59b0f6fe3495093516720632cd093b24c7a0e98.html.gz"
 

@@ -20,9 +20,9 @@ import selection_core as sc
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
 from selection_extraction.engine import (
     ExtractionSettings,
-    default_output_path,
     extract_pages,
     extract_to_file,
+    extracted_path,
     find_pages,
 )
 from tests.support import PAGES, ROOT
@@ -35,9 +35,7 @@ ERROR_FORMAT = re.compile(r"\A[A-Za-z_][A-Za-z0-9_.]*: \S.*\Z")
 #: the human ground truth on every sample page; today it is 0.985 or more.
 MIN_PAGE_F1 = 0.95
 
-_metric_spec = importlib.util.spec_from_file_location(
-    "aeb_metric", ROOT / "benchmarks" / "aeb_metric.py"
-)
+_metric_spec = importlib.util.spec_from_file_location("aeb_metric", ROOT / "benchmarks" / "aeb_metric.py")
 assert _metric_spec is not None and _metric_spec.loader is not None
 aeb_metric = importlib.util.module_from_spec(_metric_spec)
 sys.modules.setdefault("aeb_metric", aeb_metric)
@@ -64,7 +62,7 @@ def doc_of(extracted: tuple[Path, bytes]) -> dict[str, Any]:
 
 
 def test_default_output_is_beside_the_folder(pages_dir: Path, extracted: tuple[Path, bytes]) -> None:
-    assert extracted[0] == pages_dir.parent / "pages_extracted.json" == default_output_path(pages_dir)
+    assert extracted[0] == pages_dir.parent / "pages_extracted.json" == extracted_path(pages_dir)
 
 
 def test_every_page_is_one_article_in_sorted_order(extracted: tuple[Path, bytes]) -> None:

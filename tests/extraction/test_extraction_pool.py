@@ -166,7 +166,8 @@ def test_a_missing_library_is_found_before_any_worker_starts(mocker) -> None:
 def test_default_extractors_do_not_import_the_libraries_here() -> None:
     code = (
         "import sys; from selection_extraction.engine import default_extractors; default_extractors(); "
-        "print(sorted(m for m in ('trafilatura', 'newspaper', 'readability', 'selection_extraction.adapters') if m in sys.modules))"
+        "libraries = ('trafilatura', 'newspaper', 'readability', 'selection_extraction.adapters'); "
+        "print(sorted(m for m in libraries if m in sys.modules))"
     )
     root = ROOT
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)

@@ -47,7 +47,7 @@ T = TypeVar("T")
 
 #: A script that emits the batch-extracted event for each path given as an argument.
 EMIT_EACH_ARGUMENT = (
-    "import sys\nfrom content_selection.events import emit_batch_extracted\nfor p in sys.argv[1:]: emit_batch_extracted(p)"
+    "import sys\nfrom content_selection import emit_batch_extracted\nfor p in sys.argv[1:]: emit_batch_extracted(p)"
 )
 
 

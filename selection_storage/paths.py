@@ -1,0 +1,226 @@
+"""Where a run may read and write: resolve paths and keep them inside the data root.
+
+A path that arrives in an event (the triggered deployment) is untrusted. When a
+data root is configured, every path of the run must resolve, following
+symlinks and ``..``, to a place inside it; otherwise the run fails with an
+:class:`~selection_core.errors.UnsafePathError` before anything is read or written.
+
+The data root comes from the flow parameter ``data_root`` or, when that is not
+given, from the environment variable ``CONTENT_SELECTION_DATA_ROOT``. Relative
+paths are taken relative to the data root when there is one, else to the
+current directory.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from selection_core.errors import InvalidBatchError, OutputPathError, UnsafePathError
+
+#: What an extracted batch's name ends with (what the scheduled directory scan picks up).
+EXTRACTED_SUFFIX: Final[str] = "_extracted.json"
+
+#: What the stem of a selected batch's default name ends with.
+SELECTED_SUFFIX: Final[str] = "_selected.json"
+
+
+def selected_path(input_path: str | os.PathLike[str]) -> Path:
+    """``<stem>_selected.json`` beside the input.
+
+    >>> selected_path("data/batch_extracted.json").as_posix()
+    'data/batch_extracted_selected.json'
+    """
+    p = Path(input_path)
+    return p.with_name(f"{p.stem}{SELECTED_SUFFIX}")
+
+
+def _resolved(path: Path, what: str) -> Path:
+    try:
+        return path.resolve(strict=False)
+    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError on a symlink loop
+        if what == "input":
+            raise InvalidBatchError(f"{path}: symbolic link loop; point the path at a real file") from None
+        raise OutputPathError(f"{path}: symbolic link loop; choose another {what}") from None
+
+
+def resolve_output_path(
+    input_path: str | os.PathLike[str],
+    output_path: str | os.PathLike[str] | None = None,
+    option: str = "--output",
+) -> Path:
+    """Check (without writing) where the output will go, and return it.
+
+    ``option`` names the argument in messages (``--output``, ``--report``).
+
+    Raises:
+        InvalidBatchError: the input path is a symbolic link loop.
+        OutputPathError: the output is the input itself, is a directory, is a
+            symbolic link loop, or its directory is missing or not writable.
+    """
+    inp = Path(input_path)
+    out = selected_path(inp) if output_path is None else Path(output_path)
+    out_resolved, inp_resolved = _resolved(out, option), _resolved(inp, "input")
+    try:
+        same = out.exists() and inp.exists() and os.path.samefile(inp, out)
+    except OSError:
+        same = False
+    if same or out_resolved == inp_resolved:
+        raise OutputPathError(
+            f"{out}: is the input file itself; the input is never overwritten, choose another {option}"
+        )
+    if out.is_dir():
+        raise OutputPathError(f"{out}: is a directory; give a file path for the output")
+    parent = out.parent
+    if not parent.is_dir():
+        raise OutputPathError(f"{out}: the directory {parent} does not exist; create it first")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputPathError(f"{out}: the directory {parent} is not writable; choose another {option}")
+    return out
+
+
+#: Environment variable naming the directory that every path of a run must stay inside.
+DATA_ROOT_ENV: Final[str] = "CONTENT_SELECTION_DATA_ROOT"
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """The resolved, checked paths of one selection run."""
+
+    input: Path
+    output: Path
+    report: Path | None
+    data_root: Path | None
+
+
+def configured_data_root(data_root: str | None = None) -> str | None:
+    """The data root in force: the given one, else ``$CONTENT_SELECTION_DATA_ROOT``, else None."""
+    if data_root is not None and data_root.strip():
+        return data_root
+    from_env = os.environ.get(DATA_ROOT_ENV, "")
+    return from_env if from_env.strip() else None
+
+
+def resolve_data_root(data_root: str) -> Path:
+    """Resolve the data root itself; it must be an existing directory.
+
+    Raises:
+        UnsafePathError: the root does not exist or is not a directory.
+    """
+    root = Path(data_root).expanduser()
+    try:
+        resolved = root.resolve(strict=True)
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise UnsafePathError(
+            f"data root {str(root)!r} does not exist or cannot be resolved ({exc}); "
+            f"set {DATA_ROOT_ENV} or the data_root parameter to an existing directory"
+        ) from None
+    if not resolved.is_dir():
+        raise UnsafePathError(
+            f"data root {str(root)!r} is not a directory; "
+            f"set {DATA_ROOT_ENV} or the data_root parameter to an existing directory"
+        )
+    return resolved
+
+
+def confine(path: str | os.PathLike[str], root: Path, what: str) -> Path:
+    """Resolve ``path`` (relative to ``root``) and refuse it unless it stays inside ``root``.
+
+    Symlinks are followed and ``..`` is collapsed before the check, so neither can
+    lead out of the root. ``root`` must already be resolved (see :func:`resolve_data_root`).
+
+    Args:
+        path: The path to check, absolute or relative to ``root``.
+        root: The resolved data root.
+        what: What the path is for (``"input"``, ``"output"``...), for the message.
+
+    Returns:
+        The resolved path, inside ``root``.
+
+    Raises:
+        UnsafePathError: the path is empty, malformed, or resolves outside ``root``.
+
+    Example:
+        >>> confine("batch_extracted.json", Path("/"), "input")
+        PosixPath('/batch_extracted.json')
+    """
+    text = os.fspath(path)
+    if not text.strip() or "\x00" in text:
+        raise UnsafePathError(f"{what} path {text!r} is empty or malformed; give a file path")
+    candidate = Path(text).expanduser()
+    if not candidate.is_absolute():
+        candidate = root / candidate
+    try:
+        resolved = candidate.resolve(strict=False)
+    except (OSError, RuntimeError) as exc:
+        raise UnsafePathError(f"{what} path {text!r} cannot be resolved ({exc})") from None
+    if not resolved.is_relative_to(root):
+        raise UnsafePathError(
+            f"{what} path {text!r} resolves to {str(resolved)!r}, outside the data root "
+            f"{str(root)!r}; only files under the data root are processed "
+            f"(move the file there or change {DATA_ROOT_ENV})"
+        )
+    return resolved
+
+
+def resolve_run_paths(
+    input_path: str,
+    output_path: str | None = None,
+    report_path: str | None = None,
+    data_root: str | None = None,
+    require_data_root: bool = False,
+) -> RunPaths:
+    """Resolve and check every path of a run before anything is read or written.
+
+    Args:
+        input_path: The batch to read.
+        output_path: Where to write the selected batch; None for the default
+            (``<stem>_selected.json`` beside the input).
+        report_path: Where to write the JSON Lines report, or None for no report.
+        data_root: Directory that every path must resolve inside; None for
+            ``$CONTENT_SELECTION_DATA_ROOT`` (and no confinement when that is unset too).
+        require_data_root: Refuse to run when no data root is configured (used
+            for paths that come from an event).
+
+    Returns:
+        The resolved paths.
+
+    Raises:
+        UnsafePathError: a path leaves the data root, or a data root is required
+            and none is configured.
+        OutputPathError: the output or report location is refused by the core
+            (it is the input, or its directory is missing or not writable).
+    """
+    root_text = configured_data_root(data_root)
+    if root_text is None:
+        if require_data_root:
+            raise UnsafePathError(
+                f"no data root is configured, and this run takes its path from an event; "
+                f"set {DATA_ROOT_ENV} (or the data_root parameter) to the directory "
+                f"that holds the batches"
+            )
+        source = Path(input_path).expanduser().absolute()
+        output = resolve_output_path(source, Path(output_path) if output_path else None)
+        report = _resolve_report(source, output, Path(report_path) if report_path else None)
+        return RunPaths(input=source, output=output, report=report, data_root=None)
+
+    root = resolve_data_root(root_text)
+    source = confine(input_path, root, "input")
+    wanted_output = confine(output_path, root, "output") if output_path else None
+    output = resolve_output_path(source, wanted_output)
+    # The default output is beside the input; check it too (it may be a symlink).
+    output = confine(output, root, "output")
+    wanted_report = confine(report_path, root, "report") if report_path else None
+    report = _resolve_report(source, output, wanted_report)
+    return RunPaths(input=source, output=output, report=report, data_root=root)
+
+
+def _resolve_report(source: Path, output: Path, report: Path | None) -> Path | None:
+    if report is None:
+        return None
+    resolved = resolve_output_path(source, report)
+    if resolved.resolve() == output.resolve():
+        raise OutputPathError(f"{resolved}: the report path is the output path; give the report its own file")
+    return resolved
