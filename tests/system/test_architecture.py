@@ -1,0 +1,185 @@
+"""The layers of the project, checked from the source with ``ast`` (nothing is imported).
+
+* ``selection_core`` is pure: it imports nothing of this project above it and
+  uses no file, process, clock, randomness or environment;
+* the import graph of the top-level packages has no cycle (imports inside
+  functions count: a lazy import is still an import);
+* a function in ``tasks/`` (a task or a helper) is a thin shell: at most
+  ``MAX_TASK_STATEMENTS`` statements.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support import ROOT
+
+#: The project's own top-level packages, bottom layer first.
+PACKAGES = (
+    "selection_core",
+    "selection_storage",
+    "selection_extraction",
+    "content_selection",
+    "tasks",
+    "flows",
+    "deployments",
+    "selection_cli",
+)
+
+#: Modules the pure core may not import (the file system, processes, clock, randomness).
+FORBIDDEN_CORE_MODULES = frozenset({"os", "time", "secrets", "subprocess", "random", "shutil", "tempfile", "io"})
+
+#: Names the pure core may not call.
+FORBIDDEN_CORE_CALLS = frozenset({"open", "getenv", "putenv"})
+
+#: Statements allowed in the body of a function of ``tasks/`` (the docstring aside).
+MAX_TASK_STATEMENTS = 15
+
+
+def _modules(package: str) -> Iterator[tuple[str, Path]]:
+    for path in sorted((ROOT / package).rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        yield name, path
+
+
+def _imports(module: str, tree: ast.AST, is_package: bool) -> Iterator[tuple[str, int]]:
+    """Every module named by an import in ``tree`` (absolute), with its line."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                base = base if is_package else base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            yield target, node.lineno
+
+
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def _package_graph() -> dict[str, dict[str, str]]:
+    """``graph[a][b]``: where package ``a`` first imports package ``b``."""
+    graph: dict[str, dict[str, str]] = {p: {} for p in PACKAGES}
+    for package in PACKAGES:
+        for module, path in _modules(package):
+            for target, line in _imports(module, _tree(path), path.name == "__init__.py"):
+                top = target.split(".")[0]
+                if top in graph and top != package:
+                    graph[package].setdefault(top, f"{path.relative_to(ROOT)}:{line}")
+    return graph
+
+
+def test_every_package_is_listed() -> None:
+    found = sorted(p.parent.name for p in ROOT.glob("*/__init__.py") if p.parent.name not in {"tests"})
+    assert found == sorted(PACKAGES)
+
+
+def test_the_core_imports_nothing_of_the_project_above_it() -> None:
+    offending = [
+        f"{path.relative_to(ROOT)}:{line} imports {target}"
+        for module, path in _modules("selection_core")
+        for target, line in _imports(module, _tree(path), path.name == "__init__.py")
+        if target.split(".")[0] in PACKAGES and target.split(".")[0] != "selection_core"
+    ]
+    assert offending == []
+
+
+def test_the_core_touches_no_file_process_clock_or_environment() -> None:
+    offending = []
+    for module, path in _modules("selection_core"):
+        tree = _tree(path)
+        for target, line in _imports(module, tree, path.name == "__init__.py"):
+            if target.split(".")[0] in FORBIDDEN_CORE_MODULES:
+                offending.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+                if name in FORBIDDEN_CORE_CALLS:
+                    offending.append(f"{path.relative_to(ROOT)}:{node.lineno} calls {name}()")
+            if isinstance(node, ast.Attribute) and node.attr == "environ":
+                offending.append(f"{path.relative_to(ROOT)}:{node.lineno} reads the environment")
+    assert offending == []
+
+
+def _cycle(graph: dict[str, dict[str, str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_the_package_import_graph_has_no_cycle() -> None:
+    graph = _package_graph()
+    cycle = _cycle(graph)
+    where = [] if cycle is None else [f"{a} -> {b} at {graph[a][b]}" for a, b in zip(cycle, cycle[1:])]
+    assert cycle is None, "; ".join(where)
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    assert _cycle({"a": {"b": ""}, "b": {"c": ""}, "c": {"a": ""}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b": ""}, "b": {}, "c": {"a": ""}}) is None
+
+
+def _statements(body: list[ast.stmt]) -> int:
+    """Statements in ``body``, nested blocks included; a nested function or class counts as one."""
+    count = 0
+    for node in body:
+        count += 1
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            count += _statements(getattr(node, field, []) or [])
+        for handler in getattr(node, "handlers", []) or []:
+            count += _statements(handler.body)
+        for case in getattr(node, "cases", []) or []:
+            count += _statements(case.body)
+    return count
+
+
+def _function_sizes(path: Path) -> Iterator[tuple[str, int, int]]:
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+                body = body[1:]  # the docstring
+            yield node.name, node.lineno, _statements(body)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "tasks").glob("*.py")), ids=lambda p: p.name)
+def test_functions_in_tasks_are_thin(path: Path) -> None:
+    fat = [f"{name} (line {line}): {n} statements" for name, line, n in _function_sizes(path) if n > MAX_TASK_STATEMENTS]
+    assert fat == [], f"more than {MAX_TASK_STATEMENTS} statements: move the logic a layer down"
+
+
+def test_the_statement_count_sees_nested_blocks() -> None:
+    tree = ast.parse("def f():\n    '''doc'''\n    for x in y:\n        if x:\n            a = 1\n        else:\n            b = 2\n")
+    function = tree.body[0]
+    assert isinstance(function, ast.FunctionDef)
+    assert _statements(function.body[1:]) == 4
