@@ -24,6 +24,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 import selection_core as sc
+from selection_core.markdown import md_cell
 
 #: Artifact keys (lowercase with dashes, as the Prefect UI requires).
 SCORES_ARTIFACT_KEY: Final[str] = "selection-scores"
@@ -137,16 +138,16 @@ def summary_markdown(
     """The ``selection-summary`` markdown: counts, paths, fingerprints and versions."""
     total = summary.articles
     lines = [
-        f"# Content selection: {_md(input_path.name)}",
+        f"# Content selection: {md_cell(input_path.name)}",
         "",
         "| | |",
         "|---|---|",
         f"| Articles | {total} |",
-        f"| Input | `{_md(str(input_path))}` |",
+        f"| Input | `{md_cell(str(input_path))}` |",
         f"| Input SHA-256 | `{input_sha256}` |",
-        f"| Output | `{_md(str(output_path))}` |",
+        f"| Output | `{md_cell(str(output_path))}` |",
         f"| Output SHA-256 | `{output_sha256}` |",
-        f"| Report (JSON Lines) | {f'`{_md(str(report_path))}`' if report_path else 'not written'} |",
+        f"| Report (JSON Lines) | {f'`{md_cell(str(report_path))}`' if report_path else 'not written'} |",
         "",
         "## Selections per extractor",
         "",
@@ -235,8 +236,3 @@ def _share(count: int, total: int) -> str:
     if total == 0:
         return "–"
     return f"{100 * count / total:.1f} %"
-
-
-def _md(text: str) -> str:
-    """Escape what would break a markdown table cell."""
-    return text.replace("|", "\\|").replace("\n", " ").replace("`", "'")

@@ -39,7 +39,7 @@ import mmap
 import os
 import secrets
 import socket
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -48,6 +48,7 @@ from prefect import task
 
 import selection_core as sc
 from selection_core.layout import RUN_PREFIX, RUN_SUFFIX, BatchLayout, envelope_bytes, scan_layout
+from selection_storage.chunks import chunk_bounds
 from selection_storage.files import (
     FileIdentity,
     StagedFile,
@@ -63,7 +64,7 @@ from selection_storage.files import (
 from tasks.artifacts import article_row
 from tasks.batch import WrittenFile
 from tasks.logs import run_logger
-from tasks.options import io_task_options
+from tasks.options import chunk_run_namer, io_task_options
 
 #: Name of the task that scores one chunk (its runs are ``select-chunk-<start>``).
 CHUNK_TASK_NAME: Final[str] = "select-chunk"
@@ -85,19 +86,6 @@ _COPY_BLOCK: Final[int] = 8 << 20
 _IO_TASK_OPTIONS: dict[str, Any] = io_task_options()
 
 
-def chunk_bounds(n_articles: int, chunk_size: int) -> list[tuple[int, int]]:
-    """``(start, stop)`` of each chunk, in order; the last one may be shorter.
-
-    >>> chunk_bounds(7, 3)
-    [(0, 3), (3, 6), (6, 7)]
-    >>> chunk_bounds(0, 3)
-    []
-    """
-    if chunk_size < 1:
-        raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
-    return [(start, min(start + chunk_size, n_articles)) for start in range(0, n_articles, chunk_size)]
-
-
 def auto_chunk_size(n_articles: int, workers: int) -> int:
     """Articles per chunk when none is given: about ``CHUNKS_PER_WORKER`` chunks per worker.
 
@@ -106,19 +94,6 @@ def auto_chunk_size(n_articles: int, workers: int) -> int:
     """
     per_chunk = -(-n_articles // max(1, CHUNKS_PER_WORKER * workers))
     return max(MIN_AUTO_CHUNK_SIZE, min(MAX_AUTO_CHUNK_SIZE, per_chunk))
-
-
-def chunk_run_namer(task_name: str) -> Callable[[], str]:
-    """A ``task_run_name`` for a task whose ``chunk`` parameter has a ``start``:
-    ``<task_name>-000123``, so the runs of one flow sort in input order."""
-
-    def name() -> str:
-        from prefect.runtime import task_run
-
-        start = getattr(task_run.parameters.get("chunk"), "start", None)
-        return f"{task_name}-{start:06d}" if isinstance(start, int) else task_name
-
-    return name
 
 
 # --------------------------------------------------------------------------- plan

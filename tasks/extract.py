@@ -36,6 +36,7 @@ from prefect.context import TaskRunContext
 
 import selection_core as sc
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
+from selection_core.markdown import md_cell
 from selection_extraction.engine import (
     ExtractionResult,
     ExtractionSettings,
@@ -47,11 +48,11 @@ from selection_extraction.engine import (
     find_pages,
     resolve_extract_paths,
 )
+from selection_storage.chunks import chunk_bounds
 from selection_storage.files import write_atomic
 from tasks.batch import WrittenFile
-from tasks.chunks import chunk_bounds, chunk_run_namer
 from tasks.logs import run_logger
-from tasks.options import io_task_options
+from tasks.options import chunk_run_namer, io_task_options
 
 #: Artifact keys (lowercase with dashes).
 PAGES_ARTIFACT_KEY: Final[str] = "extraction-pages"
@@ -201,14 +202,14 @@ def extraction_markdown(
     """The ``extraction-summary`` markdown: counts, output, versions and settings."""
     meta = doc.get("extraction", {})
     lines = [
-        f"# Extraction: {_md(Path(str(meta.get('input', ''))).name or str(meta.get('input', '')))}",
+        f"# Extraction: {md_cell(Path(str(meta.get('input', ''))).name or str(meta.get('input', '')))}",
         "",
         "| | |",
         "|---|---|",
-        f"| Input | `{_md(str(meta.get('input', '')))}` ({meta.get('input_kind', '')}) |",
+        f"| Input | `{md_cell(str(meta.get('input', '')))}` ({meta.get('input_kind', '')}) |",
         f"| Pages | {stats.pages} |",
         f"| Unreadable pages | {stats.unreadable_pages} |",
-        f"| Output | `{_md(str(output_path))}` |",
+        f"| Output | `{md_cell(str(output_path))}` |",
         f"| Output SHA-256 | `{output_sha256}` |",
         f"| Time limit per extractor and page | {meta.get('time_limit_seconds')} s |",
         f"| Worker crashes | {stats.worker_crashes} |",
@@ -224,11 +225,11 @@ def extraction_markdown(
         info = described.get(name, {})
         lines.append(
             f"| {name} | {info.get('distribution', '')} {info.get('version', '')} | {stats.errors.get(name, 0)} "
-            f"| {stats.timeouts.get(name, 0)} | `{_md(str(info.get('call', '')))}` |"
+            f"| {stats.timeouts.get(name, 0)} | `{md_cell(str(info.get('call', '')))}` |"
         )
     lines += [
         "",
-        f"Decoding: {_md(str(meta.get('decoding', '')))}.",
+        f"Decoding: {md_cell(str(meta.get('decoding', '')))}.",
         "",
         f"The table `{PAGES_ARTIFACT_KEY}` shows {shown_rows} of {stats.pages} pages (max_table_rows={max_rows}).",
         "",
@@ -262,11 +263,6 @@ def publish_extraction_artifacts(
         description=f"Extraction summary of {output_path.name}",
     )
     return {PAGES_ARTIFACT_KEY: table_id, EXTRACTION_SUMMARY_ARTIFACT_KEY: markdown_id}
-
-
-def _md(text: str) -> str:
-    """Escape what would break a markdown table cell."""
-    return text.replace("|", "\\|").replace("\n", " ").replace("`", "'")
 
 
 # --------------------------------------------------------------------------- chunked extraction

@@ -9,6 +9,7 @@ person who has to fix them hears about it at once.
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from selection_core.errors import InvalidBatchError, OutputPathError, SelectionError
@@ -91,3 +92,16 @@ def io_task_options() -> dict[str, Any]:
         "cache_policy": NO_CACHE,
         "persist_result": False,
     }
+
+
+def chunk_run_namer(task_name: str) -> Callable[[], str]:
+    """A ``task_run_name`` for a task whose ``chunk`` parameter has a ``start``:
+    ``<task_name>-000123``, so the runs of one flow sort in input order."""
+
+    def name() -> str:
+        from prefect.runtime import task_run
+
+        start = getattr(task_run.parameters.get("chunk"), "start", None)
+        return f"{task_name}-{start:06d}" if isinstance(start, int) else task_name
+
+    return name

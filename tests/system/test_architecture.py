@@ -174,12 +174,16 @@ def _function_sizes(path: Path) -> Iterator[tuple[str, int, int]]:
 
 @pytest.mark.parametrize("path", sorted((ROOT / "tasks").glob("*.py")), ids=lambda p: p.name)
 def test_functions_in_tasks_are_thin(path: Path) -> None:
-    fat = [f"{name} (line {line}): {n} statements" for name, line, n in _function_sizes(path) if n > MAX_TASK_STATEMENTS]
+    fat = [
+        f"{name} (line {line}): {n} statements" for name, line, n in _function_sizes(path) if n > MAX_TASK_STATEMENTS
+    ]
     assert fat == [], f"more than {MAX_TASK_STATEMENTS} statements: move the logic a layer down"
 
 
 def test_the_statement_count_sees_nested_blocks() -> None:
-    tree = ast.parse("def f():\n    '''doc'''\n    for x in y:\n        if x:\n            a = 1\n        else:\n            b = 2\n")
+    tree = ast.parse(
+        "def f():\n    '''doc'''\n    for x in y:\n        if x:\n            a = 1\n        else:\n            b = 2\n"
+    )
     function = tree.body[0]
     assert isinstance(function, ast.FunctionDef)
     assert _statements(function.body[1:]) == 4
