@@ -161,10 +161,9 @@ def pipeline_command(args: argparse.Namespace) -> int:
     before the first page is read.
     """
     from selection_core.batch import Summary
-    from selection_core.errors import OutputPathError
     from selection_extraction.engine import extract_to_file, extracted_path, find_pages
     from selection_storage.files import select_file
-    from selection_storage.paths import resolve_output_path
+    from selection_storage.paths import refuse_report_on_output, resolve_output_path
 
     extracted_arg = getattr(args, "extracted", None)
     output_arg = getattr(args, "output", None)
@@ -173,8 +172,7 @@ def pipeline_command(args: argparse.Namespace) -> int:
     extracted = resolve_output_path(args.pages, extracted_arg or extracted_path(args.pages))
     selected = resolve_output_path(extracted, output_arg)
     report = resolve_output_path(extracted, report_arg) if report_arg else None
-    if report is not None and report.resolve() == selected.resolve():
-        raise OutputPathError(f"{report}: the report path is the output path; choose another --report")
+    refuse_report_on_output(report, selected, "choose another --report")
 
     run = extract_to_file(args.pages, extracted, _settings(args), progress=_Progress(sys.stderr))
     print(format_extraction(run.result.stats, run.output_path))

@@ -37,7 +37,7 @@ from selection_core.batch import (
 )
 from selection_core.errors import InvalidBatchError, OutputPathError, ReadError, SelectionError, WriteError
 from selection_core.select import Selection
-from selection_storage.paths import resolve_output_path
+from selection_storage.paths import refuse_report_on_output, resolve_output_path
 
 #: errno values for which retrying an I/O operation can help.
 TRANSIENT_ERRNOS = frozenset(
@@ -397,8 +397,7 @@ def select_file(
     inp = Path(input_path)
     out = resolve_output_path(inp, output_path)
     report = None if report_path is None else resolve_output_path(inp, report_path, "--report")
-    if report is not None and report.resolve() == out.resolve():
-        raise OutputPathError(f"{report}: the report path is the output path; choose another --report")
+    refuse_report_on_output(report, out, "choose another --report")
     doc = parse_batch(read_input(inp), str(inp))
     selections = select_articles(doc["articles"], progress)
     payload = iter_dump_batch(apply_selections(doc, selections))

@@ -220,7 +220,20 @@ def resolve_run_paths(
 def _resolve_report(source: Path, output: Path, report: Path | None) -> Path | None:
     if report is None:
         return None
-    resolved = resolve_output_path(source, report)
-    if resolved.resolve() == output.resolve():
-        raise OutputPathError(f"{resolved}: the report path is the output path; give the report its own file")
-    return resolved
+    return refuse_report_on_output(resolve_output_path(source, report), output, "give the report its own file")
+
+
+def refuse_report_on_output(report: Path | None, output: Path, fix: str) -> Path | None:
+    """Return ``report``, unless it is the output file itself.
+
+    Args:
+        report: The checked report path, or None for no report.
+        output: The checked output path.
+        fix: What the user should do, ending the message (it names the option they used).
+
+    Raises:
+        OutputPathError: the report and the output are the same file.
+    """
+    if report is not None and report.resolve() == output.resolve():
+        raise OutputPathError(f"{report}: the report path is the output path; {fix}")
+    return report
