@@ -19,12 +19,10 @@ from prefect.utilities.annotations import opaque
 from pydantic import BaseModel, Field
 
 import selection_core as sc
-from flows.extract_articles import (
-    extract_in_chunks,
-)
+from flows.extract_articles import extract_in_chunks
 from flows.params import DEFAULT_MAX_TABLE_ROWS, MAX_TABLE_ROWS_LIMIT, MAX_TIME_LIMIT_SECONDS, run_namer
 from flows.runners import DASK_ADDRESS_PATTERN, TaskRunnerName, resolve_task_runner, runs_in_chunks
-from selection_extraction.engine import DEFAULT_TIME_LIMIT_SECONDS
+from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
 from tasks.artifacts import publish_artifacts, score_rows
 from tasks.batch import persist_batch, write_selection_report
 from tasks.extract import (

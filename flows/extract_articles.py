@@ -7,7 +7,8 @@ of the Prefect stage: the ``select-content/triggered`` deployment starts a
 selection run on the batch just written. The event is emitted only after the
 batch is completely in place, and only when the run succeeded.
 
-All extraction logic lives in :mod:`selection_extraction.engine`.
+All extraction logic lives in :mod:`selection_extraction`; the flow chains the tasks of
+:mod:`tasks.extract`.
 
 The extract step is one task (the engine's own process pool) by default. With
 ``pages_per_chunk`` or a parallel task runner (``process``, ``dask``; see
@@ -19,7 +20,6 @@ are the same whichever runner and chunk size.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 from prefect import flow
@@ -38,30 +38,20 @@ from flows.runners import (
     runs_in_chunks,
     submit_in_order,
 )
-from selection_extraction.engine import (
-    DEFAULT_TIME_LIMIT_SECONDS,
-    ExtractionResult,
-    ExtractionSettings,
-    PageSet,
-    build_batch,
-    default_extractors,
-)
+from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS, ExtractionResult, PageSet, default_extractors
+from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY, progress_description
+from selection_extraction.batch import log_extraction
+from selection_extraction.chunks import ChunkExtraction, ChunkProgress, join_chunks, plan_page_chunks
 from tasks.extract import (
-    PAGE_CHUNKS_PER_WORKER,
-    ChunkExtraction,
-    _Progress,
     check_extract_paths,
-    combine_stats,
     extract_page_chunk,
     extract_pages_task,
     find_pages_task,
-    log_extraction,
-    page_chunk_bounds,
     publish_extraction_artifacts,
-    split_pages,
     write_extracted_batch,
 )
 from tasks.logs import run_logger
+from tasks.progress import artifact_progress
 
 
 class ExtractionRunSummary(BaseModel):
@@ -91,48 +81,40 @@ def extract_in_chunks(
     """Extract the pages chunk by chunk on the chosen runner; the same result as ``extract-pages``.
 
     Without ``pages_per_chunk``, the pages are cut into ``PAGE_CHUNKS_PER_WORKER``
-    chunks per worker of the runner, of about equal bytes (:func:`page_chunk_bounds`).
-    The ``extraction-progress`` artifact advances as chunks complete, in order.
+    chunks per worker of the runner, of about equal bytes
+    (:func:`selection_extraction.chunks.plan_page_chunks`). The ``extraction-progress``
+    artifact advances as chunks complete, in order.
     """
     logger = run_logger()
-    total = len(page_set.pages)
     extractors = default_extractors()  # fails early, here, when the libraries are missing
     with open_task_runner(runner_name, dask_address) as runner:
         workers = runner_parallelism(runner)
-        bounds = page_chunk_bounds(page_set.pages, pages_per_chunk, PAGE_CHUNKS_PER_WORKER * workers)
-        n_chunks = len(bounds)
-        size = max((stop - start for start, stop in bounds), default=0)
-        progress = _Progress(f"Extracting {total} pages of {Path(page_set.source).name} in {n_chunks} chunk(s)")
-        progress(0, total)
-        done = 0
-
-        def advance(_index: int, chunk: ChunkExtraction) -> None:
-            nonlocal done
-            done += len(chunk)
-            progress(done, total)
-
+        plan = plan_page_chunks(page_set, pages_per_chunk, workers, time_limit_seconds)
+        description = progress_description(page_set, plan.n_chunks)
+        progress = ChunkProgress(
+            plan.pages, artifact_progress(EXTRACTION_PROGRESS_ARTIFACT_KEY, description, start=False)
+        )
+        progress.start()
         logger.info(
             "Extracting %d pages in %d chunk(s) of up to %d on the %s task runner (%d worker(s))",
-            total,
-            n_chunks,
-            size,
+            plan.pages,
+            plan.n_chunks,
+            plan.largest,
             runner_name.value,
             workers,
         )
         parts: list[ChunkExtraction] = submit_in_order(
             runner,
             extract_page_chunk,
-            split_pages(page_set, bounds, time_limit_seconds),
+            plan.chunks(),
             parameter="chunk",
             in_flight=IN_FLIGHT_PER_WORKER * workers,
-            on_result=advance,
+            on_result=progress.advance,
         )
-    progress(total, total)
-    articles = [article for part in parts for article in part.articles]
-    stats = combine_stats([part.stats for part in parts])
-    log_extraction(stats)
-    settings = ExtractionSettings(time_limit_seconds=time_limit_seconds)
-    return ExtractionResult(build_batch(page_set, articles, extractors, settings, stats), stats)
+    progress.finish()
+    result = join_chunks(page_set, parts, extractors, time_limit_seconds)
+    log_extraction(logger, result.stats)
+    return result
 
 
 @flow(

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import warnings
 
-# The options live beside the description of the calls that each batch records
-# (selection_extraction.engine.default_extractors), which does not import this module.
-from selection_extraction.engine import NEWSPAPER_CONFIG, READABILITY_SUMMARY_OPTIONS, TRAFILATURA_OPTIONS
+# The options live beside the descriptions of the calls that each batch records, below
+# both this module and the engine (which names this module but never imports it).
+from selection_extraction.options import NEWSPAPER_CONFIG, READABILITY_SUMMARY_OPTIONS, TRAFILATURA_OPTIONS
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

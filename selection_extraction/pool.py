@@ -45,6 +45,7 @@ each outcome, so the caller can report them, and a test can prove there were non
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import multiprocessing
@@ -279,6 +280,27 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
         return max(1, os.cpu_count() or 1)
+
+
+@contextlib.contextmanager
+def allow_child_processes() -> Iterator[None]:
+    """Let this process start the pool's workers even when it is daemonic.
+
+    Dask's worker processes are daemonic by default, and :mod:`multiprocessing`
+    refuses to start children from a daemonic process (so that they cannot be
+    orphaned). The pool's own workers are daemonic and exit when their pipe to
+    this process closes, so lifting the flag while a run lasts is safe.
+    """
+    config = multiprocessing.current_process()._config  # noqa: SLF001 - no public way
+    daemon = config.get("daemon")
+    if not daemon:
+        yield
+        return
+    config["daemon"] = False
+    try:
+        yield
+    finally:
+        config["daemon"] = daemon
 
 
 def _context(preload: Sequence[str]) -> multiprocessing.context.BaseContext:

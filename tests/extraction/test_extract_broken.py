@@ -17,7 +17,7 @@ import pytest
 
 import selection_core as sc
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
-from selection_extraction.engine import (
+from selection_extraction import (
     ExtractionSettings,
     InvalidPagesError,
     extract_pages,
@@ -264,10 +264,10 @@ def test_nothing_is_written_when_the_output_is_refused(tmp_path: Path) -> None:
 def test_a_transient_read_error_is_retried(tmp_path: Path, mocker: Any) -> None:
     import errno
 
-    import selection_extraction.engine
+    import selection_extraction.pages
 
     shutil.copy(REAL_PAGE, tmp_path / "p.html.gz")
-    real_read = selection_extraction.engine.read_page
+    real_read = selection_extraction.pages.read_page
     calls: list[str] = []
 
     def flaky(page: Any, max_bytes: int) -> bytes:
@@ -276,7 +276,7 @@ def test_a_transient_read_error_is_retried(tmp_path: Path, mocker: Any) -> None:
             raise OSError(errno.EIO, "Input/output error")
         return real_read(page, max_bytes)
 
-    mocker.patch("selection_extraction.engine.read_page", side_effect=flaky)
+    mocker.patch("selection_extraction.pages.read_page", side_effect=flaky)
     result = extract_pages(find_pages(tmp_path / "p.html.gz"))
     assert calls == ["p.html.gz", "p.html.gz"]
     assert result.doc["articles"][0]["trafilatura"]["error"] is None
@@ -287,7 +287,7 @@ def test_a_lasting_read_error_gives_error_blocks(tmp_path: Path, mocker: Any) ->
     import errno
 
     shutil.copy(REAL_PAGE, tmp_path / "p.html.gz")
-    read = mocker.patch("selection_extraction.engine.read_page", side_effect=OSError(errno.EIO, "Input/output error"))
+    read = mocker.patch("selection_extraction.pages.read_page", side_effect=OSError(errno.EIO, "Input/output error"))
     result = extract_pages(find_pages(tmp_path / "p.html.gz"))
     assert read.call_count == 3
     article = result.doc["articles"][0]

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
-from selection_extraction.engine import ExtractionSettings, default_extractors, extract_pages, find_pages
+from selection_extraction import ExtractionSettings, default_extractors, extract_pages, find_pages
 from tests.support import PAGES
 from tests.support import extract_faults as faults
 

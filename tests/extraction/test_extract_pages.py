@@ -18,7 +18,7 @@ import pytest
 
 import selection_core as sc
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
-from selection_extraction.engine import (
+from selection_extraction import (
     ExtractionSettings,
     extract_pages,
     extract_to_file,

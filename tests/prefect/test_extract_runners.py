@@ -1,4 +1,5 @@
-"""The ``extract-articles`` flow on every task runner: the same bytes, one task run per chunk of pages.
+"""The ``extract-articles`` flow on every task runner: the same bytes, one task run per chunk of pages
+(the planning and the join themselves, without Prefect: ``tests/extraction/test_chunks.py``).
 
 Real extractors on the real pages of ``tests/data/pages``, in-process in chunks
 of 2, on a process pool and on a local Dask cluster; each written batch is
@@ -16,12 +17,9 @@ from typing import Any
 from uuid import UUID
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from flows.extract_articles import extract_articles
-from selection_extraction.engine import ExtractionStats
-from tasks.extract import PAGE_CHUNK_TASK_NAME, balanced_bounds, combine_stats
+from tasks.extract import PAGE_CHUNK_TASK_NAME
 from tests.support import PAGES
 from tests.support.prefect_fixtures import leftover_files, task_runs_of
 
@@ -90,27 +88,3 @@ def test_every_runner_writes_the_default_bytes(
         assert 1 <= len(chunk_runs) <= N_PAGES
     assert not any(r.name.startswith("extract-pages") for r in runs)
     assert all(r.state.is_completed() for r in runs)
-
-
-def test_chunk_counts_add_up() -> None:
-    a = ExtractionStats(2, 0, {"trafilatura": 1}, {"trafilatura": 1}, 1, ("connect",))
-    b = ExtractionStats(3, 1, {"trafilatura": 2, "readability": 1}, {}, 0, ("send",))
-    total = combine_stats([a, b])
-    assert (total.pages, total.unreadable_pages, total.worker_crashes) == (5, 1, 1)
-    assert total.errors == {"trafilatura": 3, "newspaper4k": 0, "readability": 1}
-    assert total.timeouts == {"trafilatura": 1, "newspaper4k": 0, "readability": 0}
-    assert total.network_attempts == ("connect", "send")
-
-
-@settings(max_examples=300, deadline=None)
-@given(weights=st.lists(st.integers(0, 10_000), max_size=60), n_chunks=st.integers(1, 12))
-def test_balanced_bounds_cover_every_page_once_in_order(weights: list[int], n_chunks: int) -> None:
-    bounds = balanced_bounds(weights, n_chunks)
-    assert len(bounds) == min(n_chunks, len(weights))
-    assert [i for start, stop in bounds for i in range(start, stop)] == list(range(len(weights)))
-    assert all(stop > start for start, stop in bounds)
-
-
-def test_balanced_bounds_put_a_heavy_page_alone() -> None:
-    # 4 chunks by count would be [0..3], [4..7]: the heavy page would weigh on one worker with 3 others
-    assert balanced_bounds([1, 1, 1, 1, 100, 1, 1, 1], 3) == [(0, 4), (4, 5), (5, 8)]

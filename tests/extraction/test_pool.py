@@ -18,14 +18,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from selection_extraction.engine import (
-    WORKER_PRELOAD,
+from selection_extraction import (
     ExtractionSettings,
     ExtractorsUnavailableError,
     default_extractors,
     extract_pages,
     find_pages,
 )
+from selection_extraction.extractors import WORKER_PRELOAD
 from selection_extraction.pool import (
     FunctionRef,
     Outcome,
@@ -165,7 +165,7 @@ def test_a_missing_library_is_found_before_any_worker_starts(mocker) -> None:
 
 def test_default_extractors_do_not_import_the_libraries_here() -> None:
     code = (
-        "import sys; from selection_extraction.engine import default_extractors; default_extractors(); "
+        "import sys; from selection_extraction import default_extractors; default_extractors(); "
         "libraries = ('trafilatura', 'newspaper', 'readability', 'selection_extraction.adapters'); "
         "print(sorted(m for m in libraries if m in sys.modules))"
     )

@@ -1,0 +1,117 @@
+"""What the extract step's Prefect artifacts say, built from the batch by pure functions.
+
+The keys of the artifacts, the rows of the ``extraction-pages`` table, the
+``extraction-summary`` markdown and the descriptions of all three (the
+``extraction-progress`` artifact included). The tasks of :mod:`tasks.extract`
+publish them; nothing here talks to Prefect.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+from selection_core.config import EXTRACTORS, TEXT_FIELDS
+from selection_core.markdown import md_cell
+from selection_extraction.batch import ExtractionStats
+from selection_extraction.pages import PageSet
+
+#: Artifact keys (lowercase with dashes).
+PAGES_ARTIFACT_KEY: Final[str] = "extraction-pages"
+EXTRACTION_SUMMARY_ARTIFACT_KEY: Final[str] = "extraction-summary"
+EXTRACTION_PROGRESS_ARTIFACT_KEY: Final[str] = "extraction-progress"
+
+#: Longest error shown in a table cell.
+MAX_ERROR_CELL: Final[int] = 160
+
+
+def progress_description(page_set: PageSet, n_chunks: int | None = None) -> str:
+    """The description of the ``extraction-progress`` artifact (with the chunks when the run is cut in chunks).
+
+    >>> progress_description(PageSet("data/pages", "directory", ()), 2)
+    'Extracting 0 pages of pages in 2 chunk(s)'
+    """
+    text = f"Extracting {len(page_set.pages)} pages of {Path(page_set.source).name}"
+    return text if n_chunks is None else f"{text} in {n_chunks} chunk(s)"
+
+
+def page_rows(doc: dict[str, Any], max_rows: int) -> list[dict[str, Any]]:
+    """One row per page (the first ``max_rows``): ids, decoding, and per extractor its text length and error.
+
+    >>> page_rows({"articles": []}, 10)
+    []
+    """
+    rows: list[dict[str, Any]] = []
+    for index, article in enumerate(doc["articles"][: max(max_rows, 0)]):
+        row: dict[str, Any] = {
+            "index": index,
+            "id": article.get("id"),
+            "url": article.get("url"),
+            "path": article.get("path"),
+            "encoding": article.get("encoding"),
+            "encoding_source": article.get("encoding_source"),
+        }
+        for name in EXTRACTORS:
+            block = article.get(name) or {}
+            text = block.get(TEXT_FIELDS[name])
+            error = block.get("error")
+            row[f"{name}_chars"] = len(text) if isinstance(text, str) else 0
+            row[f"{name}_error"] = (
+                (error[: MAX_ERROR_CELL - 1] + "…") if isinstance(error, str) and len(error) > MAX_ERROR_CELL else error
+            )
+        rows.append(row)
+    return rows
+
+
+def pages_table_description(output_path: Path, shown_rows: int, stats: ExtractionStats, max_rows: int) -> str:
+    """The description of the ``extraction-pages`` table."""
+    return (
+        f"Extraction of {output_path.name}: {shown_rows} of {stats.pages} pages shown "
+        f"(capped at max_table_rows={max_rows})."
+    )
+
+
+def summary_description(output_path: Path) -> str:
+    """The description of the ``extraction-summary`` markdown."""
+    return f"Extraction summary of {output_path.name}"
+
+
+def extraction_markdown(
+    doc: dict[str, Any], stats: ExtractionStats, output_path: Path, output_sha256: str, shown_rows: int, max_rows: int
+) -> str:
+    """The ``extraction-summary`` markdown: counts, output, versions and settings."""
+    meta = doc.get("extraction", {})
+    lines = [
+        f"# Extraction: {md_cell(Path(str(meta.get('input', ''))).name or str(meta.get('input', '')))}",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| Input | `{md_cell(str(meta.get('input', '')))}` ({meta.get('input_kind', '')}) |",
+        f"| Pages | {stats.pages} |",
+        f"| Unreadable pages | {stats.unreadable_pages} |",
+        f"| Output | `{md_cell(str(output_path))}` |",
+        f"| Output SHA-256 | `{output_sha256}` |",
+        f"| Time limit per extractor and page | {meta.get('time_limit_seconds')} s |",
+        f"| Worker crashes | {stats.worker_crashes} |",
+        f"| Network attempts blocked | {len(stats.network_attempts)} |",
+        "",
+        "## Extractors",
+        "",
+        "| Extractor | Version | Errors | Timeouts | Call |",
+        "|---|---|---:|---:|---|",
+    ]
+    described = meta.get("extractors", {})
+    for name in EXTRACTORS:
+        info = described.get(name, {})
+        lines.append(
+            f"| {name} | {info.get('distribution', '')} {info.get('version', '')} | {stats.errors.get(name, 0)} "
+            f"| {stats.timeouts.get(name, 0)} | `{md_cell(str(info.get('call', '')))}` |"
+        )
+    lines += [
+        "",
+        f"Decoding: {md_cell(str(meta.get('decoding', '')))}.",
+        "",
+        f"The table `{PAGES_ARTIFACT_KEY}` shows {shown_rows} of {stats.pages} pages (max_table_rows={max_rows}).",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,212 @@
+"""The extracted batch: its articles, its record of how it was made, its counts, and writing it.
+
+Every page is one article, in input order::
+
+    {"id", "url", "path", "encoding", "encoding_source",
+     "trafilatura": {"text", "error"},
+     "newspaper4k": {"text", "error", "title"},
+     "readability": {"cleaned_text", "error", "title"}}
+
+``error`` is null or ``"<ExceptionType>: message"``; a block with an error has
+an empty text. A page that cannot be read gets three blocks with that error.
+
+The document (:func:`build_batch`) is ``{"extractor_versions", "extraction",
+"articles"}``; ``extraction`` records the input as given, the settings that can
+change the texts and the error counts. No clock, no absolute path that the user
+did not give, no machine detail: the same pages give the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, NamedTuple
+
+from selection_core.batch import dump_batch
+from selection_core.config import EXTRACTORS, TEXT_FIELDS
+from selection_extraction.extractors import Extractor, library_version
+from selection_extraction.pages import Page, PageSet
+from selection_extraction.pool import Outcome
+from selection_extraction.settings import ExtractionSettings
+from selection_storage.files import write_atomic
+
+#: How pages are decoded, as recorded in every batch.
+DECODING_POLICY: Final[str] = (
+    "byte-order mark; else the manifest's transport charset or the page's <meta>/XML charset "
+    "if the bytes decode under it without error (valid non-ASCII UTF-8 overrides a legacy claim); "
+    "else UTF-8; else UTF-8 with U+FFFD replacement"
+)
+
+#: How the error of a call stopped at the time limit begins.
+TIMEOUT_ERROR_PREFIX: Final[str] = "TimeoutError:"
+
+
+@dataclass(frozen=True)
+class ExtractionStats:
+    """Counts over one run. ``errors``/``timeouts`` are per extractor, in ``EXTRACTORS`` order."""
+
+    pages: int
+    unreadable_pages: int
+    errors: dict[str, int]
+    timeouts: dict[str, int]
+    worker_crashes: int
+    network_attempts: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pages": self.pages,
+            "unreadable_pages": self.unreadable_pages,
+            "errors": dict(self.errors),
+            "timeouts": dict(self.timeouts),
+            "worker_crashes": self.worker_crashes,
+            "network_attempts": list(self.network_attempts),
+        }
+
+
+@dataclass(frozen=True)
+class ExtractionResult:
+    """A batch document and what happened while it was made."""
+
+    doc: dict[str, Any]
+    stats: ExtractionStats
+
+
+class BatchBytes(NamedTuple):
+    """The fingerprint of the bytes of a written batch."""
+
+    sha256: str
+    size_bytes: int
+
+
+def build_article(
+    page: Page,
+    outcomes: Mapping[str, Outcome],
+    encoding: str | None,
+    encoding_source: str | None,
+) -> dict[str, Any]:
+    """One article of the batch, with the blocks in ``EXTRACTORS`` order."""
+    article: dict[str, Any] = {
+        "id": page.id,
+        "url": page.url,
+        "path": page.path,
+        "encoding": encoding,
+        "encoding_source": encoding_source,
+    }
+    for name in EXTRACTORS:
+        outcome = outcomes[name]
+        block: dict[str, Any] = {TEXT_FIELDS[name]: "" if outcome.error else outcome.text, "error": outcome.error}
+        if name != "trafilatura":
+            block["title"] = None if outcome.error else outcome.title
+        article[name] = block
+    return article
+
+
+def count_outcomes(outcomes: Iterable[Mapping[str, Outcome]]) -> tuple[dict[str, int], dict[str, int]]:
+    """The errors and the timeouts per extractor, in ``EXTRACTORS`` order, over the outcomes of every page.
+
+    >>> count_outcomes([{"trafilatura": Outcome("", None, "TimeoutError: late")}])
+    ({'trafilatura': 1, 'newspaper4k': 0, 'readability': 0}, {'trafilatura': 1, 'newspaper4k': 0, 'readability': 0})
+    """
+    errors = dict.fromkeys(EXTRACTORS, 0)
+    timeouts = dict.fromkeys(EXTRACTORS, 0)
+    for page_outcomes in outcomes:
+        for name, outcome in page_outcomes.items():
+            if outcome.error:
+                errors[name] += 1
+                if outcome.error.startswith(TIMEOUT_ERROR_PREFIX):
+                    timeouts[name] += 1
+    return errors, timeouts
+
+
+def combine_stats(parts: Sequence[ExtractionStats]) -> ExtractionStats:
+    """The counts of a whole run from those of its chunks, in chunk order.
+
+    >>> s = ExtractionStats(2, 1, {"readability": 1}, {}, 0, ("x",))
+    >>> both = combine_stats([s, s])
+    >>> both.pages, both.errors["readability"], both.network_attempts
+    (4, 2, ('x', 'x'))
+    """
+    errors = dict.fromkeys(EXTRACTORS, 0)
+    timeouts = dict.fromkeys(EXTRACTORS, 0)
+    for part in parts:
+        for name, count in part.errors.items():
+            errors[name] = errors.get(name, 0) + count
+        for name, count in part.timeouts.items():
+            timeouts[name] = timeouts.get(name, 0) + count
+    return ExtractionStats(
+        pages=sum(p.pages for p in parts),
+        unreadable_pages=sum(p.unreadable_pages for p in parts),
+        errors=errors,
+        timeouts=timeouts,
+        worker_crashes=sum(p.worker_crashes for p in parts),
+        network_attempts=tuple(a for p in parts for a in p.network_attempts),
+    )
+
+
+def build_batch(
+    page_set: PageSet,
+    articles: list[dict[str, Any]],
+    extractors: Sequence[Extractor],
+    settings: ExtractionSettings,
+    stats: ExtractionStats,
+) -> dict[str, Any]:
+    """The batch document: versions, how it was made, then the articles."""
+    by_name = {e.name: e for e in extractors}
+    return {
+        "extractor_versions": {name: library_version(by_name[name].distribution) for name in EXTRACTORS},
+        "extraction": {
+            "input": page_set.source,
+            "input_kind": page_set.kind,
+            "pages": stats.pages,
+            "unreadable_pages": stats.unreadable_pages,
+            "errors": dict(stats.errors),
+            "timeouts": dict(stats.timeouts),
+            "time_limit_seconds": settings.time_limit_seconds,
+            "max_page_bytes": settings.max_page_bytes,
+            "decoding": DECODING_POLICY,
+            "extractors": {
+                name: {
+                    "distribution": by_name[name].distribution,
+                    "version": library_version(by_name[name].distribution),
+                    "call": by_name[name].call,
+                    "settings": dict(by_name[name].settings),
+                    "text_field": TEXT_FIELDS[name],
+                }
+                for name in EXTRACTORS
+            },
+            "lxml": library_version("lxml"),
+        },
+        "articles": articles,
+    }
+
+
+def write_batch(doc: dict[str, Any], target: str | os.PathLike[str]) -> BatchBytes:
+    """Write the batch atomically, in the selection stage's own format; the fingerprint of its bytes.
+
+    Raises:
+        OutputPathError: the location is refused.
+        WriteError: writing failed.
+    """
+    data = dump_batch(doc)
+    write_atomic(target, data)
+    return BatchBytes(hashlib.sha256(data).hexdigest(), len(data))
+
+
+def log_extraction(logger: logging.Logger | logging.LoggerAdapter[Any], stats: ExtractionStats) -> None:
+    """Log a run's counts, and a warning when an extractor tried to use the network."""
+    logger.info(
+        "Extracted %d pages (%d unreadable); errors: %s; timeouts: %s",
+        stats.pages,
+        stats.unreadable_pages,
+        ", ".join(f"{k} {v}" for k, v in stats.errors.items()),
+        ", ".join(f"{k} {v}" for k, v in stats.timeouts.items()),
+    )
+    if stats.network_attempts:
+        logger.warning(
+            "Blocked %d network attempts of the extractors: %s",
+            len(stats.network_attempts),
+            "; ".join(stats.network_attempts[:5]),
+        )

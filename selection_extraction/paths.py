@@ -1,0 +1,71 @@
+"""Where an extraction reads and writes: the default batch name beside the input, and the checked paths of a run.
+
+The path policy itself (the data root, confinement, what output is refused) is
+:mod:`selection_storage.paths`; this module applies it to the pages and the batch.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from selection_extraction.pages import page_stem
+from selection_storage.paths import (
+    EXTRACTED_SUFFIX,
+    configured_data_root,
+    confine,
+    resolve_data_root,
+    resolve_output_path,
+)
+
+
+def extracted_path(source: str | os.PathLike[str]) -> Path:
+    """``<name>_extracted.json`` beside the input (a directory, a manifest or a page).
+
+    >>> extracted_path("data/pages").as_posix()
+    'data/pages_extracted.json'
+    >>> extracted_path("data/pages.jsonl").as_posix()
+    'data/pages_extracted.json'
+    """
+    path = Path(source)
+    if not path.name or path.name in (".", ".."):
+        path = path.resolve()
+    if path.is_dir() or not path.suffix:
+        stem = path.name
+    else:
+        stem = page_stem(path.name) or path.stem
+    return path.with_name(f"{stem}{EXTRACTED_SUFFIX}")
+
+
+@dataclass(frozen=True)
+class ExtractPaths:
+    """The resolved, checked paths of an extraction run."""
+
+    pages: Path
+    output: Path
+    data_root: Path | None
+
+
+def resolve_extract_paths(pages: str, output_path: str | None = None, data_root: str | None = None) -> ExtractPaths:
+    """Resolve the pages input and the batch output; confine both to the data root when one is set.
+
+    Args:
+        pages: A directory of pages or a JSON Lines manifest.
+        output_path: Where to write the batch; None for ``<pages>_extracted.json`` beside the input.
+        data_root: Directory every path must resolve inside; None for
+            ``$CONTENT_SELECTION_DATA_ROOT`` (no confinement when that is unset too).
+
+    Raises:
+        UnsafePathError: a path leaves the data root.
+        OutputPathError: the output is refused by the core (a directory, the input, not writable).
+    """
+    root_text = configured_data_root(data_root)
+    if root_text is None:
+        source = Path(pages).expanduser().absolute()
+        wanted = Path(output_path).expanduser().absolute() if output_path else extracted_path(source)
+        return ExtractPaths(source, resolve_output_path(source, wanted), None)
+    root = resolve_data_root(root_text)
+    source = confine(pages, root, "pages")
+    wanted = confine(output_path, root, "output") if output_path else confine(extracted_path(source), root, "output")
+    return ExtractPaths(source, resolve_output_path(source, wanted), root)

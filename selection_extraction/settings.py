@@ -1,0 +1,47 @@
+"""How a run extracts: the time limit, the page size limit and the workers (:class:`ExtractionSettings`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+#: Default seconds one extractor may spend on one page before its worker is killed.
+DEFAULT_TIME_LIMIT_SECONDS: Final[float] = 60.0
+
+#: Default largest page (after decompression) that is read; larger pages get error blocks.
+DEFAULT_MAX_PAGE_BYTES: Final[int] = 64 * 1024 * 1024
+
+#: Pages a worker extracts before it is replaced by a fresh one.
+DEFAULT_RECYCLE_AFTER: Final[int] = 500
+
+
+@dataclass(frozen=True)
+class ExtractionSettings:
+    """How a run extracts. Only ``time_limit_seconds`` and ``max_page_bytes`` can
+    change the output, so only they are recorded in the batch.
+
+    Attributes:
+        time_limit_seconds: Seconds one extractor may spend on one page.
+        max_page_bytes: Largest page read, after decompression.
+        workers: Worker processes; None for one per available core.
+        recycle_after: Pages a worker extracts before it is replaced.
+        keep_workers: Keep the worker processes after the run for the next run in
+            this process (``selection_extraction.pool``): for a task runner's worker
+            that extracts one chunk of pages after another.
+    """
+
+    time_limit_seconds: float = DEFAULT_TIME_LIMIT_SECONDS
+    max_page_bytes: int = DEFAULT_MAX_PAGE_BYTES
+    workers: int | None = None
+    recycle_after: int = DEFAULT_RECYCLE_AFTER
+    keep_workers: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.time_limit_seconds > 0:
+            raise ValueError("time_limit_seconds must be positive")
+        if self.max_page_bytes < 1:
+            raise ValueError("max_page_bytes must be at least 1")
+        if self.workers is not None and self.workers < 1:
+            raise ValueError("workers must be at least 1")
+        if self.recycle_after < 1:
+            raise ValueError("recycle_after must be at least 1")

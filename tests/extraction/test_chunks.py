@@ -1,0 +1,118 @@
+"""Cutting an extraction into chunks of pages (selection_extraction.chunks): the plan, the counts, the join.
+
+The pure parts run on made-up pages; the join runs the real extractors on the
+manifest of ``tests/data/pages`` and must give the batch of one run, byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import selection_core as sc
+from selection_extraction import (
+    ExtractionSettings,
+    ExtractionStats,
+    Page,
+    PageSet,
+    default_extractors,
+    extract_pages,
+    find_pages,
+    stop_kept_workers,
+)
+from selection_extraction.batch import combine_stats
+from selection_extraction.chunks import (
+    PAGE_CHUNKS_PER_WORKER,
+    ChunkExtraction,
+    ChunkProgress,
+    balanced_bounds,
+    extract_chunk,
+    join_chunks,
+    plan_page_chunks,
+)
+from tests.support import PAGES
+
+
+@pytest.fixture
+def no_kept_workers() -> Iterator[None]:
+    """The chunks keep their worker; stop it after the test."""
+    yield
+    stop_kept_workers()
+
+
+def made_up_pages(tmp_path: Path, sizes: list[int]) -> PageSet:
+    """Page files of the given sizes (in bytes), in order."""
+    pages = []
+    for index, size in enumerate(sizes):
+        file = tmp_path / f"p{index}.html"
+        file.write_bytes(b"x" * size)
+        pages.append(Page(f"p{index}", None, file.name, file))
+    return PageSet(str(tmp_path), "directory", tuple(pages))
+
+
+def test_chunk_counts_add_up() -> None:
+    a = ExtractionStats(2, 0, {"trafilatura": 1}, {"trafilatura": 1}, 1, ("connect",))
+    b = ExtractionStats(3, 1, {"trafilatura": 2, "readability": 1}, {}, 0, ("send",))
+    total = combine_stats([a, b])
+    assert (total.pages, total.unreadable_pages, total.worker_crashes) == (5, 1, 1)
+    assert total.errors == {"trafilatura": 3, "newspaper4k": 0, "readability": 1}
+    assert total.timeouts == {"trafilatura": 1, "newspaper4k": 0, "readability": 0}
+    assert total.network_attempts == ("connect", "send")
+
+
+@settings(max_examples=300, deadline=None)
+@given(weights=st.lists(st.integers(0, 10_000), max_size=60), n_chunks=st.integers(1, 12))
+def test_balanced_bounds_cover_every_page_once_in_order(weights: list[int], n_chunks: int) -> None:
+    bounds = balanced_bounds(weights, n_chunks)
+    assert len(bounds) == min(n_chunks, len(weights))
+    assert [i for start, stop in bounds for i in range(start, stop)] == list(range(len(weights)))
+    assert all(stop > start for start, stop in bounds)
+
+
+def test_balanced_bounds_put_a_heavy_page_alone() -> None:
+    # 4 chunks by count would be [0..3], [4..7]: the heavy page would weigh on one worker with 3 others
+    assert balanced_bounds([1, 1, 1, 1, 100, 1, 1, 1], 3) == [(0, 4), (4, 5), (5, 8)]
+
+
+def test_a_plan_by_chunk_size_cuts_consecutive_pages(tmp_path: Path) -> None:
+    plan = plan_page_chunks(made_up_pages(tmp_path, [1] * 5), 2, workers=3, time_limit_seconds=7.0)
+    assert (plan.pages, plan.n_chunks, plan.largest) == (5, 3, 2)
+    chunks = list(plan.chunks())
+    assert [(c.start, c.stop) for c in chunks] == [(0, 2), (2, 4), (4, 5)]
+    assert [p.id for c in chunks for p in c.pages] == ["p0", "p1", "p2", "p3", "p4"]
+    assert {c.time_limit_seconds for c in chunks} == {7.0}
+
+
+def test_a_plan_without_chunk_size_balances_the_bytes_over_the_workers(tmp_path: Path) -> None:
+    plan = plan_page_chunks(made_up_pages(tmp_path, [10, 10, 10, 10, 400, 10, 10, 10]), None, 1, 60.0)
+    assert PAGE_CHUNKS_PER_WORKER == 2
+    assert plan.bounds == ((0, 4), (4, 8))
+    assert plan_page_chunks(PageSet("x", "directory", ()), None, 2, 60.0).largest == 0
+
+
+def test_chunk_progress_counts_pages_from_zero_to_the_total() -> None:
+    seen: list[tuple[int, int]] = []
+    stats = ExtractionStats(0, 0, {}, {}, 0, ())
+    progress = ChunkProgress(5, lambda done, total: seen.append((done, total)))
+    progress.start()
+    progress.advance(0, ChunkExtraction(0, [{}, {}], stats))
+    progress.advance(1, ChunkExtraction(2, [{}, {}, {}], stats))
+    progress.finish()
+    assert seen == [(0, 5), (2, 5), (5, 5), (5, 5)]
+    ChunkProgress(5, None).start()  # no reporter: nothing to call
+
+
+@pytest.mark.usefixtures("no_kept_workers")
+def test_joined_chunks_are_the_batch_of_one_run() -> None:
+    page_set = find_pages(PAGES / "manifest.jsonl")
+    whole = extract_pages(page_set, ExtractionSettings(time_limit_seconds=30.0, workers=1))
+    plan = plan_page_chunks(page_set, 2, workers=1, time_limit_seconds=30.0)
+    parts = [extract_chunk(chunk) for chunk in plan.chunks()]
+    assert [part.start for part in parts] == [start for start, _ in plan.bounds]
+    joined = join_chunks(page_set, parts, default_extractors(), 30.0)
+    assert sc.dump_batch(joined.doc) == sc.dump_batch(whole.doc)
+    assert joined.stats == whole.stats

@@ -1,0 +1,95 @@
+"""The extractors as the engine names them (selection_extraction.extractors and .options).
+
+The engine names the adapters module by a string, so no import checks that
+the names are right: these tests resolve every reference in a fresh
+interpreter, as a worker does.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from selection_extraction import default_extractors
+from selection_extraction.extractors import (
+    ADAPTERS_MODULE,
+    WORKER_INITIALIZER,
+    WORKER_PRELOAD,
+    check_extractors,
+    function_refs,
+)
+from selection_extraction.options import (
+    NEWSPAPER_CALL,
+    NEWSPAPER_CONFIG,
+    READABILITY_CALL,
+    READABILITY_SUMMARY_OPTIONS,
+    TRAFILATURA_CALL,
+    TRAFILATURA_OPTIONS,
+)
+from selection_extraction.pool import FunctionRef
+from tests.support import ROOT
+
+RESOLVE = """
+import importlib, json, sys
+refs = json.loads(sys.argv[1])
+preload = json.loads(sys.argv[2])
+for module in preload:
+    importlib.import_module(module)
+print(json.dumps([callable(getattr(importlib.import_module(m), n, None)) for m, n in refs]))
+"""
+
+
+def test_every_function_reference_of_the_engine_resolves() -> None:
+    refs = function_refs()
+    assert WORKER_INITIALIZER in refs and len(refs) == 4
+    named = [[ref.module, ref.name] for ref in refs]
+    out = subprocess.run(
+        [sys.executable, "-c", RESOLVE, json.dumps(named), json.dumps(list(WORKER_PRELOAD))],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(out.stdout) == [True] * len(refs)
+
+
+def test_the_adapters_module_is_named_once() -> None:
+    assert WORKER_PRELOAD == (ADAPTERS_MODULE,)
+    assert {ref.module for ref in function_refs()} == {ADAPTERS_MODULE}
+
+
+def test_the_real_extractors_are_references_not_functions() -> None:
+    assert all(isinstance(e.function, FunctionRef) for e in default_extractors())
+
+
+@pytest.mark.parametrize(
+    ("call", "options"),
+    [
+        pytest.param(TRAFILATURA_CALL, TRAFILATURA_OPTIONS, id="trafilatura"),
+        pytest.param(NEWSPAPER_CALL, NEWSPAPER_CONFIG, id="newspaper4k"),
+        pytest.param(READABILITY_CALL, READABILITY_SUMMARY_OPTIONS, id="readability"),
+    ],
+)
+def test_each_recorded_call_spells_out_the_options_used(call: str, options: dict[str, object]) -> None:
+    assert options
+    for name, value in options.items():
+        assert f"{name}={value!r}" in call
+
+
+def test_the_recorded_settings_hold_the_options() -> None:
+    by_name = {e.name: e for e in default_extractors()}
+    assert by_name["trafilatura"].settings == TRAFILATURA_OPTIONS
+    assert NEWSPAPER_CONFIG.items() <= by_name["newspaper4k"].settings.items()
+    assert READABILITY_SUMMARY_OPTIONS.items() <= by_name["readability"].settings.items()
+
+
+def test_only_one_extractor_of_each_name_is_accepted() -> None:
+    extractors = default_extractors()
+    check_extractors(extractors)
+    with pytest.raises(ValueError, match="need one extractor for each of"):
+        check_extractors(extractors[:2])
+    with pytest.raises(ValueError, match="need one extractor for each of"):
+        check_extractors((*extractors[:2], extractors[0]))
