@@ -70,7 +70,7 @@ def load_truth(dataset: Path) -> dict[str, dict[str, str]]:
 
 def extract_dataset(dataset: Path, source: str, time_limit: float, workers: int | None) -> dict[str, Any]:
     """Run the extract step on the dataset's pages (ids in sorted order, with their URLs)."""
-    from selection_extraction.engine import ExtractionSettings, Page, PageSet, extract_pages
+    from selection_extraction import ExtractionSettings, Page, PageSet, extract_pages
 
     truth = load_truth(dataset)
     pages = tuple(
