@@ -19,7 +19,6 @@ import selection_core as sc
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
 from selection_extraction import (
     ExtractionSettings,
-    InvalidPagesError,
     extract_pages,
     extract_to_file,
     find_pages,
@@ -178,33 +177,6 @@ def test_a_page_over_the_size_limit_is_refused_alone(tmp_path: Path) -> None:
 # --- inputs that are refused as a whole -------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("lines", "message"),
-    [
-        pytest.param(['{"path": "a.html"}', "not json"], "line 2 is not JSON", id="not-json"),
-        pytest.param(['["a.html"]'], "line 1 is not a JSON object", id="not-an-object"),
-        pytest.param(['{"id": "a"}'], 'line 1 has no "path" string', id="no-path"),
-        pytest.param(['{"path": ""}'], 'line 1 has no "path" string', id="empty-path"),
-        pytest.param(['{"path": "a.html", "url": 7}'], '"url" must be a string or null', id="url-not-a-string"),
-        pytest.param(['{"path": "a.html", "id": ["x"]}'], '"id" must be a string or null', id="id-not-a-string"),
-    ],
-)
-def test_malformed_manifests_are_refused_with_the_line(tmp_path: Path, lines: list[str], message: str) -> None:
-    manifest = tmp_path / "m.jsonl"
-    manifest.write_text("\n".join(lines) + "\n")
-    with pytest.raises(InvalidPagesError, match=message) as info:
-        find_pages(manifest)
-    assert str(manifest) in str(info.value) and "\n" not in str(info.value)
-    assert info.value.exit_code == 65
-
-
-def test_manifest_not_utf_8_is_refused(tmp_path: Path) -> None:
-    manifest = tmp_path / "m.jsonl"
-    manifest.write_bytes(b'{"path": "a.html"}\n{"path": "caf\xe9.html"}\n')
-    with pytest.raises(InvalidPagesError, match="line 2 is not UTF-8"):
-        find_pages(manifest)
-
-
 def test_manifest_entries_default_their_id_and_missing_files_become_error_articles(tmp_path: Path) -> None:
     shutil.copy(REAL_PAGE, tmp_path / "real.html.gz")
     manifest = tmp_path / "m.jsonl"
@@ -223,28 +195,6 @@ def test_an_empty_manifest_is_an_empty_batch(tmp_path: Path) -> None:
     run = extract_to_file(manifest)
     assert run.output_path == tmp_path / "m_extracted.json"
     assert sc.parse_batch(run.output_path.read_bytes())["articles"] == []
-
-
-@pytest.mark.parametrize(
-    ("make", "message"),
-    [
-        pytest.param(lambda p: p, "no such file or directory", id="missing"),
-        pytest.param(lambda p: (p.mkdir(), (p / "notes.txt").write_text("x"), p)[-1], "no .html", id="no-page"),
-    ],
-)
-def test_unusable_inputs_are_refused(tmp_path: Path, make: Any, message: str) -> None:
-    with pytest.raises(InvalidPagesError, match=message):
-        find_pages(make(tmp_path / "pages"))
-
-
-def test_hidden_entries_are_skipped_and_subfolders_searched(tmp_path: Path) -> None:
-    folder = tmp_path / "pages"
-    (folder / "sub").mkdir(parents=True)
-    (folder / ".cache").mkdir()
-    for rel in ("b.HTML", "sub/a.htm", ".hidden.html", ".cache/c.html", "notes.txt"):
-        (folder / rel).write_text("<p>x</p>")
-    page_set = find_pages(folder)
-    assert [(p.id, p.path) for p in page_set.pages] == [("b", "b.HTML"), ("sub/a", "sub/a.htm")]
 
 
 def test_nothing_is_written_when_the_output_is_refused(tmp_path: Path) -> None:

@@ -7,13 +7,15 @@ interpreter, as a worker does.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
-from selection_extraction import default_extractors
+from selection_extraction import ExtractorsUnavailableError, default_extractors
 from selection_extraction.extractors import (
     ADAPTERS_MODULE,
     WORKER_INITIALIZER,
@@ -93,3 +95,25 @@ def test_only_one_extractor_of_each_name_is_accepted() -> None:
         check_extractors(extractors[:2])
     with pytest.raises(ValueError, match="need one extractor for each of"):
         check_extractors((*extractors[:2], extractors[0]))
+
+
+def test_a_missing_library_is_found_before_any_worker_starts(mocker: Any) -> None:
+    real = importlib.util.find_spec
+    mocker.patch(
+        "importlib.util.find_spec", side_effect=lambda name, *a: None if name == "newspaper" else real(name, *a)
+    )
+    with pytest.raises(
+        ExtractorsUnavailableError, match=r"\(no module named newspaper\); install them with: pip install"
+    ):
+        default_extractors()
+
+
+def test_default_extractors_do_not_import_the_libraries_here() -> None:
+    code = (
+        "import sys; from selection_extraction import default_extractors; default_extractors(); "
+        "libraries = ('trafilatura', 'newspaper', 'readability', 'selection_extraction.adapters'); "
+        "print(sorted(m for m in libraries if m in sys.modules))"
+    )
+    root = ROOT
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

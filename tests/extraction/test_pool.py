@@ -8,11 +8,8 @@ real libraries are named, so that a test shows which process ran a call.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 
@@ -34,7 +31,7 @@ from selection_extraction.pool import (
     run_jobs,
     stop_kept_workers,
 )
-from tests.support import PAGES, ROOT, pool_probes
+from tests.support import PAGES, pool_probes
 
 PROBE = {"probe": pool_probes.report_pid}
 
@@ -150,28 +147,6 @@ def test_extract_pages_reports_a_broken_library_as_unavailable() -> None:
     assert "no_such_module_for_content_selection" in message
     assert "pip install 'content-selection[extract]'" in message
     assert caught.value.exit_code == 1
-
-
-def test_a_missing_library_is_found_before_any_worker_starts(mocker) -> None:
-    real = importlib.util.find_spec
-    mocker.patch(
-        "importlib.util.find_spec", side_effect=lambda name, *a: None if name == "newspaper" else real(name, *a)
-    )
-    with pytest.raises(
-        ExtractorsUnavailableError, match=r"\(no module named newspaper\); install them with: pip install"
-    ):
-        default_extractors()
-
-
-def test_default_extractors_do_not_import_the_libraries_here() -> None:
-    code = (
-        "import sys; from selection_extraction import default_extractors; default_extractors(); "
-        "libraries = ('trafilatura', 'newspaper', 'readability', 'selection_extraction.adapters'); "
-        "print(sorted(m for m in libraries if m in sys.modules))"
-    )
-    root = ROOT
-    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
 
 
 def test_kept_workers_give_the_same_batch_as_fresh_ones() -> None:
