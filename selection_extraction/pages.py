@@ -157,8 +157,8 @@ def _manifest_pages(manifest: Path) -> tuple[Page, ...]:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InvalidPagesError(f"{manifest}: line {line} is not UTF-8; save the manifest as UTF-8") from None
+        bad_line = data[: exc.start].count(b"\n") + 1
+        raise InvalidPagesError(f"{manifest}: line {bad_line} is not UTF-8; save the manifest as UTF-8") from None
     base = manifest.parent
     pages: list[Page] = []
     for number, line in enumerate(text.splitlines(), start=1):

@@ -291,7 +291,7 @@ def allow_child_processes() -> Iterator[None]:
     orphaned). The pool's own workers are daemonic and exit when their pipe to
     this process closes, so lifting the flag while a run lasts is safe.
     """
-    config = multiprocessing.current_process()._config  # noqa: SLF001 - no public way
+    config = multiprocessing.current_process()._config  # type: ignore[attr-defined]  # noqa: SLF001 - no public way
     daemon = config.get("daemon")
     if not daemon:
         yield
