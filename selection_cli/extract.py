@@ -28,7 +28,7 @@ from selection_cli.environment import apply_kernel_setting
 from selection_cli.progress import ProgressBar
 from selection_cli.select import print_selection
 from selection_core.errors import SelectionError
-from selection_extraction.engine import (
+from selection_extraction import (
     DEFAULT_TIME_LIMIT_SECONDS,
     ExtractionSettings,
     extract_to_file,
