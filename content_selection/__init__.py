@@ -1,12 +1,31 @@
 """What your own code imports from content-selection, under a name no project of yours shadows.
 
-An upstream flow tells the stage that a batch is ready with :func:`emit_batch_extracted`::
+The contract between an upstream extraction flow and the triggered selection run
+(defined in :mod:`content_selection.events`). An upstream flow tells the stage that
+a batch is ready with :func:`emit_batch_extracted`::
 
     from content_selection import emit_batch_extracted
+
+This package imports Prefect's events and nothing of the project's ``flows``,
+``tasks`` or ``deployments``, so a project with packages of those names can use it.
 """
 
 from __future__ import annotations
 
-from content_selection.events import BATCH_EXTRACTED_EVENT, BATCH_PATH_LABEL, emit_batch_extracted
+from content_selection.events import (
+    BATCH_EXTRACTED_EVENT,
+    BATCH_PATH_LABEL,
+    BATCH_RESOURCE_PREFIX,
+    batch_extracted_resource,
+    batch_extracted_trigger,
+    emit_batch_extracted,
+)
 
-__all__ = ["BATCH_EXTRACTED_EVENT", "BATCH_PATH_LABEL", "emit_batch_extracted"]
+__all__ = [
+    "BATCH_EXTRACTED_EVENT",
+    "BATCH_PATH_LABEL",
+    "BATCH_RESOURCE_PREFIX",
+    "batch_extracted_resource",
+    "batch_extracted_trigger",
+    "emit_batch_extracted",
+]

@@ -12,7 +12,7 @@ by calling :func:`emit_batch_extracted` at its end. The ``triggered`` deployment
 of ``select-content`` carries a :func:`batch_extracted_trigger`: for every such
 event it starts a run with ``input_path`` taken from the event's resource. The
 path is untrusted: the run resolves it inside the data root (see
-:mod:`tasks.paths`) or fails without writing anything.
+:mod:`selection_storage.paths`) or fails without writing anything.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def emit_batch_extracted(path: str | os.PathLike[str], **payload: Any) -> Event 
     Example:
         ```python
         from prefect import flow
-        from content_selection.events import emit_batch_extracted
+        from content_selection import emit_batch_extracted
 
         @flow
         def extract_articles(...) -> str:

@@ -6,7 +6,7 @@ They mirror ``prefect.yaml`` (a test checks that both agree):
 * ``select-directory/scheduled``: on a cron schedule, selects every stale batch
   under the data root (or a given directory).
 * ``select-content/triggered``: started by each ``content-selection.batch.extracted``
-  event (see :mod:`content_selection.events`); refuses to run without a data root.
+  event (see :mod:`content_selection`); refuses to run without a data root.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from prefect.client.schemas.schedules import CronSchedule
 from prefect.types.entrypoint import EntrypointType
 
-from content_selection.events import batch_extracted_trigger
+from content_selection import batch_extracted_trigger
 from deployments.config import (
     DEFAULT_CRON,
     DEFAULT_TIMEZONE,

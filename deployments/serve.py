@@ -1,119 +1,37 @@
-"""``content-selection serve``: serve the manual, scheduled and triggered deployments from one process.
+"""Serving the stage's deployments from this process (what ``content-selection serve`` runs).
 
-For a setup without work pools or workers: this process registers the three
-deployments (with their schedule and trigger) on the Prefect API named by
-``PREFECT_API_URL`` and runs their flow runs as subprocesses until stopped
-(Ctrl-C). Without ``PREFECT_API_URL`` it refuses to start: an embedded API
-would vanish with the process, and no UI or upstream flow could reach it.
-
-Prefect is imported only when the command runs.
+The command's options, checks and messages are :mod:`selection_cli.serve`'s;
+this module only hands the built deployments to Prefect.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
+from selection_storage.paths import DATA_ROOT_ENV
 
-PROG = "content-selection serve"
-
-#: Name of the environment variable of the data root (kept in sync with tasks.paths).
-_DATA_ROOT_ENV = "CONTENT_SELECTION_DATA_ROOT"
-
-
-def add_serve_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Add the options of ``serve`` to ``parser`` (the main CLI's subparser)."""
-    parser.add_argument(
-        "--data-root",
-        metavar="DIR",
-        help=f"directory every batch path must resolve inside (default: ${_DATA_ROOT_ENV}); "
-        "required, because the triggered deployment takes paths from events",
-    )
-    parser.add_argument(
-        "--directory",
-        metavar="DIR",
-        help="folder the scheduled deployment scans (default: the data root)",
-    )
-    parser.add_argument(
-        "--cron", default=DEFAULT_CRON, help=f"schedule of the scheduled deployment (default: {DEFAULT_CRON!r})"
-    )
-    parser.add_argument(
-        "--timezone", default=DEFAULT_TIMEZONE, help=f"time zone of --cron (default: {DEFAULT_TIMEZONE})"
-    )
-    parser.add_argument("--limit", type=int, default=None, metavar="N", help="most flow runs at the same time")
-    return parser
+if TYPE_CHECKING:
+    from prefect.deployments.runner import RunnerDeployment
 
 
-def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
-    """A standalone parser for ``serve``."""
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description="Serve the manual, scheduled and triggered deployments of the "
-        "content-selection stage from this process (needs PREFECT_API_URL).",
-    )
-    return add_serve_arguments(parser)
+def serve_deployments(deployments: Sequence[RunnerDeployment], data_root: Path, *, limit: int | None = None) -> None:
+    """Register ``deployments`` on the Prefect API and run their flow runs until stopped.
 
+    Served runs are subprocesses of this one: they inherit ``data_root`` from the
+    environment (``CONTENT_SELECTION_DATA_ROOT``), which this exports.
 
-def serve_command(args: argparse.Namespace) -> int:
-    """Run ``serve`` with parsed arguments (missing options take their defaults); returns the exit status."""
-    data_root = getattr(args, "data_root", None)
-    directory = getattr(args, "directory", None)
-    cron = getattr(args, "cron", None) or DEFAULT_CRON
-    timezone = getattr(args, "timezone", None) or DEFAULT_TIMEZONE
-    limit = getattr(args, "limit", None)
+    Args:
+        deployments: What :func:`deployments.definitions.build_deployments` built.
+        data_root: The resolved data root of every served run.
+        limit: Most flow runs at the same time; None for Prefect's default.
 
-    from prefect.settings import PREFECT_API_URL
-
-    from selection_storage.paths import DATA_ROOT_ENV, configured_data_root, resolve_data_root
-
-    if not PREFECT_API_URL.value():
-        _error(
-            "PREFECT_API_URL is not set; start a server (prefect server start) and "
-            "set PREFECT_API_URL=http://127.0.0.1:4200/api"
-        )
-        return 2
-    root_text = configured_data_root(data_root)
-    if root_text is None:
-        _error(f"no data root; pass --data-root DIR or set {DATA_ROOT_ENV} (event paths are only accepted inside it)")
-        return 2
-    try:
-        root = resolve_data_root(root_text)
-    except Exception as exc:  # noqa: BLE001 - reported as one line
-        _error(str(exc))
-        return int(getattr(exc, "exit_code", 2))
+    Raises:
+        Exception: whatever Prefect raises when the API cannot be reached.
+    """
     from prefect import serve
 
-    from deployments.definitions import build_deployments
-
-    try:
-        deployments = build_deployments(data_root=str(root), directory=directory, cron=cron, timezone=timezone)
-    except ValueError as exc:  # pydantic's ValidationError is a ValueError
-        errors = getattr(exc, "errors", None)
-        reason = errors()[0]["msg"] if callable(errors) and errors() else " ".join(str(exc).split())
-        _error(f"invalid --cron {cron!r} or --timezone {timezone!r}: {reason}")
-        return 2
-    # Served runs are subprocesses of this one: they inherit the root from the environment.
-    os.environ[DATA_ROOT_ENV] = str(root)
-    try:
-        serve(*deployments, limit=limit)
-    except Exception as exc:  # noqa: BLE001 - e.g. the API cannot be reached; one line, no traceback
-        text = " ".join(str(exc).split())
-        _error(f"serving stopped: {type(exc).__name__}: {text} (is the server at PREFECT_API_URL running?)")
-        return 1
-    return 0
-
-
-def serve_main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m deployments.serve [options]``; returns the exit status."""
-    return serve_command(build_parser().parse_args(argv))
-
-
-def _error(message: str) -> None:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
-
-
-if __name__ == "__main__":
-    raise SystemExit(serve_main())
+    os.environ[DATA_ROOT_ENV] = str(data_root)
+    serve(*deployments, limit=limit)

@@ -1,7 +1,7 @@
 """A stand-in for the upstream extraction flow, showing the trigger contract.
 
 The real extraction flow writes a ``*_extracted.json`` batch, then announces it
-with :func:`content_selection.events.emit_batch_extracted`. The ``select-content/triggered``
+with :func:`content_selection.emit_batch_extracted`. The ``select-content/triggered``
 deployment (served by ``content-selection serve`` or deployed from
 ``prefect.yaml``) starts a selection run on that file.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from prefect import flow
 
-from content_selection.events import emit_batch_extracted
+from content_selection import emit_batch_extracted
 
 
 @flow(name="extract-articles-standin")

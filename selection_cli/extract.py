@@ -1,9 +1,8 @@
 """``content-selection extract`` and ``content-selection pipeline``: the extract step from a terminal.
 
-No orchestrator: these call :mod:`selection_extraction.engine` and the selection core
-directly. This module imports nothing heavy at its top, so that adding its
-arguments to the main parser costs nothing; the extractor libraries are
-imported when a command runs.
+No orchestrator: these call the extraction engine (:mod:`selection_extraction`)
+and the selection core directly. The extractor libraries are imported only
+when a command runs, so that adding these arguments to the main parser stays cheap.
 
 * ``extract PAGES [-o BATCH]``: pages -> ``<pages>_extracted.json`` (beside the
   folder or manifest) or ``BATCH``.
@@ -22,12 +21,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Callable, Sequence
-from typing import Any, TextIO
+from typing import Any
 
-#: Default seconds one extractor may spend on one page (kept in sync with selection_extraction.engine).
-DEFAULT_TIME_LIMIT_SECONDS = 60.0
+from selection_cli.environment import apply_kernel_setting
+from selection_cli.progress import ProgressBar
+from selection_cli.select import print_selection
+from selection_core.errors import SelectionError
+from selection_extraction import (
+    DEFAULT_TIME_LIMIT_SECONDS,
+    ExtractionSettings,
+    extract_to_file,
+    extracted_path,
+    find_pages,
+)
 
 
 def _positive_float(text: str) -> float:
@@ -99,29 +106,12 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser) -> argparse.Argument
     return parser
 
 
-class _Progress:
-    """``pages done/total`` on a terminal (stderr); silent elsewhere. The clock only limits redraws."""
-
-    def __init__(self, stream: TextIO, label: str = "extracting") -> None:
-        self._stream = stream
-        self._label = label
-        self._enabled = stream.isatty()
-        self._last = 0.0
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self._enabled or total == 0:
-            return
-        now = time.monotonic()
-        if done != total and now - self._last < 0.2:
-            return
-        self._last = now
-        self._stream.write(f"\r{self._label} {done}/{total} pages" + ("\n" if done == total else ""))
-        self._stream.flush()
+def _pages_bar() -> ProgressBar:
+    """``extracting done/total pages`` on a terminal (stderr); silent elsewhere."""
+    return ProgressBar(sys.stderr, "extracting", width=0, min_total=1, unit="pages")
 
 
-def _settings(args: argparse.Namespace) -> Any:
-    from selection_extraction.engine import ExtractionSettings
-
+def _settings(args: argparse.Namespace) -> ExtractionSettings:
     return ExtractionSettings(
         time_limit_seconds=getattr(args, "time_limit", None) or DEFAULT_TIME_LIMIT_SECONDS,
         workers=getattr(args, "workers", None),
@@ -147,9 +137,7 @@ def extract_command(args: argparse.Namespace) -> int:
         WriteError: writing failed (exit 74).
         ExtractorsUnavailableError: the extractor libraries are missing (exit 1).
     """
-    from selection_extraction.engine import extract_to_file
-
-    run = extract_to_file(args.pages, getattr(args, "output", None), _settings(args), progress=_Progress(sys.stderr))
+    run = extract_to_file(args.pages, getattr(args, "output", None), _settings(args), progress=_pages_bar())
     print(format_extraction(run.result.stats, run.output_path))
     return 0
 
@@ -160,8 +148,6 @@ def pipeline_command(args: argparse.Namespace) -> int:
     Every output path (extracted batch, selected batch, report) is checked
     before the first page is read.
     """
-    from selection_core.batch import Summary
-    from selection_extraction.engine import extract_to_file, extracted_path, find_pages
     from selection_storage.files import select_file
     from selection_storage.paths import refuse_report_on_output, resolve_output_path
 
@@ -174,23 +160,11 @@ def pipeline_command(args: argparse.Namespace) -> int:
     report = resolve_output_path(extracted, report_arg) if report_arg else None
     refuse_report_on_output(report, selected, "choose another --report")
 
-    run = extract_to_file(args.pages, extracted, _settings(args), progress=_Progress(sys.stderr))
+    run = extract_to_file(args.pages, extracted, _settings(args), progress=_pages_bar())
     print(format_extraction(run.result.stats, run.output_path))
     result = select_file(run.output_path, selected, report)
-    summary: Summary = result.summary
-    print(_format_selection(summary))
-    print(f"output: {result.output_path}")
-    if result.report_path is not None:
-        print(f"report: {result.report_path}")
+    print_selection(result.summary, result.output_path, result.report_path)
     return 0
-
-
-def _format_selection(summary: Any) -> str:
-    try:
-        from selection_cli.main import format_summary
-    except ImportError:  # pragma: no cover - the core always ships its CLI
-        return f"articles: {summary.articles}"
-    return str(format_summary(summary))
 
 
 def _standalone(
@@ -199,8 +173,7 @@ def _standalone(
     command: Callable[[argparse.Namespace], int],
     argv: Sequence[str] | None,
 ) -> int:
-    from selection_core.errors import SelectionError
-
+    apply_kernel_setting()
     parser = add(argparse.ArgumentParser(prog=prog))
     args = parser.parse_args(argv)
     try:

@@ -14,11 +14,12 @@ import os
 import sys
 from collections.abc import Sequence
 
-PROG = "content-selection run"
+from flows.params import DEFAULT_MAX_TABLE_ROWS
+from flows.runners import TaskRunnerConfigError, TaskRunnerName, resolve_task_runner
+from selection_cli.environment import apply_kernel_setting
+from selection_core.errors import SelectionError
 
-#: Values of ``--task-runner`` (the names of ``flows.runners.TaskRunnerName``, kept
-#: here so that building the parser imports no Prefect).
-TASK_RUNNER_CHOICES = ("in-process", "process", "dask")
+PROG = "content-selection run"
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -36,7 +37,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
         type=int,
         default=None,
         metavar="N",
-        help="rows of the selection-scores table artifact (default: 200)",
+        help=f"rows of the selection-scores table artifact (default: {DEFAULT_MAX_TABLE_ROWS})",
     )
     parser.add_argument(
         "--data-root",
@@ -45,7 +46,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     )
     parser.add_argument(
         "--task-runner",
-        choices=TASK_RUNNER_CHOICES,
+        choices=[runner.value for runner in TaskRunnerName],
         default=None,
         help="where articles are scored: in this process, a process pool over the cores, or Dask "
         "(default: $CONTENT_SELECTION_TASK_RUNNER, else dask with --dask-address, else in-process); "
@@ -80,6 +81,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
 
 def run_main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m selection_cli.run INPUT [options]``; returns the exit status."""
+    apply_kernel_setting()
     return run_command(build_parser().parse_args(argv))
 
 
@@ -104,8 +106,6 @@ def run_command(args: argparse.Namespace) -> int:
     if chunk_size is not None and chunk_size < 1:
         print(f"{PROG}: error: --chunk-size must be 1 or more", file=sys.stderr)
         return 2
-    from flows.runners import TaskRunnerConfigError, resolve_task_runner
-
     try:
         resolve_task_runner(task_runner, dask_address)
     except TaskRunnerConfigError as exc:
@@ -119,8 +119,7 @@ def run_command(args: argparse.Namespace) -> int:
         # busy or small machine (database migrations) can take longer than that.
         os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
-    from flows.params import DEFAULT_MAX_TABLE_ROWS
-    from flows.select_content import select_content
+    from flows.select_content import select_content  # Prefect is imported only here
 
     _hide_user_error_tracebacks()
 
@@ -156,8 +155,6 @@ class _UserErrorFormatter(logging.Formatter):
         self._inner = inner
 
     def format(self, record: logging.LogRecord) -> str:
-        from selection_core.errors import SelectionError
-
         if record.exc_info and isinstance(record.exc_info[1], SelectionError):
             record = logging.makeLogRecord({**record.__dict__, "exc_info": None, "exc_text": None})
         return self._inner.format(record)
@@ -180,8 +177,6 @@ def _hide_user_error_tracebacks() -> None:
 
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
-    from selection_core.errors import SelectionError
-
     if isinstance(exc, SelectionError):
         return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

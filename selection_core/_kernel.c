@@ -55,7 +55,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define SHINGLE_SIZE 5
+#define SHINGLE_SIZE 5 /* the rule's config.SHINGLE_SIZE: kernel.py refuses, when it loads, a kernel built otherwise */
 #define KEEP (SHINGLE_SIZE - 1) /* tokens before a break that a crossing window can use */
 #define MAX_TEXTS 8
 #define CODE_POINTS 0x110000

@@ -2,38 +2,39 @@
 
 ``selection_core._kernel`` (``_kernel.c``) is built when the package is
 installed, if a C compiler is there (the install succeeds without one). Given
-the texts of one article after steps 1 to 6 of the rule (``nfkc_form``), it
+the texts of one article after steps 1 to 6 of the rule (``normalize.nfkc_form``), it
 lower-cases and tokenizes them (steps 7 and 8), and returns the token count of
 each and the sizes of the regions of the Venn diagram of their shingle sets
 (step 2); every size the rule needs (shingle counts, the consensus, the
 overlaps) is a sum of regions. It computes exactly what ``text_shingles`` and
 the set algebra of ``select.py`` compute; those stay the reference and the
-fallback, and ``tests/test_kernel.py`` checks that the two agree.
+fallback, and ``tests/core/test_kernel.py`` checks that the two agree.
 
-The kernel reads one table entry per code point, built here once, at import,
-from ``str.lower`` and the ``regex`` pattern of ``normalize.tokenize_line``
+The kernel reads one table entry per code point, built here once, on first use,
+from ``str.lower`` and the token pattern of the rule (``tokens.TOKEN``)
 themselves: ``lower(c)`` when that is a letter or digit, 0 when it is not. A code
 point whose lower case depends on its neighbours (``Σ``, final sigma) or is
 several characters (``İ``) gets ``FOLD_UNKNOWN``: a text holding one is
 lower-cased by Python first, then tokenized by the kernel.
 
-The pure-Python path is used when the kernel was not built, or when the
-environment variable ``CONTENT_SELECTION_PURE`` is set to anything but ``""`` or
-``"0"`` (read once, when this module is imported).
+The shingle size is compiled into the kernel; when this module loads it, it
+checks that the kernel's size is ``config.SHINGLE_SIZE`` (:func:`check_shingle_size`)
+and refuses, with an error saying so, a kernel built for another.
+
+The pure-Python path is used when the kernel was not built, or after
+``use_kernel(False)``. Reading no environment itself, the core leaves that
+choice to its caller: the command line (``selection_cli``) turns the kernel off
+when ``CONTENT_SELECTION_PURE`` is set.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 import sys
-import unicodedata
 from types import ModuleType
 
-from .normalize import _MARKERS, _MAX_WIDTH, _TOKEN, prepare
-
-#: Set it (to ``1``) to run the pure-Python path even where the kernel is built.
-PURE_ENV = "CONTENT_SELECTION_PURE"
+from .config import SHINGLE_SIZE
+from .tokens import MOJIBAKE_MARKERS, MOJIBAKE_MAX_WIDTH, TOKEN
 
 #: Code points are 0 .. 0x10FFFF.
 CODE_POINTS = 0x110000
@@ -47,13 +48,34 @@ _CONTEXTUAL = (0x3A3,)
 _CONTEXTUAL_RESULTS = "\u03c3\u03c2"
 
 
+def check_shingle_size(compiled: ModuleType, size: int = SHINGLE_SIZE) -> None:
+    """Refuse a compiled kernel whose shingles are not ``size`` tokens long.
+
+    The kernel is asked for the shingles of one text of ``size + 1`` distinct
+    tokens: exactly 2 when its size is ``size`` (more when smaller, 1 when larger).
+
+    Raises:
+        RuntimeError: the kernel was built for another shingle size.
+    """
+    fold = bytearray(4 * CODE_POINTS)
+    letters = [chr(ord("a") + i) for i in range(size + 1)]
+    for c in letters:
+        fold[4 * ord(c) : 4 * ord(c) + 4] = ord(c).to_bytes(4, sys.byteorder)
+    found = compiled.article_counts((" ".join(letters),), bytes(fold), 0)
+    if found is None or found[1][1] != 2:
+        raise RuntimeError(
+            f"selection_core._kernel was built for shingles of another size than config.SHINGLE_SIZE ({size}): "
+            "set SHINGLE_SIZE in _kernel.c to the same value and rebuild it (pip install --no-deps -e .)"
+        )
+
+
 def _load() -> ModuleType | None:
-    if os.environ.get(PURE_ENV, "") not in ("", "0"):
-        return None
+    """The compiled kernel, checked, or ``None`` when it was not built."""
     try:
         from . import _kernel  # type: ignore[attr-defined]
     except ImportError:
         return None
+    check_shingle_size(_kernel)
     return _kernel
 
 
@@ -82,7 +104,7 @@ def build_fold_table() -> tuple[bytes, bool]:
     """The kernel's table, and whether already lower-cased text may be passed to it.
 
     Entry ``c`` (a native-endian uint32) is ``ord(chr(c).lower())`` when that is
-    one character matching ``normalize._TOKEN``, 0 when it does not match, and
+    one character matching ``tokens.TOKEN``, 0 when it does not match, and
     ``FOLD_UNKNOWN`` for the code points of ``_unknown_code_points``. Since the
     token pattern is one character class repeated, a character of the string of
     all (lowered) code points belongs to a match exactly when it matches alone.
@@ -105,7 +127,7 @@ def build_fold_table() -> tuple[bytes, bool]:
         raise RuntimeError("str.lower changed the length of text without unknown code points")
     table = bytearray(lowered.encode("utf-32-le" if sys.byteorder == "little" else "utf-32-be", "surrogatepass"))
     end = 0
-    for m in _TOKEN.finditer(lowered):
+    for m in TOKEN.finditer(lowered):
         start = m.start()
         table[4 * end : 4 * start] = bytes(4 * (start - end))
         end = m.end()
@@ -118,21 +140,41 @@ def build_fold_table() -> tuple[bytes, bool]:
 
 
 def build_marker_table() -> bytes:
-    """One byte per code point: 1 for the mojibake markers of ``normalize._MARKERS``.
+    """One byte per code point: 1 for the mojibake markers of ``tokens.MOJIBAKE_MARKERS``.
 
     >>> table = build_marker_table()
     >>> table[ord("\u00c3")], table[ord("a")]
     (1, 0)
     """
     table = bytearray(CODE_POINTS)
-    if _MARKERS is not None:
-        for m in _MARKERS.finditer(_all_code_points()):
+    if MOJIBAKE_MARKERS is not None:
+        for m in MOJIBAKE_MARKERS.finditer(_all_code_points()):
             table[m.start()] = 1
     return bytes(table)
 
 
-#: The compiled kernel, or ``None`` when the pure-Python path runs.
-KERNEL: ModuleType | None = _load()
+#: The compiled kernel when it was built, whether it is in use or not.
+BUILT: ModuleType | None = _load()
+
+#: The compiled kernel in use, or ``None`` when the pure-Python path runs (see :func:`use_kernel`).
+KERNEL: ModuleType | None = BUILT
+
+
+def use_kernel(enabled: bool) -> bool:
+    """Use the compiled kernel (when it was built) or the pure-Python path; returns whether the kernel is in use.
+
+    Results are the same either way; only the speed differs. The setting holds
+    for this process (and processes forked from it).
+
+    >>> was = KERNEL is not None
+    >>> use_kernel(False)
+    False
+    >>> use_kernel(was) == was
+    True
+    """
+    global KERNEL
+    KERNEL = BUILT if enabled else None
+    return KERNEL is not None
 
 
 class Tables:
@@ -151,10 +193,10 @@ class Tables:
 
 @functools.cache
 def tables() -> Tables:
-    """The tables, built on first use rather than at import: building them takes
-    about 0.1 s, which every command (``--help`` included) and every worker
-    process would otherwise pay at start-up."""
-    if KERNEL is None:
+    """The tables, built on first use rather than at import, which every command
+    (``--help`` included) and every worker process would otherwise pay at
+    start-up (see docs/performance.md)."""
+    if BUILT is None:
         return Tables(b"", False, b"")
     fold, lowered_ok = build_fold_table()
     return Tables(fold, lowered_ok, build_marker_table())
@@ -166,23 +208,8 @@ def tables() -> Tables:
 _SEED = hash("selection_core.kernel") & (2**64 - 1)
 
 
-def nfkc_form(text: str) -> str:
-    """Steps 1 to 6 of the rule (``prepare``, then NFKC); the kernel does the rest.
-
-    NFKC never acts across a ``\\n`` (``tests/test_fast_paths.py`` checks every
-    code point), so only the lines that are not already in NFKC are normalized.
-
-    >>> nfkc_form("Caf&eacute; \\ufb01ne\\nok")
-    'Café fine\\nok'
-    """
-    text = prepare(text)
-    if text.isascii() or unicodedata.is_normalized("NFKC", text):
-        return text
-    return "\n".join([unicodedata.normalize("NFKC", line) for line in text.split("\n")])
-
-
 def article_counts(texts: tuple[str | None, ...]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
-    """Token counts and shingle-set Venn regions of texts in ``nfkc_form`` (``None``: no text).
+    """Token counts and shingle-set Venn regions of texts in ``normalize.nfkc_form`` (``None``: no text).
 
     ``regions[m]`` is the number of distinct shingles found in exactly the texts
     whose bits are set in ``m`` (bit ``i`` for ``texts[i]``). Returns ``None``
@@ -206,11 +233,11 @@ def article_counts(texts: tuple[str | None, ...]) -> tuple[tuple[int, ...], tupl
 
 
 def marker_windows(text: str) -> list[tuple[int, int]]:
-    """The windows that ``normalize._maybe_mojibake`` searches, found by the kernel.
+    """The windows that normalization searches for mojibake, found by the kernel.
 
     Around every mojibake marker at ``p``: ``[p - W + 1, p + W)`` (from 0 at
-    least), ``W = normalize._MAX_WIDTH``; overlapping windows merged, in order.
-    Meaningless when ``normalize._MARKERS`` is ``None`` (the shortcut is off).
+    least), ``W = tokens.MOJIBAKE_MAX_WIDTH``; overlapping windows merged, in order.
+    Meaningless when ``tokens.MOJIBAKE_MARKERS`` is ``None`` (the shortcut is off).
 
     Raises:
         RuntimeError: when the kernel is not in use (check ``KERNEL`` first).
@@ -220,4 +247,4 @@ def marker_windows(text: str) -> list[tuple[int, int]]:
     """
     if KERNEL is None:
         raise RuntimeError("the compiled kernel is not in use")
-    return KERNEL.marker_windows(text, tables().marker, _MAX_WIDTH)  # type: ignore[no-any-return]
+    return KERNEL.marker_windows(text, tables().marker, MOJIBAKE_MAX_WIDTH)  # type: ignore[no-any-return]

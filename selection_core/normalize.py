@@ -24,10 +24,12 @@ equivalence against a plain reference implementation with Hypothesis:
   heuristic (``ftfy.badness.BADNESS_RE``) matches. Every alternative of that
   pattern must contain one of a small set of non-ASCII "marker" characters,
   and a match is at most ``W`` characters long, so the heuristic is evaluated
-  only in windows around marker characters (``_maybe_mojibake``). The set and
-  ``W`` are derived from the installed ftfy's own pattern at import time; if the
-  pattern ever stops fitting that analysis, the shortcut switches itself off
-  and ftfy runs on every non-ASCII text.
+  only in windows around marker characters (``_maybe_mojibake``; the compiled
+  kernel finds the same windows when it is in use). The set and ``W`` are
+  derived from the installed ftfy's own pattern at import time
+  (``tokens.MOJIBAKE_MARKERS``, ``tokens.MOJIBAKE_MAX_WIDTH``); if the pattern
+  ever stops fitting that analysis, the shortcut switches itself off and ftfy
+  runs on every non-ASCII text.
 * Steps 6 and 7 work character by character except at ``\\n``, which no
   normalization or case mapping crosses; so the text is split into lines after
   step 5 and each distinct line is folded and tokenized once (extractors mostly
@@ -46,86 +48,19 @@ import unicodedata
 
 import ftfy
 import ftfy.badness
-import regex
+
+from . import kernel
+from .tokens import MOJIBAKE_MARKERS, MOJIBAKE_MAX_WIDTH, TOKEN
 
 _MD_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 _MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _HTML_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
-_TOKEN = regex.compile(r"[\p{L}\p{N}]+")
 _ASCII_TOKEN = re.compile(r"[a-z0-9]+")
 
 # Common non-ASCII separators; each must be neither a letter nor a digit.
 _SEPARATORS = "\u2019\u2018\u201c\u201d\u2013\u2014\u2026\u00a0\u2022\u00b7\u00ab\u00bb\u201e\u2032\u00b4"
-assert not any(_TOKEN.fullmatch(c) for c in _SEPARATORS)
-
-
-def _mojibake_markers() -> tuple[re.Pattern[str] | None, int]:
-    """Analyse ftfy's BADNESS_RE: (pattern matching any marker char, max match width).
-
-    Returns ``(None, 0)`` (shortcut off) unless every top-level alternative has a
-    mandatory item made only of non-ASCII characters, the pattern has no
-    look-around, back-reference or end anchor, and its matches are bounded.
-    """
-    try:
-        import re._constants as C  # type: ignore[import-not-found]
-        import re._parser as P  # type: ignore[import-not-found]
-
-        bad = ftfy.badness.BADNESS_RE
-        parsed = P.parse(bad.pattern, bad.flags)
-        width = parsed.getwidth()[1]
-        if width > 64:
-            return None, 0
-        allowed_at = {C.AT_BEGINNING, C.AT_BEGINNING_STRING}
-
-        def forbidden(items: object) -> bool:
-            for op, av in items:  # type: ignore[attr-defined]
-                if op in (C.ASSERT, C.ASSERT_NOT, C.GROUPREF, C.GROUPREF_EXISTS):
-                    return True
-                if op is C.AT and av not in allowed_at:
-                    return True
-                if op is C.BRANCH and any(forbidden(b) for b in av[1]):
-                    return True
-                if op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT) and forbidden(av[2]):
-                    return True
-                if op is C.SUBPATTERN and forbidden(av[-1]):
-                    return True
-            return False
-
-        if forbidden(parsed):
-            return None, 0
-
-        def members(op: object, av: object) -> set[str] | None:
-            if op is C.LITERAL:
-                return {chr(av)}  # type: ignore[arg-type]
-            if op is C.IN:
-                out: set[str] = set()
-                for o, a in av:  # type: ignore[attr-defined]
-                    if o is C.LITERAL:
-                        out.add(chr(a))
-                    elif o is C.RANGE:
-                        out.update(chr(c) for c in range(a[0], a[1] + 1))
-                    else:  # NEGATE, CATEGORY: not a closed set
-                        return None
-                return out
-            return None
-
-        top = list(parsed)
-        branches = top[0][1][1] if len(top) == 1 and top[0][0] is C.BRANCH else [top]
-        frequent = set("\u2019\u2018\u201c\u201d\u2013\u2014\u2026\u00a0\u00e9\u00b7\u00ab\u00bb")
-        markers: set[str] = set()
-        for branch in branches:
-            options = [m for op, av in branch if (m := members(op, av)) and all(ord(c) > 127 for c in m)]
-            if not options:
-                return None, 0
-            markers |= min(options, key=lambda m: (len(m & frequent), len(m), sorted(m)))
-        cls = "".join(re.escape(c) for c in sorted(markers))
-        return re.compile(f"[{cls}]"), width
-    except Exception:  # any surprise: no shortcut, ftfy runs every time
-        return None, 0
-
-
-_MARKERS, _MAX_WIDTH = _mojibake_markers()
+assert not any(TOKEN.fullmatch(c) for c in _SEPARATORS)
 
 
 def _maybe_mojibake(text: str) -> bool:
@@ -133,19 +68,17 @@ def _maybe_mojibake(text: str) -> bool:
 
     ``ftfy.fix_encoding`` returns its input unchanged when this is False.
     """
-    if _MARKERS is None:
+    if MOJIBAKE_MARKERS is None:
         return True
     bad = ftfy.badness.BADNESS_RE
-    from . import kernel  # here, not at the top: kernel imports this module
-
-    if kernel.KERNEL is not None:  # the same windows, found in C (tests/test_kernel.py)
+    if kernel.KERNEL is not None:  # the same windows, found in C (tests/core/test_kernel.py)
         return any(bad.search(text, lo, hi) for lo, hi in kernel.marker_windows(text))
-    w = _MAX_WIDTH
+    w = MOJIBAKE_MAX_WIDTH
     # Every match contains a marker at some p and lies within [p - w + 1, p + w).
     # Overlapping windows are merged; search(text, pos, endpos) only looks at
     # real characters of the text, and '^' still means its real start.
     lo, hi = 0, -1
-    for m in _MARKERS.finditer(text):
+    for m in MOJIBAKE_MARKERS.finditer(text):
         p = m.start()
         if p - w + 1 <= hi:
             hi = p + w
@@ -174,6 +107,21 @@ def prepare(text: str) -> str:
     return text
 
 
+def nfkc_form(text: str) -> str:
+    """Steps 1 to 6 of the rule (``prepare``, then NFKC): what the compiled kernel takes.
+
+    NFKC never acts across a ``\\n`` (``tests/core/test_normalize.py`` checks every
+    code point), so only the lines that are not already in NFKC are normalized.
+
+    >>> nfkc_form("Caf&eacute; \\ufb01ne\\nok")
+    'Café fine\\nok'
+    """
+    text = prepare(text)
+    if text.isascii() or unicodedata.is_normalized("NFKC", text):
+        return text
+    return "\n".join([unicodedata.normalize("NFKC", line) for line in text.split("\n")])
+
+
 def fold_line(line: str) -> str:
     """Steps 6 and 7 (NFKC, lower) on text without ``\\n``, or on a whole text."""
     if not line.isascii():
@@ -189,7 +137,7 @@ def tokenize_line(folded: str) -> list[str]:
             if sep in ascii_form:
                 ascii_form = ascii_form.replace(sep, " ")
         if not ascii_form.isascii():
-            return _TOKEN.findall(folded)
+            return TOKEN.findall(folded)
         folded = ascii_form
     return _ASCII_TOKEN.findall(folded)
 

@@ -23,6 +23,7 @@ from .config import (
     TEXT_FIELDS,
     TIE_MARGIN,
 )
+from .normalize import nfkc_form
 from .shingles import LineCache, Shingle, text_shingles
 
 
@@ -224,7 +225,7 @@ def _measure_sizes(article: Mapping[str, Any]) -> tuple[list[Candidate], tuple[i
         if isinstance(text, str):
             form = forms.get(text)
             if form is None:
-                form = forms[text] = kernel.nfkc_form(text)
+                form = forms[text] = nfkc_form(text)
             texts.append(form)
             blocks.append(block)
         else:

@@ -41,8 +41,7 @@ def _windows(t: Sequence[str], size: int) -> frozenset[Shingle]:
     n = len(t)
     if n < size:
         return _EMPTY
-    if size == 5:  # the rule's size, spelled out: zip over shifted views runs in C
-        return frozenset(map(" ".join, zip(t, t[1:], t[2:], t[3:], t[4:])))
+    # zip over shifted views of t runs in C
     return frozenset(map(" ".join, zip(*(t[i : n - size + 1 + i] for i in range(size)))))
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from selection_cli.main import PROGRESS_MIN_ARTICLES, ProgressBar, main
+from selection_cli.main import main
+from selection_cli.progress import PROGRESS_MIN_ARTICLES, ProgressBar
 
 
 class _Terminal(io.StringIO):

@@ -26,7 +26,6 @@ import importlib.util
 import os
 import sys
 import tracemalloc
-import unicodedata
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -40,9 +39,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from selection_core import kernel, select_article
-from selection_core.config import EXTRACTORS, TEXT_FIELDS
-from selection_core.normalize import _TOKEN, tokenize_line
+from selection_core.config import EXTRACTORS, SHINGLE_SIZE, TEXT_FIELDS
+from selection_core.normalize import nfkc_form, tokenize_line
 from selection_core.shingles import shingles, text_shingles
+from selection_core.tokens import MOJIBAKE_MARKERS, MOJIBAKE_MAX_WIDTH, TOKEN
 from tests.support import DATA
 from tests.support.reference_rule import assert_agrees_with_reference
 
@@ -92,7 +92,7 @@ def pure_counts(texts: tuple[str | None, ...]) -> tuple[tuple[int, ...], tuple[i
 
 def kernel_counts(texts: tuple[str | None, ...]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     forms: dict[str, str] = {}
-    return kernel.article_counts(tuple(None if t is None else forms.setdefault(t, kernel.nfkc_form(t)) for t in texts))
+    return kernel.article_counts(tuple(None if t is None else forms.setdefault(t, nfkc_form(t)) for t in texts))
 
 
 # ============================================================ built and switched on
@@ -107,23 +107,13 @@ def test_kernel_is_built_where_required() -> None:
     import selection_core._kernel  # noqa: F401
 
 
-@pytest.mark.skipif(not BUILT, reason="the compiled kernel is not built")
-@pytest.mark.parametrize(
-    ("value", "used"),
-    [
-        pytest.param(None, True, id="unset"),
-        pytest.param("", True, id="empty"),
-        pytest.param("0", True, id="zero"),
-        pytest.param("1", False, id="one"),
-        pytest.param("yes", False, id="other"),
-    ],
-)
-def test_pure_switch(monkeypatch: pytest.MonkeyPatch, value: str | None, used: bool) -> None:
-    if value is None:
-        monkeypatch.delenv(kernel.PURE_ENV, raising=False)
-    else:
-        monkeypatch.setenv(kernel.PURE_ENV, value)
-    assert (kernel._load() is not None) is used
+@needs_kernel
+@pytest.mark.parametrize("size", [1, SHINGLE_SIZE - 1, SHINGLE_SIZE + 1, 2 * SHINGLE_SIZE])
+def test_a_kernel_of_another_shingle_size_is_refused(size: int) -> None:
+    """The size is compiled into the kernel: loading checks it against config.SHINGLE_SIZE."""
+    kernel.check_shingle_size(kernel.KERNEL, SHINGLE_SIZE)  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="shingles of another size"):
+        kernel.check_shingle_size(kernel.KERNEL, size)  # type: ignore[arg-type]
 
 
 # ===================================================================== the table
@@ -141,7 +131,7 @@ def test_fold_table_is_str_lower_and_the_token_pattern_on_every_code_point() -> 
             unknown.append(cp)
             assert table[cp] == kernel.FOLD_UNKNOWN, hex(cp)
             continue
-        expected = ord(low) if _TOKEN.fullmatch(low) else 0
+        expected = ord(low) if TOKEN.fullmatch(low) else 0
         assert table[cp] == expected, hex(cp)
     assert unknown == [0x130, 0x3A3]  # İ and Σ, today; a new one would be handled the same way
     assert kernel.tables().lowered_ok
@@ -390,10 +380,10 @@ def test_the_181_real_articles_decide_the_same() -> None:
 
 def python_marker_windows(text: str) -> list[tuple[int, int]]:
     """The windows ``normalize._maybe_mojibake`` searches, computed as it does."""
-    w = normalize_module._MAX_WIDTH
+    w = MOJIBAKE_MAX_WIDTH
     out = []
     lo = hi = -1
-    for m in normalize_module._MARKERS.finditer(text):  # type: ignore[union-attr]
+    for m in MOJIBAKE_MARKERS.finditer(text):  # type: ignore[union-attr]
         p = m.start()
         if p - w + 1 <= hi:
             hi = p + w
@@ -406,14 +396,14 @@ def python_marker_windows(text: str) -> list[tuple[int, int]]:
     return out
 
 
-needs_markers = pytest.mark.skipif(normalize_module._MARKERS is None, reason="ftfy's pattern has no marker analysis")
+needs_markers = pytest.mark.skipif(MOJIBAKE_MARKERS is None, reason="ftfy's pattern has no marker analysis")
 
 
 @needs_kernel
 @needs_markers
 def test_marker_table_is_the_marker_pattern_on_every_code_point() -> None:
     table = kernel.tables().marker
-    pattern = normalize_module._MARKERS
+    pattern = MOJIBAKE_MARKERS
     assert pattern is not None
     assert [cp for cp in range(0x110000) if table[cp]] == [cp for cp in range(0x110000) if pattern.match(chr(cp))]
 
@@ -484,7 +474,7 @@ def test_no_memory_kept_after_calls() -> None:
     for article in articles_:
         blocks = [article.get(n) for n in EXTRACTORS]
         calls.append(tuple(b.get(TEXT_FIELDS[n]) if isinstance(b, dict) else None for n, b in zip(EXTRACTORS, blocks)))
-    forms = [tuple(None if t is None else kernel.nfkc_form(t) for t in c) for c in calls]
+    forms = [tuple(None if t is None else nfkc_form(t) for t in c) for c in calls]
     for texts in forms:  # warm up
         kernel.article_counts(texts)
     # Only memory allocated under kernel.py counts: in the full suite, background
@@ -518,10 +508,3 @@ def test_same_answers_from_threads() -> None:
     with ThreadPoolExecutor(4) as pool:
         found = list(pool.map(lambda ia: select_article(ia[1], ia[0]).to_dict(), enumerate(articles_)))
     assert found == expected
-
-
-def test_nfkc_form_is_steps_1_to_6() -> None:
-    from selection_core.normalize import prepare
-
-    for text in ["Caf&eacute; ﬁne\nＷＩＤＴＨ\n\nok", "plain", "e\u0301\n\u0301x", "½ ① Ⅻ\r\nx²"]:
-        assert kernel.nfkc_form(text) == unicodedata.normalize("NFKC", prepare(text))

@@ -141,7 +141,7 @@ def test_prefect_yaml_agrees_with_serve() -> None:
 def test_serve_needs_an_api_url(capsys, tmp_path: Path) -> None:
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from deployments.serve import serve_main
+    from selection_cli.serve import serve_main
 
     with temporary_settings(restore_defaults={PREFECT_API_URL}):
         assert serve_main(["--data-root", str(tmp_path)]) == 2
@@ -161,7 +161,7 @@ def test_serve_needs_an_api_url(capsys, tmp_path: Path) -> None:
 def test_serve_refuses_what_it_cannot_serve(capsys, args: list[str], message: str) -> None:
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from deployments.serve import serve_main
+    from selection_cli.serve import serve_main
 
     # An address nothing listens on: the command must stop before it contacts the API.
     with temporary_settings(updates={PREFECT_API_URL: "http://127.0.0.1:9/api"}):

@@ -2,7 +2,7 @@
 
 Everything runs in subprocesses that share a temporary ``PREFECT_HOME``:
 
-1. ``content-selection serve`` (``deployments/serve.py``) registers the manual,
+1. ``content-selection serve`` (``selection_cli/serve.py``) registers the manual,
    scheduled and triggered deployments and runs their flow runs;
 2. a stand-in upstream flow (``examples/upstream_flow.py``) writes a batch and
    emits ``content-selection.batch.extracted``: the triggered run selects it;
@@ -194,7 +194,7 @@ def served(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     """``content-selection serve`` running against the server; yields the data root."""
     data_root = tmp_path_factory.mktemp("data-root")
     process = start(
-        [sys.executable, "-m", "deployments.serve", "--data-root", str(data_root), "--cron", "0 3 1 1 *"],
+        [sys.executable, "-m", "selection_cli.main", "serve", "--data-root", str(data_root), "--cron", "0 3 1 1 *"],
         server.env,
         server.logs / "serve.log",
     )

@@ -1,0 +1,43 @@
+"""``content-selection select``: the selection core on one batch file, no orchestrator."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from selection_cli.progress import ProgressBar
+from selection_core.batch import Summary
+
+
+def add_select_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the arguments of ``select`` to ``parser`` (the main CLI's subparser)."""
+    parser.add_argument("input", metavar="INPUT", help='batch JSON file: {"articles": [...]}')
+    parser.add_argument(
+        "-o", "--output", metavar="PATH", help="output file (default: <input stem>_selected.json beside the input)"
+    )
+    parser.add_argument("--report", metavar="PATH", help="also write one JSON explanation per article (JSON Lines)")
+    return parser
+
+
+def format_summary(summary: Summary) -> str:
+    """The short summary printed after a selection (by ``select`` and ``pipeline``)."""
+    extractors = ", ".join(f"{k} {v}" for k, v in summary.by_extractor.items())
+    reasons = ", ".join(f"{k} {v}" for k, v in summary.by_reason.items() if v)
+    return f"articles: {summary.articles}\nselected: {extractors}\nreasons: {reasons or '-'}"
+
+
+def print_selection(summary: Summary, output_path: object, report_path: object | None) -> None:
+    """The lines printed after a selection: the summary, the output and the report, if any."""
+    print(format_summary(summary))
+    print(f"output: {output_path}")
+    if report_path is not None:
+        print(f"report: {report_path}")
+
+
+def select_command(args: argparse.Namespace) -> int:
+    """Run ``select`` with parsed arguments; returns 0, raises the project's typed errors."""
+    from selection_storage.files import select_file
+
+    result = select_file(args.input, args.output, args.report, ProgressBar(sys.stderr))
+    print_selection(result.summary, result.output_path, result.report_path)
+    return 0

@@ -1,0 +1,115 @@
+"""``content-selection serve``: serve the manual, scheduled and triggered deployments from one process.
+
+For a setup without work pools or workers: this process registers the three
+deployments (with their schedule and trigger) on the Prefect API named by
+``PREFECT_API_URL`` and runs their flow runs as subprocesses until stopped
+(Ctrl-C). Without ``PREFECT_API_URL`` it refuses to start: an embedded API
+would vanish with the process, and no UI or upstream flow could reach it.
+
+This module checks the options and reports; building and serving the
+deployments is :mod:`deployments`'. Prefect is imported only when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
+from selection_cli.environment import apply_kernel_setting
+from selection_storage.paths import DATA_ROOT_ENV, configured_data_root, resolve_data_root
+
+PROG = "content-selection serve"
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the options of ``serve`` to ``parser`` (the main CLI's subparser)."""
+    parser.add_argument(
+        "--data-root",
+        metavar="DIR",
+        help=f"directory every batch path must resolve inside (default: ${DATA_ROOT_ENV}); "
+        "required, because the triggered deployment takes paths from events",
+    )
+    parser.add_argument(
+        "--directory",
+        metavar="DIR",
+        help="folder the scheduled deployment scans (default: the data root)",
+    )
+    parser.add_argument(
+        "--cron", default=DEFAULT_CRON, help=f"schedule of the scheduled deployment (default: {DEFAULT_CRON!r})"
+    )
+    parser.add_argument(
+        "--timezone", default=DEFAULT_TIMEZONE, help=f"time zone of --cron (default: {DEFAULT_TIMEZONE})"
+    )
+    parser.add_argument("--limit", type=int, default=None, metavar="N", help="most flow runs at the same time")
+    return parser
+
+
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    """A standalone parser for ``serve``."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Serve the manual, scheduled and triggered deployments of the "
+        "content-selection stage from this process (needs PREFECT_API_URL).",
+    )
+    return add_serve_arguments(parser)
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    """Run ``serve`` with parsed arguments (missing options take their defaults); returns the exit status."""
+    data_root = getattr(args, "data_root", None)
+    directory = getattr(args, "directory", None)
+    cron = getattr(args, "cron", None) or DEFAULT_CRON
+    timezone = getattr(args, "timezone", None) or DEFAULT_TIMEZONE
+    limit = getattr(args, "limit", None)
+
+    from prefect.settings import PREFECT_API_URL
+
+    if not PREFECT_API_URL.value():
+        _error(
+            "PREFECT_API_URL is not set; start a server (prefect server start) and "
+            "set PREFECT_API_URL=http://127.0.0.1:4200/api"
+        )
+        return 2
+    root_text = configured_data_root(data_root)
+    if root_text is None:
+        _error(f"no data root; pass --data-root DIR or set {DATA_ROOT_ENV} (event paths are only accepted inside it)")
+        return 2
+    try:
+        root = resolve_data_root(root_text)
+    except Exception as exc:  # noqa: BLE001 - reported as one line
+        _error(str(exc))
+        return int(getattr(exc, "exit_code", 2))
+
+    from deployments.definitions import build_deployments
+    from deployments.serve import serve_deployments
+
+    try:
+        deployments = build_deployments(data_root=str(root), directory=directory, cron=cron, timezone=timezone)
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        errors = getattr(exc, "errors", None)
+        reason = errors()[0]["msg"] if callable(errors) and errors() else " ".join(str(exc).split())
+        _error(f"invalid --cron {cron!r} or --timezone {timezone!r}: {reason}")
+        return 2
+    try:
+        serve_deployments(deployments, root, limit=limit)
+    except Exception as exc:  # noqa: BLE001 - e.g. the API cannot be reached; one line, no traceback
+        text = " ".join(str(exc).split())
+        _error(f"serving stopped: {type(exc).__name__}: {text} (is the server at PREFECT_API_URL running?)")
+        return 1
+    return 0
+
+
+def serve_main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m selection_cli.serve [options]``; returns the exit status."""
+    apply_kernel_setting()
+    return serve_command(build_parser().parse_args(argv))
+
+
+def _error(message: str) -> None:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    raise SystemExit(serve_main())
