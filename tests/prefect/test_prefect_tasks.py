@@ -20,11 +20,12 @@ from content_selection.events import (
     emit_batch_extracted,
 )
 from selection_core.errors import InvalidBatchError, OutputPathError, ReadError, UnsafePathError, WriteError
+from selection_storage.directory import find_batches, is_stale
 from selection_storage.paths import confine, resolve_data_root, resolve_run_paths
+from selection_storage.transient import is_transient_io_error
 from tasks.artifacts import component_versions, score_rows, scores_description, summary_markdown
 from tasks.batch import extract_batch, persist_batch, write_selection_report
-from tasks.discover import find_batches, find_stale_batches, is_stale
-from tasks.options import is_transient_io_error
+from tasks.discover import find_stale_batches
 from tasks.select import select_extractors
 from tests.support.prefect_fixtures import expected_output, make_batch
 
