@@ -163,7 +163,7 @@ def test_a_worker_that_outlives_its_flow_removes_its_own_parts(tmp_path: Path) -
 def test_an_input_that_cannot_be_delimited_is_scored_in_one_piece(tmp_path: Path, mocker) -> None:
     source = tmp_path / "b_extracted.json"
     shutil.copyfile(GOLDEN, source)
-    mocker.patch.object(chunks, "scan_layout", return_value=None)  # fault: the scan gives up
+    mocker.patch("selection_storage.chunks.scan_layout", return_value=None)  # fault: the scan gives up
     plan = chunks.plan_batch.fn(source)
     assert plan.layout is None and plan.doc == sc.parse_batch(GOLDEN.read_bytes())
     assert plan.sha256 == hashlib.sha256(GOLDEN.read_bytes()).hexdigest()
