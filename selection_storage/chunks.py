@@ -41,7 +41,7 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Final
+from typing import Any, BinaryIO, Final, cast
 
 import selection_core as sc
 from selection_core.layout import RUN_PREFIX, RUN_SUFFIX, BatchLayout, envelope_bytes, scan_layout
@@ -129,7 +129,8 @@ def _scan(path: Path, fh: BinaryIO) -> tuple[FileIdentity, str, BatchLayout | No
         identity = FileIdentity.of(os.fstat(fh.fileno()))
         if identity.size == 0:
             canonical_error(path)  # refuses the empty file
-        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            data = cast(bytes, mapped)  # a read-only buffer, all the hash and the scan need
             sha256 = sha256_bytes(data)
             layout = scan_layout(data)
             envelope_data = envelope_bytes(data, layout) if layout is not None else b""
@@ -341,7 +342,7 @@ def score_chunk(chunk: ChunkJob, row: RowBuilder) -> ChunkOutcome:
     """
     path = Path(chunk.input_path)
     data = read_span(path, chunk.identity, chunk.span[0], chunk.span[1], RUN_PREFIX, RUN_SUFFIX)
-    doc = sc.parse_batch(data, f"{path} (articles {chunk.start}..{chunk.stop - 1})")
+    doc = sc.parse_batch(cast(bytes, data), f"{path} (articles {chunk.start}..{chunk.stop - 1})")
     del data
     articles = doc["articles"]
     if len(articles) != chunk.stop - chunk.start:
