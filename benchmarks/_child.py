@@ -61,7 +61,7 @@ def main() -> None:
     extra = sys.argv[4:]
     import orjson
 
-    from selection_storage.files import select_file
+    from selection_storage import select_file
 
     if job in ("flow", "extract-flow"):
         _warm_up_prefect()

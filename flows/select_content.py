@@ -8,7 +8,7 @@ The select step is one task by default. With a chunk size or a parallel task
 runner (``process``, ``dask``; see :mod:`flows.runners`) the run becomes
 plan-batch -> one ``select-chunk`` task run per chunk of consecutive articles,
 on that runner, each reading, scoring and writing its own articles ->
-assemble-batch -> artifacts (see :mod:`tasks.chunks`): the chunks' parts are
+assemble-batch -> artifacts (see :mod:`selection_storage.chunks`): the chunks' parts are
 joined in article order, so the written bytes are the same whichever runner and
 chunk size.
 """
@@ -33,25 +33,17 @@ from flows.runners import (
     runs_in_chunks,
     submit_in_order,
 )
+from selection_storage.batch import WrittenFile
+from selection_storage.chunks import BatchPlan, ChunkJob, ChunkOutcome, auto_chunk_size, canonical_error, plan_jobs
+from selection_storage.parts import PartJoiner, discard_parts
 from selection_storage.paths import RunPaths
 from tasks.artifacts import align_rows, publish_artifacts, score_rows
-from tasks.batch import WrittenFile, extract_batch, persist_batch, write_selection_report
-from tasks.chunks import (
-    BatchPlan,
-    ChunkJob,
-    ChunkOutcome,
-    PartJoiner,
-    assemble_batch,
-    auto_chunk_size,
-    canonical_error,
-    discard_parts,
-    plan_batch,
-    plan_jobs,
-    select_chunk,
-)
+from tasks.batch import extract_batch, persist_batch, write_selection_report
+from tasks.chunks import assemble_batch, plan_batch, select_chunk
 from tasks.logs import run_logger
 from tasks.paths import check_paths
-from tasks.select import ProgressReporter, select_extractors
+from tasks.progress import artifact_progress
+from tasks.select import PROGRESS_ARTIFACT_KEY, select_extractors, summary_line
 
 
 class SelectionRunSummary(BaseModel):
@@ -67,10 +59,29 @@ class SelectionRunSummary(BaseModel):
     output_sha256: str = Field(description="SHA-256 of the output bytes.")
     core_version: str = Field(description="Version of selection_core.")
 
+    @classmethod
+    def of(cls, paths: RunPaths, input_sha256: str, written: WrittenFile, summary: sc.Summary) -> SelectionRunSummary:
+        """The summary of a run that read ``paths.input`` and wrote ``written``."""
+        return cls(
+            input_path=str(paths.input),
+            output_path=str(written.path),
+            report_path=str(paths.report) if paths.report else None,
+            articles=summary.articles,
+            by_extractor=dict(summary.by_extractor),
+            by_reason={getattr(k, "value", k): v for k, v in summary.by_reason.items()},
+            input_sha256=input_sha256,
+            output_sha256=written.sha256,
+            core_version=sc.__version__,
+        )
+
     def one_line(self) -> str:
         """A one-line human summary, e.g. for a terminal."""
         counts = ", ".join(f"{name} {count}" for name, count in self.by_extractor.items())
         return f"selected {self.articles} articles ({counts}) -> {self.output_path}"
+
+
+#: What a way of scoring a batch returns: the written output, the rows of the scores table, the counts.
+Scored = tuple[WrittenFile, list[dict[str, Any]], sc.Summary]
 
 
 def _select_in_chunks(
@@ -80,14 +91,14 @@ def _select_in_chunks(
     runner_name: TaskRunnerName,
     dask_address: str | None,
     max_table_rows: int,
-) -> tuple[WrittenFile, list[dict[str, Any]], sc.Summary]:
+) -> Scored:
     """Score the batch chunk by chunk on the chosen runner, then write it from the chunks' parts.
 
     Without a chunk size, the batch is cut into about ``CHUNKS_PER_WORKER``
     chunks per worker of the runner. Jobs are submitted as workers free up, and
-    the progress artifact advances as chunks complete, in order. Whatever fails,
-    no part file is left behind, and invalid input is reported as the
-    whole-document parse reports it.
+    the progress artifact advances as chunks complete, in order; their parts are
+    joined into the output meanwhile. Whatever fails, no part file is left behind,
+    and invalid input is reported as the whole-document parse reports it.
 
     Returns:
         The written output, the rows of the scores table, the counts.
@@ -101,17 +112,17 @@ def _select_in_chunks(
             workers = runner_parallelism(runner)
             size = chunk_size or auto_chunk_size(total, workers)
             jobs = plan_jobs(plan, size, paths.output, paths.report, max_table_rows)
-            progress = ProgressReporter(
-                total, f"Scoring the {total} articles of {plan.path.name} in {len(jobs)} chunk(s)"
+            progress = artifact_progress(
+                PROGRESS_ARTIFACT_KEY, f"Scoring the {total} articles of {plan.path.name} in {len(jobs)} chunk(s)"
             )
-            progress.start()
             done = 0
             joiner = PartJoiner(plan.envelope, total > 0, paths.output, paths.report)
 
             def advance(_index: int, outcome: ChunkOutcome) -> None:
                 nonlocal done
                 done += len(outcome)
-                progress(done, total)
+                if progress is not None:
+                    progress(done, total)
                 joiner.add(outcome)  # joins while later chunks are scored
 
             logger.info(
@@ -134,7 +145,8 @@ def _select_in_chunks(
             except sc.InvalidBatchError:
                 canonical_error(plan.path)  # raises the one-piece path's message
                 raise
-        progress(total, total)
+        if progress is not None:
+            progress(total, total)
         written = assemble_batch(plan.envelope, opaque(outcomes), paths.output, paths.report, joined=opaque(joiner))
     finally:  # whatever happened, no staged file and no part of this run stays
         if joiner is not None:
@@ -142,23 +154,34 @@ def _select_in_chunks(
         discard_parts(jobs)
     summary = sc.merge_summaries(o.summary for o in outcomes)
     rows = align_rows([row for o in outcomes for row in o.rows][:max_table_rows])
-    logger.info(
-        "Selected %d articles: %s",
-        summary.articles,
-        ", ".join(f"{name} {count}" for name, count in summary.by_extractor.items()),
-    )
+    logger.info("Selected %d articles: %s", summary.articles, summary_line(summary))
     return written, rows, summary
 
 
-def _select_whole(
-    doc: dict[str, Any], paths: RunPaths, max_table_rows: int
-) -> tuple[WrittenFile, list[dict[str, Any]], sc.Summary]:
+def _select_whole(doc: dict[str, Any], paths: RunPaths, max_table_rows: int) -> Scored:
     """Score the batch in one task in this process, then write it (the default)."""
     selections = select_extractors(opaque(doc), batch_name=paths.input.name)
     written = persist_batch(opaque(doc), opaque(selections), paths.output)
     if paths.report is not None:
         write_selection_report(opaque(selections), paths.report)
     return written, score_rows(doc, selections, max_table_rows), sc.summarize(selections)
+
+
+def _select(
+    paths: RunPaths,
+    chunk_size: int | None,
+    runner_name: TaskRunnerName,
+    dask_address: str | None,
+    max_table_rows: int,
+) -> tuple[str, Scored]:
+    """Read, score and write the batch, in one piece or in chunks; the input's SHA-256 and what was scored."""
+    if not runs_in_chunks(runner_name, chunk_size):
+        batch = extract_batch(paths.input)
+        return batch.sha256, _select_whole(batch.doc, paths, max_table_rows)
+    plan = plan_batch(paths.input)
+    if plan.doc is not None:  # its articles could not be delimited: one piece
+        return plan.sha256, _select_whole(plan.doc, paths, max_table_rows)
+    return plan.sha256, _select_in_chunks(plan, paths, chunk_size, runner_name, dask_address, max_table_rows)
 
 
 @flow(
@@ -218,22 +241,8 @@ def select_content(
     paths = check_paths(input_path, output_path, report_path, data_root, require_data_root)
     if paths.data_root is not None:
         logger.info("Paths confined to the data root %s", paths.data_root)
-
     runner_name, address = resolve_task_runner(task_runner, dask_address)
-
-    if not runs_in_chunks(runner_name, chunk_size):
-        batch = extract_batch(paths.input)
-        input_sha256 = batch.sha256
-        written, rows, summary = _select_whole(batch.doc, paths, max_table_rows)
-        del batch
-    else:
-        plan = plan_batch(paths.input)
-        input_sha256 = plan.sha256
-        if plan.doc is not None:  # its articles could not be delimited: one piece
-            written, rows, summary = _select_whole(plan.doc, paths, max_table_rows)
-        else:
-            written, rows, summary = _select_in_chunks(plan, paths, chunk_size, runner_name, address, max_table_rows)
-
+    input_sha256, (written, rows, summary) = _select(paths, chunk_size, runner_name, address, max_table_rows)
     publish_artifacts(
         opaque(rows),
         summary,
@@ -244,17 +253,6 @@ def select_content(
         report_path=paths.report,
         max_rows=max_table_rows,
     )
-
-    result = SelectionRunSummary(
-        input_path=str(paths.input),
-        output_path=str(written.path),
-        report_path=str(paths.report) if paths.report else None,
-        articles=summary.articles,
-        by_extractor=dict(summary.by_extractor),
-        by_reason={getattr(k, "value", k): v for k, v in summary.by_reason.items()},
-        input_sha256=input_sha256,
-        output_sha256=written.sha256,
-        core_version=sc.__version__,
-    )
+    result = SelectionRunSummary.of(paths, input_sha256, written, summary)
     logger.info(result.one_line())
     return result

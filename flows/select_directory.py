@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from prefect import flow, task
-from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, Field
 
@@ -30,6 +29,7 @@ from selection_core.errors import SelectionError
 from selection_storage.paths import DATA_ROOT_ENV, configured_data_root
 from tasks.discover import find_stale_batches
 from tasks.logs import run_logger
+from tasks.options import local_task_options
 
 
 class BatchFailure(BaseModel):
@@ -62,7 +62,7 @@ class BatchOutcome(BaseModel):
     error: str | None = None
 
 
-@task(name="select-batch-file", cache_policy=NO_CACHE, persist_result=False)
+@task(name="select-batch-file", **local_task_options())
 def select_batch_file(input_path: str, options: dict[str, Any]) -> BatchOutcome:
     """Run ``select-content`` on one batch; a failure is returned, not raised.
 

@@ -1,3 +1,120 @@
-"""The file layer of content-selection, free of Prefect: reading inputs, atomic and grouped
-writes, staged files and their stale temporaries, where a run may read and write, and
-the chunk plan and part joining of a batch scored in pieces."""
+"""The file layer of content-selection, free of Prefect.
+
+Modules, each one concept:
+
+* :mod:`~selection_storage.transient`: which I/O failures a retry may cure (the one errno policy);
+* :mod:`~selection_storage.files`: reading inputs (whole, or a span of a known version) and hashing files;
+* :mod:`~selection_storage.atomic`: atomic and grouped writes, staged files and their stale temporaries;
+* :mod:`~selection_storage.report`: the JSON Lines report;
+* :mod:`~selection_storage.paths`: where a run may read and write (the path policy);
+* :mod:`~selection_storage.batch`: a batch read whole, a selected batch written whole;
+* :mod:`~selection_storage.whole_file`: the command line's whole-file run (:func:`select_file`);
+* :mod:`~selection_storage.chunks`: the chunk plan of a batch scored in pieces, and the scoring of one chunk;
+* :mod:`~selection_storage.parts`: the chunks' part files and their assembly into the output;
+* :mod:`~selection_storage.directory`: the batches of a directory that need a selection.
+
+The names below are the public API; import them from here.
+"""
+
+from selection_storage.atomic import (
+    StagedFile,
+    clean_stale_temporaries,
+    process_alive,
+    temporary_name,
+    write_atomic,
+    write_atomic_group,
+)
+from selection_storage.batch import LoadedBatch, WrittenFile, load_batch, write_selected
+from selection_storage.chunks import (
+    BatchPlan,
+    ChunkJob,
+    ChunkOutcome,
+    auto_chunk_size,
+    canonical_error,
+    chunk_bounds,
+    plan_batch,
+    plan_jobs,
+    score_chunk,
+)
+from selection_storage.directory import find_batches, find_stale_batches, is_stale
+from selection_storage.files import (
+    FileIdentity,
+    InputChangedError,
+    open_input,
+    read_error,
+    read_input,
+    read_span,
+    sha256_bytes,
+    sha256_file,
+)
+from selection_storage.parts import PartJoiner, assemble_parts, discard_parts, join_parts
+from selection_storage.paths import (
+    DATA_ROOT_ENV,
+    EXTRACTED_SUFFIX,
+    SELECTED_SUFFIX,
+    RunPaths,
+    configured_data_root,
+    confine,
+    refuse_report_on_output,
+    resolve_data_root,
+    resolve_output_path,
+    resolve_run_paths,
+    selected_path,
+)
+from selection_storage.report import report_lines, write_report
+from selection_storage.transient import TRANSIENT_ERRNOS, is_transient_io_error
+from selection_storage.whole_file import RunResult, select_file
+
+__all__ = [
+    "DATA_ROOT_ENV",
+    "EXTRACTED_SUFFIX",
+    "SELECTED_SUFFIX",
+    "TRANSIENT_ERRNOS",
+    "BatchPlan",
+    "ChunkJob",
+    "ChunkOutcome",
+    "FileIdentity",
+    "InputChangedError",
+    "LoadedBatch",
+    "PartJoiner",
+    "RunPaths",
+    "RunResult",
+    "StagedFile",
+    "WrittenFile",
+    "assemble_parts",
+    "auto_chunk_size",
+    "canonical_error",
+    "chunk_bounds",
+    "clean_stale_temporaries",
+    "configured_data_root",
+    "confine",
+    "discard_parts",
+    "find_batches",
+    "find_stale_batches",
+    "is_stale",
+    "is_transient_io_error",
+    "join_parts",
+    "load_batch",
+    "open_input",
+    "plan_batch",
+    "plan_jobs",
+    "process_alive",
+    "read_error",
+    "read_input",
+    "read_span",
+    "refuse_report_on_output",
+    "report_lines",
+    "resolve_data_root",
+    "resolve_output_path",
+    "resolve_run_paths",
+    "score_chunk",
+    "select_file",
+    "selected_path",
+    "sha256_bytes",
+    "sha256_file",
+    "temporary_name",
+    "write_atomic",
+    "write_atomic_group",
+    "write_report",
+    "write_selected",
+]

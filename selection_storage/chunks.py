@@ -1,6 +1,66 @@
-"""A batch cut into chunks of consecutive articles (or pages), scored or extracted one chunk per task run."""
+"""A batch cut into chunks of consecutive articles (or pages), scored or extracted one chunk per task run.
+
+The selection rule is per article and deterministic, so scoring a batch chunk by
+chunk, in any order and on any worker, gives the same selections as scoring it
+whole, as long as every article keeps its index in the batch. What happens:
+
+1. :func:`plan_batch` (in the flow's process) hashes the input and finds where
+   each article lies in its bytes (:func:`selection_core.layout.scan_layout`),
+   without parsing the articles. It validates the rest of the document (the
+   *envelope*). :func:`plan_jobs` then cuts the plan into :class:`ChunkJob`\\ s
+   (:func:`chunk_bounds`, :func:`auto_chunk_size`).
+2. :func:`score_chunk` (on the chosen task runner, once per chunk) reads its
+   own byte span of the input, parses and validates it in full, scores it,
+   and writes its articles, rendered exactly as in a whole written batch, to a
+   temporary *part* file beside the output (and its report lines beside the
+   report). It returns only counts and the rows of the scores table.
+3. :func:`selection_storage.parts.assemble_parts` (in the flow's process) writes
+   the envelope and the parts, in order, into the output's staged temporary file,
+   with the SHA-256 of what it writes, and commits output and report as one group.
+
+So nothing as large as an article crosses a process boundary or Prefect's API:
+a task's parameter is a :class:`ChunkJob` (a path, byte offsets, part paths)
+and its result a :class:`ChunkOutcome` (counts and at most ``table_rows``
+rows); the number of task runs grows with chunks, not with articles. Workers
+must see the same files as the flow (one machine, or a shared file system).
+
+Failures never leave a part behind: the flow removes every part of the run when
+any step fails, and a part left by a killed run is a temporary file of the
+output (its name carries the flow process's id), removed by the next write to
+that output. Invalid input found by a worker is reported as the whole-document
+parse reports it (:func:`canonical_error`): the same one line, with the place
+in the whole file.
+"""
 
 from __future__ import annotations
+
+import mmap
+import os
+import secrets
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, Final, cast
+
+import selection_core as sc
+from selection_core.layout import RUN_PREFIX, RUN_SUFFIX, BatchLayout, envelope_bytes, scan_layout
+from selection_storage.atomic import process_alive, temporary_name
+from selection_storage.files import FileIdentity, open_input, read_error, read_input, read_span, sha256_bytes
+from selection_storage.parts import discard_parts, render_articles_in_batches, write_part
+from selection_storage.report import report_lines
+
+#: Chunks per worker when no chunk size is given: enough to even out uneven
+#: chunks, few enough that the fixed cost of a task run, paid by the flow's own
+#: process at every submission, stays small (see docs/performance.md).
+CHUNKS_PER_WORKER: Final[int] = 4
+
+#: Bounds of the automatic chunk size (articles).
+MIN_AUTO_CHUNK_SIZE: Final[int] = 500
+MAX_AUTO_CHUNK_SIZE: Final[int] = 25_000
+
+#: Builds the scores-table row of one article from the article and its selection.
+RowBuilder = Callable[[dict[str, Any], sc.Selection], dict[str, Any]]
 
 
 def chunk_bounds(n_articles: int, chunk_size: int) -> list[tuple[int, int]]:
@@ -14,3 +74,285 @@ def chunk_bounds(n_articles: int, chunk_size: int) -> list[tuple[int, int]]:
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
     return [(start, min(start + chunk_size, n_articles)) for start in range(0, n_articles, chunk_size)]
+
+
+def auto_chunk_size(n_articles: int, workers: int) -> int:
+    """Articles per chunk when none is given: about ``CHUNKS_PER_WORKER`` chunks per worker.
+
+    >>> auto_chunk_size(100_000, 2), auto_chunk_size(1_000, 2), auto_chunk_size(10**7, 2)
+    (12500, 500, 25000)
+    """
+    per_chunk = -(-n_articles // max(1, CHUNKS_PER_WORKER * workers))
+    return max(MIN_AUTO_CHUNK_SIZE, min(MAX_AUTO_CHUNK_SIZE, per_chunk))
+
+
+# --------------------------------------------------------------------------- plan
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """What the flow knows of a batch before it is scored: the envelope and where each article lies.
+
+    ``layout`` is None when the articles could not be delimited without parsing
+    (a root key spelled with escapes, say); the batch was then parsed whole and
+    ``doc`` holds it, to be scored in one piece.
+    """
+
+    path: Path
+    identity: FileIdentity
+    sha256: str
+    size_bytes: int
+    envelope: dict[str, Any]
+    layout: BatchLayout | None
+    doc: dict[str, Any] | None = None
+
+    @property
+    def article_count(self) -> int:
+        if self.layout is not None:
+            return self.layout.articles
+        assert self.doc is not None
+        return len(self.doc["articles"])
+
+
+def canonical_error(path: Path) -> None:
+    """Parse the whole input as the one-piece path does; raise its error, if it has one.
+
+    Every refusal of the chunked path goes through here, so a user gets the same
+    one line (with the place in the whole file) whichever runner ran.
+    """
+    sc.parse_batch(read_input(path), str(path))
+
+
+def _scan(path: Path, fh: BinaryIO) -> tuple[FileIdentity, str, BatchLayout | None, bytes]:
+    """Identity, SHA-256, layout and envelope bytes of the open input, read through one mapping."""
+    try:
+        identity = FileIdentity.of(os.fstat(fh.fileno()))
+        if identity.size == 0:
+            canonical_error(path)  # refuses the empty file
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            data = cast(bytes, mapped)  # a read-only buffer, all the hash and the scan need
+            sha256 = sha256_bytes(data)
+            layout = scan_layout(data)
+            envelope_data = envelope_bytes(data, layout) if layout is not None else b""
+    except OSError as exc:
+        if isinstance(exc, sc.SelectionError):
+            raise
+        raise read_error(path, exc) from exc
+    return identity, sha256, layout, envelope_data
+
+
+def _parse_envelope(path: Path, envelope_data: bytes) -> dict[str, Any] | None:
+    """The validated envelope, or None when only the whole-document parse can decide."""
+    try:
+        return sc.parse_batch(envelope_data, str(path))
+    except sc.InvalidBatchError:
+        return None
+
+
+def plan_batch(input_path: str | os.PathLike[str]) -> BatchPlan:
+    """Hash the batch, find where its articles lie, and validate everything else.
+
+    When the articles cannot be delimited without parsing, or the envelope is
+    not valid, the whole-document parse decides (and gives the message); a valid
+    batch is then planned to be scored in one piece (``plan.doc`` is set).
+
+    Raises:
+        InvalidBatchError: the batch is not valid (as the whole-document parse reports it).
+        ReadError: a transient read error.
+    """
+    path = Path(input_path)
+    with open_input(path) as fh:
+        identity, sha256, layout, envelope_data = _scan(path, fh)
+    envelope = _parse_envelope(path, envelope_data) if layout is not None else None
+    if layout is not None and envelope is not None:
+        return BatchPlan(path, identity, sha256, identity.size, envelope, layout)
+    data = read_input(path)
+    doc = sc.parse_batch(data, str(path))
+    envelope = {k: ([] if k == "articles" else v) for k, v in doc.items()}
+    # the SHA-256 of the bytes this document was parsed from
+    return BatchPlan(path, identity, sha256_bytes(data), identity.size, envelope, None, doc)
+
+
+# --------------------------------------------------------------------------- one chunk
+
+
+class ChunkJob:
+    """What one task run needs to score articles ``start .. stop - 1`` of a batch.
+
+    A plain class on purpose: Prefect walks the lists, dicts and dataclasses it
+    is given as task parameters (looking for futures) but not other objects, and
+    Dask names the task with :meth:`__dask_tokenize__`. It holds no article:
+    the worker reads its byte ``span`` of ``input_path`` itself, after checking
+    that the file is still the version (``identity``) the flow planned from.
+    """
+
+    __slots__ = (
+        "identity",
+        "input_path",
+        "output_part",
+        "output_path",
+        "owner_host",
+        "owner_pid",
+        "report_part",
+        "report_path",
+        "span",
+        "start",
+        "stop",
+        "table_rows",
+    )
+
+    def __init__(
+        self,
+        *,
+        input_path: str,
+        identity: FileIdentity,
+        start: int,
+        stop: int,
+        span: tuple[int, int],
+        output_path: str,
+        output_part: str,
+        report_path: str | None,
+        report_part: str | None,
+        table_rows: int,
+        owner_pid: int,
+        owner_host: str,
+    ) -> None:
+        self.input_path = input_path
+        self.owner_pid = owner_pid
+        self.owner_host = owner_host
+        self.output_path = output_path
+        self.report_path = report_path
+        self.identity = identity
+        self.start = start
+        self.stop = stop
+        self.span = span
+        self.output_part = output_part
+        self.report_part = report_part
+        self.table_rows = table_rows
+
+    def __repr__(self) -> str:
+        return f"ChunkJob(start={self.start}, stop={self.stop}, bytes={self.span[0]}..{self.span[1]})"
+
+    def __dask_tokenize__(self) -> tuple[str, str, int, int]:
+        # With pure=True (prefect-dask's choice) Dask names a task by hashing its
+        # arguments unless they name themselves. Each submission also carries its
+        # own task-run id, so two never share a key.
+        return ("content-selection-chunk", self.output_part, self.start, self.stop)
+
+
+class ChunkOutcome:
+    """What a scored chunk sends back: its counts, its table rows, where its parts are."""
+
+    __slots__ = ("output_part", "report_part", "rows", "start", "stop", "summary")
+
+    def __init__(
+        self,
+        start: int,
+        stop: int,
+        summary: sc.Summary,
+        rows: list[dict[str, Any]],
+        output_part: str,
+        report_part: str | None,
+    ) -> None:
+        self.start = start
+        self.stop = stop
+        self.summary = summary
+        self.rows = rows
+        self.output_part = output_part
+        self.report_part = report_part
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    def __repr__(self) -> str:
+        return f"ChunkOutcome(start={self.start}, stop={self.stop})"
+
+
+def plan_jobs(
+    plan: BatchPlan,
+    chunk_size: int,
+    output_path: Path,
+    report_path: Path | None,
+    table_rows: int,
+    owner_pid: int | None = None,
+) -> list[ChunkJob]:
+    """The jobs of a planned batch, in order, ``chunk_size`` articles each.
+
+    Part files are named as temporary files of the output (and report) owned
+    by the flow's process, ``owner_pid``: one random token per run, then the
+    chunk's number.
+    """
+    if plan.layout is None:
+        raise ValueError("a batch whose articles were not delimited is scored in one piece")
+    pid = os.getpid() if owner_pid is None else owner_pid
+    token = secrets.token_hex(4)
+    jobs = []
+    for number, (start, stop) in enumerate(chunk_bounds(plan.layout.articles, chunk_size)):
+        part = f"{token}{number:08x}"
+        jobs.append(
+            ChunkJob(
+                input_path=str(plan.path),
+                identity=plan.identity,
+                start=start,
+                stop=stop,
+                span=plan.layout.run_span(start, stop),
+                output_path=str(output_path),
+                report_path=None if report_path is None else str(report_path),
+                output_part=str(temporary_name(output_path, pid, part)),
+                report_part=None if report_path is None else str(temporary_name(report_path, pid, part)),
+                table_rows=table_rows,
+                owner_pid=pid,
+                owner_host=socket.gethostname(),
+            )
+        )
+    return jobs
+
+
+def _drop_parts_of_a_gone_run(chunk: ChunkJob) -> None:
+    """Remove the chunk's parts if the flow process that asked for them has died.
+
+    A worker can outlive a killed flow (a process pool's worker finishes its
+    task first). Parts are named as temporaries of the flow's process, and the
+    next write to the output removes those of a dead process; a part written
+    after that must remove itself. Checked only on the flow's own machine
+    (process ids mean nothing elsewhere).
+    """
+    if chunk.owner_host != socket.gethostname() or process_alive(chunk.owner_pid):
+        return
+    discard_parts([chunk])
+    raise RuntimeError(f"the run that asked for articles {chunk.start}..{chunk.stop - 1} is gone; nothing kept")
+
+
+def score_chunk(chunk: ChunkJob, row: RowBuilder) -> ChunkOutcome:
+    """Read, validate, score and write one chunk of a batch with the deterministic core.
+
+    Args:
+        chunk: Which articles, where they lie in the input, where to write them.
+        row: Builds the scores-table row of an article (for the first ``chunk.table_rows``
+            articles of the batch), here where the article is, so that only rows travel back.
+
+    Returns:
+        The chunk's counts, its rows of the scores table, and its part files.
+
+    Raises:
+        InputChangedError: the input is no longer the planned version.
+        InvalidBatchError: the chunk is not valid (:func:`canonical_error` gives the
+            whole-document message).
+        ReadError, WriteError, OutputPathError: as reading and writing files.
+    """
+    path = Path(chunk.input_path)
+    data = read_span(path, chunk.identity, chunk.span[0], chunk.span[1], RUN_PREFIX, RUN_SUFFIX)
+    doc = sc.parse_batch(cast(bytes, data), f"{path} (articles {chunk.start}..{chunk.stop - 1})")
+    del data
+    articles = doc["articles"]
+    if len(articles) != chunk.stop - chunk.start:
+        raise sc.InvalidBatchError(f"{path}: articles {chunk.start}..{chunk.stop - 1} are not where they were found")
+    selections = [sc.select_article(article, chunk.start + offset) for offset, article in enumerate(articles)]
+    sc.apply_selections(doc, selections, start=chunk.start)
+    if chunk.report_path is not None and chunk.report_part is not None:
+        write_part(Path(chunk.report_path), chunk.report_part, report_lines(selections))
+    write_part(Path(chunk.output_path), chunk.output_part, render_articles_in_batches(articles))
+    _drop_parts_of_a_gone_run(chunk)
+    shown = max(0, min(chunk.stop, chunk.table_rows) - chunk.start)
+    rows = [row(articles[i], selections[i]) for i in range(shown)]
+    return ChunkOutcome(chunk.start, chunk.stop, sc.summarize(selections), rows, chunk.output_part, chunk.report_part)

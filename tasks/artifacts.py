@@ -21,10 +21,10 @@ from uuid import UUID
 import orjson
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
-from prefect.cache_policies import NO_CACHE
 
 import selection_core as sc
 from selection_core.markdown import md_cell
+from tasks.options import api_task_options
 
 #: Artifact keys (lowercase with dashes, as the Prefect UI requires).
 SCORES_ARTIFACT_KEY: Final[str] = "selection-scores"
@@ -67,22 +67,29 @@ def article_row(article: dict[str, Any], selection: sc.Selection) -> dict[str, A
     never articles, travel back to the flow.
     """
     row: dict[str, Any] = {"index": selection.index}
-    for field in ARTICLE_ID_FIELDS:
-        if field in article:
-            row[field] = _cell(article[field])
-    row["selected"] = selection.selected
-    row["reason"] = _value(selection.reason)
-    row["pool"] = _value(selection.pool)
-    row["consensus_size"] = selection.consensus_size
-    row["tie_pool"] = " ".join(selection.tie_pool)
+    row.update((field, _cell(article[field])) for field in ARTICLE_ID_FIELDS if field in article)
+    row.update(
+        selected=selection.selected,
+        reason=_value(selection.reason),
+        pool=_value(selection.pool),
+        consensus_size=selection.consensus_size,
+        tie_pool=" ".join(selection.tie_pool),
+    )
     for candidate in selection.candidates:
-        prefix = candidate.name
-        row[f"{prefix}_state"] = _value(candidate.state)
-        row[f"{prefix}_shingles"] = candidate.shingle_count
-        row[f"{prefix}_coverage"] = _ratio(candidate.coverage)
-        row[f"{prefix}_support"] = _ratio(candidate.support)
-        row[f"{prefix}_score"] = _ratio(candidate.score)
+        row.update(candidate_cells(candidate))
     return row
+
+
+def candidate_cells(candidate: sc.Candidate) -> dict[str, Any]:
+    """One extractor's columns of a row: ``<name>_state``, ``_shingles``, ``_coverage``, ``_support``, ``_score``."""
+    prefix = candidate.name
+    return {
+        f"{prefix}_state": _value(candidate.state),
+        f"{prefix}_shingles": candidate.shingle_count,
+        f"{prefix}_coverage": _ratio(candidate.coverage),
+        f"{prefix}_support": _ratio(candidate.support),
+        f"{prefix}_score": _ratio(candidate.score),
+    }
 
 
 def align_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -172,7 +179,7 @@ def summary_markdown(
     return "\n".join(lines)
 
 
-@task(name="publish-artifacts", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE, persist_result=False)
+@task(name="publish-artifacts", **api_task_options())
 def publish_artifacts(
     rows: list[dict[str, Any]],
     summary: sc.Summary,

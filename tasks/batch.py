@@ -1,53 +1,29 @@
-"""The file steps of a run: read and validate a batch, write the selected batch and the report.
+"""The file steps of a one-piece run: read and validate a batch, write the selected batch and the report.
 
-Each task is one call into the core's file shell (``selection_storage.files``) and is
-retried, with backoff, only when the failure is transient I/O
-(:func:`tasks.options.retry_on_transient_io`): an invalid batch or a refused
-path fails on the first try. None of them computes a cache key or persists its
-result, because their inputs and outputs are as large as the batch.
+Each task is one call into :mod:`selection_storage.batch` (or
+:mod:`selection_storage.report`) and is retried, with backoff, only when the
+failure is transient I/O (:func:`tasks.options.io_task_options`): an invalid
+batch or a refused path fails on the first try. None of them computes a cache
+key or persists its result, because their inputs and outputs are as large as the batch.
 """
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from prefect import task
 
 import selection_core as sc
-from selection_storage.files import read_input, write_atomic, write_report
+from selection_storage.batch import LoadedBatch, WrittenFile, load_batch, write_selected
+from selection_storage.report import write_report
 from tasks.logs import run_logger
 from tasks.options import io_task_options
 
-_IO_TASK_OPTIONS: dict[str, Any] = io_task_options()
+__all__ = ["LoadedBatch", "WrittenFile", "extract_batch", "persist_batch", "write_selection_report"]
 
 
-@dataclass(frozen=True)
-class LoadedBatch:
-    """A validated batch and the fingerprint of the bytes it was read from."""
-
-    path: Path
-    doc: dict[str, Any]
-    sha256: str
-    size_bytes: int
-
-    @property
-    def article_count(self) -> int:
-        return len(self.doc["articles"])
-
-
-@dataclass(frozen=True)
-class WrittenFile:
-    """A file this run wrote, with the fingerprint of its bytes."""
-
-    path: Path
-    sha256: str
-    size_bytes: int
-
-
-@task(name="extract-batch", **_IO_TASK_OPTIONS)
+@task(name="extract-batch", **io_task_options())
 def extract_batch(input_path: Path) -> LoadedBatch:
     """Read the batch the extraction flow wrote and validate it with the core.
 
@@ -61,25 +37,14 @@ def extract_batch(input_path: Path) -> LoadedBatch:
         InvalidBatchError: missing, unreadable, not JSON or wrong shape (not retried).
         OSError: a transient read error, retried with backoff.
     """
-    data = read_input(input_path)
-    doc = sc.parse_batch(data, str(input_path))
-    batch = LoadedBatch(
-        path=Path(input_path),
-        doc=doc,
-        sha256=hashlib.sha256(data).hexdigest(),
-        size_bytes=len(data),
-    )
+    batch = load_batch(input_path)
     run_logger().info(
-        "Read %s: %d articles, %d bytes, sha256 %s",
-        input_path,
-        batch.article_count,
-        batch.size_bytes,
-        batch.sha256,
+        "Read %s: %d articles, %d bytes, sha256 %s", input_path, batch.article_count, batch.size_bytes, batch.sha256
     )
     return batch
 
 
-@task(name="persist-batch", **_IO_TASK_OPTIONS)
+@task(name="persist-batch", **io_task_options())
 def persist_batch(doc: dict[str, Any], selections: list[sc.Selection], output_path: Path) -> WrittenFile:
     """Write the input document with ``selected_extractor`` set in every article, atomically.
 
@@ -97,14 +62,12 @@ def persist_batch(doc: dict[str, Any], selections: list[sc.Selection], output_pa
         OutputPathError: the location is refused (not retried).
         WriteError: writing failed; retried when the core marks it transient.
     """
-    data = sc.dump_batch(sc.apply_selections(doc, selections))
-    write_atomic(output_path, data)
-    written = WrittenFile(Path(output_path), hashlib.sha256(data).hexdigest(), len(data))
+    written = write_selected(doc, selections, output_path)
     run_logger().info("Wrote %s: %d bytes, sha256 %s", output_path, written.size_bytes, written.sha256)
     return written
 
 
-@task(name="write-report", **_IO_TASK_OPTIONS)
+@task(name="write-report", **io_task_options())
 def write_selection_report(selections: list[sc.Selection], report_path: Path) -> Path:
     """Write the full per-article explanation as JSON Lines, atomically.
 

@@ -1,60 +1,17 @@
-"""Find the batches of a directory that still need a selection."""
+"""The ``find-stale-batches`` task: the batches of a directory that still need a selection
+(the walk and the staleness rule live in :mod:`selection_storage.directory`)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from prefect import task
-from prefect.cache_policies import NO_CACHE
 
-from selection_core.errors import InvalidBatchError
-from selection_storage.paths import EXTRACTED_SUFFIX, selected_path
-from tasks.options import IO_RETRIES, IO_RETRY_DELAYS, retry_on_transient_io
+from selection_storage import directory as directories
+from tasks.options import io_task_options
 
 
-def is_stale(input_path: Path) -> bool:
-    """True when the default output of ``input_path`` is missing or older than the input.
-
-    Ages are compared with nanosecond modification times; an output exactly as
-    old as its input counts as up to date.
-    """
-    output = selected_path(input_path)
-    try:
-        output_mtime = output.stat().st_mtime_ns
-    except FileNotFoundError:
-        return True
-    return output_mtime < input_path.stat().st_mtime_ns
-
-
-def find_batches(directory: Path) -> list[Path]:
-    """Every ``*_extracted.json`` file under ``directory``, recursively, in sorted order.
-
-    Symlinked directories are not entered, and hidden directories (``.name``)
-    are skipped, so a walk stays inside the tree it was given and terminates.
-
-    Raises:
-        InvalidBatchError: ``directory`` does not exist or is not a directory.
-    """
-    if not directory.is_dir():
-        raise InvalidBatchError(
-            f"{directory}: not an existing directory; set the directory parameter "
-            f"(or CONTENT_SELECTION_DATA_ROOT) to the folder that holds the batches"
-        )
-    found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(directory, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        found.extend(Path(dirpath) / name for name in filenames if name.endswith(EXTRACTED_SUFFIX))
-    return sorted(found)
-
-
-@task(
-    name="find-stale-batches",
-    retries=IO_RETRIES,
-    retry_delay_seconds=IO_RETRY_DELAYS,
-    retry_condition_fn=retry_on_transient_io,
-    cache_policy=NO_CACHE,
-)
+@task(name="find-stale-batches", **io_task_options())
 def find_stale_batches(directory: Path) -> list[Path]:
     """The ``*_extracted.json`` files under ``directory`` whose ``_selected.json`` is missing or older.
 
@@ -64,4 +21,4 @@ def find_stale_batches(directory: Path) -> list[Path]:
     Returns:
         The stale batches, in sorted path order.
     """
-    return [path for path in find_batches(Path(directory)) if is_stale(path)]
+    return directories.find_stale_batches(directory)

@@ -1,23 +1,43 @@
-"""When a failed task is worth another try: transient I/O errors only.
+"""The options of every task, in one place: retried only where I/O happens, and only when the failure is transient.
 
 A retry can cure a flaky disk or a network filesystem that blinked (``EIO``,
 ``EAGAIN``...). It cannot cure a batch that is not JSON, an output path that is
 refused, or a file that does not exist: those fail on the first try so that the
-person who has to fix them hears about it at once.
+person who has to fix them hears about it at once. Which errors are transient is
+decided by one policy, :mod:`selection_storage.transient` (an allow-list of errno values).
+
+* :func:`io_task_options`: a task that reads or writes files;
+* :func:`api_task_options`: a task that calls the Prefect API (artifacts);
+* :func:`local_task_options`: a task that does no I/O worth retrying (never retried).
+
+No task computes a cache key or persists its result: their inputs and outputs
+are as large as a batch, or are paths whose files change between runs.
 """
 
 from __future__ import annotations
 
-import errno
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from selection_core.errors import InvalidBatchError, OutputPathError, SelectionError
+from selection_storage.transient import is_transient_io_error
 
 if TYPE_CHECKING:
     from prefect import Task
     from prefect.client.schemas.objects import TaskRun
     from prefect.states import State
+
+__all__ = [
+    "API_RETRIES",
+    "API_RETRY_DELAY",
+    "IO_RETRIES",
+    "IO_RETRY_DELAYS",
+    "api_task_options",
+    "chunk_run_namer",
+    "io_task_options",
+    "is_transient_io_error",
+    "local_task_options",
+    "retry_on_transient_io",
+]
 
 #: How many times a task whose failure is transient is tried again.
 IO_RETRIES: Final[int] = 3
@@ -25,50 +45,9 @@ IO_RETRIES: Final[int] = 3
 #: Seconds to wait before each retry (backoff).
 IO_RETRY_DELAYS: Final[list[float]] = [1.0, 4.0, 16.0]
 
-#: ``errno`` values that no retry can cure. Any other ``OSError`` is taken as transient.
-PERMANENT_ERRNOS: Final[frozenset[int]] = frozenset(
-    {
-        errno.ENOENT,
-        errno.EACCES,
-        errno.EPERM,
-        errno.EISDIR,
-        errno.ENOTDIR,
-        errno.EROFS,
-        errno.ENAMETOOLONG,
-        errno.ELOOP,
-        errno.EEXIST,
-        errno.EINVAL,
-        errno.EXDEV,
-    }
-)
-
-
-def is_transient_io_error(exc: BaseException) -> bool:
-    """Tell whether another try may succeed where ``exc`` failed.
-
-    Args:
-        exc: The exception a task raised.
-
-    Returns:
-        True for transient I/O errors (the core's ``ReadError``, a ``WriteError``
-        marked transient, or a plain ``OSError`` whose errno is not known to be
-        permanent); False for everything else, and always False for
-        ``InvalidBatchError`` and ``OutputPathError``.
-
-    Example:
-        >>> import errno
-        >>> is_transient_io_error(OSError(errno.EIO, "Input/output error"))
-        True
-        >>> is_transient_io_error(ValueError("not JSON"))
-        False
-    """
-    if isinstance(exc, (InvalidBatchError, OutputPathError)):
-        return False
-    if not isinstance(exc, OSError):
-        return False
-    if isinstance(exc, SelectionError):
-        return bool(getattr(exc, "transient", False))
-    return exc.errno not in PERMANENT_ERRNOS
+#: How many times a task that calls the Prefect API is tried again, and the seconds between tries.
+API_RETRIES: Final[int] = 2
+API_RETRY_DELAY: Final[int] = 2
 
 
 def retry_on_transient_io(task: Task[Any, Any], task_run: TaskRun, state: State[Any]) -> bool:
@@ -80,18 +59,27 @@ def retry_on_transient_io(task: Task[Any, Any], task_run: TaskRun, state: State[
     return False
 
 
+def local_task_options() -> dict[str, Any]:
+    """The options of a task that does no I/O a retry may cure: never retried, cached or persisted."""
+    from prefect.cache_policies import NO_CACHE
+
+    return {"cache_policy": NO_CACHE, "persist_result": False}
+
+
 def io_task_options() -> dict[str, Any]:
     """The options of a task whose inputs or outputs are as large as a batch and whose
     failures a retry may cure: retried on transient I/O only, never cached or persisted."""
-    from prefect.cache_policies import NO_CACHE
-
     return {
         "retries": IO_RETRIES,
         "retry_delay_seconds": IO_RETRY_DELAYS,
         "retry_condition_fn": retry_on_transient_io,
-        "cache_policy": NO_CACHE,
-        "persist_result": False,
+        **local_task_options(),
     }
+
+
+def api_task_options() -> dict[str, Any]:
+    """The options of a task that calls the Prefect API: retried on any failure, never cached or persisted."""
+    return {"retries": API_RETRIES, "retry_delay_seconds": API_RETRY_DELAY, **local_task_options()}
 
 
 def chunk_run_namer(task_name: str) -> Callable[[], str]:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from prefect import task
-from prefect.cache_policies import NO_CACHE
 
 from selection_storage.paths import RunPaths, resolve_run_paths
+from tasks.options import local_task_options
 
 
-@task(name="check-paths", cache_policy=NO_CACHE, persist_result=False)
+@task(name="check-paths", **local_task_options())
 def check_paths(
     input_path: str,
     output_path: str | None = None,

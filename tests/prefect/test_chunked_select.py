@@ -1,4 +1,4 @@
-"""The chunked path of ``select-content`` (``tasks.chunks``): same answers, same refusals, nothing left behind.
+"""The chunked path of ``select-content``: same answers, same refusals, nothing left behind.
 
 Workers read, validate, score and write their own chunk of the batch. These
 tests hold that path to the promises of the one-piece path:
@@ -35,7 +35,11 @@ import selection_core as sc
 from flows.select_content import select_content
 from selection_cli.main import main as select_main
 from selection_cli.run import run_main
-from selection_storage.files import InputChangedError, report_lines
+from selection_storage import parts
+from selection_storage.chunks import canonical_error, plan_jobs
+from selection_storage.files import InputChangedError
+from selection_storage.parts import discard_parts
+from selection_storage.report import report_lines
 from tasks import chunks
 from tasks.artifacts import align_rows, article_row, score_rows
 from tests.support import ROOT
@@ -64,7 +68,7 @@ def _chunked_steps(source: Path, output: Path, report: Path | None, chunk_size: 
     """The chunked path's steps in order, in this process (their ``.fn``): the written bytes."""
     plan = chunks.plan_batch.fn(source)
     assert plan.layout is not None
-    jobs = chunks.plan_jobs(plan, chunk_size, output, report, table_rows=5)
+    jobs = plan_jobs(plan, chunk_size, output, report, table_rows=5)
     outcomes = [chunks.select_chunk.fn(job) for job in jobs]
     chunks.assemble_batch.fn(plan.envelope, outcomes, output, report)
     return output.read_bytes()
@@ -92,7 +96,7 @@ def test_the_chunked_steps_refuse_exactly_what_the_whole_parse_refuses(
     with pytest.raises(sc.InvalidBatchError):
         _chunked_steps(source, output, None, chunk_size)
     with pytest.raises(sc.InvalidBatchError) as canonical:
-        chunks.canonical_error(source)
+        canonical_error(source)
     assert str(canonical.value) == refusal
 
 
@@ -114,9 +118,9 @@ def test_rows_built_by_chunks_are_the_rows_of_the_whole(tmp_path: Path) -> None:
     source = tmp_path / "b_extracted.json"
     source.write_bytes(sc.dump_batch(doc))
     plan = chunks.plan_batch.fn(source)
-    jobs = chunks.plan_jobs(plan, 4, tmp_path / "out.json", None, table_rows=10)
+    jobs = plan_jobs(plan, 4, tmp_path / "out.json", None, table_rows=10)
     outcomes = [chunks.select_chunk.fn(job) for job in jobs[:3]]
-    chunks.discard_parts(jobs)
+    discard_parts(jobs)
     rows = align_rows([row for o in outcomes for row in o.rows][:10])
     selections = sc.select_articles(doc["articles"])
     assert rows == score_rows(doc, selections, 10)
@@ -129,7 +133,7 @@ def test_a_file_changed_after_the_plan_is_noticed_by_the_chunk(tmp_path: Path) -
     source = tmp_path / "b_extracted.json"
     shutil.copyfile(GOLDEN, source)
     plan = chunks.plan_batch.fn(source)
-    jobs = chunks.plan_jobs(plan, 50, tmp_path / "out.json", None, table_rows=0)
+    jobs = plan_jobs(plan, 50, tmp_path / "out.json", None, table_rows=0)
     replacement = tmp_path / "new.json"
     replacement.write_bytes(source.read_bytes().replace(b'"articles"', b'"articles" ', 1))
     os.replace(replacement, source)  # an upstream writer replaces the file atomically
@@ -145,26 +149,26 @@ def test_a_worker_that_outlives_its_flow_removes_its_own_parts(tmp_path: Path) -
     gone.wait()  # a process id that no longer exists: the killed flow
     plan = chunks.plan_batch.fn(source)
     report = tmp_path / "r.jsonl"
-    orphan = chunks.plan_jobs(plan, 50, tmp_path / "out.json", report, 0, owner_pid=gone.pid)
+    orphan = plan_jobs(plan, 50, tmp_path / "out.json", report, 0, owner_pid=gone.pid)
     with pytest.raises(RuntimeError, match="is gone"):
         chunks.select_chunk.fn(orphan[0])
     assert leftover_files(tmp_path, {source}) == []
-    live = chunks.plan_jobs(plan, 50, tmp_path / "out.json", report, 0)  # this process: kept
+    live = plan_jobs(plan, 50, tmp_path / "out.json", report, 0)  # this process: kept
     chunks.select_chunk.fn(live[0])
     assert len(leftover_files(tmp_path, {source})) == 2
-    chunks.discard_parts(live)
+    discard_parts(live)
     assert leftover_files(tmp_path, {source}) == []
 
 
 def test_an_input_that_cannot_be_delimited_is_scored_in_one_piece(tmp_path: Path, mocker) -> None:
     source = tmp_path / "b_extracted.json"
     shutil.copyfile(GOLDEN, source)
-    mocker.patch.object(chunks, "scan_layout", return_value=None)  # fault: the scan gives up
+    mocker.patch("selection_storage.chunks.scan_layout", return_value=None)  # fault: the scan gives up
     plan = chunks.plan_batch.fn(source)
     assert plan.layout is None and plan.doc == sc.parse_batch(GOLDEN.read_bytes())
     assert plan.sha256 == hashlib.sha256(GOLDEN.read_bytes()).hexdigest()
     with pytest.raises(ValueError, match="one piece"):
-        chunks.plan_jobs(plan, 10, tmp_path / "out.json", None, 0)
+        plan_jobs(plan, 10, tmp_path / "out.json", None, 0)
 
 
 # --- through the flow -------------------------------------------------------------
@@ -216,7 +220,7 @@ def _fail_writes(mocker, first: int, last: int | None = None, err: int = errno.E
             raise OSError(err, os.strerror(err))
         return real_write(fd, data)
 
-    return mocker.patch("selection_storage.files.os.write", side_effect=write)
+    return mocker.patch("selection_storage.atomic.os.write", side_effect=write)
 
 
 @pytest.mark.usefixtures("prefect_harness", "no_data_root_env")
@@ -241,8 +245,8 @@ def test_a_write_error_while_joining_is_cured_by_joining_the_parts_again(tmp_pat
     source = tmp_path / "in_extracted.json"
     shutil.copyfile(GOLDEN, source)
     report = tmp_path / "r.jsonl"
-    joiner_add = mocker.spy(chunks.PartJoiner, "add")
-    real_copy = chunks._copy_part
+    joiner_add = mocker.spy(parts.PartJoiner, "add")
+    real_copy = parts._copy_part
     calls = {"n": 0}
 
     def copy_part(part: str, staged: Any, digest: Any) -> int:
@@ -251,7 +255,7 @@ def test_a_write_error_while_joining_is_cured_by_joining_the_parts_again(tmp_pat
             raise OSError(errno.EIO, "Input/output error")
         return real_copy(part, staged, digest)
 
-    mocker.patch.object(chunks, "_copy_part", side_effect=copy_part)
+    mocker.patch.object(parts, "_copy_part", side_effect=copy_part)
     result = select_content(input_path=str(source), report_path=str(report), chunk_size=40, task_runner="in-process")
     # 181 articles in 5 chunks: joined once as they completed (the third copy failed,
     # the joiner gave up), then once more, from the parts, by assemble-batch
@@ -273,7 +277,7 @@ def test_a_failing_chunk_leaves_no_part_and_no_output(tmp_path: Path, mocker) ->
             raise RuntimeError("injected bug")
         return real(article, index)
 
-    mocker.patch("tasks.chunks.sc.select_article", side_effect=select_article)
+    mocker.patch("selection_storage.chunks.sc.select_article", side_effect=select_article)
     state = select_content(input_path=str(source), chunk_size=30, task_runner="in-process", return_state=True)
     assert state.is_failed() and "injected bug" in state.message
     assert leftover_files(tmp_path, {source}) == []

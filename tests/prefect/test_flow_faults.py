@@ -15,7 +15,7 @@ command:
   session's Prefect API), mostly while it writes: same invariants as the
   command's (``test_crash_safety.py``). Each flow process pays for importing
   Prefect, so there are only a few of these; the many kills are the command's,
-  whose write path (``selection_storage.files.write_atomic``) the flow shares. The
+  whose write path (``selection_storage.atomic.write_atomic``) the flow shares. The
   chunked path (``--chunk-size``: parts written beside the output, then joined)
   is killed too, mostly while its parts are being written.
 
@@ -38,7 +38,7 @@ from uuid import UUID
 
 import pytest
 
-import tasks.batch
+import selection_storage.batch
 from flows.select_content import select_content
 from selection_core.errors import OutputPathError, UnsafePathError, WriteError
 from tests.support.faultkit import TMP_NAME, CrashRig, child_env, listing, synthetic_batch, temporaries
@@ -214,8 +214,8 @@ def test_paths_that_leave_the_data_root_are_refused_before_anything_is_read_or_w
     root, outside, batch = rooted
     params = {k: v for k, v in build(root, outside, batch).items() if k != "_"}
     before = {d: listing(d) for d in (root, root / "day1", outside)}
-    read = mocker.spy(tasks.batch, "read_input")
-    write = mocker.spy(tasks.batch, "write_atomic")
+    read = mocker.spy(selection_storage.batch, "read_input")
+    write = mocker.spy(selection_storage.batch, "write_atomic")
     state = select_content(**params, data_root=str(root), require_data_root=True, return_state=True)
     assert state.is_failed()
     with pytest.raises(UnsafePathError, match="outside the data root"):

@@ -39,9 +39,8 @@ from flows.select_content import select_content
 from flows.select_directory import select_directory
 from selection_cli.run import run_main
 from selection_core import selection_view
-from selection_storage.chunks import chunk_bounds
+from selection_storage.chunks import ChunkJob, chunk_bounds
 from selection_storage.files import FileIdentity
-from tasks.chunks import ChunkJob
 from tests.support import ROOT
 from tests.support.prefect_fixtures import expected_output, free_port, leftover_files, task_runs_of
 

@@ -20,7 +20,7 @@ from uuid import UUID
 import pytest
 
 import selection_core as sc
-import tasks.batch
+import selection_storage.batch
 from flows.select_content import SelectionRunSummary, select_content
 from flows.select_directory import DirectoryRunSummary, select_directory
 from selection_cli.run import run_main
@@ -107,7 +107,7 @@ def test_artifacts_are_built_from_the_explanations(batch_factory, tmp_path: Path
 
 def test_a_transient_read_failure_is_retried_and_the_run_succeeds(batch_factory, tmp_path: Path, mocker) -> None:
     source = batch_factory(n_articles=2)
-    real_read = tasks.batch.read_input
+    real_read = selection_storage.batch.read_input
     calls: list[Path] = []
 
     def flaky_read(path: Path) -> bytes:
@@ -116,7 +116,7 @@ def test_a_transient_read_failure_is_retried_and_the_run_succeeds(batch_factory,
             raise OSError(errno.EIO, "Input/output error", str(path))
         return real_read(path)
 
-    mocker.patch("tasks.batch.read_input", side_effect=flaky_read)
+    mocker.patch("selection_storage.batch.read_input", side_effect=flaky_read)
     state = select_content(input_path=str(source), return_state=True)
 
     assert state.is_completed()
@@ -130,7 +130,7 @@ def test_a_transient_read_failure_is_retried_and_the_run_succeeds(batch_factory,
 
 def test_a_transient_write_failure_is_retried(batch_factory, tmp_path: Path, mocker) -> None:
     source = batch_factory(n_articles=2)
-    real_write = tasks.batch.write_atomic
+    real_write = selection_storage.batch.write_atomic
     attempts: list[Path] = []
 
     def flaky_write(path: Path, data: bytes) -> None:
@@ -139,7 +139,7 @@ def test_a_transient_write_failure_is_retried(batch_factory, tmp_path: Path, moc
             raise WriteError(f"{path}: write failed (Input/output error)", errno.EIO, transient=True)
         real_write(path, data)
 
-    mocker.patch("tasks.batch.write_atomic", side_effect=flaky_write)
+    mocker.patch("selection_storage.batch.write_atomic", side_effect=flaky_write)
     state = select_content(input_path=str(source), return_state=True)
     assert state.is_completed()
     assert len(attempts) == 2

@@ -20,11 +20,13 @@ from content_selection.events import (
     emit_batch_extracted,
 )
 from selection_core.errors import InvalidBatchError, OutputPathError, ReadError, UnsafePathError, WriteError
+from selection_storage.directory import find_batches, is_stale
+from selection_storage.files import sha256_file
 from selection_storage.paths import confine, resolve_data_root, resolve_run_paths
+from selection_storage.transient import is_transient_io_error
 from tasks.artifacts import component_versions, score_rows, scores_description, summary_markdown
 from tasks.batch import extract_batch, persist_batch, write_selection_report
-from tasks.discover import find_batches, find_stale_batches, is_stale
-from tasks.options import is_transient_io_error
+from tasks.discover import find_stale_batches
 from tasks.select import select_extractors
 from tests.support.prefect_fixtures import expected_output, make_batch
 
@@ -185,7 +187,7 @@ def test_extract_reads_validates_and_fingerprints(batch_factory) -> None:
     assert batch.article_count == 4
     assert batch.doc == make_batch(4)
     assert batch.size_bytes == path.stat().st_size
-    assert batch.sha256 == sc.io.sha256_file(path)
+    assert batch.sha256 == sha256_file(path)
 
 
 @pytest.mark.parametrize(
@@ -210,7 +212,7 @@ def test_select_persist_and_report_match_the_core(batch_factory, tmp_path: Path)
     output = tmp_path / "out.json"
     written = persist_batch.fn(batch.doc, selections, output)
     assert output.read_bytes() == expected_output(path)
-    assert written.sha256 == sc.io.sha256_file(output)
+    assert written.sha256 == sha256_file(output)
     assert written.size_bytes == output.stat().st_size
     # Applying the same selections again (a retry) writes the same bytes.
     persist_batch.fn(batch.doc, selections, output)

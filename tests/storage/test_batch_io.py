@@ -28,7 +28,7 @@ from selection_core import (
     select_article,
     select_batch_bytes,
 )
-from selection_storage.files import select_file
+from selection_storage import select_file
 
 SOURCE = "inbox/batch_extracted.json"
 TEXT = "The council voted on Tuesday to extend the tram line to the northern suburbs."
@@ -405,7 +405,7 @@ def test_failed_write_leaves_previous_output_and_no_temporary_file(
     out = batch.parent / "batch_extracted_selected.json"
     out.write_bytes(b"previous output\n")
     before = batch.read_bytes()
-    mocker.patch(f"selection_storage.files.os.{target}", side_effect=_oserror(code))
+    mocker.patch(f"selection_storage.atomic.os.{target}", side_effect=_oserror(code))
 
     with pytest.raises(WriteError) as info:
         select_file(batch)
@@ -425,7 +425,7 @@ def test_failed_write_leaves_previous_output_and_no_temporary_file(
 def test_failed_first_write_leaves_no_output_at_all(
     batch: Path, mocker: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mocker.patch("selection_storage.files.os.fsync", side_effect=_oserror(errno.ENOSPC))
+    mocker.patch("selection_storage.atomic.os.fsync", side_effect=_oserror(errno.ENOSPC))
     status, _, err = run(["select", str(batch)], capsys)
     assert status == EXIT_IO_ERROR
     assert_one_line_error(err, "space")
@@ -437,7 +437,7 @@ def test_interrupted_write_leaves_no_temporary_file(
 ) -> None:
     out = batch.parent / "batch_extracted_selected.json"
     out.write_bytes(b"previous output\n")
-    mocker.patch("selection_storage.files.os.fsync", side_effect=KeyboardInterrupt)
+    mocker.patch("selection_storage.atomic.os.fsync", side_effect=KeyboardInterrupt)
     status, _, err = run(["select", str(batch)], capsys)
     assert status == 130
     assert_one_line_error(err, "interrupted")

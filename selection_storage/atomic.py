@@ -1,0 +1,243 @@
+"""Atomic writes: temporary files beside their target, renamed into place once complete.
+
+Atomic write protocol (:func:`write_atomic`): the bytes go to a temporary file in
+the target's own directory (same file system, so the rename is atomic), which
+is flushed, fsynced and closed, then ``os.replace``\\ d onto the target, and the
+directory is fsynced. A reader therefore sees the previous file or the complete
+new one, never a partial one. The temporary file is removed on every failure.
+Its name, ``.<target name>.<pid>.<random>.cs-tmp`` (:func:`temporary_name`), marks
+it as ours: a later write to the same target removes such files left by a
+process that no longer exists (one killed with SIGKILL, say;
+:func:`clean_stale_temporaries`), and never touches anything else.
+
+* :class:`StagedFile`: a temporary file written piece by piece, then committed;
+* :func:`write_atomic`: one file; :func:`write_atomic_group`: several, all or none;
+* :func:`write_error`: the typed error for an ``OSError`` met while writing.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import secrets
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Final
+
+from selection_core.errors import OutputPathError, WriteError
+from selection_storage.transient import TRANSIENT_ERRNOS
+
+#: What the name of every temporary file of this project ends with.
+TMP_SUFFIX: Final[str] = ".cs-tmp"
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id exists on this machine."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_stale_temporaries(target: Path) -> list[Path]:
+    """Remove temporary files for ``target`` left by processes that no longer exist."""
+    pattern = re.compile(r"\." + re.escape(target.name) + r"\.(\d+)\.[0-9a-f]{16}" + re.escape(TMP_SUFFIX) + r"\Z")
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = pattern.match(entry.name)
+        if m and not process_alive(int(m.group(1))):
+            try:
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+            except OSError:
+                pass
+    return removed
+
+
+def write_error(target: Path, exc: OSError) -> Exception:
+    """The typed error for an ``OSError`` met while writing ``target``."""
+    if isinstance(exc, PermissionError) or exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return OutputPathError(f"{target}: cannot write here ({exc.strerror}); choose another --output")
+    if exc.errno == errno.ENOSPC:
+        return WriteError(
+            f"{target}: no space left on the device; free some space and run again (nothing was written)", exc.errno
+        )
+    if exc.errno == getattr(errno, "EDQUOT", -1):
+        return WriteError(
+            f"{target}: disk quota exceeded; free some space and run again (nothing was written)", exc.errno
+        )
+    transient = exc.errno in TRANSIENT_ERRNOS
+    return WriteError(
+        f"{target}: write failed ({exc.strerror or exc}); nothing was written{', retry' if transient else ''}",
+        exc.errno,
+        transient,
+    )
+
+
+def temporary_name(target: Path, pid: int | None = None, token: str | None = None) -> Path:
+    """A temporary file's path beside ``target``: ``.<name>.<pid>.<16 hex>.cs-tmp``.
+
+    ``pid`` is the process that owns it (default: this one): a later write to the
+    same target removes it once that process is gone. ``token`` (16 lowercase hex
+    digits) is random unless given.
+
+    >>> temporary_name(Path("out/batch.json"), 42, "0123456789abcdef").as_posix()
+    'out/.batch.json.42.0123456789abcdef.cs-tmp'
+    """
+    token = secrets.token_hex(8) if token is None else token
+    if re.fullmatch(r"[0-9a-f]{16}", token) is None:
+        raise ValueError(f"token must be 16 lowercase hex digits, got {token!r}")
+    return target.parent / f".{target.name}.{os.getpid() if pid is None else pid}.{token}{TMP_SUFFIX}"
+
+
+class StagedFile:
+    """A temporary file beside ``target``, written piece by piece, then committed.
+
+    Raises the same typed errors as :func:`write_atomic`; on any failure the
+    temporary file is removed. Use :meth:`finish` (flush to disk) then
+    :meth:`commit` (rename onto the target), or :meth:`discard`.
+    """
+
+    def __init__(self, target: Path, path: Path | None = None, durable: bool = True) -> None:
+        self.target = target
+        self.path = temporary_name(target) if path is None else path
+        self._durable = durable
+        self._fd = -1
+        try:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except OSError as exc:
+            raise write_error(target, exc) from exc
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        view = memoryview(data)
+        try:
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+        except BaseException as exc:
+            self.discard()
+            if isinstance(exc, OSError):
+                raise write_error(self.target, exc) from exc
+            raise
+
+    def write_all(self, pieces: Iterable[bytes]) -> None:
+        """Write every piece, then :meth:`finish`; on any failure the file is removed."""
+        try:
+            for piece in pieces:
+                self.write(piece)
+            self.finish()
+        except BaseException:
+            self.discard()
+            raise
+
+    def finish(self) -> None:
+        """Flush to disk (when durable) and close; the file is complete."""
+        try:
+            if self._durable:
+                os.fsync(self._fd)
+            fd, self._fd = self._fd, -1
+            os.close(fd)
+        except BaseException as exc:
+            self.discard()
+            if isinstance(exc, OSError):
+                raise write_error(self.target, exc) from exc
+            raise
+
+    def commit(self) -> None:
+        """Rename the finished file onto the target (see :func:`_commit`)."""
+        _commit(self.path, self.target)
+
+    def discard(self) -> None:
+        """Close and remove the temporary file (never raises)."""
+        if self._fd >= 0:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = -1
+        _discard(self.path)
+
+
+def commit_in_order(files: Sequence[StagedFile]) -> None:
+    """Rename finished files onto their targets, in order; a failed rename discards the later ones."""
+    for number, staged in enumerate(files):
+        try:
+            staged.commit()
+        except BaseException:
+            for later in files[number + 1 :]:
+                later.discard()
+            raise
+
+
+def _stage(target: Path, data: bytes | Iterable[bytes]) -> StagedFile:
+    """Write ``data`` to a fsynced temporary file beside ``target``.
+
+    On any failure the temporary file is removed and the error is mapped.
+    """
+    clean_stale_temporaries(target)
+    staged = StagedFile(target)
+    staged.write_all([data] if isinstance(data, bytes) else data)
+    return staged
+
+
+def _discard(tmp: Path) -> None:
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+
+
+def _commit(tmp: Path, target: Path) -> None:
+    """Rename the staged file onto ``target`` and make the rename durable."""
+    try:
+        os.replace(tmp, target)
+    except BaseException as exc:
+        _discard(tmp)
+        if isinstance(exc, OSError):
+            raise write_error(target, exc) from exc
+        raise
+    try:  # make the rename itself durable; not all file systems allow it
+        dfd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+def write_atomic(target: str | os.PathLike[str], data: bytes | Iterable[bytes]) -> None:
+    """Write ``data`` to ``target`` atomically (see the module docstring).
+
+    Raises:
+        OutputPathError: permission denied or read-only file system.
+        WriteError: disk full or another I/O error; nothing was written.
+    """
+    write_atomic_group([(Path(target), data)])
+
+
+def write_atomic_group(items: Sequence[tuple[Path, bytes | Iterable[bytes]]]) -> None:
+    """Write several files so that a failure while writing leaves none of them.
+
+    Every file is first staged (written and fsynced beside its target); only
+    when all are staged are they renamed, in the given order. A failure while
+    staging removes every staged file. Only a failed rename, once all the data is
+    safely on disk, can leave the files renamed before it in place.
+    """
+    staged: list[StagedFile] = []
+    try:
+        for target, data in items:
+            staged.append(_stage(target, data))
+    except BaseException:
+        for done in staged:
+            done.discard()
+        raise
+    commit_in_order(staged)

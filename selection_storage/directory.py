@@ -1,0 +1,49 @@
+"""The batches of a directory that still need a selection: the walk, and what counts as stale."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from selection_core.errors import InvalidBatchError
+from selection_storage.paths import DATA_ROOT_ENV, EXTRACTED_SUFFIX, selected_path
+
+
+def is_stale(input_path: Path) -> bool:
+    """True when the default output of ``input_path`` is missing or older than the input.
+
+    Ages are compared with nanosecond modification times; an output exactly as
+    old as its input counts as up to date.
+    """
+    output = selected_path(input_path)
+    try:
+        output_mtime = output.stat().st_mtime_ns
+    except FileNotFoundError:
+        return True
+    return output_mtime < input_path.stat().st_mtime_ns
+
+
+def find_batches(directory: Path) -> list[Path]:
+    """Every ``*_extracted.json`` file under ``directory``, recursively, in sorted order.
+
+    Symlinked directories are not entered, and hidden directories (``.name``)
+    are skipped, so a walk stays inside the tree it was given and terminates.
+
+    Raises:
+        InvalidBatchError: ``directory`` does not exist or is not a directory.
+    """
+    if not directory.is_dir():
+        raise InvalidBatchError(
+            f"{directory}: not an existing directory; set the directory parameter "
+            f"(or {DATA_ROOT_ENV}) to the folder that holds the batches"
+        )
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(directory, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        found.extend(Path(dirpath) / name for name in filenames if name.endswith(EXTRACTED_SUFFIX))
+    return sorted(found)
+
+
+def find_stale_batches(directory: str | os.PathLike[str]) -> list[Path]:
+    """The ``*_extracted.json`` files under ``directory`` whose ``_selected.json`` is missing or older, sorted."""
+    return [path for path in find_batches(Path(directory)) if is_stale(path)]

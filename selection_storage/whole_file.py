@@ -1,0 +1,58 @@
+"""The whole-file run of the command line: read, validate, select and write one batch file in one piece."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from selection_core.batch import (
+    ProgressCallback,
+    Summary,
+    apply_selections,
+    iter_dump_batch,
+    parse_batch,
+    select_articles,
+    summarize,
+)
+from selection_core.select import Selection
+from selection_storage.atomic import write_atomic, write_atomic_group
+from selection_storage.files import read_input
+from selection_storage.paths import refuse_report_on_output, resolve_output_path
+from selection_storage.report import report_lines
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What one batch run did."""
+
+    input_path: Path
+    output_path: Path
+    report_path: Path | None
+    summary: Summary
+    selections: list[Selection]
+
+
+def select_file(
+    input_path: str | os.PathLike[str],
+    output_path: str | os.PathLike[str] | None = None,
+    report_path: str | os.PathLike[str] | None = None,
+    progress: ProgressCallback | None = None,
+) -> RunResult:
+    """Read, validate, select and write one batch file. Nothing is written unless
+    every check passed; the input is only ever opened for reading."""
+    inp = Path(input_path)
+    out = resolve_output_path(inp, output_path)
+    report = None if report_path is None else resolve_output_path(inp, report_path, "--report")
+    refuse_report_on_output(report, out, "choose another --report")
+    doc = parse_batch(read_input(inp), str(inp))
+    selections = select_articles(doc["articles"], progress)
+    payload = iter_dump_batch(apply_selections(doc, selections))
+    if report is None:
+        write_atomic(out, payload)
+    else:
+        # Report first: where the output exists, its report does too; a failure
+        # while writing either leaves neither.
+        write_atomic_group([(report, report_lines(selections)), (out, payload)])
+    del doc
+    return RunResult(inp, out, report, summarize(selections), selections)
