@@ -61,8 +61,10 @@ def main() -> None:
     extra = sys.argv[4:]
     import orjson
 
+    from selection_cli.environment import apply_kernel_setting
     from selection_storage import select_file
 
+    apply_kernel_setting()  # CONTENT_SELECTION_PURE=1 measures the pure-Python path, as for the command
     if job in ("flow", "extract-flow"):
         _warm_up_prefect()
     base = _rss_mib()

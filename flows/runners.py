@@ -255,7 +255,7 @@ def submit_in_order(
     are built (``payloads`` may be a generator) and shipped only as workers free
     up. Results are collected in order; ``on_result(i, result)`` is called for each.
     A payload should be an object Prefect does not walk into (not a list, dict,
-    dataclass or model), such as :class:`tasks.chunks.ChunkJob`. (Prefect's
+    dataclass or model), such as :class:`selection_storage.chunks.ChunkJob`. (Prefect's
     ``opaque`` wrapper would do, but it does not survive pickling to a Dask
     worker in Prefect 3.9.1: it comes back wrapped in a tuple.)
 

@@ -148,7 +148,7 @@ def pipeline_command(args: argparse.Namespace) -> int:
     Every output path (extracted batch, selected batch, report) is checked
     before the first page is read.
     """
-    from selection_storage.files import select_file
+    from selection_storage import select_file
     from selection_storage.paths import refuse_report_on_output, resolve_output_path
 
     extracted_arg = getattr(args, "extracted", None)

@@ -36,7 +36,7 @@ def print_selection(summary: Summary, output_path: object, report_path: object |
 
 def select_command(args: argparse.Namespace) -> int:
     """Run ``select`` with parsed arguments; returns 0, raises the project's typed errors."""
-    from selection_storage.files import select_file
+    from selection_storage import select_file
 
     result = select_file(args.input, args.output, args.report, ProgressBar(sys.stderr))
     print_selection(result.summary, result.output_path, result.report_path)

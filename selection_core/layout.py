@@ -5,7 +5,7 @@ A batch is cut into runs of consecutive whole articles without parsing it:
 ``articles`` array. Each run is then parsed and validated in full by
 :func:`selection_core.batch.parse_batch`, wrapped as ``{"articles":[ ... ]}`` so
 that every depth and every check is the one the whole document would get
-(:data:`RUN_PREFIX` + run + :data:`RUN_SUFFIX`; ``tasks.chunks.select_chunk`` reads it
+(:data:`RUN_PREFIX` + run + :data:`RUN_SUFFIX`; ``selection_storage.chunks.score_chunk`` reads it
 so, in one copy), and the rest of the document (the *envelope*: the root
 with an empty ``articles`` array, :func:`envelope_bytes`) is validated the same
 way. The runs joined with commas and put back into the envelope are the input

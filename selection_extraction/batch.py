@@ -31,7 +31,7 @@ from selection_extraction.extractors import Extractor, library_version
 from selection_extraction.pages import Page, PageSet
 from selection_extraction.pool import Outcome
 from selection_extraction.settings import ExtractionSettings
-from selection_storage.files import write_atomic
+from selection_storage.atomic import write_atomic
 
 #: How pages are decoded, as recorded in every batch.
 DECODING_POLICY: Final[str] = (

@@ -31,7 +31,7 @@ import orjson
 
 from selection_core.errors import InvalidBatchError
 from selection_extraction.settings import DEFAULT_MAX_PAGE_BYTES
-from selection_storage.files import TRANSIENT_ERRNOS
+from selection_storage.transient import TRANSIENT_ERRNOS
 
 #: File name endings of pages, matched case-insensitively; longest first.
 PAGE_SUFFIXES: Final[tuple[str, ...]] = (".html.gz", ".htm.gz", ".html", ".htm")

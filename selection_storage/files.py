@@ -18,28 +18,20 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import BinaryIO
 
 from selection_core.errors import InvalidBatchError, ReadError, SelectionError
-from selection_storage.atomic import write_atomic
 from selection_storage.transient import TRANSIENT_ERRNOS
 
-if TYPE_CHECKING:
-    from selection_storage.whole_file import RunResult, select_file
-
 __all__ = [
-    "TRANSIENT_ERRNOS",
     "FileIdentity",
     "InputChangedError",
-    "RunResult",
     "open_input",
     "read_error",
     "read_input",
     "read_span",
-    "select_file",
     "sha256_bytes",
     "sha256_file",
-    "write_atomic",
 ]
 
 
@@ -169,13 +161,3 @@ def sha256_bytes(data: bytes | bytearray | memoryview) -> str:
     'e3b0c44298fc1c14'
     """
     return hashlib.sha256(data).hexdigest()
-
-
-def __getattr__(name: str) -> Any:
-    """``select_file`` and ``RunResult``, which moved to :mod:`selection_storage.whole_file`
-    (imported on first use: that module reads its input with this one)."""
-    if name in ("select_file", "RunResult"):
-        from selection_storage import whole_file
-
-        return getattr(whole_file, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

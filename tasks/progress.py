@@ -23,6 +23,7 @@ class ArtifactSink:
         self.artifact_id: UUID | None = None
 
     def __call__(self, percent: int) -> None:
+        creating = self.artifact_id is None
         try:
             if self.artifact_id is None:
                 self.artifact_id = create_progress_artifact(
@@ -31,7 +32,7 @@ class ArtifactSink:
             else:
                 update_progress_artifact(artifact_id=self.artifact_id, progress=float(percent))
         except Exception as exc:  # noqa: BLE001 - progress is informational
-            run_logger().warning("Could not update the progress artifact %s: %s", self.key, exc)
+            run_logger().warning("Could not %s the progress artifact: %s", "create" if creating else "update", exc)
 
 
 def artifact_progress(key: str, description: str, *, start: bool = True) -> PercentProgress | None:

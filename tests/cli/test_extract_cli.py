@@ -12,7 +12,7 @@ import pytest
 
 from selection_cli.extract import extract_main, pipeline_main
 from selection_core.errors import EXIT_INVALID_INPUT
-from selection_storage.files import select_file
+from selection_storage import select_file
 from tests.support import PAGES, ROOT
 
 ONE_PAGE = "06ee193de4bd611f7fafbab0c59b0f6fe3495093516720632cd093b24c7a0e98.html.gz"

@@ -26,7 +26,7 @@ import orjson
 
 from tests.support import ROOT
 
-#: How ``selection_storage.files.write_atomic`` names its temporary files.
+#: How ``selection_storage.atomic.write_atomic`` names its temporary files.
 TMP_NAME = re.compile(r"\A\.(?P<target>.+)\.(?P<pid>\d+)\.[0-9a-f]{16}\.cs-tmp\Z")
 
 #: Exit statuses of ``selection_core.errors`` (repeated here on purpose: a test
