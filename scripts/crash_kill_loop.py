@@ -5,7 +5,7 @@
     python scripts/crash_kill_loop.py --kills 50 --mb 40 --seed 7 --workdir /tmp/kills
     python scripts/crash_kill_loop.py --flow --kills 20 --mb 2   # kill select-content flow runs
 
-The same trials as ``tests/test_crash_safety.py`` (the checks live in
+The same trials as ``tests/storage/test_crash_safety.py`` (the checks live in
 ``tests/faultkit.py``), at a larger scale: a synthetic batch of ``--mb`` MB is
 built in a temporary directory; each trial puts the target in one of three
 states (absent, a previous complete output, the new output already there),

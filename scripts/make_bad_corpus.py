@@ -16,7 +16,7 @@ Three kinds of case:
 * ``generated``: too large to commit (deep nesting); :func:`generated_bytes`
   builds them at test time, the same on every run;
 * ``setup``: about paths, not bytes (a directory, a missing file, a symlink
-  loop, a refused output...); ``tests/test_bad_inputs.py`` builds the situation.
+  loop, a refused output...); ``tests/cli/test_bad_inputs.py`` builds the situation.
 
 Cases marked ``"valid": true`` are not errors: blocks and fields of the wrong
 type are valid input that make a candidate unavailable; they must exit 0 with

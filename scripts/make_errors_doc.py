@@ -169,7 +169,7 @@ temporary file, the input's bytes unchanged.
 | 2 | usage error (argparse) | no |
 
 Disk faults (ENOSPC, EIO, EACCES/EPERM/EROFS at `os.open`, `os.write`, `os.fsync`, `os.replace`)
-are covered by `tests/test_disk_errors.py`: ENOSPC and EIO give 74, permission errors 65.
+are covered by `tests/storage/test_disk_errors.py`: ENOSPC and EIO give 74, permission errors 65.
 
 ## The hostile-input corpus
 

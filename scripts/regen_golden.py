@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate the golden data of tests/test_golden.py.
+"""Regenerate the golden data of tests/core/test_golden.py.
 
     python scripts/regen_golden.py                      # expected selections from the committed batch
     python scripts/regen_golden.py --rebuild-batch      # also rebuild the batch from ../shared

@@ -20,7 +20,7 @@ one-line error as before for every invalid input.
 
 ``_layout.c`` is the compiled form of :func:`value_end` and :func:`array_spans`,
 used when it was built (as for the selection kernel, a C compiler is optional);
-the pure functions here are the reference, and ``tests/test_layout.py`` checks
+the pure functions here are the reference, and ``tests/core/test_layout.py`` checks
 that the two agree.
 """
 

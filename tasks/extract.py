@@ -22,7 +22,6 @@ from uuid import UUID
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
-from prefect.cache_policies import NO_CACHE
 
 from selection_extraction.artifacts import (
     EXTRACTION_PROGRESS_ARTIFACT_KEY,
@@ -42,7 +41,7 @@ from selection_extraction.paths import ExtractPaths, resolve_extract_paths
 from selection_extraction.settings import ExtractionSettings
 from tasks.batch import WrittenFile
 from tasks.logs import run_logger
-from tasks.options import chunk_run_namer, io_task_options
+from tasks.options import api_task_options, chunk_run_namer, io_task_options, local_task_options
 from tasks.progress import artifact_progress
 
 __all__ = [
@@ -58,10 +57,8 @@ __all__ = [
 #: Name of the task that extracts one chunk of pages (its runs are ``extract-chunk-<start>``).
 PAGE_CHUNK_TASK_NAME: Final[str] = "extract-chunk"
 
-_IO_TASK_OPTIONS: dict[str, Any] = io_task_options()
 
-
-@task(name="check-extract-paths", cache_policy=NO_CACHE, persist_result=False)
+@task(name="check-extract-paths", **local_task_options())
 def check_extract_paths(pages: str, output_path: str | None = None, data_root: str | None = None) -> ExtractPaths:
     """Resolve and check the run's paths (see :func:`selection_extraction.paths.resolve_extract_paths`).
 
@@ -70,7 +67,7 @@ def check_extract_paths(pages: str, output_path: str | None = None, data_root: s
     return resolve_extract_paths(pages, output_path, data_root)
 
 
-@task(name="find-pages", **_IO_TASK_OPTIONS)
+@task(name="find-pages", **io_task_options())
 def find_pages_task(pages: Path, label: str | None = None) -> PageSet:
     """List the pages of a directory (sorted by relative path) or of a manifest (in its order).
 
@@ -86,7 +83,7 @@ def find_pages_task(pages: Path, label: str | None = None) -> PageSet:
     return page_set
 
 
-@task(name="extract-pages", cache_policy=NO_CACHE, persist_result=False)
+@task(name="extract-pages", **local_task_options())
 def extract_pages_task(page_set: PageSet, time_limit_seconds: float, workers: int | None = None) -> ExtractionResult:
     """Run trafilatura, newspaper4k and readability on every page, in worker processes.
 
@@ -108,7 +105,7 @@ def extract_pages_task(page_set: PageSet, time_limit_seconds: float, workers: in
     return result
 
 
-@task(name="write-extracted-batch", **_IO_TASK_OPTIONS)
+@task(name="write-extracted-batch", **io_task_options())
 def write_extracted_batch(doc: dict[str, Any], output_path: Path) -> WrittenFile:
     """Write the extracted batch atomically, in the selection stage's own format.
 
@@ -121,9 +118,7 @@ def write_extracted_batch(doc: dict[str, Any], output_path: Path) -> WrittenFile
     return written
 
 
-@task(
-    name="publish-extraction-artifacts", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE, persist_result=False
-)
+@task(name="publish-extraction-artifacts", **api_task_options())
 def publish_extraction_artifacts(
     doc: dict[str, Any], stats: ExtractionStats, *, output_path: Path, output_sha256: str, max_rows: int
 ) -> dict[str, UUID]:
@@ -149,8 +144,7 @@ def publish_extraction_artifacts(
 @task(
     name=PAGE_CHUNK_TASK_NAME,
     task_run_name=chunk_run_namer(PAGE_CHUNK_TASK_NAME),
-    cache_policy=NO_CACHE,
-    persist_result=False,
+    **local_task_options(),
 )
 def extract_page_chunk(chunk: PageChunk) -> ChunkExtraction:
     """Extract one chunk of pages with one worker process, under the same per-call time limit.

@@ -58,7 +58,7 @@ def _check_spans(data: bytes, found: layout.BatchLayout) -> None:
 
 
 def test_the_compiled_scanner_is_built_where_required() -> None:
-    """Like the selection kernel (tests/test_kernel.py): where CONTENT_SELECTION_REQUIRE_KERNEL
+    """Like the selection kernel (tests/core/test_kernel.py): where CONTENT_SELECTION_REQUIRE_KERNEL
     is set (CI), an install that silently fell back to the pure scanner is a failure."""
     if os.environ.get("CONTENT_SELECTION_REQUIRE_KERNEL", "") in ("", "0"):
         pytest.skip("CONTENT_SELECTION_REQUIRE_KERNEL is not set")

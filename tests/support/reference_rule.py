@@ -1,8 +1,8 @@
 """A deliberately slow, straightforward implementation of the selection rule.
 
 Written from the text of issue 2 / docs/rule.md without any shortcut, so that
-the core's fast paths can be checked against it (tests/test_properties.py with
-Hypothesis, tests/test_golden.py on the 181 real articles).
+the core's fast paths can be checked against it (tests/core/test_properties.py with
+Hypothesis, tests/core/test_golden.py on the 181 real articles).
 """
 
 from __future__ import annotations
