@@ -15,26 +15,16 @@ from __future__ import annotations
 from typing import Annotated
 
 from prefect import flow
-from prefect.utilities.annotations import opaque
 from pydantic import BaseModel, Field
 
-import selection_core as sc
-from flows.extract_articles import extract_in_chunks
+from flows.extract_articles import extract_and_write
 from flows.params import DEFAULT_MAX_TABLE_ROWS, MAX_TABLE_ROWS_LIMIT, MAX_TIME_LIMIT_SECONDS, run_namer
-from flows.runners import DASK_ADDRESS_PATTERN, TaskRunnerName, resolve_task_runner, runs_in_chunks
+from flows.runners import DASK_ADDRESS_PATTERN, TaskRunnerName, resolve_task_runner
+from flows.select_content import publish_selection, select_whole
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
-from tasks.artifacts import publish_artifacts, score_rows
-from tasks.batch import persist_batch, write_selection_report
-from tasks.extract import (
-    check_extract_paths,
-    extract_pages_task,
-    find_pages_task,
-    publish_extraction_artifacts,
-    write_extracted_batch,
-)
+from tasks.extract import check_extract_paths
 from tasks.logs import run_logger
 from tasks.paths import check_paths
-from tasks.select import select_extractors
 
 
 class PipelineRunSummary(BaseModel):
@@ -112,33 +102,13 @@ def extract_and_select(
     extract_paths = check_extract_paths(pages, extracted_path, data_root)
     select_paths = check_paths(str(extract_paths.output), output_path, report_path, data_root)
 
-    runner_name, address = resolve_task_runner(task_runner, dask_address)
-    page_set = find_pages_task(extract_paths.pages, label=pages)
-    if not runs_in_chunks(runner_name, pages_per_chunk):
-        result = extract_pages_task(page_set, time_limit_seconds, workers)
-    else:
-        result = extract_in_chunks(page_set, time_limit_seconds, pages_per_chunk, runner_name, address)
-    doc = result.doc
-    extracted = write_extracted_batch(opaque(doc), extract_paths.output)
-    publish_extraction_artifacts(
-        opaque(doc), result.stats, output_path=extracted.path, output_sha256=extracted.sha256, max_rows=max_table_rows
+    runner = resolve_task_runner(task_runner, dask_address)
+    result, extracted = extract_and_write(
+        extract_paths, pages, time_limit_seconds, workers, pages_per_chunk, runner, max_table_rows
     )
-
-    selections = select_extractors(opaque(doc), batch_name=extracted.path.name)
-    written = persist_batch(opaque(doc), opaque(selections), select_paths.output)
-    if select_paths.report is not None:
-        write_selection_report(opaque(selections), select_paths.report)
-    summary = sc.summarize(selections)
-    publish_artifacts(
-        opaque(score_rows(doc, selections, max_table_rows)),
-        summary,
-        input_path=extracted.path,
-        input_sha256=extracted.sha256,
-        output_path=written.path,
-        output_sha256=written.sha256,
-        report_path=select_paths.report,
-        max_rows=max_table_rows,
-    )
+    scored = select_whole(result.doc, select_paths, max_table_rows)
+    publish_selection(select_paths, extracted.sha256, scored, max_table_rows)
+    written, _, summary = scored
 
     run_summary = PipelineRunSummary(
         pages_path=str(extract_paths.pages),

@@ -38,10 +38,11 @@ from flows.runners import (
     runs_in_chunks,
     submit_in_order,
 )
-from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS, ExtractionResult, PageSet, default_extractors
+from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS, ExtractionResult, ExtractPaths, PageSet, default_extractors
 from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY, progress_description
 from selection_extraction.batch import log_extraction
 from selection_extraction.chunks import ChunkExtraction, ChunkProgress, join_chunks, plan_page_chunks
+from selection_storage.batch import WrittenFile
 from tasks.extract import (
     check_extract_paths,
     extract_page_chunk,
@@ -117,6 +118,34 @@ def extract_in_chunks(
     return result
 
 
+def extract_and_write(
+    paths: ExtractPaths,
+    label: str,
+    time_limit_seconds: float,
+    workers: int | None,
+    pages_per_chunk: int | None,
+    runner: tuple[TaskRunnerName, str | None],
+    max_table_rows: int,
+) -> tuple[ExtractionResult, WrittenFile]:
+    """Find the pages, extract them (in one task, or in chunks on the runner), write the batch and its
+    artifacts (``extract-and-select`` too); the result and the written batch."""
+    runner_name, address = runner
+    page_set = find_pages_task(paths.pages, label=label)
+    if not runs_in_chunks(runner_name, pages_per_chunk):
+        result = extract_pages_task(page_set, time_limit_seconds, workers)
+    else:
+        result = extract_in_chunks(page_set, time_limit_seconds, pages_per_chunk, runner_name, address)
+    written = write_extracted_batch(opaque(result.doc), paths.output)
+    publish_extraction_artifacts(
+        opaque(result.doc),
+        result.stats,
+        output_path=written.path,
+        output_sha256=written.sha256,
+        max_rows=max_table_rows,
+    )
+    return result, written
+
+
 @flow(
     name="extract-articles",
     flow_run_name=run_namer("extract", "pages", "pages"),
@@ -175,19 +204,9 @@ def extract_articles(
     """
     logger = run_logger()
     paths = check_extract_paths(pages, output_path, data_root)
-    runner_name, address = resolve_task_runner(task_runner, dask_address)
-    page_set = find_pages_task(paths.pages, label=pages)
-    if not runs_in_chunks(runner_name, pages_per_chunk):
-        result = extract_pages_task(page_set, time_limit_seconds, workers)
-    else:
-        result = extract_in_chunks(page_set, time_limit_seconds, pages_per_chunk, runner_name, address)
-    written = write_extracted_batch(opaque(result.doc), paths.output)
-    publish_extraction_artifacts(
-        opaque(result.doc),
-        result.stats,
-        output_path=written.path,
-        output_sha256=written.sha256,
-        max_rows=max_table_rows,
+    runner = resolve_task_runner(task_runner, dask_address)
+    result, written = extract_and_write(
+        paths, pages, time_limit_seconds, workers, pages_per_chunk, runner, max_table_rows
     )
     if emit_event:
         emit_batch_extracted(written.path, articles=result.stats.pages, sha256=written.sha256)

@@ -158,13 +158,28 @@ def _select_in_chunks(
     return written, rows, summary
 
 
-def _select_whole(doc: dict[str, Any], paths: RunPaths, max_table_rows: int) -> Scored:
-    """Score the batch in one task in this process, then write it (the default)."""
+def select_whole(doc: dict[str, Any], paths: RunPaths, max_table_rows: int) -> Scored:
+    """Score the batch in one task in this process, then write it (the default; ``extract-and-select`` too)."""
     selections = select_extractors(opaque(doc), batch_name=paths.input.name)
     written = persist_batch(opaque(doc), opaque(selections), paths.output)
     if paths.report is not None:
         write_selection_report(opaque(selections), paths.report)
     return written, score_rows(doc, selections, max_table_rows), sc.summarize(selections)
+
+
+def publish_selection(paths: RunPaths, input_sha256: str, scored: Scored, max_table_rows: int) -> None:
+    """The run's ``selection-scores`` table and ``selection-summary`` markdown (``extract-and-select`` too)."""
+    written, rows, summary = scored
+    publish_artifacts(
+        opaque(rows),
+        summary,
+        input_path=paths.input,
+        input_sha256=input_sha256,
+        output_path=written.path,
+        output_sha256=written.sha256,
+        report_path=paths.report,
+        max_rows=max_table_rows,
+    )
 
 
 def _select(
@@ -177,10 +192,10 @@ def _select(
     """Read, score and write the batch, in one piece or in chunks; the input's SHA-256 and what was scored."""
     if not runs_in_chunks(runner_name, chunk_size):
         batch = extract_batch(paths.input)
-        return batch.sha256, _select_whole(batch.doc, paths, max_table_rows)
+        return batch.sha256, select_whole(batch.doc, paths, max_table_rows)
     plan = plan_batch(paths.input)
     if plan.doc is not None:  # its articles could not be delimited: one piece
-        return plan.sha256, _select_whole(plan.doc, paths, max_table_rows)
+        return plan.sha256, select_whole(plan.doc, paths, max_table_rows)
     return plan.sha256, _select_in_chunks(plan, paths, chunk_size, runner_name, dask_address, max_table_rows)
 
 
@@ -242,17 +257,9 @@ def select_content(
     if paths.data_root is not None:
         logger.info("Paths confined to the data root %s", paths.data_root)
     runner_name, address = resolve_task_runner(task_runner, dask_address)
-    input_sha256, (written, rows, summary) = _select(paths, chunk_size, runner_name, address, max_table_rows)
-    publish_artifacts(
-        opaque(rows),
-        summary,
-        input_path=paths.input,
-        input_sha256=input_sha256,
-        output_path=written.path,
-        output_sha256=written.sha256,
-        report_path=paths.report,
-        max_rows=max_table_rows,
-    )
+    input_sha256, scored = _select(paths, chunk_size, runner_name, address, max_table_rows)
+    publish_selection(paths, input_sha256, scored, max_table_rows)
+    written, _, summary = scored
     result = SelectionRunSummary.of(paths, input_sha256, written, summary)
     logger.info(result.one_line())
     return result
