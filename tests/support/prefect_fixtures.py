@@ -87,10 +87,19 @@ def data_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(scope="session")
 def prefect_harness() -> Iterator[None]:
-    """One temporary Prefect API for every flow test of the session."""
+    """One temporary Prefect API for every flow test of the session.
+
+    Flow-run heartbeats are off: they exist to find crashed runs of a long-lived
+    deployment, and the thread that sends them sleeps in one-second steps, so
+    every flow run of a test would wait up to a second for it to stop.
+    """
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=120):
+    with (
+        prefect_test_harness(server_startup_timeout=120),
+        temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}),
+    ):
         yield
 
 
