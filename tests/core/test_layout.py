@@ -114,6 +114,7 @@ def _documents(draw: st.DrawFn) -> tuple[bytes, dict[str, Any]]:
     return padding.encode() + data + padding.encode(), doc
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(document=_documents())
 def test_every_span_is_one_article_in_any_formatting(document: tuple[bytes, dict[str, Any]]) -> None:
@@ -124,6 +125,7 @@ def test_every_span_is_one_article_in_any_formatting(document: tuple[bytes, dict
     _check_spans(data, pure)
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(document=_documents(), data=st.data())
 def test_mutated_bytes_get_the_same_answer_from_both_and_never_a_wrong_span(

@@ -242,6 +242,7 @@ def rich_texts(draw: st.DrawFn, max_parts: int = 30) -> str:
 # =========================================================================== reference properties
 
 
+@pytest.mark.slow
 @profile(1000)
 @given(rich_texts())
 def test_tokenize_agrees_with_reference(text: str) -> None:

@@ -61,6 +61,7 @@ def blocks(result: Any, path: str) -> dict[str, dict[str, Any]]:
     return {name: article[name] for name in EXTRACTORS}
 
 
+@pytest.mark.slow
 def test_the_batch_completes_with_every_page(faulty_batch: Any) -> None:
     assert [a["path"] for a in faulty_batch.doc["articles"]] == [
         "a_ok.html",
@@ -71,6 +72,7 @@ def test_the_batch_completes_with_every_page(faulty_batch: Any) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_a_hang_inside_c_code_is_killed_at_the_time_limit(faulty_batch: Any) -> None:
     hung = blocks(faulty_batch, "b_hang.html")
     assert hung["trafilatura"]["text"] == ""
@@ -81,6 +83,7 @@ def test_a_hang_inside_c_code_is_killed_at_the_time_limit(faulty_batch: Any) -> 
     assert faulty_batch.doc["extraction"]["timeouts"]["trafilatura"] == 1
 
 
+@pytest.mark.slow
 def test_a_crash_kills_only_that_call(faulty_batch: Any) -> None:
     crashed = blocks(faulty_batch, "c_crash.html")
     assert crashed["trafilatura"]["error"] == (
@@ -90,6 +93,7 @@ def test_a_crash_kills_only_that_call(faulty_batch: Any) -> None:
     assert faulty_batch.stats.worker_crashes == 1
 
 
+@pytest.mark.slow
 def test_an_exception_is_recorded_as_type_and_message(faulty_batch: Any) -> None:
     assert blocks(faulty_batch, "d_raise.html")["trafilatura"] == {
         "text": "",
@@ -97,6 +101,7 @@ def test_an_exception_is_recorded_as_type_and_message(faulty_batch: Any) -> None
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["b_hang.html", "c_crash.html", "d_raise.html"])
 def test_the_other_extractors_still_run_on_the_faulty_page(faulty_batch: Any, path: str) -> None:
     reference = blocks(faulty_batch, "a_ok.html")
@@ -106,6 +111,7 @@ def test_the_other_extractors_still_run_on_the_faulty_page(faulty_batch: Any, pa
         assert faulty[name][TEXT_FIELDS[name]] == reference[name][TEXT_FIELDS[name]] != ""
 
 
+@pytest.mark.slow
 def test_pages_around_the_faults_are_untouched(faulty_batch: Any) -> None:
     first, last = blocks(faulty_batch, "a_ok.html"), blocks(faulty_batch, "e_ok.html")
     assert first == last

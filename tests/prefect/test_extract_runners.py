@@ -49,6 +49,7 @@ def _wait_for_task_runs(flow_run_id: UUID, done: Callable[[list[Any]], bool]) ->
         time.sleep(0.2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("runner", "pages_per_chunk"),
     [

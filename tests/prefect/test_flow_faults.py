@@ -274,6 +274,7 @@ def chunked_flow_rig(tmp_path_factory: pytest.TempPathFactory, prefect_harness: 
     return _flow_rig(tmp_path_factory.mktemp("chunked-flow-kill"), "--chunk-size", "40")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rig_name", ["flow_rig", "chunked_flow_rig"], ids=["one-piece", "chunked"])
 def test_sigkill_of_flow_runs_never_leaves_a_partial_output(rig_name: str, request: pytest.FixtureRequest) -> None:
     flow_rig: CrashRig = request.getfixturevalue(rig_name)

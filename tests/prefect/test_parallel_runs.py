@@ -299,11 +299,13 @@ def test_in_process_chunks_of_one_article(sample: Path, tmp_path: Path) -> None:
     _run_and_check(sample, tmp_path / "out.json", 1, _sample_size(), task_runner="in-process")
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("prefect_harness", "no_data_root_env")
 def test_process_pool_writes_the_same_bytes(golden: Path, tmp_path: Path) -> None:
     _run_and_check(golden, tmp_path / "out.json", 7, N_GOLDEN, task_runner="process")
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("prefect_harness", "no_data_root_env")
 def test_local_dask_cluster_writes_the_same_bytes(golden: Path, tmp_path: Path) -> None:
     _run_and_check(golden, tmp_path / "out.json", 7, N_GOLDEN, task_runner="dask")
@@ -362,6 +364,7 @@ def dask_cluster(tmp_path_factory: pytest.TempPathFactory, prefect_harness: None
             log.close()
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("no_data_root_env")
 @pytest.mark.parametrize(
     ("batch", "chunk_size"),
@@ -403,6 +406,7 @@ def test_cli_run_refuses_bad_runner_options_in_one_line(golden: Path, tmp_path: 
 # --- directory mode -------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("prefect_harness", "no_data_root_env")
 def test_select_directory_runs_batches_concurrently_with_chunks(batch_factory, tmp_path: Path) -> None:
     folder = tmp_path / "batches"

@@ -217,6 +217,7 @@ def test_invalid_parameters_are_refused_before_the_run(parameters: dict[str, Any
     assert "parameters" in (state.message or "").lower()
 
 
+@pytest.mark.slow
 def test_select_directory_processes_each_stale_file_independently(batch_factory, tmp_path: Path) -> None:
     folder = tmp_path / "batches"
     good = batch_factory(name="a_extracted.json", directory=folder, n_articles=2)

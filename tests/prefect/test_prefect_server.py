@@ -34,7 +34,7 @@ from tasks.artifacts import SCORES_ARTIFACT_KEY
 from tests.support import ROOT
 from tests.support.prefect_fixtures import expected_output, free_port, leftover_files
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.slow]
 
 SOURCE_BATCH = ROOT / "tests" / "data" / "aeb_batch_extracted.json"
 

@@ -49,6 +49,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> CrashRig:
     return CrashRig(tmp_path_factory.mktemp("crash"), BATCH_BYTES, seed=SEED)
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_never_leaves_a_partial_output(rig: CrashRig) -> None:
     rng = random.Random(SEED)
     duration = rig.measure(runs=3)
