@@ -33,11 +33,12 @@ from flows.runners import (
     runs_in_chunks,
     submit_in_order,
 )
+from selection_core.evidence import align_rows, score_rows
 from selection_storage.batch import WrittenFile
 from selection_storage.chunks import BatchPlan, ChunkJob, ChunkOutcome, auto_chunk_size, canonical_error, plan_jobs
 from selection_storage.parts import PartJoiner, discard_parts
 from selection_storage.paths import RunPaths
-from tasks.artifacts import align_rows, publish_artifacts, score_rows
+from tasks.artifacts import publish_artifacts
 from tasks.batch import extract_batch, persist_batch, write_selection_report
 from tasks.chunks import assemble_batch, plan_batch, select_chunk
 from tasks.logs import run_logger

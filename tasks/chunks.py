@@ -14,11 +14,11 @@ from typing import Any, Final
 
 from prefect import task
 
+from selection_core.evidence import article_row
 from selection_storage import chunks
 from selection_storage.batch import WrittenFile
 from selection_storage.chunks import BatchPlan, ChunkJob, ChunkOutcome
 from selection_storage.parts import PartJoiner, assemble_parts
-from tasks.artifacts import article_row
 from tasks.logs import run_logger
 from tasks.options import chunk_run_namer, io_task_options
 

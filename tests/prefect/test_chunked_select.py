@@ -35,13 +35,13 @@ import selection_core as sc
 from flows.select_content import select_content
 from selection_cli.main import main as select_main
 from selection_cli.run import run_main
+from selection_core.evidence import align_rows, article_row, score_rows
 from selection_storage import parts
 from selection_storage.chunks import canonical_error, plan_jobs
 from selection_storage.files import InputChangedError
 from selection_storage.parts import discard_parts
 from selection_storage.report import report_lines
 from tasks import chunks
-from tasks.artifacts import align_rows, article_row, score_rows
 from tests.support import ROOT
 from tests.support.faultkit import load_bad_corpus_script
 from tests.support.prefect_fixtures import expected_output, leftover_files

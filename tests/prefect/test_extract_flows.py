@@ -24,13 +24,13 @@ from content_selection.events import BATCH_EXTRACTED_EVENT, BATCH_PATH_LABEL, ba
 from flows.extract_and_select import PipelineRunSummary, extract_and_select
 from flows.extract_articles import ExtractionRunSummary, extract_articles
 from selection_core.errors import UnsafePathError
+from selection_core.evidence import SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY
 from selection_extraction import extract_pages, find_pages
 from selection_extraction.artifacts import (
     EXTRACTION_PROGRESS_ARTIFACT_KEY,
     EXTRACTION_SUMMARY_ARTIFACT_KEY,
     PAGES_ARTIFACT_KEY,
 )
-from tasks.artifacts import SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY
 from tasks.select import PROGRESS_ARTIFACT_KEY
 from tests.support import PAGES
 from tests.support.prefect_fixtures import artifacts_of, expected_output, leftover_files

@@ -25,7 +25,7 @@ from flows.select_content import SelectionRunSummary, select_content
 from flows.select_directory import DirectoryRunSummary, select_directory
 from selection_cli.run import run_main
 from selection_core.errors import InvalidBatchError, UnsafePathError, WriteError
-from tasks.artifacts import SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY
+from selection_core.evidence import SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY
 from tasks.select import PROGRESS_ARTIFACT_KEY
 from tests.support.prefect_fixtures import artifacts_of, expected_output, leftover_files, task_runs_of
 

@@ -30,7 +30,7 @@ import httpx
 import pytest
 
 from content_selection.events import BATCH_EXTRACTED_EVENT
-from tasks.artifacts import SCORES_ARTIFACT_KEY
+from selection_core.evidence import SCORES_ARTIFACT_KEY
 from tests.support import ROOT
 from tests.support.prefect_fixtures import expected_output, free_port, leftover_files
 
