@@ -80,6 +80,7 @@ def wait_for_batch_extracted_events(path: Path) -> list[Any]:
         time.sleep(0.3)
 
 
+@pytest.mark.slow
 def test_extract_articles_writes_the_batch_and_announces_it(pages: Path, data_root: Path) -> None:
     state = extract_articles(pages=str(pages), workers=2, return_state=True)
     assert state.is_completed()

@@ -379,6 +379,7 @@ def test_an_existing_dask_cluster_writes_the_same_bytes(
     _run_and_check(source, tmp_path / "out.json", chunk_size, n_articles, task_runner="dask", dask_address=dask_cluster)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("no_data_root_env")
 def test_cli_run_on_an_existing_dask_cluster(dask_cluster: str, golden: Path, tmp_path: Path, capsys) -> None:
     output = tmp_path / "cli.json"
