@@ -15,3 +15,15 @@ DATA = ROOT / "tests" / "data"
 
 #: The real pages of the extraction tests.
 PAGES = DATA / "pages"
+
+#: The project's own top-level packages, bottom layer first (what the install ships).
+PACKAGES = (
+    "selection_core",
+    "selection_storage",
+    "selection_extraction",
+    "content_selection",
+    "tasks",
+    "flows",
+    "deployments",
+    "selection_cli",
+)

@@ -16,19 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ROOT
-
-#: The project's own top-level packages, bottom layer first.
-PACKAGES = (
-    "selection_core",
-    "selection_storage",
-    "selection_extraction",
-    "content_selection",
-    "tasks",
-    "flows",
-    "deployments",
-    "selection_cli",
-)
+from tests.support import PACKAGES, ROOT
 
 #: Modules the pure core may not import (the file system, processes, clock, randomness).
 FORBIDDEN_CORE_MODULES = frozenset({"os", "time", "secrets", "subprocess", "random", "shutil", "tempfile", "io"})

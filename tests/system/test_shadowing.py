@@ -25,24 +25,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.support import ROOT
+from tests.support import PACKAGES, ROOT
 
 pytestmark = pytest.mark.slow
 
 #: What the install needs from the repository.
-SOURCES = (
-    "pyproject.toml",
-    "README.md",
-    "LICENSE",
-    "selection_core",
-    "selection_storage",
-    "selection_extraction",
-    "content_selection",
-    "tasks",
-    "flows",
-    "deployments",
-    "selection_cli",
-)
+SOURCES = ("pyproject.toml", "README.md", "LICENSE", *PACKAGES)
 
 EMIT_SCRIPT = """
 import sys
