@@ -54,3 +54,14 @@ def test_trigger_matches_the_event_and_templates_the_path() -> None:
     trigger.set_deployment_id(uuid4())
     automation = trigger.as_automation()
     assert automation.actions[0].parameters == {"input_path": INPUT_PATH_TEMPLATE}
+
+
+def test_the_earlier_import_path_is_the_same_contract() -> None:
+    import content_selection
+    from content_selection import events
+    from flows import events as earlier
+
+    assert earlier.__all__ == sorted(earlier.__all__)
+    for name in earlier.__all__:
+        assert getattr(earlier, name) is getattr(events, name)
+    assert set(content_selection.__all__) <= set(earlier.__all__)
