@@ -8,24 +8,5 @@ for earlier releases keeps working where nothing shadows it.
 
 from __future__ import annotations
 
-from content_selection.events import (
-    BATCH_EXTRACTED_EVENT,
-    BATCH_PATH_LABEL,
-    BATCH_RESOURCE_PREFIX,
-    INPUT_PATH_TEMPLATE,
-    TRIGGER_NAME,
-    batch_extracted_resource,
-    batch_extracted_trigger,
-    emit_batch_extracted,
-)
-
-__all__ = [
-    "BATCH_EXTRACTED_EVENT",
-    "BATCH_PATH_LABEL",
-    "BATCH_RESOURCE_PREFIX",
-    "INPUT_PATH_TEMPLATE",
-    "TRIGGER_NAME",
-    "batch_extracted_resource",
-    "batch_extracted_trigger",
-    "emit_batch_extracted",
-]
+from content_selection.events import *  # noqa: F403 - the whole contract, under its earlier name
+from content_selection.events import __all__ as __all__

@@ -70,12 +70,11 @@ def check_shingle_size(compiled: ModuleType, size: int = SHINGLE_SIZE) -> None:
 
 
 def _load() -> ModuleType | None:
-    """The compiled kernel, checked, or ``None`` when it was not built."""
+    """The compiled kernel, or ``None`` when it was not built (checked by :func:`tables`, at first use)."""
     try:
         from . import _kernel  # type: ignore[attr-defined]
     except ImportError:
         return None
-    check_shingle_size(_kernel)
     return _kernel
 
 
@@ -195,9 +194,11 @@ class Tables:
 def tables() -> Tables:
     """The tables, built on first use rather than at import, which every command
     (``--help`` included) and every worker process would otherwise pay at
-    start-up (see docs/performance.md)."""
+    start-up (see docs/performance.md). The kernel's shingle size is checked
+    here too (:func:`check_shingle_size`), before its first use."""
     if BUILT is None:
         return Tables(b"", False, b"")
+    check_shingle_size(BUILT)
     fold, lowered_ok = build_fold_table()
     return Tables(fold, lowered_ok, build_marker_table())
 

@@ -110,10 +110,18 @@ def test_kernel_is_built_where_required() -> None:
 @needs_kernel
 @pytest.mark.parametrize("size", [1, SHINGLE_SIZE - 1, SHINGLE_SIZE + 1, 2 * SHINGLE_SIZE])
 def test_a_kernel_of_another_shingle_size_is_refused(size: int) -> None:
-    """The size is compiled into the kernel: loading checks it against config.SHINGLE_SIZE."""
+    """The size is compiled into the kernel: its first use checks it against config.SHINGLE_SIZE."""
     kernel.check_shingle_size(kernel.KERNEL, SHINGLE_SIZE)  # type: ignore[arg-type]
     with pytest.raises(RuntimeError, match="shingles of another size"):
         kernel.check_shingle_size(kernel.KERNEL, size)  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(kernel.BUILT is None, reason="the compiled kernel is not built")
+def test_the_first_use_of_the_kernel_checks_its_shingle_size(mocker) -> None:
+    """The tables are built before the kernel's first call; a kernel of another size stops them."""
+    mocker.patch.object(kernel, "check_shingle_size", side_effect=RuntimeError("shingles of another size"))
+    with pytest.raises(RuntimeError, match="shingles of another size"):
+        kernel.tables.__wrapped__()
 
 
 # ===================================================================== the table
