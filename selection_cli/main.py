@@ -3,9 +3,9 @@
 Each subcommand lives in its own module of this package (``select``, ``run``,
 ``extract`` and ``pipeline``, ``serve``), which adds its arguments and runs it.
 ``select`` runs the core directly (no orchestrator). ``run``, ``pipeline`` and
-``serve`` start the Prefect stage; they import Prefect lazily so that ``select``
-stays light. Every error a user can cause ends in one line on stderr and a
-distinct exit status (see ``selection_core.errors``); never a traceback.
+``serve`` start the Prefect stage; their modules import Prefect only when the
+command runs, so that ``select`` and ``--help`` stay light. Every error a user
+can cause ends in one line on stderr and a distinct exit status (see ``selection_core.errors``); never a traceback.
 """
 
 from __future__ import annotations
@@ -15,7 +15,10 @@ import sys
 from collections.abc import Sequence
 
 from selection_cli.environment import apply_kernel_setting
+from selection_cli.extract import add_extract_arguments, add_pipeline_arguments, extract_command, pipeline_command
+from selection_cli.run import add_run_arguments, run_command
 from selection_cli.select import add_select_arguments, select_command
+from selection_cli.serve import add_serve_arguments, serve_command
 from selection_core import __version__
 from selection_core.errors import EXIT_INTERNAL, SelectionError
 
@@ -32,36 +35,29 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("select", help="run the selection core on one batch file (no orchestrator)")
     add_select_arguments(p).set_defaults(func=select_command)
 
-    # Each command module adds its own arguments (and imports Prefect only when
-    # its command runs). An install without flows/ still has `select`.
-    try:
-        from selection_cli.run import add_run_arguments, run_command
-    except ImportError:
-        pass
-    else:
-        p = sub.add_parser("run", help="run the Prefect flow select-content on one batch file")
-        add_run_arguments(p).set_defaults(func=run_command)
-    try:
-        from selection_cli.extract import (
+    commands = (
+        ("run", "run the Prefect flow select-content on one batch file", add_run_arguments, run_command),
+        (
+            "extract",
+            "extract pages with trafilatura, newspaper4k and readability into a batch",
             add_extract_arguments,
-            add_pipeline_arguments,
             extract_command,
+        ),
+        (
+            "pipeline",
+            "extract pages, then select (the flow extract-and-select)",
+            add_pipeline_arguments,
             pipeline_command,
-        )
-    except ImportError:
-        pass
-    else:
-        p = sub.add_parser("extract", help="extract pages with trafilatura, newspaper4k and readability into a batch")
-        add_extract_arguments(p).set_defaults(func=extract_command)
-        p = sub.add_parser("pipeline", help="extract pages, then select (the flow extract-and-select)")
-        add_pipeline_arguments(p).set_defaults(func=pipeline_command)
-    try:
-        from selection_cli.serve import add_serve_arguments, serve_command
-    except ImportError:
-        pass
-    else:
-        p = sub.add_parser("serve", help="serve the manual, scheduled and triggered deployments from this process")
-        add_serve_arguments(p).set_defaults(func=serve_command)
+        ),
+        (
+            "serve",
+            "serve the manual, scheduled and triggered deployments from this process",
+            add_serve_arguments,
+            serve_command,
+        ),
+    )
+    for name, help_text, add_arguments, command in commands:
+        add_arguments(sub.add_parser(name, help=help_text)).set_defaults(func=command)
     return parser
 
 
