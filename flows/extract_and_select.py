@@ -21,6 +21,7 @@ from flows.extract_articles import extract_and_write
 from flows.params import DEFAULT_MAX_TABLE_ROWS, MAX_TABLE_ROWS_LIMIT, MAX_TIME_LIMIT_SECONDS, run_namer
 from flows.runners import DASK_ADDRESS_PATTERN, TaskRunnerName, resolve_task_runner
 from flows.select_content import publish_selection, select_whole
+from selection_core.evidence import counts_text
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
 from tasks.extract import check_extract_paths
 from tasks.logs import run_logger
@@ -41,7 +42,7 @@ class PipelineRunSummary(BaseModel):
     output_sha256: str = Field(description="SHA-256 of the selected batch.")
 
     def one_line(self) -> str:
-        counts = ", ".join(f"{name} {count}" for name, count in self.by_extractor.items())
+        counts = counts_text(self.by_extractor)
         return f"extracted and selected {self.articles} pages ({counts}) -> {self.output_path}"
 
 

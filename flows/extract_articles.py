@@ -38,6 +38,7 @@ from flows.runners import (
     runs_in_chunks,
     submit_in_order,
 )
+from selection_core.evidence import counts_text
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS, ExtractionResult, ExtractPaths, PageSet, default_extractors
 from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY, progress_description
 from selection_extraction.batch import log_extraction
@@ -68,7 +69,7 @@ class ExtractionRunSummary(BaseModel):
     event_emitted: bool = Field(description="Whether the batch-extracted event was sent.")
 
     def one_line(self) -> str:
-        errors = ", ".join(f"{name} {count}" for name, count in self.errors.items())
+        errors = counts_text(self.errors)
         return f"extracted {self.articles} pages (errors: {errors}) -> {self.output_path}"
 
 

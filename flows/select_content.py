@@ -33,7 +33,7 @@ from flows.runners import (
     runs_in_chunks,
     submit_in_order,
 )
-from selection_core.evidence import align_rows, score_rows
+from selection_core.evidence import align_rows, counts_text, score_rows
 from selection_storage.batch import WrittenFile
 from selection_storage.chunks import BatchPlan, ChunkJob, ChunkOutcome, auto_chunk_size, canonical_error, plan_jobs
 from selection_storage.parts import PartJoiner, discard_parts
@@ -44,7 +44,7 @@ from tasks.chunks import assemble_batch, plan_batch, select_chunk
 from tasks.logs import run_logger
 from tasks.paths import check_paths
 from tasks.progress import artifact_progress
-from tasks.select import PROGRESS_ARTIFACT_KEY, select_extractors, summary_line
+from tasks.select import PROGRESS_ARTIFACT_KEY, select_extractors
 
 
 class SelectionRunSummary(BaseModel):
@@ -77,7 +77,7 @@ class SelectionRunSummary(BaseModel):
 
     def one_line(self) -> str:
         """A one-line human summary, e.g. for a terminal."""
-        counts = ", ".join(f"{name} {count}" for name, count in self.by_extractor.items())
+        counts = counts_text(self.by_extractor)
         return f"selected {self.articles} articles ({counts}) -> {self.output_path}"
 
 
@@ -155,7 +155,7 @@ def _select_in_chunks(
         discard_parts(jobs)
     summary = sc.merge_summaries(o.summary for o in outcomes)
     rows = align_rows([row for o in outcomes for row in o.rows][:max_table_rows])
-    logger.info("Selected %d articles: %s", summary.articles, summary_line(summary))
+    logger.info("Selected %d articles: %s", summary.articles, counts_text(summary.by_extractor))
     return written, rows, summary
 
 

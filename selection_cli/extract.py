@@ -28,6 +28,7 @@ from selection_cli.environment import apply_kernel_setting
 from selection_cli.progress import ProgressBar
 from selection_cli.select import print_selection
 from selection_core.errors import SelectionError
+from selection_core.evidence import counts_text
 from selection_extraction import (
     DEFAULT_TIME_LIMIT_SECONDS,
     ExtractionSettings,
@@ -120,7 +121,7 @@ def _settings(args: argparse.Namespace) -> ExtractionSettings:
 
 def format_extraction(stats: Any, output: Any) -> str:
     """The lines printed after an extraction."""
-    errors = ", ".join(f"{name} {count}" for name, count in stats.errors.items())
+    errors = counts_text(stats.errors)
     timeouts = sum(stats.timeouts.values())
     return (
         f"pages: {stats.pages} ({stats.unreadable_pages} unreadable)\n"

@@ -7,6 +7,7 @@ import sys
 
 from selection_cli.progress import ProgressBar
 from selection_core.batch import Summary
+from selection_core.evidence import counts_text
 
 
 def add_select_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -21,8 +22,8 @@ def add_select_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
 
 def format_summary(summary: Summary) -> str:
     """The short summary printed after a selection (by ``select`` and ``pipeline``)."""
-    extractors = ", ".join(f"{k} {v}" for k, v in summary.by_extractor.items())
-    reasons = ", ".join(f"{k} {v}" for k, v in summary.by_reason.items() if v)
+    extractors = counts_text(summary.by_extractor)
+    reasons = counts_text({k: v for k, v in summary.by_reason.items() if v})
     return f"articles: {summary.articles}\nselected: {extractors}\nreasons: {reasons or '-'}"
 
 

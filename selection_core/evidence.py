@@ -10,7 +10,7 @@ per extractor and per reason, paths, SHA-256 of input and output, versions).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -32,6 +32,15 @@ MAX_CELL_CHARS: Final[int] = 200
 
 #: Decimal places of coverage, support and score in the table.
 TABLE_DIGITS: Final[int] = 4
+
+
+def counts_text(counts: Mapping[Any, int]) -> str:
+    """``<name> <count>, ...`` in the mapping's order: how logs, summaries and the terminal list counts.
+
+    >>> counts_text({"trafilatura": 1, "newspaper4k": 10})
+    'trafilatura 1, newspaper4k 10'
+    """
+    return ", ".join(f"{name} {count}" for name, count in counts.items())
 
 
 def score_rows(doc: dict[str, Any], selections: Sequence[Selection], max_rows: int) -> list[dict[str, Any]]:

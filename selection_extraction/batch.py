@@ -27,6 +27,7 @@ from typing import Any, Final, NamedTuple
 
 from selection_core.batch import dump_batch
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
+from selection_core.evidence import counts_text
 from selection_extraction.extractors import Extractor, library_version
 from selection_extraction.pages import Page, PageSet
 from selection_extraction.pool import Outcome
@@ -201,8 +202,8 @@ def log_extraction(logger: logging.Logger | logging.LoggerAdapter[Any], stats: E
         "Extracted %d pages (%d unreadable); errors: %s; timeouts: %s",
         stats.pages,
         stats.unreadable_pages,
-        ", ".join(f"{k} {v}" for k, v in stats.errors.items()),
-        ", ".join(f"{k} {v}" for k, v in stats.timeouts.items()),
+        counts_text(stats.errors),
+        counts_text(stats.timeouts),
     )
     if stats.network_attempts:
         logger.warning(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
-from prefect.context import TaskRunContext
+from prefect.context import FlowRunContext, TaskRunContext
 
 from selection_core.progress import PercentProgress
 from tasks.logs import run_logger
@@ -40,15 +40,9 @@ def artifact_progress(key: str, description: str, *, start: bool = True) -> Perc
 
     With ``start`` the artifact is created at 0 % at once, before the work begins.
     """
-    if TaskRunContext.get() is None and not _in_flow_run():
+    if TaskRunContext.get() is None and FlowRunContext.get() is None:
         return None
     progress = PercentProgress(ArtifactSink(key, description))
     if start:
         progress(0, 1)
     return progress
-
-
-def _in_flow_run() -> bool:
-    from prefect.context import FlowRunContext
-
-    return FlowRunContext.get() is not None

@@ -7,17 +7,13 @@ from typing import Any, Final
 from prefect import task
 
 import selection_core as sc
+from selection_core.evidence import counts_text
 from tasks.logs import run_logger
 from tasks.options import local_task_options
 from tasks.progress import artifact_progress
 
 #: Key of the progress artifact updated while a batch is scored (whole, or in chunks by the flow).
 PROGRESS_ARTIFACT_KEY: Final[str] = "selection-progress"
-
-
-def summary_line(summary: sc.Summary) -> str:
-    """``<extractor> <count>, ...``: the selections per extractor, for the log."""
-    return ", ".join(f"{name} {count}" for name, count in summary.by_extractor.items())
 
 
 @task(name="select-extractors", **local_task_options())
@@ -42,5 +38,5 @@ def select_extractors(doc: dict[str, Any], batch_name: str = "") -> list[sc.Sele
     if progress is not None:
         progress(len(articles), len(articles))
     summary = sc.summarize(selections)
-    run_logger().info("Selected %d articles: %s", summary.articles, summary_line(summary))
+    run_logger().info("Selected %d articles: %s", summary.articles, counts_text(summary.by_extractor))
     return selections
