@@ -2,11 +2,15 @@
 """Copy the sample pages of the extraction tests from a ScrapingHub-layout dataset.
 
     python scripts/make_sample_pages.py --dataset ../shared/datasets/scrapinghub-aeb
+    python scripts/make_sample_pages.py --dataset ../shared/datasets/scrapinghub-aeb --all
 
 Writes into ``tests/data/pages/``: the pages listed in ``SAMPLE_IDS`` (unchanged
 ``html/<id>.html.gz``), their ground truth (``ground-truth.json``), a JSON Lines
-manifest of them (``manifest.jsonl``) and the dataset's ``LICENSE``. The files
-depend only on the dataset; the tests never read the dataset itself.
+manifest of them (``manifest.jsonl``) and the dataset's ``LICENSE``. With ``--all``,
+writes every page of the dataset into ``tests/data/aeb-pages/`` (pages, manifest and
+``LICENSE``, no ground truth: the determinism and lean-path tests compare the
+extractors with themselves). The files depend only on the dataset; the tests never
+read the dataset itself.
 """
 
 from __future__ import annotations
@@ -29,21 +33,29 @@ SAMPLE_IDS = (
 
 TARGET = Path(__file__).resolve().parent.parent / "tests" / "data" / "pages"
 
+#: Where ``--all`` writes every page of the dataset.
+ALL_TARGET = TARGET.parent / "aeb-pages"
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--dataset", type=Path, required=True, help="folder with html/, ground-truth.json, LICENSE")
-    parser.add_argument("--target", type=Path, default=TARGET)
+    parser.add_argument("--target", type=Path, default=None, help=f"default {TARGET} ({ALL_TARGET} with --all)")
+    parser.add_argument("--all", action="store_true", help="every page of the dataset, without ground truth")
     args = parser.parse_args(argv)
     truth = json.loads((args.dataset / "ground-truth.json").read_text(encoding="utf-8"))
+    if args.target is None:
+        args.target = ALL_TARGET if args.all else TARGET
     args.target.mkdir(parents=True, exist_ok=True)
+    ids = sorted(path.name.removesuffix(".html.gz") for path in (args.dataset / "html").glob("*.html.gz"))
     entries = {}
-    for page_id in SAMPLE_IDS:
+    for page_id in ids if args.all else SAMPLE_IDS:
         shutil.copyfile(args.dataset / "html" / f"{page_id}.html.gz", args.target / f"{page_id}.html.gz")
         entries[page_id] = {"url": truth[page_id]["url"], "articleBody": truth[page_id]["articleBody"]}
-    (args.target / "ground-truth.json").write_text(
-        json.dumps(entries, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
+    if not args.all:
+        (args.target / "ground-truth.json").write_text(
+            json.dumps(entries, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
     (args.target / "manifest.jsonl").write_text(
         "".join(json.dumps({"id": k[:12], "url": v["url"], "path": f"{k}.html.gz"}) + "\n" for k, v in entries.items()),
         encoding="utf-8",

@@ -16,6 +16,9 @@ DATA = ROOT / "tests" / "data"
 #: The real pages of the extraction tests.
 PAGES = DATA / "pages"
 
+#: Every page of the ScrapingHub benchmark (181), for the tests that need all the real pages.
+AEB_PAGES = DATA / "aeb-pages"
+
 #: The project's own top-level packages, bottom layer first (what the install ships).
 PACKAGES = (
     "selection_core",
