@@ -20,6 +20,8 @@ from selection_core.errors import EXIT_INTERNAL, SelectionError
 from selection_extraction.options import (
     NEWSPAPER_CALL,
     NEWSPAPER_CONFIG,
+    NEWSPAPER_LEAN_PATH,
+    NEWSPAPER_TIE_ORDER,
     READABILITY_CALL,
     READABILITY_SUMMARY_OPTIONS,
     TRAFILATURA_CALL,
@@ -108,7 +110,12 @@ def default_extractors() -> tuple[Extractor, ...]:
             FunctionRef(ADAPTERS_MODULE, "extract_newspaper4k"),
             "newspaper4k",
             NEWSPAPER_CALL,
-            {**NEWSPAPER_CONFIG, "public_suffix_list": f"tldextract {library_version('tldextract')} bundled snapshot"},
+            {
+                **NEWSPAPER_CONFIG,
+                "lean_path": NEWSPAPER_LEAN_PATH,
+                "tie_order": NEWSPAPER_TIE_ORDER,
+                "public_suffix_list": f"tldextract {library_version('tldextract')} bundled snapshot",
+            },
         ),
         Extractor(
             "readability",
