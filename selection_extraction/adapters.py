@@ -120,7 +120,7 @@ def extract_trafilatura(html: str, url: str | None) -> tuple[str, str | None]:
 
 
 def _dedupes_through_set(method: Callable[..., Any], marker: str) -> bool:
-    """Whether the installed ``method`` still holds ``marker`` (its ``set(...)`` dedupe); True when its source is unreadable."""
+    """Whether the installed ``method`` still holds ``marker`` (its ``set(...)`` dedupe); True without a source."""
     try:
         return marker in inspect.getsource(method)
     except (OSError, TypeError):  # no source shipped: keep the fix, which is harmless on an ordered result
@@ -240,7 +240,7 @@ def newspaper4k_full_parse(html: str, url: str | None) -> tuple[str, str | None]
 
 
 def newspaper4k_default(html: str, url: str | None) -> tuple[str, str | None]:
-    """The library's default call, unfixed: ``newspaper.article(url, input_html=html, config=...)`` (benchmarks only)."""
+    """The library's default call, without the fix: ``newspaper.article(url, input_html=html, config=...)``."""
     article = newspaper.article(url or "", input_html=html, config=_newspaper_config())
     return article.text or "", article.title or None
 

@@ -399,6 +399,12 @@ def _keep(key: tuple[Any, ...], workers: Iterable[_Worker]) -> None:
         _kept.setdefault(key, []).extend(workers)
 
 
+def kept_worker_count() -> int:
+    """How many idle workers this process keeps for its next ``keep_workers=True`` run."""
+    with _kept_lock:
+        return sum(len(idle) for idle in _kept.values())
+
+
 def stop_kept_workers() -> int:
     """Stop every worker kept by ``keep_workers=True`` runs in this process; return how many there were.
 

@@ -24,19 +24,10 @@ from selection_extraction import (
     find_pages,
 )
 from tests.support import PAGES
+from tests.support.real_pages import CAFE_ARTICLE
 
 REAL_PAGE = PAGES / "06ee193de4bd611f7fafbab0c59b0f6fe3495093516720632cd093b24c7a0e98.html.gz"
 TWENTY_MB = 20 * 1024 * 1024
-
-CAFE_ARTICLE = (
-    "<html><head><title>Café</title>{meta}</head><body><article>"
-    + "".join(
-        f"<p>Paragraph {i}: the café served crème brûlée to naïve visitors, “quoted” and déjà vu, "
-        "while the city council debated schools, roads and the library budget at length.</p>"
-        for i in range(12)
-    )
-    + "</article></body></html>"
-)
 
 
 def real_html() -> bytes:
