@@ -433,8 +433,9 @@ def run_jobs(
 ) -> PoolStats:
     """Run every job's extractors in ``workers`` processes; call ``on_outcome`` once per (job, extractor).
 
-    Jobs are taken from ``jobs`` lazily, one per idle worker, so only the pages
-    in flight are held in memory. Outcomes arrive in completion order; the
+    Jobs are taken from ``jobs`` lazily, one per idle worker, and one more while
+    every worker is busy (so the next page is read while the others are extracted),
+    so only the pages in flight and one more are held in memory. Outcomes arrive in completion order; the
     caller puts them in place by job index.
 
     Args:
@@ -463,6 +464,7 @@ def run_jobs(
     ctx = _context(preload)
     stats = PoolStats()
     retry: deque[PageJob] = deque()
+    ahead: deque[PageJob] = deque()  # at most one page, read while the workers extract
     source: Iterator[PageJob] = iter(jobs)
     key = _pool_key(functions, initializer, preload) if keep_workers else None
     pool: list[_Worker] = _take_kept(key, workers) if key is not None else []
@@ -471,7 +473,17 @@ def run_jobs(
     def next_job() -> PageJob | None:
         if retry:
             return retry.popleft()
+        if ahead:
+            return ahead.popleft()
         return next(source, None)
+
+    def read_ahead() -> None:
+        # Reading and decoding the next page here, while every worker is busy, takes it
+        # off the path between one page's last outcome and the next page's dispatch.
+        if not ahead:
+            job = next(source, None)
+            if job is not None:
+                ahead.append(job)
 
     def start(number: int) -> _Worker:
         stats.workers_started += 1
@@ -518,6 +530,8 @@ def run_jobs(
             busy = [slot for slot, worker in enumerate(pool) if worker.job is not None]
             if not busy:  # every idle worker asked for a job and none was left
                 break
+            if len(busy) == workers:
+                read_ahead()
             timeout = max(0.0, min(pool[s].deadline for s in busy) - time.monotonic())
             handles: list[Any] = [pool[s].conn for s in busy] + [pool[s].process.sentinel for s in busy]
             wait(handles, timeout)
