@@ -215,7 +215,7 @@ def install_network_guard() -> None:
     sys.addaudithook(_network_audit_hook)
 
 
-def _quiet_libraries() -> None:
+def quiet_libraries() -> None:
     """Keep library warnings and log records out of the user's terminal.
 
     Errors are not lost: every exception of an extractor becomes its outcome's ``error``.
@@ -251,7 +251,7 @@ def _worker_main(
             if isinstance(function, FunctionRef):
                 function.resolve()
         install_network_guard()
-        _quiet_libraries()
+        quiet_libraries()
         if initializer is not None:
             initializer()
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which stops the run

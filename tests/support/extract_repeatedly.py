@@ -42,11 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     import lxml.html
 
     from selection_extraction import adapters
-    from selection_extraction.pool import _quiet_libraries
+    from selection_extraction.pool import quiet_libraries
     from tests.support.real_pages import real_pages
 
     adapters.prepare_worker()
-    _quiet_libraries()
+    quiet_libraries()
     functions = {name: getattr(adapters, name) for name in args.functions or DEFAULT_FUNCTIONS}
     pages = real_pages()
     rng = random.Random(args.seed)
