@@ -21,16 +21,16 @@ READABILITY_SUMMARY_OPTIONS: Final[dict[str, Any]] = {"html_partial": True}
 #: The trafilatura call, as recorded in the batch.
 TRAFILATURA_CALL: Final[str] = "trafilatura.extract(html, include_comments=False)"
 
-#: The newspaper4k call, as recorded in the batch (with the library's version, beside it).
+#: The newspaper4k call, as recorded in the batch (with the library's version beside it, and
+#: :data:`NEWSPAPER_LEAN_PATH` and :data:`NEWSPAPER_TIE_ORDER` in its settings).
 NEWSPAPER_CALL: Final[str] = (
     "newspaper.article(url, input_html=html, config=Config(fetch_images=False, memorize_articles=False)) "
-    "text and title, by a lean Article.parse() that runs only the steps deciding them (parse, title, "
-    "metadata for the language, body extractor, cleaner, formatter; not authors, publish date, videos, images), "
-    "with the body extractor's set-ordered candidates in document order (newspaper4k pull request #738)"
+    "text and title, by a lean Article.parse() (no authors, publish date, videos, images), "
+    "ties in document order (newspaper4k #738)"
 )
 
 #: What the lean path runs of ``Article.parse()`` (recorded in the batch's newspaper4k settings).
-NEWSPAPER_LEAN_PATH: Final[str] = "title, metadata (language), body extractor, cleaner, formatter"
+NEWSPAPER_LEAN_PATH: Final[str] = "parse, title, metadata (for the language), body extractor, cleaner, formatter"
 
 #: How the body extractor's ties are resolved (recorded in the batch's newspaper4k settings).
 NEWSPAPER_TIE_ORDER: Final[str] = (

@@ -117,3 +117,12 @@ def test_default_extractors_do_not_import_the_libraries_here() -> None:
     root = ROOT
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_batch_says_that_newspaper4k_ran_the_lean_path_with_the_tie_fix() -> None:
+    newspaper4k = next(e for e in default_extractors() if e.name == "newspaper4k")
+    assert "lean Article.parse()" in newspaper4k.call and "newspaper4k #738" in newspaper4k.call
+    assert newspaper4k.settings["lean_path"].startswith("parse, title, metadata")
+    assert "pull/738" in newspaper4k.settings["tie_order"]
+    readability = next(e for e in default_extractors() if e.name == "readability")
+    assert "first parse" in readability.call
