@@ -89,13 +89,12 @@ def build_article(
     encoding_source: str | None,
 ) -> dict[str, Any]:
     """One article of the batch, with the blocks in ``EXTRACTORS`` order."""
-    article: dict[str, Any] = {
-        "id": page.id,
-        "url": page.url,
-        "path": page.path,
-        "encoding": encoding,
-        "encoding_source": encoding_source,
-    }
+    article: dict[str, Any] = {"id": page.id, "url": page.url, "path": page.path}
+    if page.warc is not None:  # where to find the record again
+        article["warc_date"] = page.warc.date
+        article["warc_offset"] = page.warc.offset
+    article["encoding"] = encoding
+    article["encoding_source"] = encoding_source
     for name in EXTRACTORS:
         outcome = outcomes[name]
         block: dict[str, Any] = {TEXT_FIELDS[name]: "" if outcome.error else outcome.text, "error": outcome.error}
@@ -163,6 +162,7 @@ def build_batch(
             "input_kind": page_set.kind,
             "pages": stats.pages,
             "unreadable_pages": stats.unreadable_pages,
+            **({"warc_records": dict(page_set.warc_records)} if page_set.warc_records is not None else {}),
             "errors": dict(stats.errors),
             "timeouts": dict(stats.timeouts),
             "time_limit_seconds": settings.time_limit_seconds,

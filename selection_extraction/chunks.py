@@ -9,10 +9,8 @@ bytes are the same whichever runner and chunk size.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
 from selection_core.batch import ProgressCallback
@@ -118,19 +116,12 @@ def balanced_bounds(weights: Sequence[int], n_chunks: int) -> list[tuple[int, in
 
 def page_chunk_bounds(pages: Sequence[Page], pages_per_chunk: int | None, n_chunks: int) -> list[tuple[int, int]]:
     """The chunks of an extraction run: ``pages_per_chunk`` pages each when given, else
-    ``n_chunks`` chunks of about equal bytes of page files (the cost of a page grows
+    ``n_chunks`` chunks of about equal bytes of pages (the cost of a page grows
     with its size, and a chunk that runs long keeps its worker's core busy alone at the
     end). Only which pages go together depends on this, never the written batch."""
     if pages_per_chunk is not None:
         return chunk_bounds(len(pages), pages_per_chunk)
-    return balanced_bounds([_file_size(page.file) for page in pages], n_chunks)
-
-
-def _file_size(path: Path) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:  # read (and reported) by the extraction itself
-        return 1
+    return balanced_bounds([page.weight for page in pages], n_chunks)
 
 
 @dataclass(frozen=True)

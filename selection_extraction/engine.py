@@ -42,10 +42,10 @@ from selection_extraction.extractors import (
 )
 from selection_extraction.pages import (
     UNREADABLE_PAGE_ERRORS,
+    PageReader,
     PageSet,
     find_pages,
     read_error,
-    read_page_with_retries,
 )
 from selection_extraction.paths import extracted_path
 from selection_extraction.pool import Outcome, PageJob, WorkerSetupError, default_workers, run_jobs
@@ -99,19 +99,20 @@ def extract_pages(
 
     def jobs() -> Iterator[PageJob]:
         nonlocal unreadable
-        for index, page in enumerate(pages):
-            try:
-                data = read_page_with_retries(page, settings.max_page_bytes)
-            except UNREADABLE_PAGE_ERRORS as exc:
-                unreadable += 1
-                error = read_error(page, exc)
-                outcomes[index] = {name: Outcome("", None, error) for name in EXTRACTORS}
-                page_done()
-                continue
-            decoded = decode_html(data, page.encoding)
-            del data
-            encodings[index] = (decoded.encoding, decoded.source.value)
-            yield PageJob(index, decoded.html, page.url, list(EXTRACTORS))
+        with PageReader(settings.max_page_bytes) as reader:
+            for index, page in enumerate(pages):
+                try:
+                    data = reader.read(page)
+                except UNREADABLE_PAGE_ERRORS as exc:
+                    unreadable += 1
+                    error = read_error(page, exc)
+                    outcomes[index] = {name: Outcome("", None, error) for name in EXTRACTORS}
+                    page_done()
+                    continue
+                decoded = decode_html(data, page.encoding)
+                del data
+                encodings[index] = (decoded.encoding, decoded.source.value)
+                yield PageJob(index, decoded.html, page.url, list(EXTRACTORS))
 
     def on_outcome(index: int, name: str, outcome: Outcome) -> None:
         outcomes[index][name] = outcome

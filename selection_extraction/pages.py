@@ -1,20 +1,23 @@
-"""The pages of an input: finding them in a folder or a manifest, and reading their bytes.
+"""The pages of an input: finding them in a folder, a manifest or web archives, and reading their bytes.
 
 **Input** (:func:`find_pages`): a directory of ``.html``, ``.htm``, ``.html.gz``
-or ``.htm.gz`` pages (searched recursively, hidden entries skipped, in the
-order of their relative paths), a single page file, or a JSON Lines manifest,
-one page a line::
+or ``.htm.gz`` pages and ``.warc`` / ``.warc.gz`` web archives (searched
+recursively, hidden entries skipped, in the order of their relative paths), a
+single page file, a single WARC file, or a JSON Lines manifest, one page (or one
+WARC file) a line::
 
     {"id": "a1", "url": "https://news.example/a1", "path": "pages/a1.html.gz"}
 
 ``path`` is required (relative paths are taken from the manifest's folder); ``id``
 defaults to the file name without its extension; ``url`` may be null; an
 optional ``encoding`` gives the charset of the HTTP ``Content-Type`` header.
-Other keys are ignored.
+Other keys are ignored. A WARC file stands for the HTML responses it holds
+(:mod:`selection_extraction.warc`), each with its own id, URL and charset (a
+manifest line's ``id``, ``url`` and ``encoding`` are not used for a WARC file).
 
-**Reading** (:func:`read_page_with_retries`): the bytes are read (and gunzipped)
-once, up to the size limit, and tried again after a transient I/O error. A page
-that cannot be read is described by :func:`read_error`.
+**Reading** (:class:`PageReader`): the bytes are read (and gunzipped) once, up to
+the size limit, and tried again after a transient I/O error; a WARC page's payload
+is read from its record. A page that cannot be read is described by :func:`read_error`.
 """
 
 from __future__ import annotations
@@ -30,7 +33,16 @@ from typing import Final
 import orjson
 
 from selection_core.errors import InvalidBatchError
-from selection_extraction.settings import DEFAULT_MAX_PAGE_BYTES
+from selection_extraction.settings import DEFAULT_MAX_PAGE_BYTES, PageTooLargeError
+from selection_extraction.warc import (
+    RECORD_KINDS,
+    NotAWarcError,
+    ScanProgress,
+    WarcReader,
+    WarcRecordRef,
+    is_warc_name,
+    scan_warc,
+)
 from selection_storage.transient import TRANSIENT_ERRNOS
 
 #: File name endings of pages, matched case-insensitively; longest first.
@@ -42,10 +54,6 @@ READ_RETRY_DELAYS: Final[tuple[float, ...]] = (0.2, 1.0)
 
 class InvalidPagesError(InvalidBatchError):
     """The pages input cannot be used (missing, empty directory, bad manifest). Never worth retrying."""
-
-
-class PageTooLargeError(ValueError):
-    """A page is larger than the configured maximum (after decompression)."""
 
 
 #: What reading a page may raise for that page alone: it becomes an article with three error blocks.
@@ -61,8 +69,9 @@ class Page:
         url: The page's URL, or None.
         path: The path as written in the output: relative to the input directory,
             or as written in the manifest.
-        file: Where to read it.
-        encoding: Transport charset from the manifest, or None.
+        file: Where to read it (for a WARC page, the WARC file).
+        encoding: Transport charset (the manifest's, or a WARC response's ``Content-Type``), or None.
+        warc: Where the page's record lies in ``file``, for a page of a web archive.
     """
 
     id: str
@@ -70,6 +79,17 @@ class Page:
     path: str
     file: Path
     encoding: str | None = None
+    warc: WarcRecordRef | None = None
+
+    @property
+    def weight(self) -> int:
+        """About how many bytes the page holds (its file's size, or its record's payload length)."""
+        if self.warc is not None:
+            return max(1, self.warc.length)
+        try:
+            return max(1, os.stat(self.file).st_size)
+        except OSError:  # read (and reported) by the extraction itself
+            return 1
 
 
 @dataclass(frozen=True)
@@ -77,8 +97,10 @@ class PageSet:
     """The pages of one input, in batch order."""
 
     source: str
-    kind: str  # "directory" | "manifest" | "page" | "chunk"
+    kind: str  # "directory" | "manifest" | "page" | "warc" | "chunk"
     pages: tuple[Page, ...]
+    #: The records of the input's WARC files by kind (``warc.RECORD_KINDS``), or None without a WARC file.
+    warc_records: dict[str, int] | None = None
 
 
 def page_stem(name: str) -> str | None:
@@ -94,39 +116,104 @@ def page_stem(name: str) -> str | None:
     return None
 
 
-def find_pages(source: str | os.PathLike[str], label: str | None = None) -> PageSet:
-    """The pages of a directory, a manifest or a single page file, in batch order.
+def find_pages(
+    source: str | os.PathLike[str], label: str | None = None, scan_progress: ScanProgress | None = None
+) -> PageSet:
+    """The pages of a directory, a manifest, a single page file or a WARC file, in batch order.
 
     Args:
         source: Where the pages are.
         label: How the input is named in the batch (default: ``source`` as given);
             a caller that resolved a user's path passes the user's spelling here.
+        scan_progress: Called with (bytes read, bytes in all) while WARC files are scanned.
 
     Raises:
-        InvalidPagesError: the path is missing, a directory holds no page, or
-            the manifest is malformed (with the line and the fix).
+        InvalidPagesError: the path is missing, a directory holds no page, the
+            manifest is malformed (with the line and the fix), or a WARC file is not one.
     """
     text = os.fspath(source)
     name = text if label is None else label
     path = Path(text)
     if path.is_dir():
-        return PageSet(name, "directory", _directory_pages(path))
+        return _with_warcs(name, "directory", _directory_pages(path), scan_progress)
     if not path.exists():
         raise InvalidPagesError(
-            f"{text}: no such file or directory; give a folder of .html/.htm/.html.gz pages or a JSON Lines manifest"
+            f"{text}: no such file or directory; give a folder of .html/.htm/.html.gz pages, "
+            "a .warc/.warc.gz file or a JSON Lines manifest"
         )
+    if is_warc_name(path.name):
+        return _with_warcs(name, "warc", (_WarcFile(name, path),), scan_progress)
     if page_stem(path.name) is not None:
         return PageSet(name, "page", (Page(page_stem(path.name) or path.name, None, path.name, path),))
-    return PageSet(name, "manifest", _manifest_pages(path))
+    return _with_warcs(name, "manifest", _manifest_pages(path), scan_progress)
 
 
-def _directory_pages(root: Path) -> tuple[Page, ...]:
+@dataclass(frozen=True)
+class _WarcFile:
+    """A WARC file of an input, standing for its pages until it is scanned."""
+
+    shown: str
+    file: Path
+
+
+def _with_warcs(
+    name: str, kind: str, entries: tuple[Page | _WarcFile, ...], progress: ScanProgress | None
+) -> PageSet:
+    """The input's pages, each WARC file replaced by its HTML responses; the records' counts when there was one."""
+    warcs = [entry for entry in entries if isinstance(entry, _WarcFile)]
+    if not warcs:
+        return PageSet(name, kind, tuple(entry for entry in entries if isinstance(entry, Page)))
+    sizes = [_size(w.file) for w in warcs]
+    total = sum(sizes)
+    counts = dict.fromkeys(RECORD_KINDS, 0)
+    pages: list[Page] = []
+    done = 0
+    for entry in entries:
+        if isinstance(entry, Page):
+            pages.append(entry)
+            continue
+        before = done
+
+        def report(read: int, _size_of_file: int, before: int = before) -> None:
+            if progress is not None:
+                progress(before + read, total)
+
+        try:
+            scan = scan_warc(entry.file, entry.shown, report)
+        except NotAWarcError as exc:
+            raise InvalidPagesError(str(exc)) from None
+        except OSError as exc:
+            raise InvalidPagesError(
+                f"{entry.shown}: cannot be read ({exc.strerror or exc}); check the path and its permissions"
+            ) from None
+        done = before + sizes[warcs.index(entry)]
+        for kind_name, count in scan.kinds.items():
+            counts[kind_name] += count
+        pages.extend(
+            Page(record.id, record.url, entry.shown, entry.file, record.charset, record.ref) for record in scan.pages
+        )
+    if not pages:
+        raise InvalidPagesError(
+            f"{name}: no HTML response (HTTP 200, text/html) in its WARC records "
+            f"({', '.join(f'{k} {v}' for k, v in counts.items() if v) or 'no record'}); check the input"
+        )
+    return PageSet(name, kind, tuple(pages), {k: v for k, v in counts.items() if v})
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _directory_pages(root: Path) -> tuple[Page | _WarcFile, ...]:
     found: list[tuple[str, Path]] = []
     try:
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=_raise):
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
             for name in filenames:
-                if not name.startswith(".") and page_stem(name) is not None:
+                if not name.startswith(".") and (page_stem(name) is not None or is_warc_name(name)):
                     file = Path(dirpath) / name
                     found.append((file.relative_to(root).as_posix(), file))
     except OSError as exc:
@@ -134,9 +221,13 @@ def _directory_pages(root: Path) -> tuple[Page, ...]:
             f"{root}: cannot list the directory ({exc.strerror or exc}); check its permissions"
         ) from None
     if not found:
-        raise InvalidPagesError(f"{root}: no .html, .htm, .html.gz or .htm.gz page in this directory; check the path")
+        raise InvalidPagesError(
+            f"{root}: no .html, .htm, .html.gz, .htm.gz page or .warc, .warc.gz file in this directory; check the path"
+        )
     found.sort(key=lambda item: item[0])
-    return tuple(Page(_id_of(rel), None, rel, file) for rel, file in found)
+    return tuple(
+        _WarcFile(rel, file) if is_warc_name(rel) else Page(_id_of(rel), None, rel, file) for rel, file in found
+    )
 
 
 def _raise(exc: OSError) -> None:
@@ -149,7 +240,7 @@ def _id_of(relative: str) -> str:
     return f"{head}/{stem}" if head else stem
 
 
-def _manifest_pages(manifest: Path) -> tuple[Page, ...]:
+def _manifest_pages(manifest: Path) -> tuple[Page | _WarcFile, ...]:
     try:
         data = manifest.read_bytes()
     except OSError as exc:
@@ -160,7 +251,7 @@ def _manifest_pages(manifest: Path) -> tuple[Page, ...]:
         bad_line = data[: exc.start].count(b"\n") + 1
         raise InvalidPagesError(f"{manifest}: line {bad_line} is not UTF-8; save the manifest as UTF-8") from None
     base = manifest.parent
-    pages: list[Page] = []
+    pages: list[Page | _WarcFile] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -180,6 +271,9 @@ def _manifest_pages(manifest: Path) -> tuple[Page, ...]:
         file = Path(page_path)
         if not file.is_absolute():
             file = base / file
+        if is_warc_name(file.name):
+            pages.append(_WarcFile(page_path, file))
+            continue
         page_id = entry.get("id")
         if page_id is None:
             page_id = page_stem(file.name) or file.name
@@ -212,17 +306,53 @@ def read_page_with_retries(page: Page, max_bytes: int = DEFAULT_MAX_PAGE_BYTES) 
     Waits :data:`READ_RETRY_DELAYS` between tries; any other error, or the last
     transient one, is raised.
     """
-    for delay in (*READ_RETRY_DELAYS, None):
-        try:
-            return read_page(page, max_bytes)
-        except OSError as exc:
-            if delay is None or exc.errno not in TRANSIENT_ERRNOS:
-                raise
-        time.sleep(delay)
-    raise AssertionError("unreachable")  # pragma: no cover
+    with PageReader(max_bytes) as reader:
+        return reader.read(page)
+
+
+class PageReader:
+    """Reads the pages of a run, in order: files whole, WARC pages from their records (one WARC open at a time).
+
+    Every read is tried again after a transient I/O error (:data:`READ_RETRY_DELAYS`).
+    Use it as a context manager, so that the open WARC file is closed.
+    """
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_PAGE_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._warc = WarcReader()
+
+    def __enter__(self) -> PageReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._warc.close()
+
+    def read(self, page: Page) -> bytes:
+        """The page's bytes (see :func:`read_page`; a WARC page's payload, encodings undone).
+
+        Raises:
+            OSError, EOFError, PageTooLargeError, zlib.error: the page cannot be read
+            (:data:`UNREADABLE_PAGE_ERRORS`).
+        """
+        for delay in (*READ_RETRY_DELAYS, None):
+            try:
+                if page.warc is not None:
+                    return self._warc.read(page.file, page.warc, self.max_bytes)
+                return read_page(page, self.max_bytes)
+            except OSError as exc:
+                self._warc.close()
+                if delay is None or exc.errno not in TRANSIENT_ERRNOS:
+                    raise
+            time.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
 
 
 def read_error(page: Page, exc: BaseException) -> str:
-    """The error of every block of a page that cannot be read: ``"<ExceptionType>: cannot read page <path>: ..."``."""
+    """The error of every block of a page that cannot be read: ``"<ExceptionType>: cannot read page <path>: ..."``
+    (``cannot read WARC record <n> (offset <k>) of <path>`` for a page of a web archive)."""
     detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else " ".join(str(exc).split())
-    return f"{type(exc).__name__}: cannot read page {page.path}: {detail or '(no message)'}"
+    what = f"page {page.path}"
+    if page.warc is not None:
+        where = "" if page.warc.offset is None else f" (offset {page.warc.offset})"
+        what = f"WARC record {page.warc.ordinal}{where} of {page.path}"
+    return f"{type(exc).__name__}: cannot read {what}: {detail or '(no message)'}"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from selection_extraction.pages import page_stem
+from selection_extraction.warc import warc_stem
 from selection_storage.paths import (
     EXTRACTED_SUFFIX,
     configured_data_root,
@@ -27,6 +28,8 @@ def extracted_path(source: str | os.PathLike[str]) -> Path:
     'data/pages_extracted.json'
     >>> extracted_path("data/pages.jsonl").as_posix()
     'data/pages_extracted.json'
+    >>> extracted_path("crawl/CC-NEWS-1.warc.gz").as_posix()
+    'crawl/CC-NEWS-1_extracted.json'
     """
     path = Path(source)
     if not path.name or path.name in (".", ".."):
@@ -34,7 +37,7 @@ def extracted_path(source: str | os.PathLike[str]) -> Path:
     if path.is_dir() or not path.suffix:
         stem = path.name
     else:
-        stem = page_stem(path.name) or path.stem
+        stem = page_stem(path.name) or warc_stem(path.name) or path.stem
     return path.with_name(f"{stem}{EXTRACTED_SUFFIX}")
 
 

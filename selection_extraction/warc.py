@@ -1,0 +1,385 @@
+"""Pages from web archives: the HTML responses of WARC files, found in one streaming pass and read back in order.
+
+The records are read by FastWARC (``fastwarc``, from Resiliparse): the fastest
+maintained WARC reader of the field (``benchmarks/warc.py`` measures it against
+``warcio``), which takes uncompressed files, files with one gzip member per record
+(as crawlers write them) and files gzipped whole, and undoes HTTP transfer and
+content encodings (chunked, gzip, deflate, and brotli, a dependency of FastWARC).
+
+**Which records become pages** (:func:`scan_warc`): ``response`` records with an
+HTTP status of 200 and a ``text/html`` or ``application/xhtml+xml`` content type, in
+file order. Every other record is skipped and counted by kind (:data:`RECORD_KINDS`):
+``warcinfo``, ``request``, ``metadata``, ``revisit`` (a revisit holds no payload of
+its own; the page is extracted from the response it refers to when that response is
+in the input), redirects, other statuses, other content types. Two responses for
+the same URL are two pages, each with its own id: deduplicating is not this stage's
+decision, and both are kept as the archive holds them.
+
+**Where each page came from**: its id is the record's ``WARC-Record-ID`` (without
+the angle brackets), its URL the ``WARC-Target-URI``; the article also keeps the
+``WARC-Date`` as written, the WARC file and the byte offset where the record starts
+(``warc_offset``: where ``warcio extract FILE OFFSET`` or FastWARC reads it back; null
+for a file gzipped whole, where no offset in the file starts a record).
+
+**Broken archives** are handled like broken pages: a record whose payload is shorter
+than its header says (a truncated file, a wrong ``Content-Length``), or that no
+longer parses, becomes an article with the same error in its three blocks when its
+URL is known, and a counted skip (``broken``) when it is not. The records read
+before a break are kept. A file that is not a WARC at all (or is empty) is refused
+with one line (:class:`~selection_extraction.pages.InvalidPagesError`).
+
+**Memory**: the scan keeps a small description of each page, never a payload;
+reading holds one record's payload at a time (up to the page size limit).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Final
+
+from selection_core.errors import EXIT_INTERNAL, SelectionError
+from selection_extraction.settings import PageTooLargeError
+
+#: File name endings of WARC files, matched case-insensitively.
+WARC_SUFFIXES: Final[tuple[str, ...]] = (".warc.gz", ".warc")
+
+#: The content types of the responses that become pages.
+HTML_CONTENT_TYPES: Final[frozenset[str]] = frozenset({"text/html", "application/xhtml+xml"})
+
+#: The kinds of records a scan counts, in the order the counts are written.
+RECORD_KINDS: Final[tuple[str, ...]] = (
+    "html",
+    "warcinfo",
+    "request",
+    "metadata",
+    "revisit",
+    "resource",
+    "conversion",
+    "continuation",
+    "redirect",
+    "not_200",
+    "not_html",
+    "not_http",
+    "broken",
+    "unknown",
+)
+
+#: How many bytes of a file the "is it a WARC?" check reads (after gunzipping).
+_MAGIC = b"WARC/"
+
+#: Called with (bytes of the file read so far, the file's size) while a scan runs.
+ScanProgress = Callable[[int, int], None]
+
+
+class NotAWarcError(ValueError):
+    """A file named like a WARC (or listed as one) is not a WARC file."""
+
+
+class WarcReaderMissingError(SelectionError):
+    """FastWARC, which reads web archives, is not installed."""
+
+    exit_code = EXIT_INTERNAL
+
+
+@dataclass(frozen=True)
+class WarcRecordRef:
+    """Where one page's record lies in its WARC file.
+
+    Attributes:
+        ordinal: The record's position among the file's records (0 for the first).
+        offset: The byte offset where the record (or its gzip member) starts, or None
+            when the file is gzipped whole.
+        record_id: The ``WARC-Record-ID`` as written (with its angle brackets).
+        date: The ``WARC-Date`` as written, or None.
+        length: The payload's length as the record's headers give it (a weight for chunks).
+        broken: Why the record cannot be read, or None: the page becomes an article
+            with this error in its three blocks.
+    """
+
+    ordinal: int
+    offset: int | None
+    record_id: str
+    date: str | None
+    length: int
+    broken: str | None = None
+
+
+@dataclass(frozen=True)
+class ScannedRecord:
+    """A page found by :func:`scan_warc`: its id, URL, transport charset and where its record is."""
+
+    id: str
+    url: str | None
+    charset: str | None
+    ref: WarcRecordRef
+
+
+@dataclass(frozen=True)
+class WarcScan:
+    """What one WARC file holds: its pages, in file order, and the count of every kind of record."""
+
+    pages: tuple[ScannedRecord, ...]
+    kinds: dict[str, int]
+    seekable: bool
+
+
+def is_warc_name(name: str) -> bool:
+    """Whether a file name ends in ``.warc`` or ``.warc.gz`` (any case).
+
+    >>> is_warc_name("CC-NEWS-2024.warc.gz"), is_warc_name("a.WARC"), is_warc_name("a.html.gz")
+    (True, True, False)
+    """
+    return warc_stem(name) is not None
+
+
+def warc_stem(name: str) -> str | None:
+    """The name without its WARC suffix, or None when it is not a WARC file name.
+
+    >>> warc_stem("CC-NEWS-1.warc.gz"), warc_stem("a.html")
+    ('CC-NEWS-1', None)
+    """
+    lower = name.lower()
+    for suffix in WARC_SUFFIXES:
+        if lower.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return None
+
+
+def check_is_warc(path: Path, shown: str) -> None:
+    """Refuse a file that does not start with a WARC record (gunzipped first when it is gzip).
+
+    Raises:
+        NotAWarcError: empty, unreadable as gzip, or not starting with ``WARC/``.
+        OSError: the file cannot be read.
+    """
+    with open(path, "rb") as raw:
+        head = raw.read(2)
+        raw.seek(0)
+        if head == b"\x1f\x8b":
+            try:
+                with gzip.GzipFile(fileobj=raw) as unzipped:
+                    start = unzipped.read(len(_MAGIC))
+            except (OSError, EOFError, zlib.error):
+                raise NotAWarcError(
+                    f"{shown}: not a WARC file (gzip data that cannot be decompressed); give a .warc or .warc.gz file"
+                ) from None
+        else:
+            start = raw.read(len(_MAGIC))
+    if not start:
+        raise NotAWarcError(f"{shown}: empty file, not a WARC; give a .warc or .warc.gz file with records")
+    if start != _MAGIC:
+        raise NotAWarcError(
+            f"{shown}: not a WARC file (it does not start with a WARC/1.x record); "
+            "give a .warc or .warc.gz file, a folder of pages or a manifest"
+        )
+
+
+def _iterate(stream: Any, decode: bool) -> Any:
+    try:
+        from fastwarc.warc import ArchiveIterator
+    except ImportError:
+        raise WarcReaderMissingError(
+            "reading web archives needs FastWARC; install it with: pip install 'content-selection[extract]'"
+        ) from None
+
+    return ArchiveIterator(
+        stream,
+        parse_http=True,
+        auto_decode="all" if decode else "none",
+        fsspec_args=False,
+    )
+
+
+def _kind(record: Any) -> str:
+    """The kind of one record (a name of :data:`RECORD_KINDS`)."""
+    kind = str(record.record_type)
+    if kind != "response":
+        return kind if kind in RECORD_KINDS else "unknown"
+    headers = record.http_headers if record.is_http else None
+    status = None if headers is None else headers.status_code
+    if status is None:
+        return "not_http"
+    if 300 <= status < 400:
+        return "redirect"
+    if status != 200:
+        return "not_200"
+    content_type = (record.http_content_type or "").strip().lower()
+    return "html" if content_type in HTML_CONTENT_TYPES else "not_html"
+
+
+def _payload_length(record: Any) -> int:
+    """Read the record's (undecoded) payload through, in pieces; return its length."""
+    total = 0
+    while True:
+        piece = record.reader.read(1 << 16)
+        if not piece:
+            return total
+        total += len(piece)
+
+
+def _page_id(record_id: str, shown: str, ordinal: int) -> str:
+    """The article id: the ``WARC-Record-ID`` without ``<>``, or ``<file>#<ordinal>`` without one."""
+    stripped = record_id.strip().removeprefix("<").removesuffix(">")
+    return stripped or f"{shown}#{ordinal}"
+
+
+def scan_warc(path: Path, shown: str, progress: ScanProgress | None = None) -> WarcScan:
+    """Find the pages of one WARC file in one streaming pass (payloads are read through, not kept).
+
+    Args:
+        path: Where to read it.
+        shown: How the file is named in messages and in the batch.
+        progress: Called with (bytes read, file size) as records go by.
+
+    Raises:
+        NotAWarcError: the file is not a WARC (:func:`check_is_warc`).
+        OSError: the file cannot be read.
+    """
+    check_is_warc(path, shown)
+    size = os.stat(path).st_size
+    kinds = dict.fromkeys(RECORD_KINDS, 0)
+    pages: list[ScannedRecord] = []
+    offsets: list[int] = []
+    ordinal = -1
+    last_page: int | None = None  # index in pages of the record read just before a break
+    with open(path, "rb") as stream:
+        records = iter(_iterate(stream, decode=False))
+        while True:
+            try:
+                record = next(records)
+            except StopIteration:
+                break
+            except (OSError, ValueError) as exc:
+                _record_break(pages, kinds, last_page, exc)
+                break
+            ordinal += 1
+            last_page = None
+            offsets.append(record.stream_pos)
+            url = record.headers.get("WARC-Target-URI")
+            cut_off = record.headers.get("Content-Length") is None  # the record ends inside its own headers
+            kind = "broken" if cut_off else _kind(record)
+            kinds[kind] += 1
+            if progress is not None:
+                progress(min(record.stream_pos, size), size)
+            if kind != "html" and not (cut_off and url is not None):
+                continue
+            expected = record.content_length
+            got = _payload_length(record)
+            broken = None
+            if cut_off:
+                broken = "the record is cut off inside its headers (a truncated WARC file)"
+            elif got < expected:
+                broken = f"the record holds {got} of the {expected} payload bytes its headers give (a truncated record)"
+            ref = WarcRecordRef(
+                ordinal, record.stream_pos, record.record_id or "", record.headers.get("WARC-Date"), expected, broken
+            )
+            pages.append(ScannedRecord(_page_id(ref.record_id, shown, ordinal), url, record.http_charset, ref))
+            last_page = len(pages) - 1
+    if progress is not None:
+        progress(size, size)
+    seekable = _offsets_start_records(path, pages, offsets)
+    if not seekable:
+        pages = [replace(p, ref=replace(p.ref, offset=None)) for p in pages]
+    return WarcScan(tuple(pages), {k: v for k, v in kinds.items() if v}, seekable)
+
+
+def _record_break(pages: list[ScannedRecord], kinds: dict[str, int], last_page: int | None, exc: BaseException) -> None:
+    """The file stops parsing: count the rest as broken, and blame the page read just before, if any."""
+    kinds["broken"] += 1
+    if last_page is not None and pages[last_page].ref.broken is None:
+        page = pages[last_page]
+        reason = (
+            f"the next record does not start where this record's Content-Length says "
+            f"({type(exc).__name__}: {' '.join(str(exc).split())}); its length or the next header is wrong"
+        )
+        pages[last_page] = replace(page, ref=replace(page.ref, broken=reason))
+
+
+def _offsets_start_records(path: Path, pages: list[ScannedRecord], offsets: list[int]) -> bool:
+    """Whether the records' stream positions are offsets where a record starts (not so in a file gzipped whole)."""
+    for page in pages:
+        if page.ref.offset and page.ref.broken is None:
+            with open(path, "rb") as stream:
+                stream.seek(page.ref.offset)
+                try:
+                    first = next(iter(_iterate(stream, decode=False)), None)
+                except (OSError, ValueError):
+                    return False
+            return first is not None and first.record_id == page.ref.record_id
+    return len(set(offsets)) == len(offsets)
+
+
+class WarcReader:
+    """Reads the payloads of pages' records, in the order they are asked for; one open file at a time.
+
+    A record with an offset is read from there; in a file gzipped whole, the records
+    are read in one pass from the start, kept open between calls while the pages
+    come in file order (as a run asks for them).
+    """
+
+    def __init__(self) -> None:
+        self._path: Path | None = None
+        self._stream: Any = None
+        self._records: Iterator[Any] | None = None
+        self._next_ordinal = 0
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+        self._path = self._stream = self._records = None
+        self._next_ordinal = 0
+
+    def read(self, path: Path, ref: WarcRecordRef, max_bytes: int) -> bytes:
+        """The decoded payload of one record (content and transfer encodings undone).
+
+        Raises:
+            EOFError: the record is broken (``ref.broken``) or no longer where the scan found it.
+            PageTooLargeError: the payload is larger than ``max_bytes``.
+            OSError: the file cannot be read.
+        """
+        if ref.broken is not None:
+            raise EOFError(ref.broken)
+        record = self._record_at(path, ref)
+        try:
+            data = record.reader.read(max_bytes + 1)
+        except (OSError, ValueError) as exc:
+            self.close()
+            raise EOFError(f"the record's payload cannot be decoded ({' '.join(str(exc).split())})") from None
+        if len(data) > max_bytes:
+            raise PageTooLargeError(f"larger than {max_bytes} bytes; raise max_page_bytes to extract it")
+        return bytes(data)
+
+    def _record_at(self, path: Path, ref: WarcRecordRef) -> Any:
+        if ref.offset is not None:
+            self.close()
+            self._stream = open(path, "rb")  # noqa: SIM115 - closed by close()
+            self._stream.seek(ref.offset)
+            self._records = iter(_iterate(self._stream, decode=True))
+            self._path, self._next_ordinal = path, ref.ordinal
+        elif self._path != path or self._next_ordinal > ref.ordinal:
+            self.close()
+            self._stream = open(path, "rb")  # noqa: SIM115 - closed by close()
+            self._records = iter(_iterate(self._stream, decode=True))
+            self._path = path
+        assert self._records is not None
+        while True:
+            try:
+                record = next(self._records)
+            except StopIteration:
+                self.close()
+                raise EOFError("the record is no longer in the file (it changed since it was scanned)") from None
+            except (OSError, ValueError) as exc:
+                self.close()
+                raise EOFError(f"the file no longer parses there ({' '.join(str(exc).split())})") from None
+            ordinal = self._next_ordinal
+            self._next_ordinal += 1
+            if ordinal == ref.ordinal:
+                if record.record_id != ref.record_id:
+                    self.close()
+                    raise EOFError("another record is where the scan found this one (the file changed)")
+                return record
