@@ -62,8 +62,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "pages",
         metavar="PAGES",
-        help="a folder of .html/.htm/.html.gz pages (searched recursively) or a JSON Lines manifest "
-        'of {"id", "url", "path"} entries',
+        help="a folder of .html/.htm/.html.gz pages and .warc/.warc.gz web archives (searched recursively), "
+        'a WARC file, or a JSON Lines manifest of {"id", "url", "path"} entries',
     )
     parser.add_argument(
         "--time-limit",
@@ -112,6 +112,12 @@ def _pages_bar() -> ProgressBar:
     return ProgressBar(sys.stderr, "extracting", width=0, min_total=1, unit="pages")
 
 
+def _scan_bar() -> Callable[[int, int], None]:
+    """``reading WARC done/total MB`` on a terminal (stderr) while web archives are scanned; silent elsewhere."""
+    bar = ProgressBar(sys.stderr, "reading WARC", width=0, min_total=1, unit="MB")
+    return lambda done, total: bar(done // 1_000_000, max(1, total // 1_000_000))
+
+
 def _settings(args: argparse.Namespace) -> ExtractionSettings:
     return ExtractionSettings(
         time_limit_seconds=getattr(args, "time_limit", None) or DEFAULT_TIME_LIMIT_SECONDS,
@@ -119,14 +125,19 @@ def _settings(args: argparse.Namespace) -> ExtractionSettings:
     )
 
 
-def format_extraction(stats: Any, output: Any) -> str:
-    """The lines printed after an extraction."""
+def format_extraction(stats: Any, output: Any, warc_records: dict[str, int] | None = None) -> str:
+    """The lines printed after an extraction (with the WARC records by kind when the input had web archives)."""
     errors = counts_text(stats.errors)
     timeouts = sum(stats.timeouts.values())
+    records = f"WARC records: {counts_text(warc_records)}\n" if warc_records else ""
     return (
-        f"pages: {stats.pages} ({stats.unreadable_pages} unreadable)\n"
+        f"{records}pages: {stats.pages} ({stats.unreadable_pages} unreadable)\n"
         f"errors: {errors}" + (f" ({timeouts} timeouts)" if timeouts else "") + f"\nextracted: {output}"
     )
+
+
+def _print_run(run: Any) -> None:
+    print(format_extraction(run.result.stats, run.output_path, run.result.doc["extraction"].get("warc_records")))
 
 
 def extract_command(args: argparse.Namespace) -> int:
@@ -138,8 +149,10 @@ def extract_command(args: argparse.Namespace) -> int:
         WriteError: writing failed (exit 74).
         ExtractorsUnavailableError: the extractor libraries are missing (exit 1).
     """
-    run = extract_to_file(args.pages, getattr(args, "output", None), _settings(args), progress=_pages_bar())
-    print(format_extraction(run.result.stats, run.output_path))
+    page_set = find_pages(args.pages, scan_progress=_scan_bar())
+    output = getattr(args, "output", None)
+    run = extract_to_file(args.pages, output, _settings(args), progress=_pages_bar(), page_set=page_set)
+    _print_run(run)
     return 0
 
 
@@ -155,14 +168,14 @@ def pipeline_command(args: argparse.Namespace) -> int:
     extracted_arg = getattr(args, "extracted", None)
     output_arg = getattr(args, "output", None)
     report_arg = getattr(args, "report", None)
-    find_pages(args.pages)  # a bad input fails before anything else
+    page_set = find_pages(args.pages, scan_progress=_scan_bar())  # a bad input fails before anything else
     extracted = resolve_output_path(args.pages, extracted_arg or extracted_path(args.pages))
     selected = resolve_output_path(extracted, output_arg)
     report = resolve_output_path(extracted, report_arg) if report_arg else None
     refuse_report_on_output(report, selected, "choose another --report")
 
-    run = extract_to_file(args.pages, extracted, _settings(args), progress=_pages_bar())
-    print(format_extraction(run.result.stats, run.output_path))
+    run = extract_to_file(args.pages, extracted, _settings(args), progress=_pages_bar(), page_set=page_set)
+    _print_run(run)
     result = select_file(run.output_path, selected, report)
     print_selection(result.summary, result.output_path, result.report_path)
     return 0

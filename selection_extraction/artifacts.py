@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
+from selection_core.evidence import counts_text
 from selection_core.markdown import md_cell
 from selection_extraction.batch import ExtractionStats
 from selection_extraction.pages import PageSet
@@ -87,6 +88,7 @@ def extraction_markdown(
         "| | |",
         "|---|---|",
         f"| Input | `{md_cell(str(meta.get('input', '')))}` ({meta.get('input_kind', '')}) |",
+        *([f"| WARC records | {md_cell(counts_text(meta['warc_records']))} |"] if meta.get("warc_records") else []),
         f"| Pages | {stats.pages} |",
         f"| Unreadable pages | {stats.unreadable_pages} |",
         f"| Output | `{md_cell(str(output_path))}` |",

@@ -155,8 +155,10 @@ def extract_to_file(
     settings: ExtractionSettings | None = None,
     extractors: Sequence[Extractor] | None = None,
     progress: ProgressCallback | None = None,
+    page_set: PageSet | None = None,
 ) -> ExtractRunResult:
-    """Find the pages, extract them and write the batch atomically.
+    """Find the pages (unless ``page_set`` is given: :func:`find_pages` of ``source``), extract them
+    and write the batch atomically.
 
     The output location is checked before any page is read; nothing is written
     unless the whole batch was built.
@@ -166,7 +168,8 @@ def extract_to_file(
         OutputPathError: the output location is refused.
         WriteError: writing failed.
     """
-    page_set = find_pages(source)
+    if page_set is None:
+        page_set = find_pages(source)
     target = resolve_output_path(source, Path(output_path) if output_path is not None else extracted_path(source))
     result = extract_pages(page_set, settings, extractors, progress)
     written = write_batch(result.doc, target)
