@@ -68,8 +68,8 @@ def extract_and_select(
     """Extract the article text of every page, then pick the best extractor of each article.
 
     Args:
-        pages: A folder of `.html`, `.htm` or `.html.gz` pages (searched
-            recursively), or a JSON Lines manifest with one
+        pages: A folder of `.html`, `.htm` or `.html.gz` pages and `.warc` /
+            `.warc.gz` web archives (searched recursively), a WARC file, or a JSON Lines manifest with one
             `{"id": ..., "url": ..., "path": ...}` per line.
         extracted_path: Where to write the extracted batch. Leave empty for
             `<pages>_extracted.json` beside the input.

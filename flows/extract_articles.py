@@ -59,7 +59,7 @@ from tasks.progress import artifact_progress
 class ExtractionRunSummary(BaseModel):
     """What one ``extract-articles`` run did (the flow's return value)."""
 
-    pages_path: str = Field(description="The pages that were read (directory or manifest).")
+    pages_path: str = Field(description="The pages that were read (directory, manifest or WARC file).")
     output_path: str = Field(description="The extracted batch that was written.")
     articles: int = Field(description="Number of articles (one per page).")
     unreadable_pages: int = Field(description="Pages that could not be read at all.")
@@ -168,8 +168,8 @@ def extract_articles(
     """Extract the article text of every page with the three extractors and write the batch.
 
     Args:
-        pages: A folder of `.html`, `.htm` or `.html.gz` pages (searched
-            recursively), or a JSON Lines manifest with one
+        pages: A folder of `.html`, `.htm` or `.html.gz` pages and `.warc` /
+            `.warc.gz` web archives (searched recursively), a WARC file, or a JSON Lines manifest with one
             `{"id": ..., "url": ..., "path": ...}` per line, e.g. `/data/pages/2024-05-01`.
         output_path: Where to write the batch. Leave empty for
             `<pages>_extracted.json` beside the input (the name the scheduled

@@ -156,9 +156,7 @@ class _WarcFile:
     file: Path
 
 
-def _with_warcs(
-    name: str, kind: str, entries: tuple[Page | _WarcFile, ...], progress: ScanProgress | None
-) -> PageSet:
+def _with_warcs(name: str, kind: str, entries: tuple[Page | _WarcFile, ...], progress: ScanProgress | None) -> PageSet:
     """The input's pages, each WARC file replaced by its HTML responses; the records' counts when there was one."""
     warcs = [entry for entry in entries if isinstance(entry, _WarcFile)]
     if not warcs:

@@ -11,6 +11,7 @@ DEFAULT_TIME_LIMIT_SECONDS: Final[float] = 60.0
 #: Default largest page (after decompression) that is read; larger pages get error blocks.
 DEFAULT_MAX_PAGE_BYTES: Final[int] = 64 * 1024 * 1024
 
+
 class PageTooLargeError(ValueError):
     """A page is larger than the configured maximum (after decompression)."""
 

@@ -1,7 +1,7 @@
 """Prefect tasks of the extract step, each one call into :mod:`selection_extraction`.
 
 * ``check-extract-paths``: resolve the pages and the output, inside the data root when one is set;
-* ``find-pages``: list the pages of a directory or a manifest (retried on transient I/O only);
+* ``find-pages``: list the pages of a directory, a manifest or a WARC file (retried on transient I/O only);
 * ``extract-pages``: the three extractors over every page, in worker processes,
   with an ``extraction-progress`` artifact. Not retried: a page or an extractor
   that fails is already recorded in its article, and a retry would redo the batch;
@@ -23,6 +23,7 @@ from uuid import UUID
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
+from selection_core.evidence import counts_text
 from selection_extraction.artifacts import (
     EXTRACTION_PROGRESS_ARTIFACT_KEY,
     EXTRACTION_SUMMARY_ARTIFACT_KEY,
@@ -69,17 +70,18 @@ def check_extract_paths(pages: str, output_path: str | None = None, data_root: s
 
 @task(name="find-pages", **io_task_options())
 def find_pages_task(pages: Path, label: str | None = None) -> PageSet:
-    """List the pages of a directory (sorted by relative path) or of a manifest (in its order).
+    """List the pages of a directory (by relative path), a manifest (in its order) or WARC files (their HTML responses).
 
     Args:
         pages: The resolved input.
         label: The input as the user gave it, recorded in the batch.
 
     Raises:
-        InvalidPagesError: missing input, no page, malformed manifest (not retried).
+        InvalidPagesError: missing input, no page, malformed manifest, not a WARC file (not retried).
     """
     page_set = find_pages(pages, label)
-    run_logger().info("Found %d pages in %s (%s)", len(page_set.pages), pages, page_set.kind)
+    records = f"; WARC records: {counts_text(page_set.warc_records)}" if page_set.warc_records else ""
+    run_logger().info("Found %d pages in %s (%s)%s", len(page_set.pages), pages, page_set.kind, records)
     return page_set
 
 
