@@ -2,9 +2,12 @@
 
 The records are read by FastWARC (``fastwarc``, from Resiliparse): the fastest
 maintained WARC reader of the field (``benchmarks/warc.py`` measures it against
-``warcio``), which takes uncompressed files, files with one gzip member per record
-(as crawlers write them) and files gzipped whole, and undoes HTTP transfer and
-content encodings (chunked, gzip, deflate, and brotli, a dependency of FastWARC).
+``warcio``, which also cannot read a file gzipped whole), which takes uncompressed
+files, files with one gzip member per record (as crawlers write them) and files
+gzipped whole. The payloads are read as stored; the HTTP transfer coding (chunked)
+and content codings (gzip, deflate, br with ``brotli``, a dependency of FastWARC)
+are undone here, per record, so that one body whose ``Content-Encoding`` lies is one
+page in error, not the end of the file (:func:`decoded_payload`).
 
 **Which records become pages** (:func:`scan_warc`): ``response`` records with an
 HTTP status of 200 and a ``text/html`` or ``application/xhtml+xml`` content type, in
@@ -25,7 +28,8 @@ for a file gzipped whole, where no offset in the file starts a record).
 than its header says (a truncated file, a wrong ``Content-Length``), or that no
 longer parses, becomes an article with the same error in its three blocks when its
 URL is known, and a counted skip (``broken``) when it is not. The records read
-before a break are kept. A file that is not a WARC at all (or is empty) is refused
+before a break are kept; after a ``Content-Length`` that is too short, the next record
+cannot be found, and the rest of the file is one ``broken`` count. A file that is not a WARC at all (or is empty) is refused
 with one line (:class:`~selection_extraction.pages.InvalidPagesError`).
 
 **Memory**: the scan keeps a small description of each page, never a payload;
@@ -179,7 +183,7 @@ def check_is_warc(path: Path, shown: str) -> None:
         )
 
 
-def _iterate(stream: Any, decode: bool) -> Any:
+def _iterate(stream: Any) -> Any:
     try:
         from fastwarc.warc import ArchiveIterator
     except ImportError:
@@ -187,12 +191,111 @@ def _iterate(stream: Any, decode: bool) -> Any:
             "reading web archives needs FastWARC; install it with: pip install 'content-selection[extract]'"
         ) from None
 
-    return ArchiveIterator(
-        stream,
-        parse_http=True,
-        auto_decode="all" if decode else "none",
-        fsspec_args=False,
-    )
+    # The payloads are read as stored and decoded here (:func:`decoded_payload`): FastWARC's own
+    # decoding raises inside the iterator on a body whose Content-Encoding lies, which loses every
+    # later record of the file.
+    return ArchiveIterator(stream, parse_http=True, auto_decode="none", fsspec_args=False)
+
+
+def _one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+
+def charset_label(value: str | None) -> str | None:
+    """The charset of a ``Content-Type`` header as a label (quotes and spaces removed), or None.
+
+    >>> charset_label('"UTF-8" '), charset_label(""), charset_label(None)
+    ('UTF-8', None, None)
+    """
+    label = (value or "").strip().strip('"').strip("'").strip()
+    return label or None
+
+
+def dechunk(data: bytes) -> bytes:
+    r"""The body of an HTTP/1.1 ``Transfer-Encoding: chunked`` payload (chunk extensions and trailers dropped).
+
+    >>> dechunk(b"4\r\nWiki\r\n5;x=y\r\npedia\r\n0\r\n\r\n")
+    b'Wikipedia'
+
+    Raises:
+        EOFError: the chunks are malformed or cut off.
+    """
+    body = bytearray()
+    position = 0
+    while True:
+        end = data.find(b"\r\n", position)
+        if end < 0:
+            raise EOFError("the chunked payload is cut off inside a chunk size line")
+        size_text = data[position:end].split(b";", 1)[0].strip()
+        try:
+            size = int(size_text, 16)
+        except ValueError:
+            raise EOFError(f"the chunked payload has a bad chunk size {size_text[:20]!r}") from None
+        if size == 0:
+            return bytes(body)
+        start = end + 2
+        if start + size > len(data):
+            raise EOFError("the chunked payload is cut off inside a chunk")
+        body += data[start : start + size]
+        position = start + size + 2
+
+
+def decoded_payload(stored: bytes, transfer: str | None, content: str | None, max_bytes: int) -> bytes:
+    """A response's payload with its transfer coding (chunked) and content codings (gzip, deflate, br) undone.
+
+    >>> decoded_payload(gzip.compress(b"<p>hi</p>", mtime=0), None, "gzip", 100)
+    b'<p>hi</p>'
+
+    Raises:
+        EOFError: a coding that cannot be undone (unknown, or data that does not decode).
+        PageTooLargeError: more than ``max_bytes`` once decoded.
+    """
+    data = stored
+    if transfer is not None and "chunked" in transfer.lower():
+        data = dechunk(data)
+    codings = [c.strip().lower() for c in (content or "").split(",") if c.strip()]
+    for coding in reversed(codings):  # the last coding applied is undone first
+        try:
+            data = _undo(coding, data, max_bytes)
+        except (OSError, EOFError, ValueError, zlib.error) as exc:
+            raise EOFError(f"its Content-Encoding {coding} cannot be undone ({_one_line(exc)})") from None
+        if len(data) > max_bytes:
+            raise PageTooLargeError(f"larger than {max_bytes} bytes once decoded; raise max_page_bytes to extract it")
+    return data
+
+
+def _undo(coding: str, data: bytes, max_bytes: int) -> bytes:
+    if coding in ("identity", "none"):
+        return data
+    if coding in ("gzip", "x-gzip"):
+        return _inflate(data, 16 + zlib.MAX_WBITS, max_bytes)
+    if coding == "deflate":  # zlib-wrapped, as the standard says, or raw, as some servers send
+        try:
+            return _inflate(data, zlib.MAX_WBITS, max_bytes)
+        except zlib.error:
+            return _inflate(data, -zlib.MAX_WBITS, max_bytes)
+    if coding == "br":
+        import brotli  # a dependency of FastWARC
+
+        try:
+            return bytes(brotli.decompress(data))
+        except brotli.error as exc:
+            raise ValueError(str(exc)) from None
+    raise ValueError(f"unknown coding {coding!r}")
+
+
+def _inflate(data: bytes, wbits: int, max_bytes: int) -> bytes:
+    """zlib/gzip data (every gzip member), decompressed to at most ``max_bytes + 1`` bytes."""
+    out = bytearray()
+    while data:
+        inflater = zlib.decompressobj(wbits)
+        out += inflater.decompress(data, max_bytes + 1 - len(out))
+        if len(out) > max_bytes:
+            break
+        if not inflater.eof:
+            raise EOFError("the compressed data is cut off")
+        data = inflater.unused_data if wbits > 16 else b""
+    return bytes(out)
 
 
 def _kind(record: Any) -> str:
@@ -248,7 +351,7 @@ def scan_warc(path: Path, shown: str, progress: ScanProgress | None = None) -> W
     ordinal = -1
     last_page: int | None = None  # index in pages of the record read just before a break
     with open(path, "rb") as stream:
-        records = iter(_iterate(stream, decode=False))
+        records = iter(_iterate(stream))
         while True:
             try:
                 record = next(records)
@@ -278,7 +381,8 @@ def scan_warc(path: Path, shown: str, progress: ScanProgress | None = None) -> W
             ref = WarcRecordRef(
                 ordinal, record.stream_pos, record.record_id or "", record.headers.get("WARC-Date"), expected, broken
             )
-            pages.append(ScannedRecord(_page_id(ref.record_id, shown, ordinal), url, record.http_charset, ref))
+            charset = charset_label(record.http_charset)
+            pages.append(ScannedRecord(_page_id(ref.record_id, shown, ordinal), url, charset, ref))
             last_page = len(pages) - 1
     if progress is not None:
         progress(size, size)
@@ -307,7 +411,7 @@ def _offsets_start_records(path: Path, pages: list[ScannedRecord], offsets: list
             with open(path, "rb") as stream:
                 stream.seek(page.ref.offset)
                 try:
-                    first = next(iter(_iterate(stream, decode=False)), None)
+                    first = next(iter(_iterate(stream)), None)
                 except (OSError, ValueError):
                     return False
             return first is not None and first.record_id == page.ref.record_id
@@ -346,25 +450,28 @@ class WarcReader:
             raise EOFError(ref.broken)
         record = self._record_at(path, ref)
         try:
-            data = record.reader.read(max_bytes + 1)
+            stored = record.reader.read(max_bytes + 1)
         except (OSError, ValueError) as exc:
             self.close()
-            raise EOFError(f"the record's payload cannot be decoded ({' '.join(str(exc).split())})") from None
-        if len(data) > max_bytes:
+            raise EOFError(f"the record's payload cannot be read ({_one_line(exc)})") from None
+        if len(stored) > max_bytes:
             raise PageTooLargeError(f"larger than {max_bytes} bytes; raise max_page_bytes to extract it")
-        return bytes(data)
+        headers = record.http_headers
+        return decoded_payload(
+            bytes(stored), headers.get("Transfer-Encoding"), headers.get("Content-Encoding"), max_bytes
+        )
 
     def _record_at(self, path: Path, ref: WarcRecordRef) -> Any:
         if ref.offset is not None:
             self.close()
             self._stream = open(path, "rb")  # noqa: SIM115 - closed by close()
             self._stream.seek(ref.offset)
-            self._records = iter(_iterate(self._stream, decode=True))
+            self._records = iter(_iterate(self._stream))
             self._path, self._next_ordinal = path, ref.ordinal
         elif self._path != path or self._next_ordinal > ref.ordinal:
             self.close()
             self._stream = open(path, "rb")  # noqa: SIM115 - closed by close()
-            self._records = iter(_iterate(self._stream, decode=True))
+            self._records = iter(_iterate(self._stream))
             self._path = path
         assert self._records is not None
         while True:
