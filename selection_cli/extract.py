@@ -112,10 +112,16 @@ def _pages_bar() -> ProgressBar:
     return ProgressBar(sys.stderr, "extracting", width=0, min_total=1, unit="pages")
 
 
-def _scan_bar() -> Callable[[int, int], None]:
-    """``reading WARC done/total MB`` on a terminal (stderr) while web archives are scanned; silent elsewhere."""
+def _scan_bar() -> Callable[[int, int, int], None]:
+    """``reading WARC done/total MB, N records`` on a terminal (stderr) while web archives are scanned."""
     bar = ProgressBar(sys.stderr, "reading WARC", width=0, min_total=1, unit="MB")
-    return lambda done, total: bar(done // 1_000_000, max(1, total // 1_000_000))
+
+    def report(done: int, total: int, records: int) -> None:
+        bar.unit = f"MB, {records} records"
+        total_mb = max(1, -(-total // 1_000_000))  # rounded up, so that the end shows as done/done
+        bar(total_mb if done >= total else min(done // 1_000_000, total_mb - 1), total_mb)
+
+    return report
 
 
 def _settings(args: argparse.Namespace) -> ExtractionSettings:

@@ -125,7 +125,7 @@ def find_pages(
         source: Where the pages are.
         label: How the input is named in the batch (default: ``source`` as given);
             a caller that resolved a user's path passes the user's spelling here.
-        scan_progress: Called with (bytes read, bytes in all) while WARC files are scanned.
+        scan_progress: Called with (bytes read, bytes in all, records seen) while WARC files are scanned.
 
     Raises:
         InvalidPagesError: the path is missing, a directory holds no page, the
@@ -165,16 +165,16 @@ def _with_warcs(name: str, kind: str, entries: tuple[Page | _WarcFile, ...], pro
     total = sum(sizes)
     counts = dict.fromkeys(RECORD_KINDS, 0)
     pages: list[Page] = []
-    done = 0
+    done = records = 0
     for entry in entries:
         if isinstance(entry, Page):
             pages.append(entry)
             continue
-        before = done
+        before, records_before = done, records
 
-        def report(read: int, _size_of_file: int, before: int = before) -> None:
+        def report(read: int, _file_size: int, seen: int, before: int = before, earlier: int = records_before) -> None:
             if progress is not None:
-                progress(before + read, total)
+                progress(before + read, total, earlier + seen)
 
         try:
             scan = scan_warc(entry.file, entry.shown, report)
@@ -185,6 +185,7 @@ def _with_warcs(name: str, kind: str, entries: tuple[Page | _WarcFile, ...], pro
                 f"{entry.shown}: cannot be read ({exc.strerror or exc}); check the path and its permissions"
             ) from None
         done = before + sizes[warcs.index(entry)]
+        records += sum(scan.kinds.values())
         for kind_name, count in scan.kinds.items():
             counts[kind_name] += count
         pages.extend(

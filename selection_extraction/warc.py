@@ -29,8 +29,8 @@ than its header says (a truncated file, a wrong ``Content-Length``), or that no
 longer parses, becomes an article with the same error in its three blocks when its
 URL is known, and a counted skip (``broken``) when it is not. The records read
 before a break are kept; after a ``Content-Length`` that is too short, the next record
-cannot be found, and the rest of the file is one ``broken`` count. A file that is not a WARC at all (or is empty) is refused
-with one line (:class:`~selection_extraction.pages.InvalidPagesError`).
+cannot be found, and the rest of the file is one ``broken`` count. A file that is not
+a WARC at all (or is empty) is refused with one line (:class:`~selection_extraction.pages.InvalidPagesError`).
 
 **Memory**: the scan keeps a small description of each page, never a payload;
 reading holds one record's payload at a time (up to the page size limit).
@@ -76,8 +76,8 @@ RECORD_KINDS: Final[tuple[str, ...]] = (
 #: How many bytes of a file the "is it a WARC?" check reads (after gunzipping).
 _MAGIC = b"WARC/"
 
-#: Called with (bytes of the file read so far, the file's size) while a scan runs.
-ScanProgress = Callable[[int, int], None]
+#: Called with (bytes read so far, bytes in all, records seen so far) while a scan runs.
+ScanProgress = Callable[[int, int, int], None]
 
 
 class NotAWarcError(ValueError):
@@ -337,7 +337,7 @@ def scan_warc(path: Path, shown: str, progress: ScanProgress | None = None) -> W
     Args:
         path: Where to read it.
         shown: How the file is named in messages and in the batch.
-        progress: Called with (bytes read, file size) as records go by.
+        progress: Called with (bytes read, file size, records seen) as records go by.
 
     Raises:
         NotAWarcError: the file is not a WARC (:func:`check_is_warc`).
@@ -368,7 +368,7 @@ def scan_warc(path: Path, shown: str, progress: ScanProgress | None = None) -> W
             kind = "broken" if cut_off else _kind(record)
             kinds[kind] += 1
             if progress is not None:
-                progress(min(record.stream_pos, size), size)
+                progress(min(record.stream_pos, size), size, ordinal + 1)
             if kind != "html" and not (cut_off and url is not None):
                 continue
             expected = record.content_length
@@ -385,7 +385,7 @@ def scan_warc(path: Path, shown: str, progress: ScanProgress | None = None) -> W
             pages.append(ScannedRecord(_page_id(ref.record_id, shown, ordinal), url, charset, ref))
             last_page = len(pages) - 1
     if progress is not None:
-        progress(size, size)
+        progress(size, size, ordinal + 1)
     seekable = _offsets_start_records(path, pages, offsets)
     if not seekable:
         pages = [replace(p, ref=replace(p.ref, offset=None)) for p in pages]

@@ -382,7 +382,8 @@ def test_dechunk_keeps_the_body_and_drops_extensions_and_trailers() -> None:
 
 
 def test_a_scan_reports_its_progress_in_bytes() -> None:
-    seen: list[tuple[int, int]] = []
-    scan_warc(WARCS / "pages.warc", "pages.warc", lambda done, total: seen.append((done, total)))
+    seen: list[tuple[int, int, int]] = []
+    scan_warc(WARCS / "pages.warc", "pages.warc", lambda done, total, records: seen.append((done, total, records)))
     size = (WARCS / "pages.warc").stat().st_size
-    assert seen[-1] == (size, size) and all(b >= a for (a, _), (b, _) in zip(seen, seen[1:], strict=False))
+    assert seen[-1] == (size, size, 20) and [r for _, _, r in seen[:-1]] == list(range(1, 21))
+    assert all(b[0] >= a[0] for a, b in zip(seen, seen[1:], strict=False))
