@@ -32,7 +32,7 @@ from selection_extraction.artifacts import (
     PAGES_ARTIFACT_KEY,
 )
 from tasks.select import PROGRESS_ARTIFACT_KEY
-from tests.support import PAGES
+from tests.support import DATA, PAGES
 from tests.support.prefect_fixtures import artifacts_of, expected_output, leftover_files
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -169,3 +169,25 @@ def test_flow_parameters_are_described_for_the_ui() -> None:
         assert schema["properties"], flow_object.name
         for name, prop in schema["properties"].items():
             assert prop.get("description"), f"{flow_object.name}: parameter {name} has no description"
+
+
+@pytest.mark.parametrize("task_runner", ["in-process", "process"])
+def test_extract_articles_reads_a_web_archive(data_root: Path, task_runner: str) -> None:
+    warc = data_root / "crawl" / "pages.warc.gz"
+    warc.parent.mkdir()
+    shutil.copy(DATA / "warc" / "pages.warc.gz", warc)
+    state = extract_articles(
+        pages=str(warc), emit_event=False, task_runner=task_runner, pages_per_chunk=3, return_state=True
+    )
+    assert state.is_completed()
+    result = state.result()
+    output = data_root / "crawl" / "pages_extracted.json"
+    assert result.output_path == str(output) and result.articles == 8
+    reference = extract_pages(find_pages(warc, label=str(warc)))
+    assert output.read_bytes() == sc.dump_batch(reference.doc)
+    by_key = {a.key: a for a in asyncio.run(artifacts_of(state.state_details.flow_run_id))}
+    summary = by_key[EXTRACTION_SUMMARY_ARTIFACT_KEY].data
+    assert (
+        "| WARC records | html 8, warcinfo 1, request 6, metadata 1, revisit 1, redirect 1, not_200 1, not_html 1 |"
+        in summary
+    )
