@@ -2,7 +2,8 @@
 
 Bottom up: :mod:`~selection_extraction.options` (how the extractors are called),
 :mod:`~selection_extraction.settings` (how a run extracts),
-:mod:`~selection_extraction.pages` (finding and reading pages),
+:mod:`~selection_extraction.warc` (the HTML responses of web archives),
+:mod:`~selection_extraction.pages` (finding and reading pages, WARC records included),
 :mod:`~selection_extraction.decode` (bytes to the one string every extractor gets),
 :mod:`~selection_extraction.pool` (the killable worker pool),
 :mod:`~selection_extraction.adapters` (the only module that imports trafilatura,
