@@ -347,7 +347,8 @@ def scan_warc(path: Path, shown: str, progress: ScanProgress | None = None) -> W
     size = os.stat(path).st_size
     kinds = dict.fromkeys(RECORD_KINDS, 0)
     pages: list[ScannedRecord] = []
-    offsets: list[int] = []
+    positions_rise = True  # each record's stream position after the one before (not so in a file gzipped whole)
+    position = -1
     ordinal = -1
     last_page: int | None = None  # index in pages of the record read just before a break
     with open(path, "rb") as stream:
@@ -362,7 +363,8 @@ def scan_warc(path: Path, shown: str, progress: ScanProgress | None = None) -> W
                 break
             ordinal += 1
             last_page = None
-            offsets.append(record.stream_pos)
+            positions_rise = positions_rise and record.stream_pos > position
+            position = record.stream_pos
             url = record.headers.get("WARC-Target-URI")
             cut_off = record.headers.get("Content-Length") is None  # the record ends inside its own headers
             kind = "broken" if cut_off else _kind(record)
@@ -386,7 +388,7 @@ def scan_warc(path: Path, shown: str, progress: ScanProgress | None = None) -> W
             last_page = len(pages) - 1
     if progress is not None:
         progress(size, size, ordinal + 1)
-    seekable = _offsets_start_records(path, pages, offsets)
+    seekable = positions_rise and _offsets_start_records(path, pages)
     if not seekable:
         pages = [replace(p, ref=replace(p.ref, offset=None)) for p in pages]
     return WarcScan(tuple(pages), {k: v for k, v in kinds.items() if v}, seekable)
@@ -404,8 +406,9 @@ def _record_break(pages: list[ScannedRecord], kinds: dict[str, int], last_page: 
         pages[last_page] = replace(page, ref=replace(page.ref, broken=reason))
 
 
-def _offsets_start_records(path: Path, pages: list[ScannedRecord], offsets: list[int]) -> bool:
-    """Whether the records' stream positions are offsets where a record starts (not so in a file gzipped whole)."""
+def _offsets_start_records(path: Path, pages: list[ScannedRecord]) -> bool:
+    """Whether the pages' stream positions are offsets where their records start (not so in a file gzipped whole):
+    the first page after the file's start is read again from its offset."""
     for page in pages:
         if page.ref.offset and page.ref.broken is None:
             with open(path, "rb") as stream:
@@ -415,7 +418,7 @@ def _offsets_start_records(path: Path, pages: list[ScannedRecord], offsets: list
                 except (OSError, ValueError):
                     return False
             return first is not None and first.record_id == page.ref.record_id
-    return len(set(offsets)) == len(offsets)
+    return True
 
 
 class WarcReader:
