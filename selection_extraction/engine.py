@@ -15,12 +15,17 @@ across the machine's cores, each call under a time limit that really stops it
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import itertools
 import os
-from collections.abc import Iterator, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Final
 
-from selection_core.batch import ProgressCallback
+from selection_core.batch import ARTICLE_SEPARATOR, ProgressCallback, envelope_parts, render_articles
 from selection_core.config import EXTRACTORS
 from selection_extraction.batch import (
     ExtractionResult,
@@ -28,7 +33,6 @@ from selection_extraction.batch import (
     build_article,
     build_batch,
     count_outcomes,
-    write_batch,
 )
 from selection_extraction.decode import decode_html
 from selection_extraction.extractors import (
@@ -50,6 +54,7 @@ from selection_extraction.pages import (
 from selection_extraction.paths import extracted_path
 from selection_extraction.pool import Outcome, PageJob, WorkerSetupError, default_workers, run_jobs
 from selection_extraction.settings import ExtractionSettings
+from selection_storage.atomic import write_atomic, write_error
 from selection_storage.paths import resolve_output_path
 
 
@@ -82,20 +87,49 @@ def extract_pages(
     """
     settings = settings or ExtractionSettings()
     extractors = tuple(extractors) if extractors is not None else default_extractors()
+    articles: list[dict[str, Any]] = []
+    stats = _extract(page_set, settings, extractors, progress, articles.append)
+    return ExtractionResult(build_batch(page_set, articles, extractors, settings, stats), stats)
+
+
+def _extract(
+    page_set: PageSet,
+    settings: ExtractionSettings,
+    extractors: Sequence[Extractor],
+    progress: ProgressCallback | None,
+    emit: Callable[[dict[str, Any]], None],
+) -> ExtractionStats:
+    """Extract every page; hand each article to ``emit`` in page order as soon as it and those before it are done.
+
+    Only the pages in flight (and those done ahead of an earlier one still in flight) are held.
+    """
     check_extractors(extractors)
     functions = {e.name: e.function for e in extractors}
     pages = page_set.pages
     total = len(pages)
-    outcomes: list[dict[str, Outcome]] = [{} for _ in pages]
-    encodings: list[tuple[str | None, str | None]] = [(None, None)] * total
-    unreadable = 0
-    done = 0
+    # Only the pages in flight, or done ahead of an earlier one, are in these two.
+    outcomes: dict[int, dict[str, Outcome]] = {}
+    encodings: dict[int, tuple[str | None, str | None]] = {}
+    waiting: set[int] = set()  # pages done, not yet emitted (membership only: never iterated)
+    errors = dict.fromkeys(EXTRACTORS, 0)
+    timeouts = dict.fromkeys(EXTRACTORS, 0)
+    unreadable = done = emitted = 0
 
-    def page_done() -> None:
-        nonlocal done
+    def page_done(index: int) -> None:
+        nonlocal done, emitted
         done += 1
+        waiting.add(index)
         if progress is not None:
             progress(done, total)
+        while emitted in waiting:
+            waiting.remove(emitted)
+            page_outcomes = outcomes.pop(emitted)
+            page_errors, page_timeouts = count_outcomes([page_outcomes])
+            for name in EXTRACTORS:
+                errors[name] += page_errors[name]
+                timeouts[name] += page_timeouts[name]
+            emit(build_article(pages[emitted], page_outcomes, *encodings.pop(emitted, (None, None))))
+            emitted += 1
 
     def jobs() -> Iterator[PageJob]:
         nonlocal unreadable
@@ -107,7 +141,7 @@ def extract_pages(
                     unreadable += 1
                     error = read_error(page, exc)
                     outcomes[index] = {name: Outcome("", None, error) for name in EXTRACTORS}
-                    page_done()
+                    page_done(index)
                     continue
                 decoded = decode_html(data, page.encoding)
                 del data
@@ -115,9 +149,10 @@ def extract_pages(
                 yield PageJob(index, decoded.html, page.url, list(EXTRACTORS))
 
     def on_outcome(index: int, name: str, outcome: Outcome) -> None:
-        outcomes[index][name] = outcome
-        if len(outcomes[index]) == len(EXTRACTORS):
-            page_done()
+        page_outcomes = outcomes.setdefault(index, {})
+        page_outcomes[name] = outcome
+        if len(page_outcomes) == len(EXTRACTORS):
+            page_done(index)
 
     if progress is not None:
         progress(0, total)
@@ -136,9 +171,8 @@ def extract_pages(
         )
     except WorkerSetupError as exc:
         raise ExtractorsUnavailableError(f"{exc}; reinstall the extractor libraries with: {INSTALL_HINT}") from None
-    articles = [build_article(page, outcomes[i], *encodings[i]) for i, page in enumerate(pages)]
-    errors, timeouts = count_outcomes(outcomes)
-    stats = ExtractionStats(
+    assert emitted == total, "every page is an article"
+    return ExtractionStats(
         pages=total,
         unreadable_pages=unreadable,
         errors=errors,
@@ -146,7 +180,6 @@ def extract_pages(
         worker_crashes=pool_stats.crashes,
         network_attempts=tuple(pool_stats.network_attempts),
     )
-    return ExtractionResult(build_batch(page_set, articles, extractors, settings, stats), stats)
 
 
 def extract_to_file(
@@ -161,16 +194,66 @@ def extract_to_file(
     and write the batch atomically.
 
     The output location is checked before any page is read; nothing is written
-    unless the whole batch was built.
+    unless the whole batch was built. The articles are not held: each is written,
+    as it is done, to an anonymous temporary file beside the output (gone with the
+    process, whatever happens), and the batch is then written from it, so memory
+    does not grow with the number of pages. The bytes are those of
+    :func:`~selection_extraction.batch.write_batch` of :func:`extract_pages`'s document.
+
+    Returns:
+        The output, its SHA-256 and size, and the run (its ``doc`` is the batch's
+        root without its ``articles``, which are in the file).
 
     Raises:
         InvalidPagesError: the input cannot be used.
         OutputPathError: the output location is refused.
         WriteError: writing failed.
     """
+    settings = settings or ExtractionSettings()
+    extractors = tuple(extractors) if extractors is not None else default_extractors()
     if page_set is None:
         page_set = find_pages(source)
     target = resolve_output_path(source, Path(output_path) if output_path is not None else extracted_path(source))
-    result = extract_pages(page_set, settings, extractors, progress)
-    written = write_batch(result.doc, target)
-    return ExtractRunResult(target, written.sha256, written.size_bytes, result)
+    with _spool(target) as spool:
+        count = 0
+
+        def emit(article: dict[str, Any]) -> None:
+            nonlocal count
+            try:
+                spool.write((ARTICLE_SEPARATOR if count else b"") + render_articles([article]))
+            except OSError as exc:
+                raise write_error(target, exc) from None
+            count += 1
+
+        stats = _extract(page_set, settings, extractors, progress, emit)
+        root = build_batch(page_set, [], extractors, settings, stats)
+        head, tail = envelope_parts(root, count > 0)
+        digest = hashlib.sha256()
+        size = 0
+
+        def pieces() -> Iterator[bytes]:
+            nonlocal size
+            spool.seek(0)
+            for piece in itertools.chain([head], iter(lambda: spool.read(_COPY_BYTES), b""), [tail]):
+                digest.update(piece)
+                size += len(piece)
+                yield piece
+
+        write_atomic(target, pieces())
+    del root["articles"]
+    return ExtractRunResult(target, digest.hexdigest(), size, ExtractionResult(root, stats))
+
+
+#: Bytes copied at a time from the spooled articles into the batch.
+_COPY_BYTES: Final[int] = 1 << 20
+
+
+@contextlib.contextmanager
+def _spool(target: Path) -> Iterator[Any]:
+    """An anonymous temporary file beside ``target`` (on its file system; removed when closed or at exit)."""
+    try:
+        spool = tempfile.TemporaryFile(dir=target.parent)
+    except OSError as exc:
+        raise write_error(target, exc) from None
+    with spool:
+        yield spool

@@ -6,6 +6,8 @@ tests extract again, with other worker counts and from a manifest.
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import importlib.util
 import json
 import re
@@ -18,6 +20,7 @@ import pytest
 
 import selection_core as sc
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
+from selection_core.errors import WriteError
 from selection_extraction import (
     ExtractionSettings,
     extract_pages,
@@ -152,3 +155,27 @@ def test_manifest_gives_ids_urls_and_order(pages_dir: Path, extracted: tuple[Pat
         original = by_path[article["path"].split("/", 1)[1]]
         for name in EXTRACTORS:
             assert article[name][TEXT_FIELDS[name]] == original[name][TEXT_FIELDS[name]]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(PAGES / "manifest.jsonl", id="manifest"),
+        pytest.param(ROOT / "tests" / "data" / "warc" / "pages.warc.gz", id="warc"),
+    ],
+)
+def test_the_written_batch_is_the_document_of_extract_pages_without_holding_it(source: Path, tmp_path: Path) -> None:
+    run = extract_to_file(source, tmp_path / "out.json", ExtractionSettings(workers=2))
+    reference = sc.dump_batch(extract_pages(find_pages(source), ExtractionSettings(workers=1)).doc)
+    data = run.output_path.read_bytes()
+    assert data == reference
+    assert run.sha256 == hashlib.sha256(data).hexdigest() and run.size_bytes == len(data)
+    assert "articles" not in run.result.doc and run.result.doc["extraction"]["pages"] == run.result.stats.pages
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+
+
+def test_no_room_for_the_spooled_articles_is_a_write_error(tmp_path: Path, mocker: Any) -> None:
+    mocker.patch("tempfile.TemporaryFile", side_effect=OSError(errno.ENOSPC, "No space left on device"))
+    with pytest.raises(WriteError, match="no space left on the device"):
+        extract_to_file(PAGES / "manifest.jsonl", tmp_path / "out.json")
+    assert list(tmp_path.iterdir()) == []
