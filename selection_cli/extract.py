@@ -8,7 +8,10 @@ when a command runs, so that adding these arguments to the main parser stays che
   folder or manifest) or ``BATCH``.
 * ``pipeline PAGES [--extracted BATCH] [-o OUTPUT] [--report PATH]``: extract,
   then select: ``<pages>_extracted.json`` and ``<pages>_extracted_selected.json``
-  (the selection's own default name for its input), or the given paths.
+  (the selection's own default name for its input), or the given paths. Neither
+  step holds the batch: the extraction streams its articles to disk, and the
+  selection runs in chunks (:func:`selection_storage.select_file_in_chunks`, the
+  same bytes as ``select``).
 
 Every path is checked before the first page is read. Errors are the project's
 typed errors (:mod:`selection_core.errors`): the main command prints them as
@@ -168,7 +171,7 @@ def pipeline_command(args: argparse.Namespace) -> int:
     Every output path (extracted batch, selected batch, report) is checked
     before the first page is read.
     """
-    from selection_storage import select_file
+    from selection_storage import select_file_in_chunks
     from selection_storage.paths import refuse_report_on_output, resolve_output_path
 
     extracted_arg = getattr(args, "extracted", None)
@@ -182,7 +185,8 @@ def pipeline_command(args: argparse.Namespace) -> int:
 
     run = extract_to_file(args.pages, extracted, _settings(args), progress=_pages_bar(), page_set=page_set)
     _print_run(run)
-    result = select_file(run.output_path, selected, report)
+    # In chunks, so that the selection does not hold the batch either (the same bytes as `select`).
+    result = select_file_in_chunks(run.output_path, selected, report)
     print_selection(result.summary, result.output_path, result.report_path)
     return 0
 

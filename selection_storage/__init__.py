@@ -25,6 +25,7 @@ from selection_storage.atomic import (
     write_atomic_group,
 )
 from selection_storage.batch import LoadedBatch, WrittenFile, load_batch, write_selected
+from selection_storage.chunked_file import ChunkedRunResult, select_file_in_chunks
 from selection_storage.chunks import (
     BatchPlan,
     ChunkJob,
@@ -73,6 +74,7 @@ __all__ = [
     "BatchPlan",
     "ChunkJob",
     "ChunkOutcome",
+    "ChunkedRunResult",
     "FileIdentity",
     "InputChangedError",
     "LoadedBatch",
@@ -109,6 +111,7 @@ __all__ = [
     "resolve_run_paths",
     "score_chunk",
     "select_file",
+    "select_file_in_chunks",
     "selected_path",
     "sha256_bytes",
     "sha256_file",

@@ -1,0 +1,98 @@
+"""A batch file selected in chunks, one after the other in this process: memory bounded by a chunk, not the batch.
+
+The same plan, chunk scoring and part joining as the flows' parallel runners
+(:mod:`selection_storage.chunks`, :mod:`selection_storage.parts`), run in order
+here: the batch is hashed and its articles located without parsing them, then each
+chunk of consecutive articles is read, parsed, scored and written to a part file
+beside the output, and the parts are joined into the output (and the report) as one
+atomic group. The bytes are those of :func:`selection_storage.whole_file.select_file`
+(the tests compare them), and so are the refusals: an invalid chunk is reported as
+the whole-document parse reports it. A batch whose articles cannot be delimited
+without parsing is selected in one piece, as the flows do.
+
+``content-selection pipeline`` selects the batch it has just extracted this way, so
+that neither of its steps holds the batch.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import selection_core as sc
+from selection_core.batch import ProgressCallback, Summary
+from selection_core.select import Selection
+from selection_storage.chunks import ChunkJob, ChunkOutcome, canonical_error, plan_batch, plan_jobs, score_chunk
+from selection_storage.parts import PartJoiner, assemble_parts, discard_parts
+from selection_storage.paths import refuse_report_on_output, resolve_output_path
+from selection_storage.whole_file import select_file
+
+#: Articles per chunk: about 15 MB of a typical extracted batch (three texts of a news page each).
+DEFAULT_FILE_CHUNK_ARTICLES: Final[int] = 1000
+
+
+@dataclass(frozen=True)
+class ChunkedRunResult:
+    """What a chunked run wrote, and its counts; ``chunks`` is 1 when the batch was selected in one piece."""
+
+    input_path: Path
+    output_path: Path
+    report_path: Path | None
+    summary: Summary
+    chunks: int
+
+
+def _no_row(_article: dict[str, Any], _selection: Selection) -> dict[str, Any]:
+    return {}
+
+
+def select_file_in_chunks(
+    input_path: str | os.PathLike[str],
+    output_path: str | os.PathLike[str] | None = None,
+    report_path: str | os.PathLike[str] | None = None,
+    chunk_articles: int = DEFAULT_FILE_CHUNK_ARTICLES,
+    progress: ProgressCallback | None = None,
+) -> ChunkedRunResult:
+    """Select every article of one batch file, ``chunk_articles`` at a time; write the output (and report).
+
+    Nothing is written unless every chunk was valid; no part file is left behind,
+    whatever fails; the input is only read.
+
+    Raises:
+        InvalidBatchError: as :func:`~selection_storage.whole_file.select_file` raises it.
+        OutputPathError, ReadError, WriteError: as reading and writing files.
+    """
+    if chunk_articles < 1:
+        raise ValueError("chunk_articles must be at least 1")
+    inp = Path(input_path)
+    out = resolve_output_path(inp, output_path)
+    report = None if report_path is None else resolve_output_path(inp, report_path, "--report")
+    refuse_report_on_output(report, out, "choose another --report")
+    plan = plan_batch(inp)
+    if plan.doc is not None:  # its articles could not be delimited without parsing: one piece
+        whole = select_file(inp, out, report, progress)
+        return ChunkedRunResult(inp, whole.output_path, whole.report_path, whole.summary, 1)
+    total = plan.article_count
+    jobs: list[ChunkJob] = plan_jobs(plan, chunk_articles, out, report, table_rows=0)
+    outcomes: list[ChunkOutcome] = []
+    joiner = PartJoiner(plan.envelope, total > 0, out, report)
+    try:
+        for job in jobs:
+            try:
+                outcome = score_chunk(job, _no_row)
+            except sc.InvalidBatchError:
+                canonical_error(inp)  # raises the one-piece path's message
+                raise
+            outcomes.append(outcome)
+            joiner.add(outcome)  # joined into the staged output before the next chunk is read
+            if progress is not None:
+                progress(job.stop, total)
+        assemble_parts(plan.envelope, outcomes, out, report, joined=joiner)
+    finally:  # whatever happened, no staged file and no part of this run stays
+        joiner.discard()
+        discard_parts(jobs)
+    if progress is not None and total == 0:
+        progress(0, 0)
+    return ChunkedRunResult(inp, out, report, sc.merge_summaries(o.summary for o in outcomes), len(jobs))
