@@ -295,7 +295,7 @@ def read_page(page: Page, max_bytes: int = DEFAULT_MAX_PAGE_BYTES) -> bytes:
         else:
             data = raw.read(max_bytes + 1)
     if len(data) > max_bytes:
-        raise PageTooLargeError(f"larger than {max_bytes} bytes; raise max_page_bytes to extract it")
+        raise PageTooLargeError.over(max_bytes)
     return data
 
 

@@ -15,6 +15,15 @@ DEFAULT_MAX_PAGE_BYTES: Final[int] = 64 * 1024 * 1024
 class PageTooLargeError(ValueError):
     """A page is larger than the configured maximum (after decompression)."""
 
+    @classmethod
+    def over(cls, max_bytes: int, detail: str = "") -> PageTooLargeError:
+        """The error of a page over ``max_bytes``, with what to do (``detail``: when it was found).
+
+        >>> str(PageTooLargeError.over(10, " once decoded"))
+        'larger than 10 bytes once decoded; raise max_page_bytes to extract it'
+        """
+        return cls(f"larger than {max_bytes} bytes{detail}; raise max_page_bytes to extract it")
+
 
 #: Pages a worker extracts before it is replaced by a fresh one.
 DEFAULT_RECYCLE_AFTER: Final[int] = 500

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from selection_core.errors import EXIT_INTERNAL, SelectionError
+from selection_extraction.pool import error_text
 from selection_extraction.settings import PageTooLargeError
 
 #: File name endings of WARC files, matched case-insensitively.
@@ -197,10 +198,6 @@ def _iterate(stream: Any) -> Any:
     return ArchiveIterator(stream, parse_http=True, auto_decode="none", fsspec_args=False)
 
 
-def _one_line(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
-
-
 def charset_label(value: str | None) -> str | None:
     """The charset of a ``Content-Type`` header as a label (quotes and spaces removed), or None.
 
@@ -258,9 +255,9 @@ def decoded_payload(stored: bytes, transfer: str | None, content: str | None, ma
         try:
             data = _undo(coding, data, max_bytes)
         except (OSError, EOFError, ValueError, zlib.error) as exc:
-            raise EOFError(f"its Content-Encoding {coding} cannot be undone ({_one_line(exc)})") from None
+            raise EOFError(f"its Content-Encoding {coding} cannot be undone ({error_text(exc)})") from None
         if len(data) > max_bytes:
-            raise PageTooLargeError(f"larger than {max_bytes} bytes once decoded; raise max_page_bytes to extract it")
+            raise PageTooLargeError.over(max_bytes, " once decoded")
     return data
 
 
@@ -401,7 +398,7 @@ def _record_break(pages: list[ScannedRecord], kinds: dict[str, int], last_page: 
         page = pages[last_page]
         reason = (
             f"the next record does not start where this record's Content-Length says "
-            f"({type(exc).__name__}: {' '.join(str(exc).split())}); its length or the next header is wrong"
+            f"({error_text(exc)}); its length or the next header is wrong"
         )
         pages[last_page] = replace(page, ref=replace(page.ref, broken=reason))
 
@@ -456,9 +453,9 @@ class WarcReader:
             stored = record.reader.read(max_bytes + 1)
         except (OSError, ValueError) as exc:
             self.close()
-            raise EOFError(f"the record's payload cannot be read ({_one_line(exc)})") from None
+            raise EOFError(f"the record's payload cannot be read ({error_text(exc)})") from None
         if len(stored) > max_bytes:
-            raise PageTooLargeError(f"larger than {max_bytes} bytes; raise max_page_bytes to extract it")
+            raise PageTooLargeError.over(max_bytes)
         headers = record.http_headers
         return decoded_payload(
             bytes(stored), headers.get("Transfer-Encoding"), headers.get("Content-Encoding"), max_bytes
@@ -485,7 +482,7 @@ class WarcReader:
                 raise EOFError("the record is no longer in the file (it changed since it was scanned)") from None
             except (OSError, ValueError) as exc:
                 self.close()
-                raise EOFError(f"the file no longer parses there ({' '.join(str(exc).split())})") from None
+                raise EOFError(f"the file no longer parses there ({error_text(exc)})") from None
             ordinal = self._next_ordinal
             self._next_ordinal += 1
             if ordinal == ref.ordinal:

@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import collections
 import json
-import random
 from collections.abc import Callable
 from typing import Any
 
-import lxml.html
 import pytest
 
 from selection_extraction import adapters
 from selection_extraction.pool import call_extractor
 from tests.support.library_sources import PINS_PATH, pins
-from tests.support.real_pages import TIE_PAGE, hostile_pages, real_pages
+from tests.support.real_pages import TIE_PAGE, AllocationNoise, hostile_pages, real_pages
 
 TIE_URL = "https://news.example/two-stories"
 
@@ -39,13 +37,10 @@ def _offline_tldextract() -> None:
 
 def perturbed_texts(function: Adapter, html: str, calls: int, seed: int = 0) -> collections.Counter[str]:
     """The texts of ``calls`` calls in this process, with other lxml trees allocated between calls."""
-    rng = random.Random(seed)
-    ballast: list[list[Any]] = []
+    noise = AllocationNoise(seed)
     texts: collections.Counter[str] = collections.Counter()
     for _ in range(calls):
-        ballast.append([lxml.html.fromstring("<div><p>x</p></div>") for _ in range(rng.randrange(40))])
-        if len(ballast) > 8 or rng.random() < 0.5:
-            ballast.pop(rng.randrange(len(ballast)))
+        noise.shake()
         texts[function(html, TIE_URL)[0]] += 1
     return texts
 

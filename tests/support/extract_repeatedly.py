@@ -39,27 +39,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--function", action="append", dest="functions")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
-    import lxml.html
-
     from selection_extraction import adapters
     from selection_extraction.pool import quiet_libraries
-    from tests.support.real_pages import real_pages
+    from tests.support.real_pages import AllocationNoise, real_pages
 
     adapters.prepare_worker()
     quiet_libraries()
     functions = {name: getattr(adapters, name) for name in args.functions or DEFAULT_FUNCTIONS}
     pages = real_pages()
     rng = random.Random(args.seed)
-    ballast: list[list[Any]] = []
+    noise = AllocationNoise(args.seed)
     digests: dict[str, dict[str, list[str]]] = {p.id: {name: [] for name in functions} for p in pages}
     for _ in range(args.repeats):
         order = list(pages)
         rng.shuffle(order)
         for page in order:
             for name, function in functions.items():
-                ballast.append([lxml.html.fromstring("<div><p>x</p></div>") for _ in range(rng.randrange(40))])
-                if len(ballast) > 8 or rng.random() < 0.5:
-                    ballast.pop(rng.randrange(len(ballast)))
+                noise.shake()
                 digests[page.id][name].append(_digest(function, page.html, page.url))
     json.dump(digests, sys.stdout)
     return 0

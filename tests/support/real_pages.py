@@ -13,6 +13,7 @@ import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from selection_extraction.decode import decode_html
 from tests.support import AEB_PAGES, PAGES
@@ -48,6 +49,26 @@ class RealPage:
     id: str
     url: str | None
     html: str
+
+
+class AllocationNoise:
+    """Keeps a random number of small lxml trees alive, changed at every :meth:`shake`.
+
+    Called between extractor calls, it makes the next page's elements land at other
+    memory addresses, the way a long run's memory moves: what set-ordered code
+    (newspaper4k #738) is sensitive to.
+    """
+
+    def __init__(self, seed: int) -> None:
+        self._rng = random.Random(seed)
+        self._ballast: list[list[Any]] = []
+
+    def shake(self) -> None:
+        import lxml.html
+
+        self._ballast.append([lxml.html.fromstring("<div><p>x</p></div>") for _ in range(self._rng.randrange(40))])
+        if len(self._ballast) > 8 or self._rng.random() < 0.5:
+            self._ballast.pop(self._rng.randrange(len(self._ballast)))
 
 
 def _manifest_pages(folder: Path) -> list[RealPage]:
