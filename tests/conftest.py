@@ -29,3 +29,4 @@ from tests.support.prefect_fixtures import (  # noqa: E402,F401 - fixtures, regi
     no_data_root_env,
     prefect_harness,
 )
+from tests.support.prefect_server import server  # noqa: E402,F401 - the session's real Prefect server

@@ -1,4 +1,4 @@
-"""End to end against a real ``prefect server start`` on 127.0.0.1, started and stopped here.
+"""End to end against a real ``prefect server start`` on 127.0.0.1 (the session's ``server`` fixture).
 
 Everything runs in subprocesses that share a temporary ``PREFECT_HOME``:
 
@@ -16,177 +16,26 @@ Every wait is bounded; no assertion depends on how long anything took.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
 
-import httpx
 import pytest
 
 from content_selection.events import BATCH_EXTRACTED_EVENT
 from selection_core.evidence import SCORES_ARTIFACT_KEY
 from tests.support import ROOT
-from tests.support.prefect_fixtures import expected_output, free_port, leftover_files
+from tests.support.prefect_fixtures import expected_output, leftover_files
+from tests.support.prefect_server import RUN_SECONDS, SERVE_START_SECONDS, Server, run, start, stop, wait_until
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
 SOURCE_BATCH = ROOT / "tests" / "data" / "aeb_batch_extracted.json"
 
-SERVER_START_SECONDS = 120
-SERVE_START_SECONDS = 90
-RUN_SECONDS = 150
-STOP_SECONDS = 30
-
-T = TypeVar("T")
-
 #: A script that emits the batch-extracted event for each path given as an argument.
 EMIT_EACH_ARGUMENT = (
     "import sys\nfrom content_selection import emit_batch_extracted\nfor p in sys.argv[1:]: emit_batch_extracted(p)"
 )
-
-
-def wait_until(what: str, probe: Callable[[], T | None], timeout: float, interval: float = 0.5) -> T:
-    """Call ``probe`` until it returns something truthy; fail with ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"gave up waiting for {what} after {timeout:.0f} s")
-        time.sleep(interval)
-
-
-def start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    """Start a subprocess in its own session (so it and its children can be stopped together)."""
-    with open(log, "wb") as out:
-        return subprocess.Popen(
-            args,
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the process group, SIGKILL if it is still there after ``STOP_SECONDS``."""
-    if process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=STOP_SECONDS)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=STOP_SECONDS)
-
-
-def run(args: list[str], env: dict[str, str], timeout: float = RUN_SECONDS) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        args, cwd=ROOT, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout
-    )
-    assert result.returncode == 0, f"{args} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-    return result
-
-
-class Server:
-    """A running server, the environment to reach it, and a synchronous client."""
-
-    def __init__(self, api_url: str, env: dict[str, str], logs: Path) -> None:
-        self.api_url = api_url
-        self.env = env
-        self.logs = logs
-
-    @contextmanager
-    def client(self) -> Iterator[Any]:
-        from prefect import get_client
-        from prefect.settings import PREFECT_API_URL, temporary_settings
-
-        with temporary_settings(updates={PREFECT_API_URL: self.api_url}):
-            with get_client(sync_client=True) as client:
-                yield client
-
-    def deployment(self, name: str) -> Any | None:
-        from prefect.exceptions import ObjectNotFound
-
-        with self.client() as client:
-            try:
-                return client.read_deployment_by_name(name)
-            except ObjectNotFound:
-                return None
-
-    def flow_runs(self, deployment_name: str) -> list[Any]:
-        from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
-
-        deployment = self.deployment(deployment_name)
-        if deployment is None:
-            return []
-        with self.client() as client:
-            return client.read_flow_runs(
-                deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment.id]))
-            )
-
-    def final_run(self, deployment_name: str, input_path: str, timeout: float = RUN_SECONDS) -> Any:
-        """The run of ``deployment_name`` on ``input_path``, once it has reached a final state."""
-
-        def probe() -> Any | None:
-            for flow_run in self.flow_runs(deployment_name):
-                if flow_run.parameters.get("input_path") == input_path and flow_run.state and flow_run.state.is_final():
-                    return flow_run
-            return None
-
-        return wait_until(f"a final run of {deployment_name} on {input_path}", probe, timeout)
-
-    def automations(self) -> list[Any]:
-        with self.client() as client:
-            return client.read_automations()
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    home = tmp_path_factory.mktemp("prefect-home")
-    logs = tmp_path_factory.mktemp("logs")
-    port = free_port()
-    api_url = f"http://127.0.0.1:{port}/api"
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-    base.update(
-        PREFECT_HOME=str(home),
-        PREFECT_SERVER_ANALYTICS_ENABLED="false",
-        PREFECT_SERVER_UI_ENABLED="false",
-        PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-    )
-    process = start(
-        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        base,
-        logs / "server.log",
-    )
-    try:
-
-        def healthy() -> bool:
-            assert process.poll() is None, (logs / "server.log").read_text()[-3000:]
-            try:
-                return httpx.get(f"{api_url}/health", timeout=5).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_until("the Prefect server to answer /api/health", healthy, SERVER_START_SECONDS)
-        env = {
-            **base,
-            "PREFECT_API_URL": api_url,
-            "PREFECT_RUNNER_POLL_FREQUENCY": "1",
-            "PREFECT_WORKER_QUERY_SECONDS": "1",
-        }
-        yield Server(api_url, env, logs)
-    finally:
-        stop(process)
 
 
 @pytest.fixture(scope="class")
