@@ -2,12 +2,17 @@
 
 Every path is checked before any page is read. Then the extract step
 (:mod:`flows.extract_articles`'s tasks) writes ``<pages>_extracted.json``, and
-the selection stage's own tasks (``select-extractors``, ``persist-batch``,
-``publish-artifacts``...) select from the batch in memory, which is the
-document just written, and write ``<pages>_extracted_selected.json``. The run
-carries both sets of artifacts: ``extraction-pages``, ``extraction-summary``,
-``selection-scores``, ``selection-summary`` and the two progress artifacts.
-No completion event is emitted: the selection is already done.
+``select-batch-in-chunks`` selects from that file, one chunk of articles after
+the other, and writes ``<pages>_extracted_selected.json``. Neither step holds
+the batch: the extraction streams its articles to a temporary file beside the
+output, and the selection reads, scores and writes 1,000 articles at a time
+(:func:`selection_storage.chunked_file.select_file_in_chunks`, the same bytes as
+``select-content``), so the run's memory does not grow with the number of pages
+(``docs/performance.md``, "pipeline on a WARC"). The run carries both sets of
+artifacts: ``extraction-pages``, ``extraction-summary``, ``selection-scores``,
+``selection-summary`` and the two progress artifacts, the tables holding the
+rows of the first ``max_table_rows`` pages only. No completion event is
+emitted: the selection is already done. ``content-selection pipeline`` runs this flow.
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ from pydantic import BaseModel, Field
 from flows.extract_articles import extract_and_write
 from flows.params import DEFAULT_MAX_TABLE_ROWS, MAX_TABLE_ROWS_LIMIT, MAX_TIME_LIMIT_SECONDS, run_namer
 from flows.runners import DASK_ADDRESS_PATTERN, TaskRunnerName, resolve_task_runner
-from flows.select_content import publish_selection, select_whole
+from flows.select_content import publish_selection
 from selection_core.evidence import counts_text
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
+from tasks.chunks import select_batch_in_chunks
 from tasks.extract import check_extract_paths
 from tasks.logs import run_logger
 from tasks.paths import check_paths
@@ -36,8 +42,15 @@ class PipelineRunSummary(BaseModel):
     output_path: str = Field(description="The selected batch written.")
     report_path: str | None = Field(default=None, description="The JSON Lines report, if written.")
     articles: int = Field(description="Number of articles (one per page).")
+    unreadable_pages: int = Field(default=0, description="Pages that could not be read at all.")
+    warc_records: dict[str, int] | None = Field(
+        default=None, description="The records of the input's web archives by kind, when it had any."
+    )
     errors: dict[str, int] = Field(description="Articles whose block has an error, per extractor.")
+    timeouts: dict[str, int] = Field(default_factory=dict, description="Extractor calls stopped by the time limit.")
     by_extractor: dict[str, int] = Field(description="Selections per extractor.")
+    by_reason: dict[str, int] = Field(default_factory=dict, description="Decisions per reason code.")
+    by_pool: dict[str, int] = Field(default_factory=dict, description="Decisions per candidate pool.")
     extracted_sha256: str = Field(description="SHA-256 of the extracted batch.")
     output_sha256: str = Field(description="SHA-256 of the selected batch.")
 
@@ -89,7 +102,7 @@ def extract_and_select(
             core) or `dask` (a Dask cluster), in chunks of pages as in
             `extract-articles`. Leave empty for the CONTENT_SELECTION_TASK_RUNNER
             environment variable, else `dask` when a scheduler address is set,
-            else `in-process`. The selection itself runs in this process.
+            else `in-process`. The selection itself runs in this process, in chunks.
         dask_address: Scheduler of a running Dask cluster, as `tcp://HOST:PORT`.
             Leave empty for the CONTENT_SELECTION_DASK_ADDRESS environment
             variable; with neither, `dask` starts a local cluster for the run.
@@ -104,23 +117,29 @@ def extract_and_select(
     select_paths = check_paths(str(extract_paths.output), output_path, report_path, data_root)
 
     runner = resolve_task_runner(task_runner, dask_address)
-    result, extracted = extract_and_write(
+    extraction, extracted = extract_and_write(
         extract_paths, pages, time_limit_seconds, workers, pages_per_chunk, runner, max_table_rows
     )
-    scored = select_whole(result.doc, select_paths, max_table_rows)
+    selection = select_batch_in_chunks(select_paths, extraction.stats.pages, max_table_rows)
+    scored = (selection.written, selection.rows, selection.summary)
     publish_selection(select_paths, extracted.sha256, scored, max_table_rows)
-    written, _, summary = scored
 
+    stats, summary = extraction.stats, selection.summary
     run_summary = PipelineRunSummary(
         pages_path=str(extract_paths.pages),
         extracted_path=str(extracted.path),
-        output_path=str(written.path),
+        output_path=str(selection.written.path),
         report_path=str(select_paths.report) if select_paths.report else None,
         articles=summary.articles,
-        errors=dict(result.stats.errors),
+        unreadable_pages=stats.unreadable_pages,
+        warc_records=extraction.doc["extraction"].get("warc_records"),
+        errors=dict(stats.errors),
+        timeouts=dict(stats.timeouts),
         by_extractor=dict(summary.by_extractor),
+        by_reason={getattr(k, "value", k): v for k, v in summary.by_reason.items()},
+        by_pool={getattr(k, "value", k): v for k, v in summary.by_pool.items()},
         extracted_sha256=extracted.sha256,
-        output_sha256=written.sha256,
+        output_sha256=selection.written.sha256,
     )
     logger.info(run_summary.one_line())
     return run_summary

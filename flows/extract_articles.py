@@ -1,7 +1,8 @@
 """The ``extract-articles`` flow: web pages in, an extracted batch out, then the completion event.
 
-check paths -> find pages -> extract (three extractors, worker processes) ->
-write the batch atomically -> artifacts -> emit ``content-selection.batch.extracted``
+check paths -> find pages -> extract (three extractors, worker processes; each
+article to a temporary file beside the output as it is done, so the batch is never
+held) -> write the batch atomically from it -> artifacts -> emit ``content-selection.batch.extracted``
 (:func:`content_selection.events.emit_batch_extracted`), the upstream side of the contract
 of the Prefect stage: the ``select-content/triggered`` deployment starts a
 selection run on the batch just written. The event is emitted only after the
@@ -40,9 +41,9 @@ from flows.runners import (
 )
 from selection_core.evidence import counts_text
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS, ExtractionResult, ExtractPaths, PageSet, default_extractors
-from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY, progress_description
-from selection_extraction.batch import log_extraction
-from selection_extraction.chunks import ChunkExtraction, ChunkProgress, join_chunks, plan_page_chunks
+from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY, PageRows, progress_description
+from selection_extraction.batch import ArticleSpool, log_extraction
+from selection_extraction.chunks import ChunkExtraction, ChunkProgress, joined_root, plan_page_chunks, spool_chunk
 from selection_storage.batch import WrittenFile
 from tasks.extract import (
     check_extract_paths,
@@ -75,6 +76,7 @@ class ExtractionRunSummary(BaseModel):
 
 def extract_in_chunks(
     page_set: PageSet,
+    spool: ArticleSpool,
     time_limit_seconds: float,
     pages_per_chunk: int | None,
     runner_name: TaskRunnerName,
@@ -84,8 +86,9 @@ def extract_in_chunks(
 
     Without ``pages_per_chunk``, the pages are cut into ``PAGE_CHUNKS_PER_WORKER``
     chunks per worker of the runner, of about equal bytes
-    (:func:`selection_extraction.chunks.plan_page_chunks`). The ``extraction-progress``
-    artifact advances as chunks complete, in order.
+    (:func:`selection_extraction.chunks.plan_page_chunks`). As chunks complete, in
+    order, the ``extraction-progress`` artifact advances and their articles go to
+    ``spool`` (so that at most the chunks in flight are held).
     """
     logger = run_logger()
     extractors = default_extractors()  # fails early, here, when the libraries are missing
@@ -97,6 +100,11 @@ def extract_in_chunks(
             plan.pages, artifact_progress(EXTRACTION_PROGRESS_ARTIFACT_KEY, description, start=False)
         )
         progress.start()
+
+        def done(index: int, part: ChunkExtraction) -> None:
+            progress.advance(index, part)
+            spool_chunk(spool, part)
+
         logger.info(
             "Extracting %d pages in %d chunk(s) of up to %d on the %s task runner (%d worker(s))",
             plan.pages,
@@ -111,10 +119,10 @@ def extract_in_chunks(
             plan.chunks(),
             parameter="chunk",
             in_flight=IN_FLIGHT_PER_WORKER * workers,
-            on_result=progress.advance,
+            on_result=done,
         )
     progress.finish()
-    result = join_chunks(page_set, parts, extractors, time_limit_seconds)
+    result = joined_root(page_set, parts, extractors, time_limit_seconds)
     log_extraction(logger, result.stats)
     return result
 
@@ -129,15 +137,24 @@ def extract_and_write(
     max_table_rows: int,
 ) -> tuple[ExtractionResult, WrittenFile]:
     """Find the pages, extract them (in one task, or in chunks on the runner), write the batch and its
-    artifacts (``extract-and-select`` too); the result and the written batch."""
+    artifacts (``extract-and-select`` too); the run's counts with the batch's root, and the written batch.
+
+    The batch is never held: its articles go, as they are done, to an
+    :class:`~selection_extraction.batch.ArticleSpool` (an anonymous temporary file
+    beside the output), which ``write-extracted-batch`` copies into the batch; the
+    ``extraction-pages`` table keeps only the rows of the first ``max_table_rows`` pages.
+    """
     runner_name, address = runner
     page_set = find_pages_task(paths.pages, label=label)
-    if not runs_in_chunks(runner_name, pages_per_chunk):
-        result = extract_pages_task(page_set, time_limit_seconds, workers)
-    else:
-        result = extract_in_chunks(page_set, time_limit_seconds, pages_per_chunk, runner_name, address)
-    written = write_extracted_batch(opaque(result.doc), paths.output)
+    rows = PageRows(max_table_rows)
+    with ArticleSpool(paths.output, watch=rows) as spool:
+        if not runs_in_chunks(runner_name, pages_per_chunk):
+            result = extract_pages_task(page_set, spool, time_limit_seconds, workers)
+        else:
+            result = extract_in_chunks(page_set, spool, time_limit_seconds, pages_per_chunk, runner_name, address)
+        written = write_extracted_batch(opaque(result.doc), spool)
     publish_extraction_artifacts(
+        opaque(rows.rows),
         opaque(result.doc),
         result.stats,
         output_path=written.path,

@@ -15,7 +15,7 @@ settings of the stage, read by the layers that use them.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from typing import Final
 
 from selection_core import kernel
@@ -37,3 +37,25 @@ def apply_kernel_setting(environ: Mapping[str, str] | None = None) -> bool:
     """
     env = os.environ if environ is None else environ
     return kernel.use_kernel(env.get(PURE_ENV, "") in ("", "0"))
+
+
+def prepare_embedded_api(environ: MutableMapping[str, str] | None = None) -> None:
+    """Before Prefect is imported by a command that runs a flow: settings for its embedded API.
+
+    Only when ``PREFECT_API_URL`` is unset (the run then uses Prefect's embedded,
+    ephemeral API), and only as defaults the user's own settings override: neither
+    the embedded server nor the client may reach the network for telemetry
+    (``DO_NOT_TRACK`` also keeps the client's first-run notice off the terminal), and it may wait
+    up to 120 s to start, not Prefect's 20 s: a first start on a busy or small
+    machine (database migrations) can take longer than that.
+
+    >>> env = {}
+    >>> prepare_embedded_api(env)
+    >>> env["PREFECT_SERVER_ANALYTICS_ENABLED"], env["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]
+    ('false', '120')
+    """
+    env = os.environ if environ is None else environ
+    if not env.get("PREFECT_API_URL"):
+        env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+        env.setdefault("DO_NOT_TRACK", "1")
+        env.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")

@@ -1,54 +1,79 @@
 """``content-selection extract`` and ``content-selection pipeline``: the extract step from a terminal.
 
-No orchestrator: these call the extraction engine (:mod:`selection_extraction`)
-and the selection core directly. The extractor libraries are imported only
-when a command runs, so that adding these arguments to the main parser stays cheap.
-
 * ``extract PAGES [-o BATCH]``: pages -> ``<pages>_extracted.json`` (beside the
-  folder or manifest) or ``BATCH``.
-* ``pipeline PAGES [--extracted BATCH] [-o OUTPUT] [--report PATH]``: extract,
-  then select: ``<pages>_extracted.json`` and ``<pages>_extracted_selected.json``
-  (the selection's own default name for its input), or the given paths. Neither
-  step holds the batch: the extraction streams its articles to disk, and the
-  selection runs in chunks (:func:`selection_storage.select_file_in_chunks`, the
-  same bytes as ``select``).
+  folder or manifest) or ``BATCH``. No orchestrator: the extraction engine
+  (:mod:`selection_extraction`) is called directly.
+* ``pipeline PAGES [--extracted BATCH] [-o OUTPUT] [--report PATH]``: runs the
+  Prefect flow ``extract-and-select`` (:mod:`flows.extract_and_select`), as ``run``
+  runs ``select-content``: on Prefect's embedded API unless ``PREFECT_API_URL`` is
+  set, so that with a server the run, its logs and its artifacts are in its UI.
+  It writes ``<pages>_extracted.json`` and ``<pages>_extracted_selected.json``
+  (the selection's own default name for its input), or the given paths, the same
+  bytes as ``extract`` then ``select``. Neither step holds the batch: the flow's
+  extraction streams its articles to disk, and its selection runs in chunks.
 
-Every path is checked before the first page is read. Errors are the project's
-typed errors (:mod:`selection_core.errors`): the main command prints them as
-one line and exits with their status (65 for a bad input or a refused path,
-74 for an I/O error, 1 when the extractor libraries are missing). Run
-standalone, :func:`extract_main` / :func:`pipeline_main` do the same.
+Every path is checked before the first page is read; ``pipeline`` checks them,
+and that PAGES exists, before Prefect is even imported
+(:func:`selection_extraction.paths.check_pipeline_paths`, what the flow's
+``check-extract-paths`` and ``check-paths`` check), so a bad path costs no server
+start. Errors are the project's typed errors (:mod:`selection_core.errors`): the
+main command prints them as one line and exits with their status (65 for a bad
+input or a refused path, 74 for an I/O error, 1 when the extractor libraries are
+missing, 2 for a bad setting). Run standalone, :func:`extract_main` /
+:func:`pipeline_main` do the same.
+
+**The terminal of** ``pipeline``: the progress bars of ``extract`` and ``select``
+on stderr (on a terminal only), fed by the flow's own progress artifacts
+(:func:`tasks.progress.follow_progress`), then the lines ``extract`` and
+``select`` print, and the flow run's id. Prefect's console handler shows
+warnings and errors only (``PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL``, default
+``WARNING`` here: its INFO lines would tear the bars apart); every log line
+still goes to the API, so the run's page in the UI has them all. Set
+``PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL=INFO`` to see them on the terminal too.
+The WARC scan before the extraction has no bar in the flow (it reads about
+200 MB a second; see ``docs/performance.md``).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from selection_cli.environment import apply_kernel_setting
+from flows.params import MAX_TIME_LIMIT_SECONDS
+from flows.runners import resolve_task_runner
+from selection_cli.environment import apply_kernel_setting, prepare_embedded_api
 from selection_cli.progress import ProgressBar
-from selection_cli.select import print_selection
+from selection_core.batch import Summary
 from selection_core.errors import SelectionError
 from selection_core.evidence import counts_text
 from selection_extraction import (
     DEFAULT_TIME_LIMIT_SECONDS,
     ExtractionSettings,
+    check_pipeline_paths,
     extract_to_file,
-    extracted_path,
     find_pages,
 )
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
-    return value
+def _seconds(most: float | None = None) -> Callable[[str], float]:
+    """The argument type of ``--time-limit``: a positive number of seconds (at most ``most``)."""
+
+    def seconds(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not value > 0 or value != value or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+        if most is not None and value > most:
+            raise argparse.ArgumentTypeError(f"must be at most {most:g} seconds, got {text!r}")
+        return value
+
+    return seconds
 
 
 def _positive_int(text: str) -> int:
@@ -61,7 +86,7 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _add_common(parser: argparse.ArgumentParser) -> None:
+def _add_common(parser: argparse.ArgumentParser, most_seconds: float | None = None) -> None:
     parser.add_argument(
         "pages",
         metavar="PAGES",
@@ -70,7 +95,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--time-limit",
-        type=_positive_float,
+        type=_seconds(most_seconds),
         default=DEFAULT_TIME_LIMIT_SECONDS,
         metavar="SECONDS",
         help="seconds one extractor may spend on one page before it is stopped "
@@ -92,7 +117,7 @@ def add_extract_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
 
 def add_pipeline_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the arguments of ``pipeline`` to ``parser`` (the main CLI's subparser)."""
-    _add_common(parser)
+    _add_common(parser, MAX_TIME_LIMIT_SECONDS)  # the flow's bound
     parser.add_argument(
         "--extracted",
         metavar="BATCH",
@@ -106,6 +131,11 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser) -> argparse.Argument
     )
     parser.add_argument(
         "--report", metavar="PATH", help="also write the selection's explanation per article (JSON Lines)"
+    )
+    parser.add_argument(
+        "--data-root",
+        metavar="DIR",
+        help="refuse paths that resolve outside DIR (default: $CONTENT_SELECTION_DATA_ROOT, if set)",
     )
     return parser
 
@@ -134,19 +164,31 @@ def _settings(args: argparse.Namespace) -> ExtractionSettings:
     )
 
 
-def format_extraction(stats: Any, output: Any, warc_records: dict[str, int] | None = None) -> str:
+def format_extraction(
+    pages: int,
+    unreadable_pages: int,
+    errors: Mapping[str, int],
+    timeouts: Mapping[str, int],
+    output: Any,
+    warc_records: Mapping[str, int] | None = None,
+) -> str:
     """The lines printed after an extraction (with the WARC records by kind when the input had web archives)."""
-    errors = counts_text(stats.errors)
-    timeouts = sum(stats.timeouts.values())
+    timed_out = sum(timeouts.values())
     records = f"WARC records: {counts_text(warc_records)}\n" if warc_records else ""
     return (
-        f"{records}pages: {stats.pages} ({stats.unreadable_pages} unreadable)\n"
-        f"errors: {errors}" + (f" ({timeouts} timeouts)" if timeouts else "") + f"\nextracted: {output}"
+        f"{records}pages: {pages} ({unreadable_pages} unreadable)\n"
+        f"errors: {counts_text(errors)}" + (f" ({timed_out} timeouts)" if timed_out else "") + f"\nextracted: {output}"
     )
 
 
 def _print_run(run: Any) -> None:
-    print(format_extraction(run.result.stats, run.output_path, run.result.doc["extraction"].get("warc_records")))
+    stats = run.result.stats
+    warc_records = run.result.doc["extraction"].get("warc_records")
+    print(
+        format_extraction(
+            stats.pages, stats.unreadable_pages, stats.errors, stats.timeouts, run.output_path, warc_records
+        )
+    )
 
 
 def extract_command(args: argparse.Namespace) -> int:
@@ -165,30 +207,154 @@ def extract_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def pipeline_command(args: argparse.Namespace) -> int:
-    """Run ``pipeline`` with parsed arguments: extract, then select; returns 0, raises typed errors.
+def _pipeline_parameters(args: argparse.Namespace) -> dict[str, Any]:
+    """The flow's parameters from ``pipeline``'s arguments, every path checked (no Prefect, no page read).
 
-    Every output path (extracted batch, selected batch, report) is checked
-    before the first page is read.
+    Relative paths mean "from here" on a command line: they are made absolute,
+    except PAGES without a data root, passed as typed because the batch records
+    the input as given (the same bytes as ``extract PAGES``); under a data root
+    the flow would take a relative path from the root.
+
+    Raises:
+        InvalidPagesError, UnsafePathError, OutputPathError: a path is refused (exit 65).
+        TaskRunnerConfigError: the task runner settings are not usable (exit 2).
     """
-    from selection_storage import select_file_in_chunks
-    from selection_storage.paths import refuse_report_on_output, resolve_output_path
+    from selection_storage.paths import configured_data_root
 
-    extracted_arg = getattr(args, "extracted", None)
-    output_arg = getattr(args, "output", None)
-    report_arg = getattr(args, "report", None)
-    page_set = find_pages(args.pages, scan_progress=_scan_bar())  # a bad input fails before anything else
-    extracted = resolve_output_path(args.pages, extracted_arg or extracted_path(args.pages))
-    selected = resolve_output_path(extracted, output_arg)
-    report = resolve_output_path(extracted, report_arg) if report_arg else None
-    refuse_report_on_output(report, selected, "choose another --report")
+    def absolute(path: str | None) -> str | None:
+        return os.path.abspath(path) if path else None
 
-    run = extract_to_file(args.pages, extracted, _settings(args), progress=_pages_bar(), page_set=page_set)
-    _print_run(run)
-    # In chunks, so that the selection does not hold the batch either (the same bytes as `select`).
-    result = select_file_in_chunks(run.output_path, selected, report)
-    print_selection(result.summary, result.output_path, result.report_path)
+    data_root = getattr(args, "data_root", None)
+    resolve_task_runner(None, None)  # refuses a bad CONTENT_SELECTION_TASK_RUNNER now, in one line
+    pages = args.pages if configured_data_root(data_root) is None else os.path.abspath(args.pages)
+    parameters: dict[str, Any] = {
+        "pages": pages,
+        "extracted_path": absolute(getattr(args, "extracted", None)),
+        "output_path": absolute(getattr(args, "output", None)),
+        "report_path": absolute(getattr(args, "report", None)),
+        "time_limit_seconds": getattr(args, "time_limit", None) or DEFAULT_TIME_LIMIT_SECONDS,
+        "workers": getattr(args, "workers", None),
+        "data_root": data_root,
+    }
+    check_pipeline_paths(
+        pages, parameters["extracted_path"], parameters["output_path"], parameters["report_path"], data_root
+    )
+    return parameters
+
+
+def format_pipeline(summary: Any) -> str:
+    """The lines printed after a ``pipeline`` run: those of ``extract``, then those of ``select``."""
+    from selection_cli.select import format_summary
+
+    extraction = format_extraction(
+        summary.articles,
+        summary.unreadable_pages,
+        summary.errors,
+        summary.timeouts,
+        summary.extracted_path,
+        summary.warc_records,
+    )
+    selection = format_summary(Summary(summary.articles, summary.by_extractor, summary.by_reason, summary.by_pool))
+    report = f"\nreport: {summary.report_path}" if summary.report_path is not None else ""
+    return f"{extraction}\n{selection}\noutput: {summary.output_path}{report}"
+
+
+def pipeline_command(args: argparse.Namespace) -> int:
+    """Run ``pipeline`` with parsed arguments: the flow ``extract-and-select``; returns 0, raises typed errors.
+
+    Every path (pages, extracted batch, selected batch, report) is checked
+    before Prefect starts, and again by the flow before the first page is read.
+
+    Raises:
+        SelectionError: a refused path or input (before Prefect starts), or the
+            error that failed the flow run.
+    """
+    parameters = _pipeline_parameters(args)
+    prepare_embedded_api()
+    # The INFO lines of Prefect's console handler would tear the progress bars apart; the API gets them all.
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
+
+    from flows.extract_and_select import extract_and_select  # Prefect is imported only here
+    from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY
+    from tasks.progress import follow_progress
+    from tasks.select import PROGRESS_ARTIFACT_KEY
+
+    bars = {
+        EXTRACTION_PROGRESS_ARTIFACT_KEY: _pages_bar(),
+        PROGRESS_ARTIFACT_KEY: ProgressBar(sys.stderr, "selecting", min_total=1, unit="articles"),
+    }
+    with _ConsoleErrorsHeld() as held, follow_progress(bars):
+        state = extract_and_select(**parameters, return_state=True)
+        if state.is_failed():
+            try:
+                state.result()  # the error that failed the run
+            except SelectionError:  # a refusal: said once, by the command's last line
+                held.drop()
+                raise
+    summary = state.result()
+    print(format_pipeline(summary))
+    print(f"flow run: {state.state_details.flow_run_id}")
     return 0
+
+
+class _ConsoleErrorsHeld:
+    """Holds back the ERROR lines of Prefect's console handlers while the flow runs.
+
+    Prefect reports a failed run on the terminal three times (the task, the flow
+    with a traceback, the final state). When the run was refused (a
+    :class:`SelectionError`: a bad input, a refused path) the command's last line
+    says why, once, and :meth:`drop` forgets the held lines; anything else (a
+    bug) is shown as Prefect logged it, tracebacks and all, when the block ends.
+    Only the terminal is concerned: the API's log handler gets every line.
+    """
+
+    def __init__(self) -> None:
+        self._held: list[tuple[logging.Handler, logging.LogRecord]] = []
+        self._handlers: list[logging.Handler] = []
+
+    def __enter__(self) -> _ConsoleErrorsHeld:
+        from prefect.logging.configuration import ensure_logging_setup
+        from prefect.logging.handlers import PrefectConsoleHandler
+
+        ensure_logging_setup()
+        loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+        for logger in loggers:
+            for handler in getattr(logger, "handlers", ()):
+                if isinstance(handler, PrefectConsoleHandler) and handler not in self._handlers:
+                    self._handlers.append(handler)
+                    handler.addFilter(_HeldBy(self, handler))
+        return self
+
+    def hold(self, handler: logging.Handler, record: logging.LogRecord) -> bool:
+        """Whether ``handler`` may show ``record`` now (an ERROR record is held instead)."""
+        if record.levelno < logging.ERROR:
+            return True
+        self._held.append((handler, record))
+        return False
+
+    def drop(self) -> None:
+        """Forget the lines held so far."""
+        self._held.clear()
+
+    def __exit__(self, *_exc: object) -> None:
+        for handler in self._handlers:
+            for held_filter in [f for f in handler.filters if isinstance(f, _HeldBy) and f.owner is self]:
+                handler.removeFilter(held_filter)
+        for handler, record in self._held:
+            handler.handle(record)
+        self._held.clear()
+
+
+class _HeldBy(logging.Filter):
+    """The filter of one console handler that hands its ERROR records to :class:`_ConsoleErrorsHeld`."""
+
+    def __init__(self, owner: _ConsoleErrorsHeld, handler: logging.Handler) -> None:
+        super().__init__()
+        self.owner = owner
+        self._handler = handler
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.owner.hold(self._handler, record)
 
 
 def _standalone(

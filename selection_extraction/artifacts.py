@@ -1,8 +1,10 @@
 """What the extract step's Prefect artifacts say, built from the batch by pure functions.
 
-The keys of the artifacts, the rows of the ``extraction-pages`` table, the
-``extraction-summary`` markdown and the descriptions of all three (the
-``extraction-progress`` artifact included). The tasks of :mod:`tasks.extract`
+The keys of the artifacts, the rows of the ``extraction-pages`` table (from a
+whole batch, or kept as its articles stream to disk: :class:`PageRows`), the
+``extraction-summary`` markdown (from the batch's root and the run's counts; no
+article is read) and the descriptions of all three (the ``extraction-progress``
+artifact included). The tasks of :mod:`tasks.extract`
 publish them; nothing here talks to Prefect.
 """
 
@@ -37,31 +39,56 @@ def progress_description(page_set: PageSet, n_chunks: int | None = None) -> str:
 
 
 def page_rows(doc: dict[str, Any], max_rows: int) -> list[dict[str, Any]]:
-    """One row per page (the first ``max_rows``): ids, decoding, and per extractor its text length and error.
+    """One row per page (the first ``max_rows``) of a whole batch (:func:`page_row`).
 
     >>> page_rows({"articles": []}, 10)
     []
     """
-    rows: list[dict[str, Any]] = []
-    for index, article in enumerate(doc["articles"][: max(max_rows, 0)]):
-        row: dict[str, Any] = {
-            "index": index,
-            "id": article.get("id"),
-            "url": article.get("url"),
-            "path": article.get("path"),
-            "encoding": article.get("encoding"),
-            "encoding_source": article.get("encoding_source"),
-        }
-        for name in EXTRACTORS:
-            block = article.get(name) or {}
-            text = block.get(TEXT_FIELDS[name])
-            error = block.get("error")
-            row[f"{name}_chars"] = len(text) if isinstance(text, str) else 0
-            row[f"{name}_error"] = (
-                (error[: MAX_ERROR_CELL - 1] + "…") if isinstance(error, str) and len(error) > MAX_ERROR_CELL else error
-            )
-        rows.append(row)
-    return rows
+    return [page_row(index, article) for index, article in enumerate(doc["articles"][: max(max_rows, 0)])]
+
+
+def page_row(index: int, article: dict[str, Any]) -> dict[str, Any]:
+    """The row of one page: ids, decoding, and per extractor its text length and error.
+
+    >>> page_row(0, {"id": "a"})["readability_chars"]
+    0
+    """
+    row: dict[str, Any] = {
+        "index": index,
+        "id": article.get("id"),
+        "url": article.get("url"),
+        "path": article.get("path"),
+        "encoding": article.get("encoding"),
+        "encoding_source": article.get("encoding_source"),
+    }
+    for name in EXTRACTORS:
+        block = article.get(name) or {}
+        text = block.get(TEXT_FIELDS[name])
+        error = block.get("error")
+        row[f"{name}_chars"] = len(text) if isinstance(text, str) else 0
+        row[f"{name}_error"] = (
+            (error[: MAX_ERROR_CELL - 1] + "…") if isinstance(error, str) and len(error) > MAX_ERROR_CELL else error
+        )
+    return row
+
+
+class PageRows:
+    """The rows of the first ``max_rows`` pages, kept as the articles stream past (an
+    :class:`~selection_extraction.batch.ArticleSpool`'s ``watch``): the table without the batch in memory.
+
+    >>> rows = PageRows(1)
+    >>> rows(0, {"id": "a"}); rows(1, {"id": "b"})
+    >>> [row["id"] for row in rows.rows]
+    ['a']
+    """
+
+    def __init__(self, max_rows: int) -> None:
+        self.max_rows = max(max_rows, 0)
+        self.rows: list[dict[str, Any]] = []
+
+    def __call__(self, index: int, article: dict[str, Any]) -> None:
+        if index < self.max_rows:
+            self.rows.append(page_row(index, article))
 
 
 def pages_table_description(output_path: Path, shown_rows: int, stats: ExtractionStats, max_rows: int) -> str:
@@ -80,7 +107,7 @@ def summary_description(output_path: Path) -> str:
 def extraction_markdown(
     doc: dict[str, Any], stats: ExtractionStats, output_path: Path, output_sha256: str, shown_rows: int, max_rows: int
 ) -> str:
-    """The ``extraction-summary`` markdown: counts, output, versions and settings."""
+    """The ``extraction-summary`` markdown: counts, output, versions and settings (``doc``'s articles are not read)."""
     meta = doc.get("extraction", {})
     lines = [
         f"# Extraction: {md_cell(Path(str(meta.get('input', ''))).name or str(meta.get('input', '')))}",

@@ -14,25 +14,33 @@ The document (:func:`build_batch`) is ``{"extractor_versions", "extraction",
 "articles"}``; ``extraction`` records the input as given, the settings that can
 change the texts and the error counts. No clock, no absolute path that the user
 did not give, no machine detail: the same pages give the same bytes.
+
+A batch is written whole (:func:`write_batch`) or, without holding its articles,
+from an :class:`ArticleSpool`: the articles go to an anonymous temporary file as
+they are done, and the batch is written from it at the end, with the same bytes.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
 from typing import Any, Final, NamedTuple
 
-from selection_core.batch import dump_batch
+from selection_core.batch import ARTICLE_SEPARATOR, dump_batch, envelope_parts, render_articles
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
 from selection_core.evidence import counts_text
 from selection_extraction.extractors import Extractor, library_version
 from selection_extraction.pages import Page, PageSet
 from selection_extraction.pool import Outcome
 from selection_extraction.settings import ExtractionSettings
-from selection_storage.atomic import write_atomic
+from selection_storage.atomic import write_atomic, write_error
 
 #: How pages are decoded, as recorded in every batch.
 DECODING_POLICY: Final[str] = (
@@ -194,6 +202,92 @@ def write_batch(doc: dict[str, Any], target: str | os.PathLike[str]) -> BatchByt
     data = dump_batch(doc)
     write_atomic(target, data)
     return BatchBytes(hashlib.sha256(data).hexdigest(), len(data))
+
+
+#: Bytes copied at a time from the spooled articles into the batch.
+_COPY_BYTES: Final[int] = 1 << 20
+
+#: Called with each article handed to an :class:`ArticleSpool`, and its index in the batch.
+ArticleWatcher = Callable[[int, dict[str, Any]], None]
+
+
+class ArticleSpool:
+    """The articles of one batch, in order, in an anonymous temporary file beside it; then the batch written from them.
+
+    Memory does not grow with the number of articles: each is rendered and
+    written to the file when it is added (:meth:`add`), and :meth:`write` copies
+    the file between the batch's head and tail. The file is on the batch's file
+    system and has no name: it is gone when the spool is closed, or with the
+    process, whatever happens. A plain class, so that Prefect does not walk into
+    it when it is a task's parameter.
+
+    Args:
+        target: The batch that will be written (its folder holds the file).
+        watch: Called with ``(index, article)`` for each article added, e.g. to
+            keep the table rows of the first ones.
+
+    Raises:
+        WriteError: the temporary file cannot be created or written.
+    """
+
+    def __init__(self, target: Path, watch: ArticleWatcher | None = None) -> None:
+        self.target = Path(target)
+        self.count = 0
+        self._watch = watch
+        try:
+            self._file = tempfile.TemporaryFile(dir=self.target.parent)
+        except OSError as exc:
+            raise write_error(self.target, exc) from None
+
+    def __repr__(self) -> str:
+        return f"ArticleSpool({str(self.target)!r}, count={self.count})"
+
+    def __enter__(self) -> ArticleSpool:
+        return self
+
+    def __exit__(self, *_exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self.close()
+
+    def add(self, article: dict[str, Any]) -> None:
+        """Append the next article of the batch."""
+        if self._watch is not None:
+            self._watch(self.count, article)
+        try:
+            self._file.write((ARTICLE_SEPARATOR if self.count else b"") + render_articles([article]))
+        except OSError as exc:
+            raise write_error(self.target, exc) from None
+        self.count += 1
+
+    def write(self, root: dict[str, Any]) -> BatchBytes:
+        """Write the batch atomically: ``root`` (with an empty ``articles`` list where the articles go)
+        around the articles added; the bytes of :func:`write_batch` of the whole document.
+        May be called again (a retry) with the same result.
+
+        Raises:
+            OutputPathError: the location is refused.
+            WriteError: writing failed.
+        """
+        head, tail = envelope_parts(root, self.count > 0)
+        digest = hashlib.sha256()
+        size = 0
+
+        def pieces() -> Iterator[bytes]:
+            nonlocal size
+            self._file.seek(0)
+            for piece in itertools.chain([head], iter(lambda: self._file.read(_COPY_BYTES), b""), [tail]):
+                digest.update(piece)
+                size += len(piece)
+                yield piece
+
+        write_atomic(self.target, pieces())
+        return BatchBytes(digest.hexdigest(), size)
+
+    def close(self) -> None:
+        """Remove the temporary file (never raises)."""
+        try:
+            self._file.close()
+        except OSError:
+            pass
 
 
 def log_extraction(logger: logging.Logger | logging.LoggerAdapter[Any], stats: ExtractionStats) -> None:

@@ -2,8 +2,11 @@
 
 The flows' parallel task runners extract one :class:`PageChunk` per task run
 (:func:`extract_chunk`, with one worker process under the run's time limit) and
-join the :class:`ChunkExtraction` s in page order (:func:`join_chunks`). Only
-which pages go together depends on the plan, never the written batch: the
+join the :class:`ChunkExtraction` s in page order: in memory (:func:`join_chunks`),
+or, so that the run never holds the batch, by handing each chunk's articles to an
+:class:`~selection_extraction.batch.ArticleSpool` as it completes (:func:`spool_chunk`)
+and writing the batch from the spool with the joined root (:func:`joined_root`).
+Only which pages go together depends on the plan, never the written batch: the
 bytes are the same whichever runner and chunk size.
 """
 
@@ -14,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from selection_core.batch import ProgressCallback
-from selection_extraction.batch import ExtractionResult, ExtractionStats, build_batch, combine_stats
+from selection_extraction.batch import ArticleSpool, ExtractionResult, ExtractionStats, build_batch, combine_stats
 from selection_extraction.engine import extract_pages
 from selection_extraction.extractors import Extractor
 from selection_extraction.pages import Page, PageSet
@@ -67,10 +70,11 @@ class ChunkExtraction:
         self.stats = stats
 
     def __len__(self) -> int:
-        return len(self.articles)
+        """Pages of the chunk (still counted once its articles were spooled)."""
+        return self.stats.pages
 
     def __repr__(self) -> str:
-        return f"ChunkExtraction(start={self.start}, n={len(self.articles)})"
+        return f"ChunkExtraction(start={self.start}, n={len(self)})"
 
 
 def split_pages(page_set: PageSet, bounds: Sequence[tuple[int, int]], time_limit_seconds: float) -> Iterator[PageChunk]:
@@ -201,6 +205,26 @@ def extract_chunk(chunk: PageChunk) -> ChunkExtraction:
     return ChunkExtraction(chunk.start, result.doc["articles"], result.stats)
 
 
+def spool_chunk(spool: ArticleSpool, part: ChunkExtraction) -> None:
+    """Hand a chunk's articles to ``spool`` (the chunks in page order) and drop them from the chunk; its counts stay."""
+    for article in part.articles:
+        spool.add(article)
+    part.articles = []
+
+
+def joined_root(
+    page_set: PageSet,
+    parts: Sequence[ChunkExtraction],
+    extractors: Sequence[Extractor],
+    time_limit_seconds: float,
+) -> ExtractionResult:
+    """The counts of the whole input from its chunks', and the batch's root with an empty ``articles`` list
+    (for :meth:`ArticleSpool.write <selection_extraction.batch.ArticleSpool.write>`): as one run's."""
+    stats = combine_stats([part.stats for part in parts])
+    settings = ExtractionSettings(time_limit_seconds=time_limit_seconds)
+    return ExtractionResult(build_batch(page_set, [], extractors, settings, stats), stats)
+
+
 def join_chunks(
     page_set: PageSet,
     parts: Sequence[ChunkExtraction],
@@ -208,7 +232,6 @@ def join_chunks(
     time_limit_seconds: float,
 ) -> ExtractionResult:
     """The batch of the whole input from its chunks' extractions, in page order: the same as one run's."""
-    articles = [article for part in parts for article in part.articles]
-    stats = combine_stats([part.stats for part in parts])
-    settings = ExtractionSettings(time_limit_seconds=time_limit_seconds)
-    return ExtractionResult(build_batch(page_set, articles, extractors, settings, stats), stats)
+    result = joined_root(page_set, parts, extractors, time_limit_seconds)
+    result.doc["articles"] = [article for part in parts for article in part.articles]
+    return result

@@ -2,7 +2,8 @@
 
 Plain Python (no Prefect): the CLI (``content-selection extract``), the flows
 ``extract-articles`` and ``extract-and-select`` and the quality benchmark all
-call :func:`extract_pages` / :func:`extract_to_file`.
+call :func:`extract_pages` / :func:`extract_to_file` (or :func:`extract_to_spool`,
+which hands the articles to an :class:`~selection_extraction.batch.ArticleSpool`).
 
 **Per page**: the bytes are read (and gunzipped) once in this process
 (:mod:`selection_extraction.pages`) and decoded once (:mod:`selection_extraction.decode`);
@@ -15,19 +16,16 @@ across the machine's cores, each call under a time limit that really stops it
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import itertools
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
-from selection_core.batch import ARTICLE_SEPARATOR, ProgressCallback, envelope_parts, render_articles
+from selection_core.batch import ProgressCallback
 from selection_core.config import EXTRACTORS
 from selection_extraction.batch import (
+    ArticleSpool,
     ExtractionResult,
     ExtractionStats,
     build_article,
@@ -54,7 +52,6 @@ from selection_extraction.pages import (
 from selection_extraction.paths import extracted_path
 from selection_extraction.pool import Outcome, PageJob, WorkerSetupError, default_workers, run_jobs
 from selection_extraction.settings import ExtractionSettings
-from selection_storage.atomic import write_atomic, write_error
 from selection_storage.paths import resolve_output_path
 
 
@@ -182,6 +179,29 @@ def _extract(
     )
 
 
+def extract_to_spool(
+    page_set: PageSet,
+    spool: ArticleSpool,
+    settings: ExtractionSettings | None = None,
+    extractors: Sequence[Extractor] | None = None,
+    progress: ProgressCallback | None = None,
+) -> ExtractionResult:
+    """Extract every page as :func:`extract_pages` does, handing each article to ``spool`` in page order.
+
+    Only the pages in flight are held, never the articles. ``spool.write(result.doc)``
+    then writes the batch, the same bytes as :func:`~selection_extraction.batch.write_batch`
+    of :func:`extract_pages`'s document.
+
+    Returns:
+        The run's counts, and the batch's root with an empty ``articles`` list
+        (the articles are in the spool).
+    """
+    settings = settings or ExtractionSettings()
+    extractors = tuple(extractors) if extractors is not None else default_extractors()
+    stats = _extract(page_set, settings, extractors, progress, spool.add)
+    return ExtractionResult(build_batch(page_set, [], extractors, settings, stats), stats)
+
+
 def extract_to_file(
     source: str | os.PathLike[str],
     output_path: str | os.PathLike[str] | None = None,
@@ -195,9 +215,10 @@ def extract_to_file(
 
     The output location is checked before any page is read; nothing is written
     unless the whole batch was built. The articles are not held: each is written,
-    as it is done, to an anonymous temporary file beside the output (gone with the
-    process, whatever happens), and the batch is then written from it, so memory
-    does not grow with the number of pages. The bytes are those of
+    as it is done, to an anonymous temporary file beside the output (an
+    :class:`~selection_extraction.batch.ArticleSpool`, gone with the process,
+    whatever happens), and the batch is then written from it, so memory does not
+    grow with the number of pages. The bytes are those of
     :func:`~selection_extraction.batch.write_batch` of :func:`extract_pages`'s document.
 
     Returns:
@@ -209,51 +230,12 @@ def extract_to_file(
         OutputPathError: the output location is refused.
         WriteError: writing failed.
     """
-    settings = settings or ExtractionSettings()
     extractors = tuple(extractors) if extractors is not None else default_extractors()
     if page_set is None:
         page_set = find_pages(source)
     target = resolve_output_path(source, Path(output_path) if output_path is not None else extracted_path(source))
-    with _spool(target) as spool:
-        count = 0
-
-        def emit(article: dict[str, Any]) -> None:
-            nonlocal count
-            try:
-                spool.write((ARTICLE_SEPARATOR if count else b"") + render_articles([article]))
-            except OSError as exc:
-                raise write_error(target, exc) from None
-            count += 1
-
-        stats = _extract(page_set, settings, extractors, progress, emit)
-        root = build_batch(page_set, [], extractors, settings, stats)
-        head, tail = envelope_parts(root, count > 0)
-        digest = hashlib.sha256()
-        size = 0
-
-        def pieces() -> Iterator[bytes]:
-            nonlocal size
-            spool.seek(0)
-            for piece in itertools.chain([head], iter(lambda: spool.read(_COPY_BYTES), b""), [tail]):
-                digest.update(piece)
-                size += len(piece)
-                yield piece
-
-        write_atomic(target, pieces())
-    del root["articles"]
-    return ExtractRunResult(target, digest.hexdigest(), size, ExtractionResult(root, stats))
-
-
-#: Bytes copied at a time from the spooled articles into the batch.
-_COPY_BYTES: Final[int] = 1 << 20
-
-
-@contextlib.contextmanager
-def _spool(target: Path) -> Iterator[Any]:
-    """An anonymous temporary file beside ``target`` (on its file system; removed when closed or at exit)."""
-    try:
-        spool = tempfile.TemporaryFile(dir=target.parent)
-    except OSError as exc:
-        raise write_error(target, exc) from None
-    with spool:
-        yield spool
+    with ArticleSpool(target) as spool:
+        result = extract_to_spool(page_set, spool, settings, extractors, progress)
+        written = spool.write(result.doc)
+    del result.doc["articles"]
+    return ExtractRunResult(target, written.sha256, written.size_bytes, result)

@@ -116,6 +116,19 @@ def page_stem(name: str) -> str | None:
     return None
 
 
+def check_pages_input(source: str | os.PathLike[str]) -> None:
+    """Refuse an input that does not exist, as :func:`find_pages` does, without reading it (a cheap first check).
+
+    Raises:
+        InvalidPagesError: no such file or directory.
+    """
+    if not Path(source).exists():
+        raise InvalidPagesError(
+            f"{os.fspath(source)}: no such file or directory; give a folder of .html/.htm/.html.gz pages, "
+            "a .warc/.warc.gz file or a JSON Lines manifest"
+        )
+
+
 def find_pages(
     source: str | os.PathLike[str], label: str | None = None, scan_progress: ScanProgress | None = None
 ) -> PageSet:
@@ -136,11 +149,7 @@ def find_pages(
     path = Path(text)
     if path.is_dir():
         return _with_warcs(name, "directory", _directory_pages(path), scan_progress)
-    if not path.exists():
-        raise InvalidPagesError(
-            f"{text}: no such file or directory; give a folder of .html/.htm/.html.gz pages, "
-            "a .warc/.warc.gz file or a JSON Lines manifest"
-        )
+    check_pages_input(text)
     if is_warc_name(path.name):
         return _with_warcs(name, "warc", (_WarcFile(name, path),), scan_progress)
     if page_stem(path.name) is not None:

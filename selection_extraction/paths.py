@@ -10,14 +10,16 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from selection_extraction.pages import page_stem
+from selection_extraction.pages import check_pages_input, page_stem
 from selection_extraction.warc import warc_stem
 from selection_storage.paths import (
     EXTRACTED_SUFFIX,
+    RunPaths,
     configured_data_root,
     confine,
     resolve_data_root,
     resolve_output_path,
+    resolve_run_paths,
 )
 
 
@@ -72,3 +74,23 @@ def resolve_extract_paths(pages: str, output_path: str | None = None, data_root:
     source = confine(pages, root, "pages")
     wanted = confine(output_path, root, "output") if output_path else confine(extracted_path(source), root, "output")
     return ExtractPaths(source, resolve_output_path(source, wanted), root)
+
+
+def check_pipeline_paths(
+    pages: str,
+    extracted_path: str | None = None,
+    output_path: str | None = None,
+    report_path: str | None = None,
+    data_root: str | None = None,
+) -> tuple[ExtractPaths, RunPaths]:
+    """Every path of an extract-then-select run, checked as the flow ``extract-and-select`` checks them,
+    and the pages input's existence: what can be refused before the run starts, without reading a page.
+
+    Raises:
+        InvalidPagesError: the pages input does not exist.
+        UnsafePathError: a path leaves the data root.
+        OutputPathError: an output is refused.
+    """
+    extract = resolve_extract_paths(pages, extracted_path, data_root)
+    check_pages_input(pages if extract.data_root is None else extract.pages)  # named as the user wrote it
+    return extract, resolve_run_paths(str(extract.output), output_path, report_path, data_root)

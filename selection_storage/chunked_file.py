@@ -10,21 +10,33 @@ atomic group. The bytes are those of :func:`selection_storage.whole_file.select_
 the whole-document parse reports it. A batch whose articles cannot be delimited
 without parsing is selected in one piece, as the flows do.
 
-``content-selection pipeline`` selects the batch it has just extracted this way, so
-that neither of its steps holds the batch.
+The flow ``extract-and-select`` (which ``content-selection pipeline`` runs) selects
+the batch it has just extracted this way, so that neither of its steps holds the
+batch; it asks for the scores-table rows of the first articles (``row``, ``table_rows``).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import selection_core as sc
 from selection_core.batch import ProgressCallback, Summary
+from selection_core.evidence import align_rows
 from selection_core.select import Selection
-from selection_storage.chunks import ChunkJob, ChunkOutcome, canonical_error, plan_batch, plan_jobs, score_chunk
+from selection_storage.batch import WrittenFile
+from selection_storage.chunks import (
+    ChunkJob,
+    ChunkOutcome,
+    RowBuilder,
+    canonical_error,
+    plan_batch,
+    plan_jobs,
+    score_chunk,
+)
+from selection_storage.files import sha256_file
 from selection_storage.parts import PartJoiner, assemble_parts, discard_parts
 from selection_storage.paths import refuse_report_on_output, resolve_output_path
 from selection_storage.whole_file import select_file
@@ -35,13 +47,20 @@ DEFAULT_FILE_CHUNK_ARTICLES: Final[int] = 1000
 
 @dataclass(frozen=True)
 class ChunkedRunResult:
-    """What a chunked run wrote, and its counts; ``chunks`` is 1 when the batch was selected in one piece."""
+    """What a chunked run wrote, and its counts; ``chunks`` is 1 when the batch was selected in one piece.
+
+    ``rows`` are the scores-table rows of the first ``table_rows`` articles
+    (:func:`selection_core.evidence.align_rows`), empty when none were asked for.
+    """
 
     input_path: Path
     output_path: Path
     report_path: Path | None
     summary: Summary
     chunks: int
+    input_sha256: str
+    written: WrittenFile
+    rows: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _no_row(_article: dict[str, Any], _selection: Selection) -> dict[str, Any]:
@@ -54,11 +73,15 @@ def select_file_in_chunks(
     report_path: str | os.PathLike[str] | None = None,
     chunk_articles: int = DEFAULT_FILE_CHUNK_ARTICLES,
     progress: ProgressCallback | None = None,
+    row: RowBuilder = _no_row,
+    table_rows: int = 0,
 ) -> ChunkedRunResult:
     """Select every article of one batch file, ``chunk_articles`` at a time; write the output (and report).
 
     Nothing is written unless every chunk was valid; no part file is left behind,
-    whatever fails; the input is only read.
+    whatever fails; the input is only read. With ``table_rows``, the result also
+    has the rows ``row`` builds for the first ``table_rows`` articles (the flows'
+    scores table), built where each chunk is scored.
 
     Raises:
         InvalidBatchError: as :func:`~selection_storage.whole_file.select_file` raises it.
@@ -72,16 +95,18 @@ def select_file_in_chunks(
     refuse_report_on_output(report, out, "choose another --report")
     plan = plan_batch(inp)
     if plan.doc is not None:  # its articles could not be delimited without parsing: one piece
-        whole = select_file(inp, out, report, progress)
-        return ChunkedRunResult(inp, whole.output_path, whole.report_path, whole.summary, 1)
+        whole = select_file(inp, out, report, progress, row, table_rows)
+        written = WrittenFile(out, sha256_file(out), out.stat().st_size)
+        rows = align_rows(whole.rows)
+        return ChunkedRunResult(inp, out, report, whole.summary, 1, plan.sha256, written, rows)
     total = plan.article_count
-    jobs: list[ChunkJob] = plan_jobs(plan, chunk_articles, out, report, table_rows=0)
+    jobs: list[ChunkJob] = plan_jobs(plan, chunk_articles, out, report, table_rows=max(table_rows, 0))
     outcomes: list[ChunkOutcome] = []
     joiner = PartJoiner(plan.envelope, total > 0, out, report)
     try:
         for job in jobs:
             try:
-                outcome = score_chunk(job, _no_row)
+                outcome = score_chunk(job, row)
             except sc.InvalidBatchError:
                 canonical_error(inp)  # raises the one-piece path's message
                 raise
@@ -89,10 +114,12 @@ def select_file_in_chunks(
             joiner.add(outcome)  # joined into the staged output before the next chunk is read
             if progress is not None:
                 progress(job.stop, total)
-        assemble_parts(plan.envelope, outcomes, out, report, joined=joiner)
+        written = assemble_parts(plan.envelope, outcomes, out, report, joined=joiner)
     finally:  # whatever happened, no staged file and no part of this run stays
         joiner.discard()
         discard_parts(jobs)
     if progress is not None and total == 0:
         progress(0, 0)
-    return ChunkedRunResult(inp, out, report, sc.merge_summaries(o.summary for o in outcomes), len(jobs))
+    summary = sc.merge_summaries(o.summary for o in outcomes)
+    rows = align_rows([r for o in outcomes for r in o.rows])
+    return ChunkedRunResult(inp, out, report, summary, len(jobs), plan.sha256, written, rows)

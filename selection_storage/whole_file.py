@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from selection_core.batch import (
     ProgressCallback,
@@ -31,6 +33,7 @@ class RunResult:
     report_path: Path | None
     summary: Summary
     selections: list[Selection]
+    rows: list[dict[str, Any]] = field(default_factory=list)
 
 
 def select_file(
@@ -38,9 +41,12 @@ def select_file(
     output_path: str | os.PathLike[str] | None = None,
     report_path: str | os.PathLike[str] | None = None,
     progress: ProgressCallback | None = None,
+    row: Callable[[dict[str, Any], Selection], dict[str, Any]] | None = None,
+    table_rows: int = 0,
 ) -> RunResult:
     """Read, validate, select and write one batch file. Nothing is written unless
-    every check passed; the input is only ever opened for reading."""
+    every check passed; the input is only ever opened for reading. With ``row``,
+    the result has the rows it builds for the first ``table_rows`` articles."""
     inp = Path(input_path)
     out = resolve_output_path(inp, output_path)
     report = None if report_path is None else resolve_output_path(inp, report_path, "--report")
@@ -54,5 +60,7 @@ def select_file(
         # Report first: where the output exists, its report does too; a failure
         # while writing either leaves neither.
         write_atomic_group([(report, report_lines(selections)), (out, payload)])
-    del doc
-    return RunResult(inp, out, report, summarize(selections), selections)
+    articles = doc["articles"]
+    rows = [] if row is None else [row(articles[s.index], s) for s in selections[: max(table_rows, 0)]]
+    del doc, articles
+    return RunResult(inp, out, report, summarize(selections), selections, rows)

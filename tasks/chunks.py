@@ -1,9 +1,10 @@
-"""The chunked selection's tasks: ``plan-batch``, ``select-chunk`` (once per chunk) and ``assemble-batch``.
+"""The chunked selection's tasks: ``plan-batch``, ``select-chunk`` (once per chunk) and ``assemble-batch``,
+and ``select-batch-in-chunks`` (all three, one chunk after the other, in this process).
 
-Each is one call into :mod:`selection_storage.chunks` or :mod:`selection_storage.parts`
-(where the plan, the scoring of one chunk and the assembly of the parts are
-described) and is retried only on transient I/O; an invalid chunk fails at once
-(the flow then reports it as the whole-document parse does).
+Each is one call into :mod:`selection_storage.chunks`, :mod:`selection_storage.parts`
+or :mod:`selection_storage.chunked_file` (where the plan, the scoring of one chunk
+and the assembly of the parts are described) and is retried only on transient
+I/O; an invalid chunk fails at once (reported as the whole-document parse does).
 """
 
 from __future__ import annotations
@@ -14,13 +15,17 @@ from typing import Any, Final
 
 from prefect import task
 
-from selection_core.evidence import article_row
+from selection_core.evidence import article_row, counts_text
 from selection_storage import chunks
 from selection_storage.batch import WrittenFile
+from selection_storage.chunked_file import ChunkedRunResult, select_file_in_chunks
 from selection_storage.chunks import BatchPlan, ChunkJob, ChunkOutcome
 from selection_storage.parts import PartJoiner, assemble_parts
+from selection_storage.paths import RunPaths
 from tasks.logs import run_logger
 from tasks.options import chunk_run_namer, io_task_options
+from tasks.progress import artifact_progress
+from tasks.select import PROGRESS_ARTIFACT_KEY
 
 #: Name of the task that scores one chunk (its runs are ``select-chunk-<start>``).
 CHUNK_TASK_NAME: Final[str] = "select-chunk"
@@ -85,3 +90,30 @@ def assemble_batch(
     written = assemble_parts(envelope, outcomes, output_path, report_path, joined)
     run_logger().info("Wrote %s: %d bytes, sha256 %s", output_path, written.size_bytes, written.sha256)
     return written
+
+
+@task(name="select-batch-in-chunks", **io_task_options())
+def select_batch_in_chunks(paths: RunPaths, articles: int, max_table_rows: int) -> ChunkedRunResult:
+    """Read, score and write the batch one chunk after the other in this process, never holding it whole.
+
+    The bytes of ``select-extractors`` then ``persist-batch`` (see
+    :func:`selection_storage.chunked_file.select_file_in_chunks`). Inside a run, the
+    ``selection-progress`` artifact follows the chunks. Retried only on transient I/O.
+
+    Args:
+        paths: The checked input, output and report.
+        articles: Articles of the batch, for the progress artifact's description.
+        max_table_rows: Rows of the scores table to build (the first articles).
+
+    Returns:
+        The written output, its counts, and the rows of the scores table.
+    """
+    description = f"Scoring the {articles} articles of {paths.input.name}"
+    progress = artifact_progress(PROGRESS_ARTIFACT_KEY, description)
+    result = select_file_in_chunks(
+        paths.input, paths.output, paths.report, progress=progress, row=article_row, table_rows=max_table_rows
+    )
+    written = result.written
+    run_logger().info("Selected %d articles: %s", result.summary.articles, counts_text(result.summary.by_extractor))
+    run_logger().info("Wrote %s: %d bytes, sha256 %s", written.path, written.size_bytes, written.sha256)
+    return result

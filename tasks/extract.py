@@ -3,15 +3,17 @@
 * ``check-extract-paths``: resolve the pages and the output, inside the data root when one is set;
 * ``find-pages``: list the pages of a directory, a manifest or a WARC file (retried on transient I/O only);
 * ``extract-pages``: the three extractors over every page, in worker processes,
-  with an ``extraction-progress`` artifact. Not retried: a page or an extractor
-  that fails is already recorded in its article, and a retry would redo the batch;
-* ``write-extracted-batch``: the core's atomic write (retried on transient I/O only);
-* ``publish-extraction-artifacts``: table ``extraction-pages`` and markdown ``extraction-summary``;
+  with an ``extraction-progress`` artifact; each article goes to the run's
+  :class:`~selection_extraction.batch.ArticleSpool` (a temporary file beside the
+  output) as it is done, so the batch is never held. Not retried: a page or an
+  extractor that fails is already recorded in its article, and a retry would redo the batch;
+* ``write-extracted-batch``: the batch written atomically from the spool (retried on transient I/O only);
+* ``publish-extraction-artifacts``: table ``extraction-pages`` and markdown ``extraction-summary``,
+  from the rows kept of the first pages and the run's counts;
 * ``extract-chunk``: one chunk of pages with one worker process, for the parallel task runners.
 
-None computes a cache key or persists its result: inputs and outputs are as
-large as the batch. What the artifacts say is built by the pure functions of
-:mod:`selection_extraction.artifacts`, testable without Prefect.
+None computes a cache key or persists its result. What the artifacts say is
+built by the pure functions of :mod:`selection_extraction.artifacts`, testable without Prefect.
 """
 
 from __future__ import annotations
@@ -29,14 +31,13 @@ from selection_extraction.artifacts import (
     EXTRACTION_SUMMARY_ARTIFACT_KEY,
     PAGES_ARTIFACT_KEY,
     extraction_markdown,
-    page_rows,
     pages_table_description,
     progress_description,
     summary_description,
 )
-from selection_extraction.batch import ExtractionResult, ExtractionStats, log_extraction, write_batch
+from selection_extraction.batch import ArticleSpool, ExtractionResult, ExtractionStats, log_extraction
 from selection_extraction.chunks import ChunkExtraction, PageChunk, extract_chunk
-from selection_extraction.engine import extract_pages
+from selection_extraction.engine import extract_to_spool
 from selection_extraction.pages import PageSet, find_pages
 from selection_extraction.paths import ExtractPaths, resolve_extract_paths
 from selection_extraction.settings import ExtractionSettings
@@ -86,57 +87,75 @@ def find_pages_task(pages: Path, label: str | None = None) -> PageSet:
 
 
 @task(name="extract-pages", **local_task_options())
-def extract_pages_task(page_set: PageSet, time_limit_seconds: float, workers: int | None = None) -> ExtractionResult:
+def extract_pages_task(
+    page_set: PageSet, spool: ArticleSpool, time_limit_seconds: float, workers: int | None = None
+) -> ExtractionResult:
     """Run trafilatura, newspaper4k and readability on every page, in worker processes.
 
+    Each article is handed to ``spool`` in page order as soon as it is done.
     Inside a run, a progress artifact (key ``extraction-progress``) follows the
     pages; through ``.fn()`` no artifact is made.
 
     Args:
         page_set: The pages, from ``find-pages``.
+        spool: Where the articles go until ``write-extracted-batch`` writes the batch.
         time_limit_seconds: Seconds one extractor may spend on one page.
         workers: Worker processes; None for one per core.
 
     Returns:
-        The batch document and the run's counts.
+        The run's counts, and the batch's root (its articles are in the spool).
     """
     progress = artifact_progress(EXTRACTION_PROGRESS_ARTIFACT_KEY, progress_description(page_set), start=False)
     settings = ExtractionSettings(time_limit_seconds=time_limit_seconds, workers=workers)
-    result = extract_pages(page_set, settings, progress=progress)
+    result = extract_to_spool(page_set, spool, settings, progress=progress)
     log_extraction(run_logger(), result.stats)
     return result
 
 
 @task(name="write-extracted-batch", **io_task_options())
-def write_extracted_batch(doc: dict[str, Any], output_path: Path) -> WrittenFile:
-    """Write the extracted batch atomically, in the selection stage's own format.
+def write_extracted_batch(root: dict[str, Any], spool: ArticleSpool) -> WrittenFile:
+    """Write the batch atomically from the spooled articles, in the selection stage's own format.
+
+    Args:
+        root: The batch's root, with an empty ``articles`` list (from ``extract-pages``).
+        spool: The articles, in page order; the batch is written to its ``target``.
 
     Raises:
         OutputPathError: the location is refused (not retried).
         WriteError: writing failed; retried when transient.
     """
-    written = WrittenFile(Path(output_path), *write_batch(doc, output_path))
-    run_logger().info("Wrote %s: %d bytes, sha256 %s", output_path, written.size_bytes, written.sha256)
+    written = WrittenFile(spool.target, *spool.write(root))
+    run_logger().info("Wrote %s: %d bytes, sha256 %s", written.path, written.size_bytes, written.sha256)
     return written
 
 
 @task(name="publish-extraction-artifacts", **api_task_options())
 def publish_extraction_artifacts(
-    doc: dict[str, Any], stats: ExtractionStats, *, output_path: Path, output_sha256: str, max_rows: int
+    rows: list[dict[str, Any]],
+    root: dict[str, Any],
+    stats: ExtractionStats,
+    *,
+    output_path: Path,
+    output_sha256: str,
+    max_rows: int,
 ) -> dict[str, UUID]:
     """Create the ``extraction-pages`` table and the ``extraction-summary`` markdown.
+
+    Args:
+        rows: The table's rows, of the first ``max_rows`` pages (:class:`~selection_extraction.artifacts.PageRows`).
+        root: The batch's root (its articles are not read).
+        stats: The run's counts.
 
     Returns:
         The artifact ids by key.
     """
-    rows = page_rows(doc, max_rows)
     table_id = create_table_artifact(
         table=rows,
         key=PAGES_ARTIFACT_KEY,
         description=pages_table_description(output_path, len(rows), stats, max_rows),
     )
     markdown_id = create_markdown_artifact(
-        markdown=extraction_markdown(doc, stats, output_path, output_sha256, len(rows), max_rows),
+        markdown=extraction_markdown(root, stats, output_path, output_sha256, len(rows), max_rows),
         key=EXTRACTION_SUMMARY_ARTIFACT_KEY,
         description=summary_description(output_path),
     )

@@ -1,14 +1,26 @@
-"""The progress artifact of a long task: :class:`selection_core.progress.PercentProgress` with an artifact sink."""
+"""The progress artifact of a long task: :class:`selection_core.progress.PercentProgress` with an artifact sink.
+
+A process that runs a flow itself (the command line's ``pipeline``) can also
+follow the progress on its terminal: inside :func:`follow_progress`, every
+progress artifact of a followed key made in this process reports to the
+follower too (its bar), through the same ``progress(done, total)`` calls.
+"""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator, Mapping
 from uuid import UUID
 
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.context import FlowRunContext, TaskRunContext
 
+from selection_core.batch import ProgressCallback
 from selection_core.progress import PercentProgress
 from tasks.logs import run_logger
+
+#: The followers of this process by artifact key (set by :func:`follow_progress` only).
+_FOLLOWERS: dict[str, ProgressCallback] = {}
 
 
 class ArtifactSink:
@@ -35,14 +47,47 @@ class ArtifactSink:
             run_logger().warning("Could not %s the progress artifact: %s", "create" if creating else "update", exc)
 
 
-def artifact_progress(key: str, description: str, *, start: bool = True) -> PercentProgress | None:
-    """A progress reporter that updates the artifact ``key``; None outside a run (a task called with ``.fn()``).
+class _Followed:
+    """``progress(done, total)`` to the artifact's reporter and to a follower."""
+
+    def __init__(self, artifact: PercentProgress, follower: ProgressCallback) -> None:
+        self._artifact = artifact
+        self._follower = follower
+
+    def __call__(self, done: int, total: int) -> None:
+        self._artifact(done, total)
+        self._follower(done, total)
+
+
+@contextlib.contextmanager
+def follow_progress(followers: Mapping[str, ProgressCallback]) -> Iterator[None]:
+    """While inside, the progress artifacts of these keys made in this process also report to their follower.
+
+    >>> seen = []
+    >>> with follow_progress({"k": lambda done, total: seen.append(done)}):
+    ...     artifact_progress("k", "outside a run")(3, 4)
+    >>> seen, artifact_progress("k", "outside a run")
+    ([3], None)
+    """
+    before = dict(_FOLLOWERS)
+    _FOLLOWERS.update(followers)
+    try:
+        yield
+    finally:
+        _FOLLOWERS.clear()
+        _FOLLOWERS.update(before)
+
+
+def artifact_progress(key: str, description: str, *, start: bool = True) -> ProgressCallback | None:
+    """A progress reporter that updates the artifact ``key``; None outside a run (a task called with ``.fn()``)
+    unless the key is followed (:func:`follow_progress`: then the follower alone).
 
     With ``start`` the artifact is created at 0 % at once, before the work begins.
     """
+    follower = _FOLLOWERS.get(key)
     if TaskRunContext.get() is None and FlowRunContext.get() is None:
-        return None
+        return follower
     progress = PercentProgress(ArtifactSink(key, description))
     if start:
         progress(0, 1)
-    return progress
+    return progress if follower is None else _Followed(progress, follower)
