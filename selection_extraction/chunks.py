@@ -62,16 +62,17 @@ class PageChunk:
 class ChunkExtraction:
     """The articles of one :class:`PageChunk`, in page order, and the chunk's counts (a plain container)."""
 
-    __slots__ = ("articles", "start", "stats")
+    __slots__ = ("articles", "pages", "start", "stats")
 
     def __init__(self, start: int, articles: list[dict[str, Any]], stats: ExtractionStats) -> None:
         self.start = start
         self.articles = articles
+        self.pages = len(articles)  # still known once the articles were spooled (:func:`spool_chunk`)
         self.stats = stats
 
     def __len__(self) -> int:
-        """Pages of the chunk (still counted once its articles were spooled)."""
-        return self.stats.pages
+        """Pages of the chunk."""
+        return self.pages
 
     def __repr__(self) -> str:
         return f"ChunkExtraction(start={self.start}, n={len(self)})"

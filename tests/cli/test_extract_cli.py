@@ -1,19 +1,29 @@
-"""``content-selection extract`` and ``pipeline`` (flows/cli_extract.py): outputs, one-line errors, exit codes."""
+"""``content-selection extract`` and ``pipeline`` (selection_cli/extract.py): outputs, one-line errors, exit codes.
+
+``pipeline`` runs the flow ``extract-and-select``: its tests use the session's
+Prefect test harness, and read the run and its artifacts back through the API.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+from uuid import UUID
 
 import pytest
 
 from selection_cli.extract import extract_main, pipeline_main
+from selection_cli.select import format_summary
 from selection_core.errors import EXIT_INVALID_INPUT
 from selection_storage import select_file
-from tests.support import PAGES, ROOT
+from tests.support import DATA, PAGES, ROOT
+from tests.support.prefect_fixtures import artifacts_of, env_without_prefect_api
 
 ONE_PAGE = "06ee193de4bd611f7fafbab0c59b0f6fe3495093516720632cd093b24c7a0e98.html.gz"
 ANOTHER_PAGE = "d90bda7ed14df19574f4ca8b1ccde5752a78f40058af1393e81cc99adb3e8756.html.gz"
@@ -41,24 +51,173 @@ def test_extract_writes_the_default_batch_and_prints_a_summary(pages: Path, caps
     assert out.err == ""  # no library warning or log line reaches the terminal
 
 
+@pytest.fixture
+def flow_env(prefect_harness: None) -> Iterator[None]:
+    """The session's Prefect test harness; the settings ``pipeline`` puts in the environment are undone after."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+def flow_run_id(out: str) -> UUID:
+    """The id on the ``flow run:`` line ``pipeline`` prints last."""
+    last = out.splitlines()[-1]
+    assert last.startswith("flow run: "), out
+    return UUID(last.removeprefix("flow run: "))
+
+
+def read_flow_run(run_id: UUID) -> tuple[Any, str]:
+    """The flow run and the name of its flow, through the API."""
+    from prefect import get_client
+
+    async def read() -> tuple[Any, str]:
+        async with get_client() as client:
+            run = await client.read_flow_run(run_id)
+            return run, (await client.read_flow(run.flow_id)).name
+
+    return asyncio.run(read())
+
+
+def extract_then_select(pages: str, folder: Path, report: bool = False) -> tuple[Path, Path, Path | None, str]:
+    """What ``extract PAGES`` then ``select`` write in ``folder`` (the reference of the pipeline's bytes),
+    and the summary ``select`` prints."""
+    folder.mkdir()
+    extracted, selected = folder / "extracted.json", folder / "selected.json"
+    assert extract_main([pages, "-o", str(extracted)]) == 0
+    report_path = folder / "report.jsonl" if report else None
+    return extracted, selected, report_path, format_summary(select_file(extracted, selected, report_path).summary)
+
+
+@pytest.mark.usefixtures("flow_env")
 def test_pipeline_writes_both_batches(pages: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = tmp_path / "report.jsonl"
-    assert pipeline_main([str(pages), "--report", str(report)]) == 0
+    assert pipeline_main([str(pages), "--report", str(report), "--workers", "1"]) == 0
     extracted = pages.parent / "news_extracted.json"
     selected = pages.parent / "news_extracted_selected.json"
     out = capsys.readouterr().out
-    assert f"extracted: {extracted}" in out and f"output: {selected}" in out and f"report: {report}" in out
-    # The pipeline's selection is the selection command's, byte for byte.
-    reference = tmp_path / "reference.json"
-    select_file(extracted, reference)
-    assert selected.read_bytes() == reference.read_bytes()
-    assert len(report.read_text().splitlines()) == 2
+    # The pipeline writes what `extract` then `select` write, byte for byte, and prints what they print.
+    ref_extracted, ref_selected, ref_report, selection = extract_then_select(
+        str(pages), tmp_path / "reference", report=True
+    )
+    assert out.splitlines()[:-1] == [
+        "pages: 2 (0 unreadable)",
+        "errors: trafilatura 0, newspaper4k 0, readability 0",
+        f"extracted: {extracted}",
+        *selection.splitlines(),
+        f"output: {selected}",
+        f"report: {report}",
+    ]
+    assert selection.startswith("articles: 2\nselected: ")
+    assert extracted.read_bytes() == ref_extracted.read_bytes()
+    assert selected.read_bytes() == ref_selected.read_bytes()
+    assert ref_report is not None and report.read_bytes() == ref_report.read_bytes()
 
 
-def test_pipeline_with_explicit_paths(pages: Path, tmp_path: Path) -> None:
+@pytest.mark.usefixtures("flow_env")
+def test_pipeline_is_a_run_of_the_flow_with_its_artifacts(
+    pages: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from selection_core.evidence import SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY
+    from selection_extraction.artifacts import (
+        EXTRACTION_PROGRESS_ARTIFACT_KEY,
+        EXTRACTION_SUMMARY_ARTIFACT_KEY,
+        PAGES_ARTIFACT_KEY,
+    )
+    from tasks.select import PROGRESS_ARTIFACT_KEY
+
     extracted, selected = tmp_path / "x.json", tmp_path / "y.json"
     assert pipeline_main([str(pages), "--extracted", str(extracted), "-o", str(selected)]) == 0
+    run_id = flow_run_id(capsys.readouterr().out)
+    run, flow_name = read_flow_run(run_id)
+    assert flow_name == "extract-and-select" and run.name == "extract-and-select-news"
+    assert run.state is not None and run.state.is_completed()
+    assert run.parameters["extracted_path"] == str(extracted) and run.parameters["output_path"] == str(selected)
+    by_key = {a.key: a for a in asyncio.run(artifacts_of(run_id))}
+    assert set(by_key) == {
+        PAGES_ARTIFACT_KEY,
+        EXTRACTION_SUMMARY_ARTIFACT_KEY,
+        EXTRACTION_PROGRESS_ARTIFACT_KEY,
+        SCORES_ARTIFACT_KEY,
+        SUMMARY_ARTIFACT_KEY,
+        PROGRESS_ARTIFACT_KEY,
+    }
+    assert "2 of 2 pages" in by_key[PAGES_ARTIFACT_KEY].description
+    assert "2 of 2 articles" in by_key[SCORES_ARTIFACT_KEY].description
     assert extracted.is_file() and selected.is_file()
+
+
+@pytest.mark.usefixtures("flow_env")
+def test_pipeline_on_a_web_archive_writes_what_extract_then_select_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    warc = tmp_path / "crawl" / "pages.warc.gz"
+    warc.parent.mkdir()
+    shutil.copy(DATA / "warc" / "pages.warc.gz", warc)
+    assert pipeline_main([str(warc)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("WARC records: html 8, warcinfo 1, request 6,")
+    ref_extracted, ref_selected, _, _ = extract_then_select(str(warc), tmp_path / "reference")
+    assert (warc.parent / "pages_extracted.json").read_bytes() == ref_extracted.read_bytes()
+    assert (warc.parent / "pages_extracted_selected.json").read_bytes() == ref_selected.read_bytes()
+
+
+#: Runs ``content-selection ARGS`` and says on stdout whether Prefect was imported.
+_MAIN_AND_PREFECT = (
+    "import sys; from selection_cli.main import main; status = main(sys.argv[1:]); "
+    "print('prefect imported:', 'prefect' in sys.modules); sys.exit(status)"
+)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(
+            ["{tmp}/missing"],
+            "{tmp}/missing: no such file or directory; give a folder of .html/.htm/.html.gz pages, "
+            "a .warc/.warc.gz file or a JSON Lines manifest",
+            id="missing-pages",
+        ),
+        pytest.param(
+            ["missing"],
+            "missing: no such file or directory; give a folder of .html/.htm/.html.gz pages, "
+            "a .warc/.warc.gz file or a JSON Lines manifest",
+            id="missing-pages-relative",
+        ),
+        pytest.param(
+            ["{pages}", "--report", "{tmp}/no-dir/report.jsonl"],
+            "{tmp}/no-dir/report.jsonl: the directory {tmp}/no-dir does not exist; create it first",
+            id="report-dir-missing",
+        ),
+        pytest.param(["{pages}", "--data-root", "{pages}/.."], "outside the data root", id="outside-the-data-root"),
+    ],
+)
+def test_pipeline_refuses_a_bad_path_in_one_line_without_starting_prefect(
+    pages: Path, tmp_path: Path, argv: list[str], message: str
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    args = [a.format(pages=pages, tmp=tmp_path).replace(f"{pages}/..", str(root)) for a in argv]
+    done = subprocess.run(
+        [sys.executable, "-c", _MAIN_AND_PREFECT, "pipeline", *args],
+        cwd=tmp_path,
+        env=env_without_prefect_api(PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == EXIT_INVALID_INPUT
+    assert done.stdout == "prefect imported: False\n"
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("content-selection: error: ")
+    assert message.format(tmp=tmp_path) in lines[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["news", "root"]
+
+
+@pytest.mark.parametrize("value", ["3601", "1e9"])
+def test_pipeline_time_limit_is_bounded_as_the_flow_bounds_it(pages: Path, value: str) -> None:
+    with pytest.raises(SystemExit) as info:
+        pipeline_main([str(pages), "--time-limit", value])
+    assert info.value.code == 2
 
 
 @pytest.mark.parametrize(
@@ -83,6 +242,7 @@ def test_bad_arguments_get_one_line_and_exit_65(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["news"]
 
 
+@pytest.mark.usefixtures("no_data_root_env")
 def test_pipeline_checks_every_output_before_extracting(
     pages: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -31,6 +31,7 @@ from selection_extraction.artifacts import (
     EXTRACTION_SUMMARY_ARTIFACT_KEY,
     PAGES_ARTIFACT_KEY,
 )
+from tasks.progress import follow_progress
 from tasks.select import PROGRESS_ARTIFACT_KEY
 from tests.support import DATA, PAGES
 from tests.support.prefect_fixtures import artifacts_of, expected_output, leftover_files
@@ -149,6 +150,32 @@ def test_extract_and_select_runs_both_steps_with_their_artifacts(pages: Path, da
     assert f"| Input SHA-256 | `{result.extracted_sha256}` |" in by_key[SUMMARY_ARTIFACT_KEY].data
     # No completion event: the selection is already done.
     assert read_batch_extracted_events(extracted) == []
+
+
+@pytest.mark.parametrize("pages_per_chunk", [None, 2], ids=["one-task", "in-chunks"])
+def test_extract_and_select_keeps_only_the_first_rows_and_can_be_followed(
+    pages: Path, data_root: Path, pages_per_chunk: int | None
+) -> None:
+    """The tables hold the first ``max_table_rows`` rows (the batch is never held whole, in one
+    task or in chunks), the bytes are the engine's and the core's, and a follower sees the progress."""
+    seen: dict[str, list[tuple[int, int]]] = {EXTRACTION_PROGRESS_ARTIFACT_KEY: [], PROGRESS_ARTIFACT_KEY: []}
+    followers = {key: (lambda done, total, key=key: seen[key].append((done, total))) for key in seen}
+    with follow_progress(followers):
+        state = extract_and_select(
+            pages=str(pages), max_table_rows=2, pages_per_chunk=pages_per_chunk, workers=1, return_state=True
+        )
+    assert state.is_completed()
+    result = state.result()
+    extracted = data_root / "2024-05-01_extracted.json"
+    assert extracted.read_bytes() == sc.dump_batch(extract_pages(find_pages(pages, label=str(pages))).doc)
+    assert Path(result.output_path).read_bytes() == expected_output(extracted)
+    assert leftover_files(data_root, {extracted, Path(result.output_path), *(pages / p.name for p in SAMPLE)}) == []
+    by_key = {a.key: a for a in asyncio.run(artifacts_of(state.state_details.flow_run_id))}
+    ids = [p.name.removesuffix(".html.gz") for p in SAMPLE[:2]]
+    assert [row["id"] for row in json.loads(by_key[PAGES_ARTIFACT_KEY].data)] == ids
+    assert [row["id"] for row in json.loads(by_key[SCORES_ARTIFACT_KEY].data)] == ids
+    assert "2 of 3 articles shown" in by_key[SCORES_ARTIFACT_KEY].description
+    assert seen[EXTRACTION_PROGRESS_ARTIFACT_KEY][-1] == (3, 3) and seen[PROGRESS_ARTIFACT_KEY][-1] == (3, 3)
 
 
 def test_paths_outside_the_data_root_fail_before_any_work(pages: Path, data_root: Path, tmp_path: Path) -> None:
