@@ -160,7 +160,7 @@ def _select_in_chunks(
 
 
 def select_whole(doc: dict[str, Any], paths: RunPaths, max_table_rows: int) -> Scored:
-    """Score the batch in one task in this process, then write it (the default; ``extract-and-select`` too)."""
+    """Score the batch in one task in this process, then write it (the default)."""
     selections = select_extractors(opaque(doc), batch_name=paths.input.name)
     written = persist_batch(opaque(doc), opaque(selections), paths.output)
     if paths.report is not None:
