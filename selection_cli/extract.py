@@ -281,7 +281,7 @@ def pipeline_command(args: argparse.Namespace) -> int:
 
     bars = {
         EXTRACTION_PROGRESS_ARTIFACT_KEY: _pages_bar(),
-        PROGRESS_ARTIFACT_KEY: ProgressBar(sys.stderr, "selecting", min_total=1, unit="articles"),
+        PROGRESS_ARTIFACT_KEY: ProgressBar(sys.stderr),  # select's bar
     }
     with _ConsoleErrorsHeld() as held, follow_progress(bars):
         state = extract_and_select(**parameters, return_state=True)

@@ -213,6 +213,63 @@ def test_pipeline_refuses_a_bad_path_in_one_line_without_starting_prefect(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["news", "root"]
 
 
+@pytest.mark.slow
+def test_pipeline_in_a_fresh_process_prints_its_lines_and_nothing_on_stderr(pages: Path, tmp_path: Path) -> None:
+    """The embedded API, started by the command itself: no Prefect log line, notice or warning on stderr."""
+    home = tmp_path / "prefect-home"
+    home.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "selection_cli.main", "pipeline", str(pages), "--workers", "1"],
+        cwd=tmp_path,
+        env=env_without_prefect_api(PYTHONPATH=str(ROOT), PREFECT_HOME=str(home)),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    lines = done.stdout.splitlines()
+    assert lines[2] == f"extracted: {pages.parent / 'news_extracted.json'}"
+    assert lines[-2] == f"output: {pages.parent / 'news_extracted_selected.json'}"
+    flow_run_id(done.stdout)
+
+
+#: ``content-selection ARGS`` with a bug injected into the flow's selection step.
+_MAIN_WITH_A_BUG = (
+    "import sys, tasks.chunks\n"
+    "def broken(*args, **kwargs):\n"
+    "    raise RuntimeError('injected bug')\n"
+    "tasks.chunks.select_file_in_chunks = broken\n"
+    "from selection_cli.main import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+@pytest.mark.slow
+def test_a_bug_inside_the_run_is_shown_as_prefect_logged_it_then_one_line(pages: Path, tmp_path: Path) -> None:
+    """Not a refusal: the held ERROR lines of the run (with the traceback) are shown, then the command's line."""
+    home = tmp_path / "prefect-home"
+    home.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", _MAIN_WITH_A_BUG, "pipeline", str(pages), "--workers", "1"],
+        cwd=tmp_path,
+        # The injection imports Prefect before the command could set its console level: set here.
+        env=env_without_prefect_api(
+            PYTHONPATH=str(ROOT), PREFECT_HOME=str(home), PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL="WARNING"
+        ),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert lines[-1].startswith("content-selection: internal error: RuntimeError: injected bug")
+    assert "Traceback (most recent call last):" in done.stderr
+    assert any("select-batch-in-chunks" in line for line in lines[:-1])
+    assert not any("| INFO " in line for line in lines)
+    assert (pages.parent / "news_extracted.json").is_file()  # the extraction had finished
+    assert not (pages.parent / "news_extracted_selected.json").exists()
+
+
 @pytest.mark.parametrize("value", ["3601", "1e9"])
 def test_pipeline_time_limit_is_bounded_as_the_flow_bounds_it(pages: Path, value: str) -> None:
     with pytest.raises(SystemExit) as info:
