@@ -25,7 +25,7 @@ from prefect import flow
 from pydantic import BaseModel, Field
 
 from flows.extract_articles import extract_articles
-from flows.params import DEFAULT_MAX_TABLE_ROWS, MAX_TABLE_ROWS_LIMIT, MAX_TIME_LIMIT_SECONDS
+from flows.params import DEFAULT_MAX_TABLE_ROWS, MAX_TABLE_ROWS_LIMIT, MAX_TIME_LIMIT_SECONDS, run_namer
 from selection_core.errors import SelectionError
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
 from selection_extraction.inbox import failure_line, failures_message
@@ -48,6 +48,7 @@ class PageSetsFailedError(SelectionError):
 
 @flow(
     name="extract-inbox",
+    flow_run_name=run_namer("extract-inbox", "inbox", "inbox"),
     description="Extract every page set in the inbox that has no up-to-date batch; each batch is then selected.",
     validate_parameters=True,
 )
@@ -101,8 +102,6 @@ def extract_inbox(
             continue
         error = state.result(raise_on_failure=False)
         failures.append(failure_line(page_set, str(error) if isinstance(error, BaseException) else str(state.message)))
-    for line in failures:
-        logger.error("%s", line)
-    if failures:
+    if failures:  # each failed subflow run logged its own error; the message lists them all, once
         raise PageSetsFailedError(failures_message(failures, len(scan.new) + len(scan.clashes)))
     return summary
