@@ -16,7 +16,8 @@ parameters recorded for that run are there (Prefect 3.9,
 ``prefect.server.events.actions``): those its caller passed, defaults included,
 for a flow called directly; those of the deployment and the run for a deployment
 run (a flow default not passed by either is not recorded there). A parameter
-that is missing renders empty, and the selection run is refused before it starts.
+that is missing fails the automation's action (``InvalidJinja``, seen as a
+``prefect.automation.action.failed`` event): no selection run starts.
 
 The path is untrusted, as an event's is: the deployment carrying this trigger
 sets ``require_data_root``, so a path outside the data root fails the run and
