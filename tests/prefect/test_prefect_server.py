@@ -56,12 +56,13 @@ def served(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         def registered() -> bool:
             assert process.poll() is None, (server.logs / "serve.log").read_text()[-3000:]
             names = ("select-content/manual", "select-directory/scheduled", "select-content/triggered")
+            deployments = {name: server.deployment(name) for name in names}
             # Another module's serve may have registered the same names on this session's server:
             # only this one's data root in the triggered deployment says this serve has applied it.
-            triggered = server.deployment("select-content/triggered")
+            triggered = deployments["select-content/triggered"]
             return (
-                all(server.deployment(n) for n in names)
-                and triggered.parameters.get("data_root") == str(data_root)
+                all(deployments.values())
+                and triggered.parameters.get("data_root") == str(data_root.resolve())  # serve resolves it
                 and any(a.name == "select-content-on-batch-extracted" for a in server.automations())
             )
 
