@@ -38,12 +38,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     parser.add_argument(
         "--directory",
         metavar="DIR",
-        help="folder the scheduled deployment scans (default: the data root)",
+        help="folder select-directory/scheduled scans for stale batches (default: the data root)",
     )
     parser.add_argument(
         "--inbox",
         metavar="DIR",
-        help="folder where page sets are dropped for the scheduled extraction (default: <data root>/inbox)",
+        help="folder extract-inbox/scheduled extracts new page sets from, inside the data root "
+        "(default: <data root>/inbox)",
     )
     parser.add_argument(
         "--cron",
