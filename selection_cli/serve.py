@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
 from selection_cli.environment import apply_kernel_setting
-from selection_storage.paths import DATA_ROOT_ENV, configured_data_root, resolve_data_root
+from selection_storage.paths import DATA_ROOT_ENV, configured_data_root, data_root_source, resolve_data_root
 
 PROG = "content-selection serve"
 
@@ -77,7 +77,7 @@ def serve_command(args: argparse.Namespace) -> int:
         _error(f"no data root; pass --data-root DIR or set {DATA_ROOT_ENV} (event paths are only accepted inside it)")
         return 2
     try:
-        root = resolve_data_root(root_text)
+        root = resolve_data_root(root_text, data_root_source(data_root, "--data-root"))
     except Exception as exc:  # noqa: BLE001 - reported as one line
         _error(str(exc))
         return int(getattr(exc, "exit_code", 2))
