@@ -191,5 +191,6 @@ def select_directory(
 
     if result.failed:
         errors = "; ".join(f.error for f in result.failed)
-        raise BatchesFailedError(f"{len(result.failed)} of {len(stale)} batch(es) failed, the others were written: {errors}")
+        counts = f"{len(result.failed)} of {len(stale)} batch(es) failed"
+        raise BatchesFailedError(f"{counts}, the others were written: {errors}")
     return result

@@ -16,8 +16,8 @@ from selection_storage.paths import (
     DATA_ROOT_PARAMETER,
     EXTRACTED_SUFFIX,
     configured_data_root,
-    data_root_source,
     confine,
+    data_root_source,
     resolve_data_root,
     resolve_output_path,
 )
