@@ -137,12 +137,14 @@ def run_command(args: argparse.Namespace) -> int:
 
     from flows.select_content import select_content  # Prefect is imported only here
 
-    _leave_repeated_errors_to_the_last_line()
+    handlers = _leave_repeated_errors_to_the_last_line()
     try:
         summary = select_content(**parameters)
     except Exception as exc:  # noqa: BLE001 - reported as one line, never a traceback
+        _after_the_run(handlers)
         print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
         return int(getattr(exc, "exit_code", 1))
+    _after_the_run(handlers)
     print(summary.one_line())
     return 0
 
@@ -215,8 +217,15 @@ class _OneErrorLine(logging.Filter):
         return not (message.startswith("Finished in state") and not message.startswith("Finished in state Completed"))
 
 
-def _leave_repeated_errors_to_the_last_line() -> None:
-    """Put :class:`_OneErrorLine` on Prefect's console handlers."""
+def _after_the_run(handlers: list[logging.Handler]) -> None:
+    """Keep the summary or the error the last line: after the run, Prefect's console shows
+    warnings only (not "Stopping temporary server", logged as the process exits)."""
+    for handler in handlers:
+        handler.setLevel(max(handler.level, logging.WARNING))
+
+
+def _leave_repeated_errors_to_the_last_line() -> list[logging.Handler]:
+    """Put :class:`_OneErrorLine` on Prefect's console handlers; returns those handlers."""
     from prefect.logging.configuration import ensure_logging_setup
     from prefect.logging.handlers import PrefectConsoleHandler
 
@@ -226,12 +235,11 @@ def _leave_repeated_errors_to_the_last_line() -> None:
     loggers = [logging.getLogger()] + [
         logger for logger in logging.Logger.manager.loggerDict.values() if isinstance(logger, logging.Logger)
     ]
-    for logger in loggers:
-        for handler in logger.handlers:
-            if isinstance(handler, PrefectConsoleHandler) and not any(
-                isinstance(f, _OneErrorLine) for f in handler.filters
-            ):
-                handler.addFilter(_OneErrorLine(RUN_LOGGERS))
+    consoles = [h for logger in loggers for h in logger.handlers if isinstance(h, PrefectConsoleHandler)]
+    for handler in consoles:
+        if not any(isinstance(f, _OneErrorLine) for f in handler.filters):
+            handler.addFilter(_OneErrorLine(RUN_LOGGERS))
+    return consoles
 
 
 def _one_line(exc: BaseException) -> str:

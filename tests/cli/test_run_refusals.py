@@ -131,3 +131,21 @@ def test_a_missing_data_root_is_named_as_it_was_set(
     message = _message(result.stderr)
     assert message.startswith(f"data root {missing!r} does not exist")
     assert message.endswith(f"point {named} at an existing directory")
+
+
+@pytest.mark.slow
+def test_a_run_that_fails_inside_the_flow_says_why_once_on_its_last_line(tmp_path: Path) -> None:
+    """A chunked run validates its articles in the chunks: this one fails in the flow run
+    (the embedded server started), and its error is still said once, last."""
+    batch = tmp_path / "b_extracted.json"
+    batch.write_bytes(b'{"articles": [{"id": "a"}, 5]}')  # delimited by the layout scan, invalid in a chunk
+    run = _command(["run", str(batch), "--chunk-size", "1"], tmp_path)
+    assert run.returncode == EXIT_INVALID_INPUT, run.stderr
+    assert run.stdout.splitlines() == ["prefect imported"]
+    lines = run.stderr.splitlines()
+    assert (
+        lines[-1]
+        == f"content-selection run: error: {batch}: $.articles[1] is a number; every article must be a JSON object"
+    )
+    assert sum("every article must be a JSON object" in line for line in lines) == 1, run.stderr
+    assert "Traceback" not in run.stderr
