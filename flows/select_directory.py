@@ -82,7 +82,14 @@ class BatchFailedError(SelectionError):
     """One batch's ``select-content`` run ended without a result or an exception (e.g. it crashed)."""
 
 
-@task(name="select-batch-file", **local_task_options())
+def _file_run_name() -> str:
+    """``select-batch-file-<file name>``: the graph names the file each task run selects."""
+    from prefect.runtime import task_run
+
+    return f"select-batch-file-{Path(str(task_run.parameters.get('input_path', ''))).name}"
+
+
+@task(name="select-batch-file", task_run_name=_file_run_name, **local_task_options())
 def select_batch_file(input_path: str, options: dict[str, Any]) -> Any:
     """Run ``select-content`` on one batch; this task run fails with it.
 

@@ -137,6 +137,7 @@ def test_the_failed_file_of_a_directory_run_is_a_failed_task_run(server: Server,
     failed = [t for t in per_file if t.state.is_failed()]
     assert [t.state.is_completed() for t in per_file].count(True) == 3
     assert len(failed) == 1 and truncated.name in failed[0].state.message
+    assert failed[0].name == f"select-batch-file-{truncated.name}"  # the graph names the file
     for name in ("a", "b", "d"):
         assert (folder / f"{name}_extracted_selected.json").exists()
     assert not (folder / "c_extracted_selected.json").exists()
