@@ -11,6 +11,7 @@ chooses its final state. A Python caller of the flow still gets the exception
 itself, with its type and ``exit_code`` (the engine raises the exception held
 by a returned Failed state), and ``return_state=True`` gives that state.
 Any other exception, a bug, propagates as before, traceback included.
+(``flow.fn(...)``, which bypasses the engine, returns that Failed state instead.)
 
 (The traceback of the task that raised the refusal is dropped by
 :class:`tasks.logs.UserErrorFilter`.)
