@@ -25,7 +25,15 @@ from prefect import flow
 from pydantic import BaseModel, Field
 
 from flows.extract_articles import extract_articles
-from flows.params import DEFAULT_MAX_TABLE_ROWS, MAX_TABLE_ROWS_LIMIT, MAX_TIME_LIMIT_SECONDS, run_namer
+from flows.params import (
+    DEFAULT_MAX_TABLE_ROWS,
+    MAX_TABLE_ROWS_LIMIT,
+    MAX_TIME_LIMIT_SECONDS,
+    OptionalCount,
+    OptionalText,
+    run_namer,
+)
+from flows.refusals import refusals_fail_the_run
 from selection_core.errors import SelectionError
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
 from selection_extraction.inbox import failure_line, failures_message
@@ -52,11 +60,12 @@ class PageSetsFailedError(SelectionError):
     description="Extract every page set in the inbox that has no up-to-date batch; each batch is then selected.",
     validate_parameters=True,
 )
+@refusals_fail_the_run
 def extract_inbox(
-    inbox: str | None = None,
-    data_root: str | None = None,
+    inbox: OptionalText = None,
+    data_root: OptionalText = None,
     time_limit_seconds: Annotated[float, Field(gt=0, le=MAX_TIME_LIMIT_SECONDS)] = DEFAULT_TIME_LIMIT_SECONDS,
-    workers: Annotated[int | None, Field(ge=1)] = None,
+    workers: OptionalCount = None,
     max_table_rows: Annotated[int, Field(ge=0, le=MAX_TABLE_ROWS_LIMIT)] = DEFAULT_MAX_TABLE_ROWS,
 ) -> InboxRunSummary:
     """Extract each new page set of the inbox into `<name>_extracted.json` beside it, and announce it.
@@ -70,7 +79,7 @@ def extract_inbox(
             Leave empty to use CONTENT_SELECTION_DATA_ROOT; one of the two is required.
         time_limit_seconds: Seconds one extractor may spend on one page; an
             extractor that overruns is stopped and its block gets a TimeoutError.
-        workers: Worker processes of each extraction. Leave empty for one per CPU core.
+        workers: Worker processes of each extraction. Leave empty (or 0) for one per CPU core.
         max_table_rows: Most rows of each run's `extraction-pages` table artifact.
 
     Returns:

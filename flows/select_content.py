@@ -22,9 +22,17 @@ from prefect.utilities.annotations import opaque
 from pydantic import BaseModel, Field
 
 import selection_core as sc
-from flows.params import DEFAULT_MAX_TABLE_ROWS, MAX_TABLE_ROWS_LIMIT, run_namer
+from flows.params import (
+    DEFAULT_MAX_TABLE_ROWS,
+    MAX_TABLE_ROWS_LIMIT,
+    DaskAddress,
+    OptionalCount,
+    OptionalText,
+    TaskRunnerChoice,
+    run_namer,
+)
+from flows.refusals import refusals_fail_the_run
 from flows.runners import (
-    DASK_ADDRESS_PATTERN,
     IN_FLIGHT_PER_WORKER,
     TaskRunnerName,
     open_task_runner,
@@ -206,16 +214,17 @@ def _select(
     description="Pick, for every article of an extracted batch, the extractor whose text the others agree with.",
     validate_parameters=True,
 )
+@refusals_fail_the_run
 def select_content(
     input_path: Annotated[str, Field(min_length=1)],
-    output_path: str | None = None,
-    report_path: str | None = None,
+    output_path: OptionalText = None,
+    report_path: OptionalText = None,
     max_table_rows: Annotated[int, Field(ge=0, le=MAX_TABLE_ROWS_LIMIT)] = DEFAULT_MAX_TABLE_ROWS,
-    data_root: str | None = None,
+    data_root: OptionalText = None,
     require_data_root: bool = False,
-    task_runner: TaskRunnerName | None = None,
-    dask_address: Annotated[str | None, Field(pattern=DASK_ADDRESS_PATTERN)] = None,
-    chunk_size: Annotated[int | None, Field(ge=1)] = None,
+    task_runner: TaskRunnerChoice = None,
+    dask_address: DaskAddress = None,
+    chunk_size: OptionalCount = None,
 ) -> SelectionRunSummary:
     """Select the best extractor of every article of one batch and write the result.
 
@@ -246,12 +255,13 @@ def select_content(
             CONTENT_SELECTION_DASK_ADDRESS environment variable; with neither,
             `dask` starts a local cluster of 2 worker processes for the run.
         chunk_size: Articles per chunk; each chunk of consecutive articles is
-            read, scored and written by one task run. Leave empty to score the batch in one task
+            read, scored and written by one task run. Leave at 0 to score the batch in one task
             when in-process, or in about 4 chunks per worker (500 to 25000
             articles each) on `process` and `dask`.
 
     Returns:
         A summary: paths, counts per extractor and per reason, SHA-256 of input and output.
+        A refusal (invalid batch, refused path) ends the run Failed with its one-line message.
     """
     logger = run_logger()
     paths = check_paths(input_path, output_path, report_path, data_root, require_data_root)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
 from selection_cli.environment import apply_kernel_setting
-from selection_storage.paths import DATA_ROOT_ENV, configured_data_root, confine, resolve_data_root
+from selection_storage.paths import DATA_ROOT_ENV, configured_data_root, confine, data_root_source, resolve_data_root
 
 PROG = "content-selection serve"
 
@@ -106,9 +106,10 @@ def serve_command(args: argparse.Namespace) -> int:
         _error(f"no data root; pass --data-root DIR or set {DATA_ROOT_ENV} (event paths are only accepted inside it)")
         return 2
     try:
-        root = resolve_data_root(root_text)
+        source = data_root_source(data_root, "--data-root")
+        root = resolve_data_root(root_text, source)
         if inbox:  # the extraction's outputs must be where the triggered selection accepts them
-            confine(inbox, root, "inbox")
+            confine(inbox, root, "inbox", source)
     except Exception as exc:  # noqa: BLE001 - reported as one line
         _error(str(exc))
         return int(getattr(exc, "exit_code", 2))

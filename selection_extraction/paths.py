@@ -13,9 +13,11 @@ from pathlib import Path
 from selection_extraction.pages import page_stem
 from selection_extraction.warc import warc_stem
 from selection_storage.paths import (
+    DATA_ROOT_PARAMETER,
     EXTRACTED_SUFFIX,
     configured_data_root,
     confine,
+    data_root_source,
     resolve_data_root,
     resolve_output_path,
 )
@@ -50,7 +52,9 @@ class ExtractPaths:
     data_root: Path | None
 
 
-def resolve_extract_paths(pages: str, output_path: str | None = None, data_root: str | None = None) -> ExtractPaths:
+def resolve_extract_paths(
+    pages: str, output_path: str | None = None, data_root: str | None = None, option: str = DATA_ROOT_PARAMETER
+) -> ExtractPaths:
     """Resolve the pages input and the batch output; confine both to the data root when one is set.
 
     Args:
@@ -58,6 +62,7 @@ def resolve_extract_paths(pages: str, output_path: str | None = None, data_root:
         output_path: Where to write the batch; None for ``<pages>_extracted.json`` beside the input.
         data_root: Directory every path must resolve inside; None for
             ``$CONTENT_SELECTION_DATA_ROOT`` (no confinement when that is unset too).
+        option: How messages name ``data_root`` (``--data-root`` on the command line).
 
     Raises:
         UnsafePathError: a path leaves the data root.
@@ -68,7 +73,8 @@ def resolve_extract_paths(pages: str, output_path: str | None = None, data_root:
         source = Path(pages).expanduser().absolute()
         wanted = Path(output_path).expanduser().absolute() if output_path else extracted_path(source)
         return ExtractPaths(source, resolve_output_path(source, wanted), None)
-    root = resolve_data_root(root_text)
-    source = confine(pages, root, "pages")
-    wanted = confine(output_path, root, "output") if output_path else confine(extracted_path(source), root, "output")
+    named = data_root_source(data_root, option)
+    root = resolve_data_root(root_text, named)
+    source = confine(pages, root, "pages", named)
+    wanted = confine(output_path or extracted_path(source), root, "output", named)
     return ExtractPaths(source, resolve_output_path(source, wanted), root)

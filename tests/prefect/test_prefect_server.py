@@ -171,6 +171,7 @@ class TestServedDeployments:
             )
         assert flow_run.state.is_failed()
         assert "1 of 2 batch(es) failed" in flow_run.state.message
+        assert flow_run.state.message.count(bad.name) == 1  # the failed file, named once
         assert good.with_name("good_extracted_selected.json").read_bytes() == expected_output(SOURCE_BATCH)
         assert not bad.with_name("bad_extracted_selected.json").exists()
 
