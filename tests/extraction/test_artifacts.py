@@ -71,7 +71,7 @@ def test_the_summary_markdown() -> None:
             "input": "/data/a|b",
             "input_kind": "directory",
             "time_limit_seconds": 60.0,
-            "decoding": "utf-8",
+            "decoding": "the page's <meta>/XML charset",
             "extractors": {"trafilatura": {"distribution": "trafilatura", "version": "2", "call": "f(x)"}},
         }
     }
@@ -81,5 +81,7 @@ def test_the_summary_markdown() -> None:
     assert "| Input | `/data/a\\|b` (directory) |" in lines
     assert "| Unreadable pages | 1 |" in lines
     assert "| trafilatura | trafilatura 2 | 1 | 1 | `f(x)` |" in lines
-    assert "| readability |   | 2 | 0 | `` |" in lines
+    assert "| readability |   | 2 | 0 |  |" in lines
+    assert lines[2] == "| Item | Value |"  # a real header, not an empty row
+    assert "Decoding: the page's \\<meta\\>/XML charset." in lines  # not swallowed as an HTML tag
     assert lines[-2] == "The table `extraction-pages` shows 2 of 3 pages (max_table_rows=200)."
