@@ -39,16 +39,20 @@ CLOSEST_CALLS_ARTIFACT_KEY: Final[str] = "selection-closest-calls"
 #: article has, shown (shortened) as the ``article`` column of the table.
 ARTICLE_ID_FIELDS: Final[tuple[str, ...]] = ("id", "url")
 
-#: Longest article label in the table and the closest calls (a 64-character id or a long URL is
-#: shortened in the middle; the full value is in the report).
+#: Longest article label in the table (a 64-character id or a long URL is shortened in the
+#: middle; the full value is in the report), and in the closest calls, whose Markdown table the
+#: V2 UI does not scroll: there the label is the last column, and must leave room for the rest.
 ARTICLE_LABEL_CHARS: Final[int] = 24
+CLOSE_CALL_LABEL_CHARS: Final[int] = 12
 
 #: Decimal places of the scores shown in the artifacts.
 TABLE_DIGITS: Final[int] = 4
 
 #: The columns of the ``selection-scores`` table, in order; a column with no value in any shown
-#: row is left out. One per extractor holds its score (see :func:`score_cell`).
-TABLE_COLUMNS: Final[tuple[str, ...]] = ("index", "article", "selected", "reason", *EXTRACTORS)
+#: row is left out. One per extractor holds its score (see :func:`score_cell`). The article's
+#: label comes last: at 1400 pixels the UIs show about 700 (V2) to 830 (V1) pixels of table, and
+#: what was picked and why (selected, reason, scores) must be the part that is never cut off.
+TABLE_COLUMNS: Final[tuple[str, ...]] = ("index", "selected", "reason", *EXTRACTORS, "article")
 
 #: The reasons of a close call: a tie broken by shingle count or priority, or a fallback
 #: (no consensus, or no candidate at all). ``single_candidate`` is no call at all: nothing was compared.
@@ -110,7 +114,7 @@ def display_url(url: str) -> str:
     return _URL_UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), _URL_PREFIX.sub("", url))
 
 
-def article_label(article: Mapping[str, Any]) -> str | None:
+def article_label(article: Mapping[str, Any], limit: int = ARTICLE_LABEL_CHARS) -> str | None:
     """How the artifacts name an article: its ``id``, else its ``url``, shortened; None with neither.
 
     An id that is itself a URL is shown as a URL (:func:`display_url`).
@@ -126,7 +130,7 @@ def article_label(article: Mapping[str, Any]) -> str | None:
             continue
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         text = display_url(text) if _IS_URL.match(text) else " ".join(text.split())
-        return shorten(text)
+        return shorten(text, limit)
     return None
 
 
@@ -162,13 +166,9 @@ def article_row(article: Mapping[str, Any], selection: Selection) -> dict[str, A
     >>> row["article"], row["reason"], row["trafilatura"], row["newspaper4k"]
     ('a1', 'single_candidate', 'unavailable', None)
     """
-    row: dict[str, Any] = {
-        "index": selection.index,
-        "article": article_label(article),
-        "selected": selection.selected,
-        "reason": selection.reason.value,
-    }
+    row: dict[str, Any] = {"index": selection.index, "selected": selection.selected, "reason": selection.reason.value}
     row.update((candidate.name, score_cell(candidate)) for candidate in selection.candidates)
+    row["article"] = article_label(article)
     return row
 
 
@@ -194,7 +194,7 @@ def close_call_entry(article: Mapping[str, Any], selection: Selection) -> dict[s
     """What the closest-calls artifact shows of one decision (plain values, to travel from a worker)."""
     return {
         "index": selection.index,
-        "article": article_label(article),
+        "article": article_label(article, CLOSE_CALL_LABEL_CHARS),
         "selected": selection.selected,
         "reason": selection.reason.value,
         "consensus_size": selection.consensus_size,
@@ -271,32 +271,29 @@ def closest_calls_markdown(batch_name: str, entries: Sequence[Mapping[str, Any]]
         return "\n".join(lines)
     lines += [
         f"{len(entries)} of the {total} decisions (of {summary.articles} articles) that were a tie or a fallback, "
-        f"the first ones in the batch (at most {MAX_CLOSEST_CALLS} are listed). Each extractor's cell: "
-        "score / shingle count, or its state when it was not usable. The report (`report_path`) has every "
-        "decision in full.",
+        f"the first ones in the batch (at most {MAX_CLOSEST_CALLS} are listed). Each extractor: score / "
+        "shingle count, or its state when it was not usable; the tie pool in bold. The report "
+        "(`report_path`) has every decision in full.",
         "",
-        "| Index | Article | Selected | Reason | Tie pool | " + " | ".join(EXTRACTORS) + " |",
-        "|---:|---|---|---|---|" + "---|" * len(EXTRACTORS),
+        # The article last, as in the scores table: Prefect's V1 UI does not wrap table cells.
+        "| Index | Selected | Reason | " + " | ".join(EXTRACTORS) + " | Article |",
+        "|---:|---|---|" + "---|" * len(EXTRACTORS) + "---|",
     ]
     for entry in entries:
-        cells = [
-            str(entry["index"]),
-            md_cell(entry["article"] or "–"),
-            entry["selected"],
-            md_code(entry["reason"]),
-            md_cell(", ".join(entry["tie_pool"]) or "–"),
-            *(_candidate_text(state, shingles, score) for _name, state, shingles, score in entry["candidates"]),
-        ]
+        candidates = [_candidate_text(entry["tie_pool"], *candidate) for candidate in entry["candidates"]]
+        cells = [str(entry["index"]), entry["selected"], entry["reason"], *candidates, md_cell(entry["article"] or "–")]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     return "\n".join(lines)
 
 
-def _candidate_text(state: str, shingles: int, score: float | None) -> str:
+def _candidate_text(tie_pool: Sequence[str], name: str, state: str, shingles: int, score: float | None) -> str:
+    """One extractor's cell in a closest call, e.g. ``**1.0000 / 65**`` (bold: in the tie pool)."""
     if state == State.UNAVAILABLE.value:
         return state
     text = f"{shingles}" if score is None else f"{score:.{TABLE_DIGITS}f} / {shingles}"
-    return text if state == State.USABLE.value else f"{text} ({state})"
+    text = text if state == State.USABLE.value else f"{text} ({state})"
+    return f"**{text}**" if name in tie_pool and len(tie_pool) > 1 else text
 
 
 def report_entry(article: Mapping[str, Any], selection: Selection) -> dict[str, Any]:

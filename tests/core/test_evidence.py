@@ -87,7 +87,7 @@ def test_score_rows_are_capped(n_articles: int, max_rows: int, expected_rows: in
 def test_score_rows_say_what_was_picked_and_why_in_seven_columns() -> None:
     doc, selections = _selections(2)
     rows = score_rows(doc, selections, 10)
-    assert list(rows[0]) == ["index", "article", "selected", "reason", "trafilatura", "newspaper4k", "readability"]
+    assert list(rows[0]) == ["index", "selected", "reason", "trafilatura", "newspaper4k", "readability", "article"]
     for row, selection in zip(rows, selections, strict=True):
         assert row["article"] == f"a{selection.index}"
         assert row["selected"] == selection.selected
@@ -233,18 +233,20 @@ def test_close_calls_are_capped_at_the_first_ones() -> None:
 
 
 def test_the_closest_calls_markdown_states_the_cap_and_the_counts() -> None:
-    articles = [{"id": f"x|{i}", **KINDS["tie-priority"]} for i in range(MAX_CLOSEST_CALLS + 3)]
-    articles.append({"url": "https://example.org/?a=1&b=<2>", **KINDS["none"]})
+    articles = [{"url": "https://example.org/?a=1&b=<2>", **KINDS["none"]}]
+    articles += [{"id": f"x|{i}", **KINDS["tie-priority"]} for i in range(MAX_CLOSEST_CALLS + 3)]
     selections = sc.select_articles(articles)
     text = closest_calls_markdown("b.json", close_call_entries(articles, selections), sc.summarize(selections))
     lines = text.split("\n")
     assert lines[0] == "# Closest calls: b.json"
     assert f"{MAX_CLOSEST_CALLS} of the {MAX_CLOSEST_CALLS + 4} decisions" in lines[2]
     assert f"at most {MAX_CLOSEST_CALLS} are listed" in lines[2]
-    assert lines[4] == "| Index | Article | Selected | Reason | Tie pool | trafilatura | newspaper4k | readability |"
+    assert lines[4] == "| Index | Selected | Reason | trafilatura | newspaper4k | readability | Article |"
     assert lines[6] == (
-        "| 0 | x\\|0 | newspaper4k | `consensus_tie_priority` | trafilatura, newspaper4k, readability "
-        "| 1.0000 / 26 | 1.0000 / 26 | 1.0000 / 26 |"
+        "| 0 | newspaper4k | all_unavailable | unavailable | unavailable | unavailable | exampl…C2%3E |"
+    )
+    assert lines[7] == (
+        "| 1 | newspaper4k | consensus_tie_priority | **1.0000 / 26** | **1.0000 / 26** | **1.0000 / 26** | x\\|0 |"
     )
     assert len([line for line in lines if line.startswith("| ") and line[2].isdigit()]) == MAX_CLOSEST_CALLS
 
