@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
-from selection_core.evidence import counts_text
+from selection_core.evidence import counts_text, display_url
 from selection_core.markdown import md_cell, md_code
 from selection_extraction.batch import ExtractionStats
 from selection_extraction.pages import PageSet
@@ -39,6 +39,9 @@ def progress_description(page_set: PageSet, n_chunks: int | None = None) -> str:
 def page_rows(doc: dict[str, Any], max_rows: int) -> list[dict[str, Any]]:
     """One row per page (the first ``max_rows``): ids, decoding, and per extractor its text length and error.
 
+    The URL is shown as :func:`~selection_core.evidence.display_url` writes it (no scheme), so
+    that Prefect's V1 UI does not show its ``&`` as ``&amp;`` (the reason is given there).
+
     >>> page_rows({"articles": []}, 10)
     []
     """
@@ -47,7 +50,7 @@ def page_rows(doc: dict[str, Any], max_rows: int) -> list[dict[str, Any]]:
         row: dict[str, Any] = {
             "index": index,
             "id": article.get("id"),
-            "url": article.get("url"),
+            "url": display_url(url) if isinstance(url := article.get("url"), str) else url,
             "path": article.get("path"),
             "encoding": article.get("encoding"),
             "encoding_source": article.get("encoding_source"),

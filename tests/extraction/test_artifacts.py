@@ -57,6 +57,11 @@ def test_rows_are_capped_and_long_errors_cut() -> None:
     assert page_rows(doc, -1) == []
 
 
+def test_urls_are_shown_without_scheme_so_that_an_ampersand_stays_one() -> None:
+    doc = {"articles": [{**article(0), "url": "https://www.example.org/a?b=1&c=2"}, article(1)]}
+    assert [row["url"] for row in page_rows(doc, 10)] == ["example.org/a?b=1&c=2", None]
+
+
 def test_descriptions_of_the_table_and_the_summary() -> None:
     output = Path("/data/2024-05-01_extracted.json")
     assert pages_table_description(output, 2, STATS, 2) == (
