@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         (
             "serve",
-            "serve the manual, scheduled and triggered deployments from this process",
+            "serve the deployments of the selection and the extraction from this process",
             add_serve_arguments,
             serve_command,
         ),
