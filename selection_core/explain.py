@@ -88,7 +88,7 @@ def reason_text(selection: Selection) -> str:
         return text
     within = f"within {_margin()} of the top score"
     if selection.reason is Reason.CONSENSUS_TOP_SCORE:
-        return f"{chosen} has the top score and no other candidate is {within}."
+        return f"{chosen} has the top score and no other candidate is within {_margin()} of it."
     fewest = min(counts[name] for name in pool)
     text = f"{_names(pool)} are {within} (a tie)"
     if selection.reason is Reason.CONSENSUS_TIE_FEWEST_SHINGLES:
@@ -113,7 +113,7 @@ def _candidate_lines(candidate: Candidate, selection: Selection) -> list[str]:
     if candidate.score is not None:
         measures = (("coverage", candidate.coverage), ("support", candidate.support), ("score", candidate.score))
         for label, value in measures:
-            lines.append(f"  {label:<9}{_number(value)}  {bar(value)}")
+            lines.append(f"  {label:<9}{_number(value)}  {bar(value)}".rstrip())
     return lines
 
 
