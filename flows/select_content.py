@@ -41,7 +41,7 @@ from flows.runners import (
     runs_in_chunks,
     submit_in_order,
 )
-from selection_core.evidence import align_rows, counts_text, score_rows
+from selection_core.evidence import ShownEvidence, batch_evidence, counts_text, merge_evidence
 from selection_storage.batch import WrittenFile
 from selection_storage.chunks import BatchPlan, ChunkJob, ChunkOutcome, auto_chunk_size, canonical_error, plan_jobs
 from selection_storage.parts import PartJoiner, discard_parts
@@ -89,8 +89,8 @@ class SelectionRunSummary(BaseModel):
         return f"selected {self.articles} articles ({counts}) -> {self.output_path}"
 
 
-#: What a way of scoring a batch returns: the written output, the rows of the scores table, the counts.
-Scored = tuple[WrittenFile, list[dict[str, Any]], sc.Summary]
+#: What a way of scoring a batch returns: the written output, what the artifacts show of its articles, the counts.
+Scored = tuple[WrittenFile, ShownEvidence, sc.Summary]
 
 
 def _select_in_chunks(
@@ -110,7 +110,7 @@ def _select_in_chunks(
     and invalid input is reported as the whole-document parse reports it.
 
     Returns:
-        The written output, the rows of the scores table, the counts.
+        The written output, what the artifacts show of its articles, the counts.
     """
     logger = run_logger()
     total = plan.article_count
@@ -162,9 +162,9 @@ def _select_in_chunks(
             joiner.discard()
         discard_parts(jobs)
     summary = sc.merge_summaries(o.summary for o in outcomes)
-    rows = align_rows([row for o in outcomes for row in o.rows][:max_table_rows])
+    evidence = merge_evidence(((o.rows, o.close_calls) for o in outcomes), max_table_rows)
     logger.info("Selected %d articles: %s", summary.articles, counts_text(summary.by_extractor))
-    return written, rows, summary
+    return written, evidence, summary
 
 
 def select_whole(doc: dict[str, Any], paths: RunPaths, max_table_rows: int) -> Scored:
@@ -172,15 +172,15 @@ def select_whole(doc: dict[str, Any], paths: RunPaths, max_table_rows: int) -> S
     selections = select_extractors(opaque(doc), batch_name=paths.input.name)
     written = persist_batch(opaque(doc), opaque(selections), paths.output)
     if paths.report is not None:
-        write_selection_report(opaque(selections), paths.report)
-    return written, score_rows(doc, selections, max_table_rows), sc.summarize(selections)
+        write_selection_report(opaque(doc), opaque(selections), paths.report)
+    return written, batch_evidence(doc, selections, max_table_rows), sc.summarize(selections)
 
 
 def publish_selection(paths: RunPaths, input_sha256: str, scored: Scored, max_table_rows: int) -> None:
-    """The run's ``selection-scores`` table and ``selection-summary`` markdown (``extract-and-select`` too)."""
-    written, rows, summary = scored
+    """The run's artifacts: scores table, closest calls and summary (``extract-and-select`` too)."""
+    written, evidence, summary = scored
     publish_artifacts(
-        opaque(rows),
+        opaque(evidence),
         summary,
         input_path=paths.input,
         input_sha256=input_sha256,

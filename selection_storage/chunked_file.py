@@ -75,7 +75,7 @@ def select_file_in_chunks(
         whole = select_file(inp, out, report, progress)
         return ChunkedRunResult(inp, whole.output_path, whole.report_path, whole.summary, 1)
     total = plan.article_count
-    jobs: list[ChunkJob] = plan_jobs(plan, chunk_articles, out, report, table_rows=0)
+    jobs: list[ChunkJob] = plan_jobs(plan, chunk_articles, out, report, table_rows=0, close_calls=0)
     outcomes: list[ChunkOutcome] = []
     joiner = PartJoiner(plan.envelope, total > 0, out, report)
     try:

@@ -53,6 +53,6 @@ def select_file(
     else:
         # Report first: where the output exists, its report does too; a failure
         # while writing either leaves neither.
-        write_atomic_group([(report, report_lines(selections)), (out, payload)])
+        write_atomic_group([(report, report_lines(doc["articles"], selections)), (out, payload)])
     del doc
     return RunResult(inp, out, report, summarize(selections), selections)

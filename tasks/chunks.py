@@ -59,7 +59,7 @@ def select_chunk(chunk: ChunkJob) -> ChunkOutcome:
         chunk: Which articles, where they lie in the input, where to write them.
 
     Returns:
-        The chunk's counts, its rows of the scores table, and its part files.
+        The chunk's counts, its rows of the scores table, its first close calls, and its part files.
     """
     outcome = chunks.score_chunk(chunk, article_row)
     run_logger().debug("Scored articles %d..%d", chunk.start, chunk.stop - 1)

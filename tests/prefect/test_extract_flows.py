@@ -24,7 +24,7 @@ from content_selection.events import BATCH_EXTRACTED_EVENT, BATCH_PATH_LABEL, ba
 from flows.extract_and_select import PipelineRunSummary, extract_and_select
 from flows.extract_articles import ExtractionRunSummary, extract_articles
 from selection_core.errors import UnsafePathError
-from selection_core.evidence import SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY
+from selection_core.evidence import CLOSEST_CALLS_ARTIFACT_KEY, SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY
 from selection_extraction import extract_pages, find_pages
 from selection_extraction.artifacts import (
     EXTRACTION_PROGRESS_ARTIFACT_KEY,
@@ -143,6 +143,7 @@ def test_extract_and_select_runs_both_steps_with_their_artifacts(pages: Path, da
         EXTRACTION_SUMMARY_ARTIFACT_KEY,
         EXTRACTION_PROGRESS_ARTIFACT_KEY,
         SCORES_ARTIFACT_KEY,
+        CLOSEST_CALLS_ARTIFACT_KEY,
         SUMMARY_ARTIFACT_KEY,
         PROGRESS_ARTIFACT_KEY,
     }

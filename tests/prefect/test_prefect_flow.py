@@ -25,7 +25,7 @@ from flows.select_content import SelectionRunSummary, select_content
 from flows.select_directory import BatchesFailedError, DirectoryRunSummary, select_directory
 from selection_cli.run import run_main
 from selection_core.errors import InvalidBatchError, UnsafePathError, WriteError
-from selection_core.evidence import SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY
+from selection_core.evidence import CLOSEST_CALLS_ARTIFACT_KEY, SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY
 from tasks.select import PROGRESS_ARTIFACT_KEY
 from tests.support.prefect_fixtures import artifacts_of, expected_output, leftover_files, task_runs_of
 
@@ -80,7 +80,7 @@ def test_artifacts_are_built_from_the_explanations(batch_factory, tmp_path: Path
     result = state.result()
     artifacts = asyncio.run(artifacts_of(state.state_details.flow_run_id))
     by_key = {a.key: a for a in artifacts}
-    assert set(by_key) == {SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY, PROGRESS_ARTIFACT_KEY}
+    assert set(by_key) == {SCORES_ARTIFACT_KEY, CLOSEST_CALLS_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY, PROGRESS_ARTIFACT_KEY}
 
     table = by_key[SCORES_ARTIFACT_KEY]
     assert table.type == "table"
@@ -90,6 +90,11 @@ def test_artifacts_are_built_from_the_explanations(batch_factory, tmp_path: Path
     selections = sc.select_articles(json.loads(source.read_bytes())["articles"])
     assert [row["selected"] for row in rows] == [s.selected for s in selections[:3]]
     assert [row["reason"] for row in rows] == [s.reason.value for s in selections[:3]]
+    assert [row["article"] for row in rows] == ["a0", "a1", "a2"]
+    assert len(rows[0]) <= 8
+
+    calls = by_key[CLOSEST_CALLS_ARTIFACT_KEY]
+    assert calls.type == "markdown" and calls.data.startswith("# Closest calls: b_extracted.json")
 
     summary = by_key[SUMMARY_ARTIFACT_KEY]
     assert summary.type == "markdown"
