@@ -8,7 +8,11 @@ MANUAL_DEPLOYMENT: Final[str] = "manual"
 SCHEDULED_DEPLOYMENT: Final[str] = "scheduled"
 TRIGGERED_DEPLOYMENT: Final[str] = "triggered"
 
-#: Default schedule of the scheduled deployment: every 15 minutes.
+#: Name of the ``select-content`` deployment started when a named upstream flow's run completes
+#: (served only with ``serve --after-flow``; a commented block in ``prefect.yaml``).
+AFTER_FLOW_DEPLOYMENT: Final[str] = "after-flow"
+
+#: Default schedule of the scheduled deployments (``select-directory``, ``extract-inbox``): every 15 minutes.
 DEFAULT_CRON: Final[str] = "*/15 * * * *"
 DEFAULT_TIMEZONE: Final[str] = "UTC"
 

@@ -23,8 +23,18 @@ from prefect import flow
 from pydantic import BaseModel, Field
 
 from flows.extract_articles import extract_and_write
-from flows.params import DEFAULT_MAX_TABLE_ROWS, MAX_TABLE_ROWS_LIMIT, MAX_TIME_LIMIT_SECONDS, run_namer
-from flows.runners import DASK_ADDRESS_PATTERN, TaskRunnerName, resolve_task_runner
+from flows.params import (
+    DEFAULT_MAX_TABLE_ROWS,
+    MAX_TABLE_ROWS_LIMIT,
+    MAX_TIME_LIMIT_SECONDS,
+    DaskAddress,
+    OptionalCount,
+    OptionalText,
+    TaskRunnerChoice,
+    run_namer,
+)
+from flows.refusals import refusals_fail_the_run
+from flows.runners import resolve_task_runner
 from flows.select_content import publish_selection
 from selection_core.evidence import counts_text
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
@@ -65,18 +75,19 @@ class PipelineRunSummary(BaseModel):
     description="Extract every page with the three extractors, then select the best text of each, in one run.",
     validate_parameters=True,
 )
+@refusals_fail_the_run
 def extract_and_select(
     pages: Annotated[str, Field(min_length=1)],
-    extracted_path: str | None = None,
-    output_path: str | None = None,
-    report_path: str | None = None,
+    extracted_path: OptionalText = None,
+    output_path: OptionalText = None,
+    report_path: OptionalText = None,
     time_limit_seconds: Annotated[float, Field(gt=0, le=MAX_TIME_LIMIT_SECONDS)] = DEFAULT_TIME_LIMIT_SECONDS,
-    workers: Annotated[int | None, Field(ge=1)] = None,
+    workers: OptionalCount = None,
     max_table_rows: Annotated[int, Field(ge=0, le=MAX_TABLE_ROWS_LIMIT)] = DEFAULT_MAX_TABLE_ROWS,
-    data_root: str | None = None,
-    task_runner: TaskRunnerName | None = None,
-    dask_address: Annotated[str | None, Field(pattern=DASK_ADDRESS_PATTERN)] = None,
-    pages_per_chunk: Annotated[int | None, Field(ge=1)] = None,
+    data_root: OptionalText = None,
+    task_runner: TaskRunnerChoice = None,
+    dask_address: DaskAddress = None,
+    pages_per_chunk: OptionalCount = None,
 ) -> PipelineRunSummary:
     """Extract the article text of every page, then pick the best extractor of each article.
 
@@ -92,7 +103,7 @@ def extract_and_select(
             selection as JSON Lines. Leave empty for no report.
         time_limit_seconds: Seconds one extractor may spend on one page; an
             extractor that overruns is stopped and its block gets a TimeoutError.
-        workers: Worker processes. Leave empty for one per CPU core.
+        workers: Worker processes. Leave at 0 for one per CPU core.
         max_table_rows: Most rows of each table artifact (`extraction-pages`,
             `selection-scores`).
         data_root: Directory that every path must resolve inside. Leave empty
@@ -107,7 +118,7 @@ def extract_and_select(
             Leave empty for the CONTENT_SELECTION_DASK_ADDRESS environment
             variable; with neither, `dask` starts a local cluster for the run.
         pages_per_chunk: Pages per chunk, each extracted by one task run. Leave
-            empty for one task when in-process, else about 2 chunks per worker.
+            at 0 for one task when in-process, else about 2 chunks per worker.
 
     Returns:
         A summary: paths, counts, SHA-256 of both batches.
@@ -121,7 +132,7 @@ def extract_and_select(
         extract_paths, pages, time_limit_seconds, workers, pages_per_chunk, runner, max_table_rows
     )
     selection = select_batch_in_chunks(select_paths, extraction.stats.pages, max_table_rows)
-    scored = (selection.written, selection.rows, selection.summary)
+    scored = (selection.written, selection.evidence, selection.summary)
     publish_selection(select_paths, extracted.sha256, scored, max_table_rows)
 
     stats, summary = extraction.stats, selection.summary

@@ -28,9 +28,18 @@ from prefect.utilities.annotations import opaque
 from pydantic import BaseModel, Field
 
 from content_selection.events import emit_batch_extracted
-from flows.params import DEFAULT_MAX_TABLE_ROWS, MAX_TABLE_ROWS_LIMIT, MAX_TIME_LIMIT_SECONDS, run_namer
+from flows.params import (
+    DEFAULT_MAX_TABLE_ROWS,
+    MAX_TABLE_ROWS_LIMIT,
+    MAX_TIME_LIMIT_SECONDS,
+    DaskAddress,
+    OptionalCount,
+    OptionalText,
+    TaskRunnerChoice,
+    run_namer,
+)
+from flows.refusals import refusals_fail_the_run
 from flows.runners import (
-    DASK_ADDRESS_PATTERN,
     IN_FLIGHT_PER_WORKER,
     TaskRunnerName,
     open_task_runner,
@@ -170,17 +179,18 @@ def extract_and_write(
     description="Extract every page with trafilatura, newspaper4k and readability into a batch, then announce it.",
     validate_parameters=True,
 )
+@refusals_fail_the_run
 def extract_articles(
     pages: Annotated[str, Field(min_length=1)],
-    output_path: str | None = None,
+    output_path: OptionalText = None,
     time_limit_seconds: Annotated[float, Field(gt=0, le=MAX_TIME_LIMIT_SECONDS)] = DEFAULT_TIME_LIMIT_SECONDS,
-    workers: Annotated[int | None, Field(ge=1)] = None,
+    workers: OptionalCount = None,
     max_table_rows: Annotated[int, Field(ge=0, le=MAX_TABLE_ROWS_LIMIT)] = DEFAULT_MAX_TABLE_ROWS,
-    data_root: str | None = None,
+    data_root: OptionalText = None,
     emit_event: bool = True,
-    task_runner: TaskRunnerName | None = None,
-    dask_address: Annotated[str | None, Field(pattern=DASK_ADDRESS_PATTERN)] = None,
-    pages_per_chunk: Annotated[int | None, Field(ge=1)] = None,
+    task_runner: TaskRunnerChoice = None,
+    dask_address: DaskAddress = None,
+    pages_per_chunk: OptionalCount = None,
 ) -> ExtractionRunSummary:
     """Extract the article text of every page with the three extractors and write the batch.
 
@@ -193,7 +203,7 @@ def extract_articles(
             selection looks for).
         time_limit_seconds: Seconds one extractor may spend on one page; an
             extractor that overruns is stopped and its block gets a TimeoutError.
-        workers: Worker processes. Leave empty for one per CPU core.
+        workers: Worker processes. Leave at 0 for one per CPU core.
         max_table_rows: Most rows shown in the `extraction-pages` table artifact.
         data_root: Directory that the pages and the output must resolve inside.
             Leave empty to use CONTENT_SELECTION_DATA_ROOT; with neither, paths
@@ -214,7 +224,7 @@ def extract_articles(
             CONTENT_SELECTION_DASK_ADDRESS environment variable; with neither,
             `dask` starts a local cluster of 2 worker processes for the run.
         pages_per_chunk: Pages per chunk; each chunk of consecutive pages is
-            extracted by one task run. Leave empty to extract all pages in one
+            extracted by one task run. Leave at 0 to extract all pages in one
             task when in-process, or in about 2 chunks per worker on `process` and `dask`.
 
     Returns:

@@ -1,14 +1,38 @@
-"""The parameters and limits the flows share, and how their runs are named.
+"""The parameters and limits the flows share, their annotations, and how their runs are named.
 
 One place for each: the run form of every deployment, the command line and the
-flows read the same defaults and bounds from here.
+flows read the same defaults, bounds and types from here.
+
+The annotation aliases (:data:`OptionalText`, :data:`OptionalCount`,
+:data:`TaskRunnerChoice`, :data:`DaskAddress`) exist for the UI's **Run** form.
+A plain ``str | None`` is published as ``anyOf: [string, null]``, which the form
+draws as a type toggle ("Property is type None"), and an enum is shown under its
+class name. Each alias keeps the Python type (``None`` still means unset, so
+callers such as ``select_content(output_path=None)`` keep working) but publishes
+a plain schema with a non-null default, because the form submits its default
+as the value and the server refuses a ``null`` that the schema does not allow:
+
+* text that may stay empty: ``{"type": "string", "default": ""}``; an empty (or
+  blank) value means unset;
+* a count of 1 or more that may be unset: ``{"type": "integer", "minimum": 0,
+  "default": 0}``; 0 means unset (an empty number box cannot be told from null);
+* the task runner: a drop-down of the runner names plus an empty choice, which
+  means "the environment's setting, else the default".
+
+The flow validates the value before the run starts (``validate_parameters``),
+the server validates it against the published schema
+(``enforce_parameter_schema``), and the body sees ``None`` for every unset value.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final
+from typing import Annotated, Any, Final
+
+from pydantic import BeforeValidator, Field, WithJsonSchema
+
+from flows.runners import DASK_ADDRESS_PATTERN, TaskRunnerName
 
 #: Default number of rows of a table artifact (``selection-scores``, ``extraction-pages``).
 DEFAULT_MAX_TABLE_ROWS: Final[int] = 200
@@ -18,6 +42,60 @@ MAX_TABLE_ROWS_LIMIT: Final[int] = 5000
 
 #: Longest accepted time limit per extractor and page (one hour).
 MAX_TIME_LIMIT_SECONDS: Final[float] = 3600.0
+
+
+def blank_is_unset(value: Any) -> Any:
+    """An empty or blank string is an unset parameter (None); anything else is kept.
+
+    >>> blank_is_unset(""), blank_is_unset("  "), blank_is_unset("x")
+    (None, None, 'x')
+    """
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+def zero_is_unset(value: Any) -> Any:
+    """0 (and an empty string) is an unset count (None); anything else is kept.
+
+    >>> zero_is_unset(0), zero_is_unset(""), zero_is_unset(3)
+    (None, None, 3)
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and value == 0:
+        return None
+    return blank_is_unset(value)
+
+
+#: Text that may stay empty: a plain text box on the Run form; empty (or None) means unset.
+OptionalText = Annotated[
+    str | None,
+    BeforeValidator(blank_is_unset),
+    WithJsonSchema({"type": "string"}),
+    Field(json_schema_extra={"default": ""}),
+]
+
+#: A count of 1 or more that may be unset: a number box on the Run form; 0 (or None) means unset.
+OptionalCount = Annotated[
+    Annotated[int, Field(ge=1)] | None,
+    BeforeValidator(zero_is_unset),
+    WithJsonSchema({"type": "integer", "minimum": 0}),
+    Field(json_schema_extra={"default": 0}),
+]
+
+#: The task runner: a drop-down of the runner names on the Run form; the empty choice (or None)
+#: means the ``CONTENT_SELECTION_TASK_RUNNER`` setting, else the default (see :mod:`flows.runners`).
+TaskRunnerChoice = Annotated[
+    TaskRunnerName | None,
+    BeforeValidator(blank_is_unset),
+    WithJsonSchema({"type": "string", "enum": ["", *(runner.value for runner in TaskRunnerName)]}),
+    Field(json_schema_extra={"default": ""}),
+]
+
+#: A Dask scheduler address (``tcp://HOST:PORT``) that may stay empty, checked on the form too.
+DaskAddress = Annotated[
+    Annotated[str, Field(pattern=DASK_ADDRESS_PATTERN)] | None,
+    BeforeValidator(blank_is_unset),
+    WithJsonSchema({"type": "string", "pattern": f"^$|{DASK_ADDRESS_PATTERN}"}),
+    Field(json_schema_extra={"default": ""}),
+]
 
 
 def run_namer(prefix: str, parameter: str, default: str) -> Callable[[], str]:

@@ -22,9 +22,17 @@ from prefect.utilities.annotations import opaque
 from pydantic import BaseModel, Field
 
 import selection_core as sc
-from flows.params import DEFAULT_MAX_TABLE_ROWS, MAX_TABLE_ROWS_LIMIT, run_namer
+from flows.params import (
+    DEFAULT_MAX_TABLE_ROWS,
+    MAX_TABLE_ROWS_LIMIT,
+    DaskAddress,
+    OptionalCount,
+    OptionalText,
+    TaskRunnerChoice,
+    run_namer,
+)
+from flows.refusals import refusals_fail_the_run
 from flows.runners import (
-    DASK_ADDRESS_PATTERN,
     IN_FLIGHT_PER_WORKER,
     TaskRunnerName,
     open_task_runner,
@@ -33,7 +41,7 @@ from flows.runners import (
     runs_in_chunks,
     submit_in_order,
 )
-from selection_core.evidence import align_rows, counts_text, score_rows
+from selection_core.evidence import ShownEvidence, batch_evidence, counts_text, merge_evidence
 from selection_storage.batch import WrittenFile
 from selection_storage.chunks import BatchPlan, ChunkJob, ChunkOutcome, auto_chunk_size, canonical_error, plan_jobs
 from selection_storage.parts import PartJoiner, discard_parts
@@ -81,8 +89,8 @@ class SelectionRunSummary(BaseModel):
         return f"selected {self.articles} articles ({counts}) -> {self.output_path}"
 
 
-#: What a way of scoring a batch returns: the written output, the rows of the scores table, the counts.
-Scored = tuple[WrittenFile, list[dict[str, Any]], sc.Summary]
+#: What a way of scoring a batch returns: the written output, what the artifacts show of its articles, the counts.
+Scored = tuple[WrittenFile, ShownEvidence, sc.Summary]
 
 
 def _select_in_chunks(
@@ -102,7 +110,7 @@ def _select_in_chunks(
     and invalid input is reported as the whole-document parse reports it.
 
     Returns:
-        The written output, the rows of the scores table, the counts.
+        The written output, what the artifacts show of its articles, the counts.
     """
     logger = run_logger()
     total = plan.article_count
@@ -154,9 +162,9 @@ def _select_in_chunks(
             joiner.discard()
         discard_parts(jobs)
     summary = sc.merge_summaries(o.summary for o in outcomes)
-    rows = align_rows([row for o in outcomes for row in o.rows][:max_table_rows])
+    evidence = merge_evidence(((o.rows, o.close_calls) for o in outcomes), max_table_rows)
     logger.info("Selected %d articles: %s", summary.articles, counts_text(summary.by_extractor))
-    return written, rows, summary
+    return written, evidence, summary
 
 
 def select_whole(doc: dict[str, Any], paths: RunPaths, max_table_rows: int) -> Scored:
@@ -164,15 +172,15 @@ def select_whole(doc: dict[str, Any], paths: RunPaths, max_table_rows: int) -> S
     selections = select_extractors(opaque(doc), batch_name=paths.input.name)
     written = persist_batch(opaque(doc), opaque(selections), paths.output)
     if paths.report is not None:
-        write_selection_report(opaque(selections), paths.report)
-    return written, score_rows(doc, selections, max_table_rows), sc.summarize(selections)
+        write_selection_report(opaque(doc), opaque(selections), paths.report)
+    return written, batch_evidence(doc, selections, max_table_rows), sc.summarize(selections)
 
 
 def publish_selection(paths: RunPaths, input_sha256: str, scored: Scored, max_table_rows: int) -> None:
-    """The run's ``selection-scores`` table and ``selection-summary`` markdown (``extract-and-select`` too)."""
-    written, rows, summary = scored
+    """The run's artifacts: scores table, closest calls and summary (``extract-and-select`` too)."""
+    written, evidence, summary = scored
     publish_artifacts(
-        opaque(rows),
+        opaque(evidence),
         summary,
         input_path=paths.input,
         input_sha256=input_sha256,
@@ -206,16 +214,17 @@ def _select(
     description="Pick, for every article of an extracted batch, the extractor whose text the others agree with.",
     validate_parameters=True,
 )
+@refusals_fail_the_run
 def select_content(
     input_path: Annotated[str, Field(min_length=1)],
-    output_path: str | None = None,
-    report_path: str | None = None,
+    output_path: OptionalText = None,
+    report_path: OptionalText = None,
     max_table_rows: Annotated[int, Field(ge=0, le=MAX_TABLE_ROWS_LIMIT)] = DEFAULT_MAX_TABLE_ROWS,
-    data_root: str | None = None,
+    data_root: OptionalText = None,
     require_data_root: bool = False,
-    task_runner: TaskRunnerName | None = None,
-    dask_address: Annotated[str | None, Field(pattern=DASK_ADDRESS_PATTERN)] = None,
-    chunk_size: Annotated[int | None, Field(ge=1)] = None,
+    task_runner: TaskRunnerChoice = None,
+    dask_address: DaskAddress = None,
+    chunk_size: OptionalCount = None,
 ) -> SelectionRunSummary:
     """Select the best extractor of every article of one batch and write the result.
 
@@ -246,12 +255,13 @@ def select_content(
             CONTENT_SELECTION_DASK_ADDRESS environment variable; with neither,
             `dask` starts a local cluster of 2 worker processes for the run.
         chunk_size: Articles per chunk; each chunk of consecutive articles is
-            read, scored and written by one task run. Leave empty to score the batch in one task
+            read, scored and written by one task run. Leave at 0 to score the batch in one task
             when in-process, or in about 4 chunks per worker (500 to 25000
             articles each) on `process` and `dask`.
 
     Returns:
         A summary: paths, counts per extractor and per reason, SHA-256 of input and output.
+        A refusal (invalid batch, refused path) ends the run Failed with its one-line message.
     """
     logger = run_logger()
     paths = check_paths(input_path, output_path, report_path, data_root, require_data_root)

@@ -2,8 +2,11 @@
 
 Run on a schedule (the ``scheduled`` deployment). Each stale batch is processed
 by its own ``select-content`` subflow run, independently: one bad file fails
-alone, with its error, and the others are still written. The run ends Failed if
-any file failed, but only after every file was tried.
+alone, with its error, and the others are still written. A failed file's
+``select-batch-file`` task run is Failed too (with the subflow's message), so
+the graph shows which file it was. The run ends Failed if any file failed, but
+only after every file was tried; its message names each failed file once, with
+its error.
 
 Up to ``max_concurrent_batches`` batches are selected at once, each inside a
 ``select-batch-file`` task on a thread pool of that size (Prefect 3 runs a
@@ -19,11 +22,20 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from prefect import flow, task
+from prefect.states import Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, Field
 
-from flows.params import DEFAULT_MAX_TABLE_ROWS, MAX_TABLE_ROWS_LIMIT
-from flows.runners import DASK_ADDRESS_PATTERN, TaskRunnerName, resolve_task_runner
+from flows.params import (
+    DEFAULT_MAX_TABLE_ROWS,
+    MAX_TABLE_ROWS_LIMIT,
+    DaskAddress,
+    OptionalCount,
+    OptionalText,
+    TaskRunnerChoice,
+)
+from flows.refusals import refusals_fail_the_run
+from flows.runners import resolve_task_runner
 from flows.select_content import select_content
 from selection_core.errors import SelectionError
 from selection_storage.paths import DATA_ROOT_ENV, configured_data_root
@@ -62,35 +74,60 @@ class BatchOutcome(BaseModel):
     error: str | None = None
 
 
-@task(name="select-batch-file", **local_task_options())
-def select_batch_file(input_path: str, options: dict[str, Any]) -> BatchOutcome:
-    """Run ``select-content`` on one batch; a failure is returned, not raised.
+class BatchesFailedError(SelectionError):
+    """Some batches of a directory run failed; the others were written."""
+
+
+class BatchFailedError(SelectionError):
+    """One batch's ``select-content`` run ended without a result or an exception (e.g. it crashed)."""
+
+
+def _file_run_name() -> str:
+    """``select-batch-file-<file name>``: the graph names the file each task run selects."""
+    from prefect.runtime import task_run
+
+    return f"select-batch-file-{Path(str(task_run.parameters.get('input_path', ''))).name}"
+
+
+@task(name="select-batch-file", task_run_name=_file_run_name, **local_task_options())
+def select_batch_file(input_path: str, options: dict[str, Any]) -> Any:
+    """Run ``select-content`` on one batch; this task run fails with it.
 
     Args:
         input_path: The batch.
         options: The other parameters of ``select-content`` (all small values).
 
     Returns:
-        The output path, or the error message of the failed run.
+        The output path; or, when the subflow failed, a ``Failed`` state with its
+        message and its exception, so the file shows as failed in the run's graph.
     """
     state = select_content(input_path=input_path, return_state=True, **options)
     if state.is_completed():
         return BatchOutcome(input_path=input_path, output_path=state.result().output_path)
     error = state.result(raise_on_failure=False)
-    message = str(error) if isinstance(error, BaseException) else (state.message or state.name)
-    return BatchOutcome(input_path=input_path, error=message)
+    if not isinstance(error, BaseException):
+        error = BatchFailedError(f"{input_path}: {state.message or state.name}")
+    return Failed(message=_error_text(error), data=error)
+
+
+def _error_text(error: BaseException) -> str:
+    """The one-line message of a batch's error (a bug's type named too)."""
+    text = " ".join(str(error).split())
+    return text if isinstance(error, SelectionError) else f"{type(error).__name__}: {text}"
+
+
+def _naming_once(path: str, error: str) -> str:
+    """``error``, prefixed with ``path`` unless it names the file already (the usual case)."""
+    named = path in error or str(Path(path).resolve()) in error
+    return error if named else f"{path}: {error}"
 
 
 def _outcome(path: Path, value: Any) -> BatchOutcome:
-    """The task's outcome; a task that failed itself (it should not) counts as a failed batch."""
+    """The outcome of one file's task: its output, or its error (the task returns the exception)."""
     if isinstance(value, BatchOutcome):
         return value
-    message = f"{type(value).__name__}: {value}" if isinstance(value, BaseException) else repr(value)
-    return BatchOutcome(input_path=str(path), error=message)
-
-
-class BatchesFailedError(SelectionError):
-    """Some batches of a directory run failed; the others were written."""
+    error = _error_text(value) if isinstance(value, BaseException) else repr(value)
+    return BatchOutcome(input_path=str(path), error=_naming_once(str(path), error))
 
 
 @flow(
@@ -98,16 +135,17 @@ class BatchesFailedError(SelectionError):
     description="Select every *_extracted.json under a directory whose _selected.json is missing or older.",
     validate_parameters=True,
 )
+@refusals_fail_the_run
 def select_directory(
-    directory: str | None = None,
+    directory: OptionalText = None,
     max_table_rows: Annotated[int, Field(ge=0, le=MAX_TABLE_ROWS_LIMIT)] = DEFAULT_MAX_TABLE_ROWS,
-    data_root: str | None = None,
+    data_root: OptionalText = None,
     max_concurrent_batches: Annotated[
         int, Field(ge=1, le=MAX_CONCURRENT_BATCHES_LIMIT)
     ] = DEFAULT_MAX_CONCURRENT_BATCHES,
-    task_runner: TaskRunnerName | None = None,
-    dask_address: Annotated[str | None, Field(pattern=DASK_ADDRESS_PATTERN)] = None,
-    chunk_size: Annotated[int | None, Field(ge=1)] = None,
+    task_runner: TaskRunnerChoice = None,
+    dask_address: DaskAddress = None,
+    chunk_size: OptionalCount = None,
 ) -> DirectoryRunSummary:
     """Select every batch under a directory that has no up-to-date `_selected.json`.
 
@@ -125,11 +163,12 @@ def select_directory(
         dask_address: Scheduler of a running Dask cluster (`tcp://HOST:PORT`)
             shared by all batches. Leave empty for CONTENT_SELECTION_DASK_ADDRESS;
             with neither, `dask` starts a local cluster per batch.
-        chunk_size: Articles per chunk (one task run each), as in `select-content`.
+        chunk_size: Articles per chunk (one task run each), as in `select-content`;
+            0 as there.
 
     Returns:
-        The outputs written and the batches that failed. The run ends Failed when
-        any batch failed, after all of them were tried.
+        The outputs written. When any batch failed, the run ends Failed, after
+        all of them were tried, with a message naming each failed file and its error.
     """
     logger = run_logger()
     folder = directory or configured_data_root(data_root)
@@ -154,12 +193,11 @@ def select_directory(
         if outcome.error is None:
             result.selected.append(outcome.output_path)
         else:
-            logger.error("%s failed: %s", outcome.input_path, outcome.error)
+            logger.error("failed: %s", outcome.error)
             result.failed.append(BatchFailure(input_path=outcome.input_path, error=outcome.error))
 
     if result.failed:
-        names = "; ".join(f"{f.input_path}: {f.error}" for f in result.failed)
-        raise BatchesFailedError(
-            f"{len(result.failed)} of {len(stale)} batch(es) failed, the others were written: {names}"
-        )
+        errors = "; ".join(f.error for f in result.failed)
+        counts = f"{len(result.failed)} of {len(stale)} batch(es) failed"
+        raise BatchesFailedError(f"{counts}, the others were written: {errors}")
     return result

@@ -27,9 +27,11 @@ on stderr (on a terminal only), fed by the flow's own progress artifacts
 (:func:`tasks.progress.follow_progress`), then the lines ``extract`` and
 ``select`` print, and the flow run's id. Prefect's console handler shows
 warnings and errors only (``PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL``, default
-``WARNING`` here: its INFO lines would tear the bars apart); every log line
-still goes to the API, so the run's page in the UI has them all. Set
-``PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL=INFO`` to see them on the terminal too.
+``WARNING`` here: its INFO lines would tear the bars apart), and, as for ``run``,
+not the error lines that the command's last line says anyway (a refusal is one
+line; a bug keeps its traceback). Every log line still goes to the API, so the
+run's page in the UI has them all. Set ``PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL=INFO``
+to see them on the terminal too.
 The WARC scan before the extraction has no bar in the flow (it reads about
 200 MB a second; see ``docs/performance.md``).
 """
@@ -37,7 +39,6 @@ The WARC scan before the extraction has no bar in the flow (it reads about
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -237,7 +238,12 @@ def _pipeline_parameters(args: argparse.Namespace) -> dict[str, Any]:
         "data_root": data_root,
     }
     check_pipeline_paths(
-        pages, parameters["extracted_path"], parameters["output_path"], parameters["report_path"], data_root
+        pages,
+        parameters["extracted_path"],
+        parameters["output_path"],
+        parameters["report_path"],
+        data_root,
+        option="--data-root",
     )
     return parameters
 
@@ -275,6 +281,7 @@ def pipeline_command(args: argparse.Namespace) -> int:
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
 
     from flows.extract_and_select import extract_and_select  # Prefect is imported only here
+    from selection_cli.run import _after_the_run, _leave_repeated_errors_to_the_last_line
     from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY
     from tasks.progress import follow_progress
     from tasks.select import PROGRESS_ARTIFACT_KEY
@@ -283,78 +290,17 @@ def pipeline_command(args: argparse.Namespace) -> int:
         EXTRACTION_PROGRESS_ARTIFACT_KEY: _pages_bar(),
         PROGRESS_ARTIFACT_KEY: ProgressBar(sys.stderr),  # select's bar
     }
-    with _ConsoleErrorsHeld() as held, follow_progress(bars):
-        state = extract_and_select(**parameters, return_state=True)
-        if state.is_failed():
-            try:
-                state.result()  # the error that failed the run
-            except SelectionError:  # a refusal: said once, by the command's last line
-                held.drop()
-                raise
-    summary = state.result()
+    # As `run` does: Prefect's console leaves out the error lines the command's last line says anyway.
+    handlers = _leave_repeated_errors_to_the_last_line()
+    try:
+        with follow_progress(bars):
+            state = extract_and_select(**parameters, return_state=True)
+    finally:
+        _after_the_run(handlers)
+    summary = state.result()  # raises the error that failed the run: the command's last line
     print(format_pipeline(summary))
     print(f"flow run: {state.state_details.flow_run_id}")
     return 0
-
-
-class _ConsoleErrorsHeld:
-    """Holds back the ERROR lines of Prefect's console handlers while the flow runs.
-
-    Prefect reports a failed run on the terminal three times (the task, the flow
-    with a traceback, the final state). When the run was refused (a
-    :class:`SelectionError`: a bad input, a refused path) the command's last line
-    says why, once, and :meth:`drop` forgets the held lines; anything else (a
-    bug) is shown as Prefect logged it, tracebacks and all, when the block ends.
-    Only the terminal is concerned: the API's log handler gets every line.
-    """
-
-    def __init__(self) -> None:
-        self._held: list[tuple[logging.Handler, logging.LogRecord]] = []
-        self._handlers: list[logging.Handler] = []
-
-    def __enter__(self) -> _ConsoleErrorsHeld:
-        from prefect.logging.configuration import ensure_logging_setup
-        from prefect.logging.handlers import PrefectConsoleHandler
-
-        ensure_logging_setup()
-        loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
-        for logger in loggers:
-            for handler in getattr(logger, "handlers", ()):
-                if isinstance(handler, PrefectConsoleHandler) and handler not in self._handlers:
-                    self._handlers.append(handler)
-                    handler.addFilter(_HeldBy(self, handler))
-        return self
-
-    def hold(self, handler: logging.Handler, record: logging.LogRecord) -> bool:
-        """Whether ``handler`` may show ``record`` now (an ERROR record is held instead)."""
-        if record.levelno < logging.ERROR:
-            return True
-        self._held.append((handler, record))
-        return False
-
-    def drop(self) -> None:
-        """Forget the lines held so far."""
-        self._held.clear()
-
-    def __exit__(self, *_exc: object) -> None:
-        for handler in self._handlers:
-            for held_filter in [f for f in handler.filters if isinstance(f, _HeldBy) and f.owner is self]:
-                handler.removeFilter(held_filter)
-        for handler, record in self._held:
-            handler.handle(record)
-        self._held.clear()
-
-
-class _HeldBy(logging.Filter):
-    """The filter of one console handler that hands its ERROR records to :class:`_ConsoleErrorsHeld`."""
-
-    def __init__(self, owner: _ConsoleErrorsHeld, handler: logging.Handler) -> None:
-        super().__init__()
-        self.owner = owner
-        self._handler = handler
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return self.owner.hold(self._handler, record)
 
 
 def _standalone(

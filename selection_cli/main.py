@@ -1,7 +1,7 @@
 """The ``content-selection`` command: the parser of every subcommand, and the one error policy.
 
 Each subcommand lives in its own module of this package (``select``, ``run``,
-``extract`` and ``pipeline``, ``serve``), which adds its arguments and runs it.
+``extract`` and ``pipeline``, ``serve``, ``explain``), which adds its arguments and runs it.
 ``select`` runs the core directly (no orchestrator). ``run``, ``pipeline`` and
 ``serve`` start the Prefect stage; their modules import Prefect only when the
 command runs, so that ``select`` and ``--help`` stay light. Every error a user
@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from selection_cli.environment import apply_kernel_setting
+from selection_cli.explain import add_explain_arguments, explain_command
 from selection_cli.extract import add_extract_arguments, add_pipeline_arguments, extract_command, pipeline_command
 from selection_cli.run import add_run_arguments, run_command
 from selection_cli.select import add_select_arguments, select_command
@@ -51,10 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         (
             "serve",
-            "serve the manual, scheduled and triggered deployments from this process",
+            "serve the deployments of the selection and the extraction from this process",
             add_serve_arguments,
             serve_command,
         ),
+        ("explain", "explain one article's decision, in words", add_explain_arguments, explain_command),
     )
     for name, help_text, add_arguments, command in commands:
         add_arguments(sub.add_parser(name, help=help_text)).set_defaults(func=command)

@@ -15,8 +15,8 @@ import sys
 from collections.abc import Sequence
 
 from flows.params import DEFAULT_MAX_TABLE_ROWS
-from flows.runners import TaskRunnerConfigError, TaskRunnerName, resolve_task_runner
-from selection_cli.environment import apply_kernel_setting
+from flows.runners import TaskRunnerName, resolve_task_runner, runs_in_chunks
+from selection_cli.environment import apply_kernel_setting, prepare_embedded_api
 from selection_core.errors import SelectionError
 
 PROG = "content-selection run"
@@ -92,6 +92,10 @@ def run_command(args: argparse.Namespace) -> int:
     stderr otherwise, with the error's ``exit_code`` (65 invalid input or
     refused path, 74 I/O error, 1 anything else). Options missing from ``args``
     take their defaults.
+
+    The paths and the input are checked before Prefect is imported (see
+    :func:`check_run_input`): a bad input is refused at once, in the words of
+    ``content-selection select``, without starting the embedded server.
     """
     output = getattr(args, "output", None)
     report = getattr(args, "report", None)
@@ -106,23 +110,6 @@ def run_command(args: argparse.Namespace) -> int:
     if chunk_size is not None and chunk_size < 1:
         print(f"{PROG}: error: --chunk-size must be 1 or more", file=sys.stderr)
         return 2
-    try:
-        resolve_task_runner(task_runner, dask_address)
-    except TaskRunnerConfigError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-
-    if not os.environ.get("PREFECT_API_URL"):
-        # The embedded server must not try to reach the network for telemetry.
-        os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-        # Prefect waits 20 s for its embedded server by default; a first start on a
-        # busy or small machine (database migrations) can take longer than that.
-        os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-
-    from flows.select_content import select_content  # Prefect is imported only here
-
-    _hide_user_error_tracebacks()
-
     parameters: dict[str, object] = {
         # Relative paths mean "from here" on a command line, whatever the data root.
         "input_path": os.path.abspath(args.input),
@@ -135,44 +122,119 @@ def run_command(args: argparse.Namespace) -> int:
         "chunk_size": chunk_size,
     }
     try:
+        runner, _ = resolve_task_runner(task_runner, dask_address)
+        check_run_input(parameters, whole=not runs_in_chunks(runner, chunk_size))
+    except SelectionError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+    prepare_embedded_api()
+
+    from flows.select_content import select_content  # Prefect is imported only here
+
+    handlers = _leave_repeated_errors_to_the_last_line()
+    try:
         summary = select_content(**parameters)
     except Exception as exc:  # noqa: BLE001 - reported as one line, never a traceback
+        _after_the_run(handlers)
         print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
         return int(getattr(exc, "exit_code", 1))
+    _after_the_run(handlers)
     print(summary.one_line())
     return 0
 
 
-class _UserErrorFormatter(logging.Formatter):
-    """Formats like ``inner`` but drops the traceback of errors the user can fix.
+def check_run_input(parameters: dict[str, object], whole: bool) -> None:
+    """Refuse, before Prefect starts, what the flow would refuse: a path outside the
+    data root or otherwise refused, and an input that cannot be read or is not a batch.
 
-    The run's logs sent to the Prefect API keep the traceback; only the terminal
-    shows the one-line message.
+    The same checks as the flow's (``check-paths``, then reading the batch) and as
+    ``content-selection select`` (the paths first, then the input), so the message
+    is the same words. When the run scores the batch ``whole`` (in this process, the
+    default), the batch is parsed and validated here as the run will, which costs
+    one more read and parse of the file beside the scoring. A run in chunks
+    (``--chunk-size``, ``--task-runner process|dask``) exists not to hold a big
+    batch in one process, so it only gets the layout scan here
+    (:func:`selection_storage.chunks.plan_batch`: the file is read, the envelope
+    validated and the articles delimited); its chunks validate their articles.
+    A transient read error is left to the run, which retries it.
+
+    Raises:
+        SelectionError: what the flow would end Failed with (``UnsafePathError``,
+            ``OutputPathError``, ``InvalidBatchError``).
+    """
+    from selection_core.batch import parse_batch
+    from selection_core.errors import ReadError
+    from selection_storage.chunks import plan_batch
+    from selection_storage.files import read_input
+    from selection_storage.paths import resolve_run_paths
+
+    paths = resolve_run_paths(
+        str(parameters["input_path"]),
+        _text(parameters["output_path"]),
+        _text(parameters["report_path"]),
+        _text(parameters["data_root"]),
+        option="--data-root",
+    )
+    try:
+        if whole:
+            parse_batch(read_input(paths.input), str(paths.input))
+        else:
+            plan_batch(paths.input)
+    except ReadError:
+        pass  # may be cured by the run's retries
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+class _OneErrorLine(logging.Filter):
+    """On the terminal, leaves out Prefect's run-log lines that the command's last line says anyway.
+
+    Those are the error lines of the run loggers that carry no traceback (a
+    refusal, whose traceback :class:`tasks.logs.UserErrorFilter` already
+    dropped; a task's "Finished in state Failed"), and the flow's final
+    "Finished in state" when it is not Completed. A bug's traceback is kept.
+    The run's logs sent to the Prefect API keep every line.
     """
 
-    def __init__(self, inner: logging.Formatter) -> None:
+    def __init__(self, run_loggers: tuple[str, ...]) -> None:
         super().__init__()
-        self._inner = inner
+        self._run_loggers = run_loggers
 
-    def format(self, record: logging.LogRecord) -> str:
-        if record.exc_info and isinstance(record.exc_info[1], SelectionError):
-            record = logging.makeLogRecord({**record.__dict__, "exc_info": None, "exc_text": None})
-        return self._inner.format(record)
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith(self._run_loggers):
+            return True
+        if getattr(record, "user_error", False) or (record.levelno >= logging.ERROR and not record.exc_info):
+            return False
+        message = record.getMessage()
+        return not (message.startswith("Finished in state") and not message.startswith("Finished in state Completed"))
 
 
-def _hide_user_error_tracebacks() -> None:
-    """Wrap the formatter of Prefect's console handlers with :class:`_UserErrorFormatter`."""
+def _after_the_run(handlers: list[logging.Handler]) -> None:
+    """Keep the summary or the error the last line: after the run, Prefect's console shows
+    warnings only (not "Stopping temporary server", logged as the process exits)."""
+    for handler in handlers:
+        handler.setLevel(max(handler.level, logging.WARNING))
+
+
+def _leave_repeated_errors_to_the_last_line() -> list[logging.Handler]:
+    """Put :class:`_OneErrorLine` on Prefect's console handlers; returns those handlers."""
     from prefect.logging.configuration import ensure_logging_setup
     from prefect.logging.handlers import PrefectConsoleHandler
+
+    from tasks.logs import RUN_LOGGERS
 
     ensure_logging_setup()
     loggers = [logging.getLogger()] + [
         logger for logger in logging.Logger.manager.loggerDict.values() if isinstance(logger, logging.Logger)
     ]
-    for logger in loggers:
-        for handler in logger.handlers:
-            if isinstance(handler, PrefectConsoleHandler) and not isinstance(handler.formatter, _UserErrorFormatter):
-                handler.setFormatter(_UserErrorFormatter(handler.formatter or logging.Formatter()))
+    consoles = [h for logger in loggers for h in logger.handlers if isinstance(h, PrefectConsoleHandler)]
+    for handler in consoles:
+        if not any(isinstance(f, _OneErrorLine) for f in handler.filters):
+            handler.addFilter(_OneErrorLine(RUN_LOGGERS))
+    return consoles
 
 
 def _one_line(exc: BaseException) -> str:

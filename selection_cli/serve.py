@@ -1,7 +1,11 @@
-"""``content-selection serve``: serve the manual, scheduled and triggered deployments from one process.
+"""``content-selection serve``: serve the stage's deployments from one process.
 
-For a setup without work pools or workers: this process registers the three
-deployments (with their schedule and trigger) on the Prefect API named by
+For a setup without work pools or workers: this process registers the
+deployments of :mod:`deployments.definitions` (``select-content/manual``,
+``select-directory/scheduled``, ``select-content/triggered``,
+``extract-articles/manual``, ``extract-inbox/scheduled``, and with
+``--after-flow`` ``select-content/after-flow``), with their schedules and
+triggers, on the Prefect API named by
 ``PREFECT_API_URL`` and runs their flow runs as subprocesses until stopped
 (Ctrl-C). Without ``PREFECT_API_URL`` it refuses to start: an embedded API
 would vanish with the process, and no UI or upstream flow could reach it.
@@ -18,7 +22,7 @@ from collections.abc import Sequence
 
 from deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
 from selection_cli.environment import apply_kernel_setting
-from selection_storage.paths import DATA_ROOT_ENV, configured_data_root, resolve_data_root
+from selection_storage.paths import DATA_ROOT_ENV, configured_data_root, confine, data_root_source, resolve_data_root
 
 PROG = "content-selection serve"
 
@@ -34,15 +38,34 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     parser.add_argument(
         "--directory",
         metavar="DIR",
-        help="folder the scheduled deployment scans (default: the data root)",
+        help="folder select-directory/scheduled scans for stale batches (default: the data root)",
     )
     parser.add_argument(
-        "--cron", default=DEFAULT_CRON, help=f"schedule of the scheduled deployment (default: {DEFAULT_CRON!r})"
+        "--inbox",
+        metavar="DIR",
+        help="folder extract-inbox/scheduled extracts new page sets from, inside the data root "
+        "(default: <data root>/inbox)",
+    )
+    parser.add_argument(
+        "--cron",
+        default=DEFAULT_CRON,
+        help=f"schedule of the scheduled selection and extraction (default: {DEFAULT_CRON!r})",
     )
     parser.add_argument(
         "--timezone", default=DEFAULT_TIMEZONE, help=f"time zone of --cron (default: {DEFAULT_TIMEZONE})"
     )
     parser.add_argument("--limit", type=int, default=None, metavar="N", help="most flow runs at the same time")
+    parser.add_argument(
+        "--after-flow",
+        metavar="NAME",
+        help="also serve select-content/after-flow: select a batch when a run of the flow NAME completes "
+        "(for an upstream flow that does not emit content-selection.batch.extracted)",
+    )
+    parser.add_argument(
+        "--path-parameter",
+        metavar="PARAM",
+        help="with --after-flow: the parameter of that flow that holds the batch it wrote",
+    )
     return parser
 
 
@@ -50,8 +73,8 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     """A standalone parser for ``serve``."""
     parser = argparse.ArgumentParser(
         prog=prog,
-        description="Serve the manual, scheduled and triggered deployments of the "
-        "content-selection stage from this process (needs PREFECT_API_URL).",
+        description="Serve the deployments of the content-selection stage (selection and extraction) "
+        "from this process (needs PREFECT_API_URL).",
     )
     return add_serve_arguments(parser)
 
@@ -63,6 +86,12 @@ def serve_command(args: argparse.Namespace) -> int:
     cron = getattr(args, "cron", None) or DEFAULT_CRON
     timezone = getattr(args, "timezone", None) or DEFAULT_TIMEZONE
     limit = getattr(args, "limit", None)
+    inbox = getattr(args, "inbox", None)
+    after_flow = getattr(args, "after_flow", None)
+    path_parameter = getattr(args, "path_parameter", None)
+    if (after_flow is None) != (path_parameter is None):
+        _error("--after-flow NAME and --path-parameter PARAM go together; give both, or neither")
+        return 2
 
     from prefect.settings import PREFECT_API_URL
 
@@ -77,16 +106,34 @@ def serve_command(args: argparse.Namespace) -> int:
         _error(f"no data root; pass --data-root DIR or set {DATA_ROOT_ENV} (event paths are only accepted inside it)")
         return 2
     try:
-        root = resolve_data_root(root_text)
+        source = data_root_source(data_root, "--data-root")
+        root = resolve_data_root(root_text, source)
+        if inbox:  # the extraction's outputs must be where the triggered selection accepts them
+            confine(inbox, root, "inbox", source)
     except Exception as exc:  # noqa: BLE001 - reported as one line
         _error(str(exc))
         return int(getattr(exc, "exit_code", 2))
 
-    from deployments.definitions import build_deployments
+    from deployments.definitions import build_deployments, check_after_flow
     from deployments.serve import serve_deployments
 
+    upstream = None
+    if after_flow is not None and path_parameter is not None:
+        try:
+            check_after_flow(after_flow, path_parameter)
+        except ValueError as exc:
+            _error(f"--after-flow/--path-parameter: {exc}")
+            return 2
+        upstream = (after_flow, path_parameter)
     try:
-        deployments = build_deployments(data_root=str(root), directory=directory, cron=cron, timezone=timezone)
+        deployments = build_deployments(
+            data_root=str(root),
+            directory=directory,
+            inbox=inbox,
+            cron=cron,
+            timezone=timezone,
+            after_flow=upstream,
+        )
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
         errors = getattr(exc, "errors", None)
         reason = errors()[0]["msg"] if callable(errors) and errors() else " ".join(str(exc).split())

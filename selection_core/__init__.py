@@ -36,6 +36,7 @@ from .config import (
 from .errors import (
     EXIT_INVALID_INPUT,
     EXIT_IO_ERROR,
+    ArticleNotFoundError,
     InvalidBatchError,
     OutputPathError,
     ReadError,
@@ -61,6 +62,7 @@ __all__ = [
     "SHINGLE_SIZE",
     "TEXT_FIELDS",
     "TIE_MARGIN",
+    "ArticleNotFoundError",
     "Candidate",
     "InvalidBatchError",
     "OutputPathError",

@@ -52,6 +52,12 @@ class UnsafePathError(OutputPathError):
     """A path (for example from an event) resolves outside the configured data root."""
 
 
+class ArticleNotFoundError(SelectionError, LookupError):
+    """The batch has no article at the index, or none with the id, a person asked for. Never worth retrying."""
+
+    exit_code = EXIT_INVALID_INPUT
+
+
 class WriteError(SelectionError, OSError):
     """Writing the output failed (disk full, I/O error). Nothing was written.
 

@@ -1,37 +1,87 @@
-"""The evidence of a run, for people: the scores table's rows and the summary markdown.
+"""The evidence of a run, for people: the scores table, the closest calls, the summary, the report lines.
 
 Built from the explanations the rule returns, by pure functions: their content
 depends only on the batch and the selections (no clock, no hash order). The
 Prefect task ``publish-artifacts`` (:mod:`tasks.artifacts`) publishes them as the
-artifacts ``selection-scores`` (a table: one row per article, capped at
-``max_rows``, the cap stated in the description) and ``selection-summary`` (counts
-per extractor and per reason, paths, SHA-256 of input and output, versions).
+artifacts ``selection-scores`` (a table that answers "what was picked and why"
+at a glance: one row per article, capped at ``max_rows``, the cap stated in the
+description), ``selection-closest-calls`` (markdown: the ties and fallbacks,
+capped at :data:`MAX_CLOSEST_CALLS`) and ``selection-summary`` (counts per
+extractor and per reason, paths, SHA-256 of input and output, versions). Every
+other number is in the JSON Lines report (:func:`report_entry`).
+
+Rows and closest calls are built where the article is (a worker scoring a
+chunk, :func:`article_row`, :func:`close_call_entry`), so that only they, never
+articles, travel back to the flow; :func:`align_rows` and :func:`batch_evidence`
+then put together what the artifacts show.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-import orjson
-
 from selection_core.batch import Summary
-from selection_core.markdown import md_cell
-from selection_core.select import Candidate, Selection
+from selection_core.config import EXTRACTORS
+from selection_core.markdown import md_cell, md_code
+from selection_core.select import Candidate, Reason, Selection, State
 
 #: Artifact keys (lowercase with dashes, as the Prefect UI requires).
 SCORES_ARTIFACT_KEY: Final[str] = "selection-scores"
 SUMMARY_ARTIFACT_KEY: Final[str] = "selection-summary"
+CLOSEST_CALLS_ARTIFACT_KEY: Final[str] = "selection-closest-calls"
 
-#: Article fields copied into the table when the article has them.
-ARTICLE_ID_FIELDS: Final[tuple[str, ...]] = ("id", "url", "title")
+#: Article fields that name it: copied (whole) into each report line, and, the first one the
+#: article has, shown (shortened) as the ``article`` column of the table.
+ARTICLE_ID_FIELDS: Final[tuple[str, ...]] = ("id", "url")
 
-#: Longest text kept from an article field in a table cell.
-MAX_CELL_CHARS: Final[int] = 200
+#: Longest article label in the table (a 64-character id or a long URL is shortened in the
+#: middle; the full value is in the report), and in the closest calls, whose Markdown table the
+#: V2 UI does not scroll: there the label is the last column, and must leave room for the rest.
+ARTICLE_LABEL_CHARS: Final[int] = 24
+CLOSE_CALL_LABEL_CHARS: Final[int] = 12
 
-#: Decimal places of coverage, support and score in the table.
+#: Decimal places of the scores shown in the artifacts.
 TABLE_DIGITS: Final[int] = 4
+
+#: The columns of the ``selection-scores`` table, in order; a column with no value in any shown
+#: row is left out. One per extractor holds its score (see :func:`score_cell`). The article's
+#: label comes last: at 1400 pixels the UIs show about 700 (V2) to 830 (V1) pixels of table, and
+#: what was picked and why (selected, reason, scores) must be the part that is never cut off.
+TABLE_COLUMNS: Final[tuple[str, ...]] = ("index", "selected", "reason", *EXTRACTORS, "article")
+
+#: The reasons of a close call: a tie broken by shingle count or priority, or a fallback
+#: (no consensus, or no candidate at all). ``single_candidate`` is no call at all: nothing was compared.
+CLOSE_CALL_REASONS: Final[frozenset[Reason]] = frozenset(
+    {
+        Reason.CONSENSUS_TIE_FEWEST_SHINGLES,
+        Reason.CONSENSUS_TIE_PRIORITY,
+        Reason.NO_CONSENSUS_MEDIAN,
+        Reason.NO_CONSENSUS_LARGEST,
+        Reason.ALL_UNAVAILABLE,
+    }
+)
+
+#: Most closest calls listed in the ``selection-closest-calls`` artifact (the first ones of the batch).
+MAX_CLOSEST_CALLS: Final[int] = 50
+
+# A URL as a person reads it: no scheme and no "www.". Besides being shorter, this is what keeps
+# "&" readable in Prefect's V1 UI (the one the "View at" links of the logs open): its table
+# artifact renders every string cell as Markdown (prefect-ui-library's ArtifactDataTable through
+# prefect-design's PMarkdownRenderer), and marked's GFM autolink of a bare "https://" or "www."
+# URL HTML-escapes the link text, which the renderer then sets as text (escaped a second time), so
+# "a&b" shows as "a&amp;b". Our values and Prefect's server are not at fault: the API returns the
+# "&" as it was sent, and the V2 UI shows it right. Without the scheme, the URL is a plain text
+# token, which that renderer unescapes once, as it should, and V2 shows as text.
+_URL_PREFIX = re.compile(r"^(?:[a-zA-Z][a-zA-Z0-9+.-]*://)?(?:www\.)?")
+_IS_URL = re.compile(r"^(?:[a-zA-Z][a-zA-Z0-9+.-]*://|www\.)")
+# Characters a URL cannot hold (RFC 3986) that Markdown or HTML would read as syntax: written as a
+# browser writes them, percent-encoded, so that V1's Markdown reading shows them as they are.
+_URL_UNSAFE = re.compile(r'[\x00-\x20<>"`\\^{}|\x7f]')
 
 
 def counts_text(counts: Mapping[Any, int]) -> str:
@@ -43,14 +93,61 @@ def counts_text(counts: Mapping[Any, int]) -> str:
     return ", ".join(f"{name} {count}" for name, count in counts.items())
 
 
-def score_rows(doc: dict[str, Any], selections: Sequence[Selection], max_rows: int) -> list[dict[str, Any]]:
-    """One table row per article (the first ``max_rows``), from its explanation.
+def shorten(text: str, limit: int = ARTICLE_LABEL_CHARS) -> str:
+    """``text`` if it fits in ``limit`` characters, else its start and end around one ``…``.
 
-    Columns: ``index``; ``id``, ``url``, ``title`` when at least one shown article
-    has that field; ``selected``, ``reason``, ``pool``, ``consensus_size``,
-    ``tie_pool``; then for each extractor (in ``EXTRACTORS`` order) its
-    ``state``, ``shingles``, ``coverage``, ``support`` and ``score``.
-    Every row has the same columns in the same order.
+    >>> shorten("0123456789abcdef", 9)
+    '0123…cdef'
+    """
+    if len(text) <= limit:
+        return text
+    tail = (limit - 1) // 2
+    return text[: limit - 1 - tail] + "…" + text[len(text) - tail :]
+
+
+def display_url(url: str) -> str:
+    """A URL as the artifacts show it: without scheme and ``www.``, unsafe characters percent-encoded.
+
+    >>> display_url("https://www.example.org/a?b=1&c=<2>")
+    'example.org/a?b=1&c=%3C2%3E'
+    """
+    return _URL_UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), _URL_PREFIX.sub("", url))
+
+
+def article_label(article: Mapping[str, Any], limit: int = ARTICLE_LABEL_CHARS) -> str | None:
+    """How the artifacts name an article: its ``id``, else its ``url``, shortened; None with neither.
+
+    An id that is itself a URL is shown as a URL (:func:`display_url`).
+
+    >>> article_label({"id": "f" * 64, "url": "https://example.org/a"})
+    'ffffffffffff…fffffffffff'
+    >>> article_label({"url": "https://www.example.org/news?id=1&lang=en"})
+    'example.org/…d=1&lang=en'
+    """
+    for name in ARTICLE_ID_FIELDS:
+        value = article.get(name)
+        if value is None or value == "":
+            continue
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        text = display_url(text) if _IS_URL.match(text) else " ".join(text.split())
+        return shorten(text, limit)
+    return None
+
+
+def score_cell(candidate: Candidate) -> float | str | None:
+    """An extractor's cell in the table: its score (rounded), else why it has none, else None.
+
+    A candidate without a score is either not usable (the cell says ``unavailable`` or
+    ``degraded``) or was not scored because no consensus was computed (single candidate,
+    empty consensus: None, the reason says which).
+    """
+    if candidate.score is not None:
+        return _ratio(candidate.score)
+    return None if candidate.state is State.USABLE else candidate.state.value
+
+
+def score_rows(doc: dict[str, Any], selections: Sequence[Selection], max_rows: int) -> list[dict[str, Any]]:
+    """The table's rows: one per article (the first ``max_rows``), columns as :data:`TABLE_COLUMNS`.
 
     Example:
         >>> score_rows({"articles": []}, [], max_rows=10)
@@ -60,53 +157,158 @@ def score_rows(doc: dict[str, Any], selections: Sequence[Selection], max_rows: i
     return align_rows([article_row(articles[s.index], s) for s in selections[: max(max_rows, 0)]])
 
 
-def article_row(article: dict[str, Any], selection: Selection) -> dict[str, Any]:
-    """The row of one article, with only the id fields it has (see :func:`align_rows`).
+def article_row(article: Mapping[str, Any], selection: Selection) -> dict[str, Any]:
+    """The row of one article, before :func:`align_rows` drops the columns no shown row fills.
 
-    Built where the article is (a worker scoring a chunk), so that only rows,
-    never articles, travel back to the flow.
+    >>> from selection_core.select import select_article
+    >>> article = {"id": "a1", "newspaper4k": {"text": "a b c"}}
+    >>> row = article_row(article, select_article(article))
+    >>> row["article"], row["reason"], row["trafilatura"], row["newspaper4k"]
+    ('a1', 'single_candidate', 'unavailable', None)
     """
-    row: dict[str, Any] = {"index": selection.index}
-    row.update((field, _cell(article[field])) for field in ARTICLE_ID_FIELDS if field in article)
-    row.update(
-        selected=selection.selected,
-        reason=_value(selection.reason),
-        pool=_value(selection.pool),
-        consensus_size=selection.consensus_size,
-        tie_pool=" ".join(selection.tie_pool),
-    )
-    for candidate in selection.candidates:
-        row.update(candidate_cells(candidate))
+    row: dict[str, Any] = {"index": selection.index, "selected": selection.selected, "reason": selection.reason.value}
+    row.update((candidate.name, score_cell(candidate)) for candidate in selection.candidates)
+    row["article"] = article_label(article)
     return row
 
 
-def candidate_cells(candidate: Candidate) -> dict[str, Any]:
-    """One extractor's columns of a row: ``<name>_state``, ``_shingles``, ``_coverage``, ``_support``, ``_score``."""
-    prefix = candidate.name
+def align_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with the same columns, in :data:`TABLE_COLUMNS` order, less those empty in every row.
+
+    A column no row has a value for would take space in the UI for nothing (an ``article``
+    column when no article has an id or a URL, say).
+
+    >>> align_rows([{"index": 0, "article": None, "selected": "a"}, {"index": 1, "article": None, "selected": "b"}])
+    [{'index': 0, 'selected': 'a'}, {'index': 1, 'selected': 'b'}]
+    """
+    columns = [c for c in TABLE_COLUMNS if any(row.get(c) is not None for row in rows)]
+    return [{c: row.get(c) for c in columns} for row in rows]
+
+
+def is_close_call(selection: Selection) -> bool:
+    """Whether the decision was a tie or a fallback (:data:`CLOSE_CALL_REASONS`)."""
+    return selection.reason in CLOSE_CALL_REASONS
+
+
+def close_call_entry(article: Mapping[str, Any], selection: Selection) -> dict[str, Any]:
+    """What the closest-calls artifact shows of one decision (plain values, to travel from a worker)."""
     return {
-        f"{prefix}_state": _value(candidate.state),
-        f"{prefix}_shingles": candidate.shingle_count,
-        f"{prefix}_coverage": _ratio(candidate.coverage),
-        f"{prefix}_support": _ratio(candidate.support),
-        f"{prefix}_score": _ratio(candidate.score),
+        "index": selection.index,
+        "article": article_label(article, CLOSE_CALL_LABEL_CHARS),
+        "selected": selection.selected,
+        "reason": selection.reason.value,
+        "consensus_size": selection.consensus_size,
+        "tie_pool": list(selection.tie_pool),
+        "candidates": [[c.name, c.state.value, c.shingle_count, _ratio(c.score)] for c in selection.candidates],
     }
 
 
-def align_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rows with the same columns: an id field shown when any row has it (None where missing).
+def close_call_entries(
+    articles: Sequence[Mapping[str, Any]], selections: Sequence[Selection], limit: int = MAX_CLOSEST_CALLS
+) -> list[dict[str, Any]]:
+    """The first ``limit`` close calls among ``selections`` (``articles[i]`` is the article of ``selections[i]``)."""
+    entries: list[dict[str, Any]] = []
+    for article, selection in zip(articles, selections, strict=True):
+        if len(entries) >= limit:
+            break
+        if is_close_call(selection):
+            entries.append(close_call_entry(article, selection))
+    return entries
 
-    >>> align_rows([{"index": 0, "selected": "a"}, {"index": 1, "url": "u", "selected": "b"}])
-    [{'index': 0, 'url': None, 'selected': 'a'}, {'index': 1, 'url': 'u', 'selected': 'b'}]
+
+@dataclass(frozen=True)
+class ShownEvidence:
+    """What the artifacts show of the articles: the table's rows and the first closest calls."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    close_calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+def batch_evidence(doc: dict[str, Any], selections: Sequence[Selection], max_rows: int) -> ShownEvidence:
+    """The shown evidence of a batch held whole."""
+    return ShownEvidence(score_rows(doc, selections, max_rows), close_call_entries(doc["articles"], selections))
+
+
+def merge_evidence(
+    parts: Iterable[tuple[Sequence[dict[str, Any]], Sequence[dict[str, Any]]]], max_rows: int
+) -> ShownEvidence:
+    """The shown evidence of a batch scored in chunks, from each chunk's ``(rows, close_calls)`` in order.
+
+    The same as :func:`batch_evidence` of the whole batch when each chunk sent its rows of the
+    first ``max_rows`` articles and its first :data:`MAX_CLOSEST_CALLS` close calls.
     """
-    id_fields = [f for f in ARTICLE_ID_FIELDS if any(f in row for row in rows)]
-    aligned: list[dict[str, Any]] = []
-    for row in rows:
-        out: dict[str, Any] = {"index": row["index"]}
-        for field in id_fields:
-            out[field] = row.get(field)
-        out.update((k, v) for k, v in row.items() if k != "index" and k not in ARTICLE_ID_FIELDS)
-        aligned.append(out)
-    return aligned
+    rows: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
+    for chunk_rows, chunk_calls in parts:
+        rows.extend(chunk_rows)
+        calls.extend(chunk_calls)
+    return ShownEvidence(align_rows(rows[: max(max_rows, 0)]), calls[:MAX_CLOSEST_CALLS])
+
+
+def close_calls_total(summary: Summary) -> int:
+    """How many decisions of the batch were close calls (from the counts per reason)."""
+    return sum(count for reason, count in summary.by_reason.items() if Reason(reason) in CLOSE_CALL_REASONS)
+
+
+def closest_calls_markdown(batch_name: str, entries: Sequence[Mapping[str, Any]], summary: Summary) -> str:
+    """The ``selection-closest-calls`` markdown: the first close calls, with the cap stated.
+
+    >>> from selection_core.batch import summarize
+    >>> print(closest_calls_markdown("b.json", [], summarize([])))
+    # Closest calls: b.json
+    <BLANKLINE>
+    No ties or fallbacks among the 0 articles: every decision had a clear top score or a single candidate.
+    <BLANKLINE>
+    """
+    total = close_calls_total(summary)
+    lines = [f"# Closest calls: {md_cell(batch_name)}", ""]
+    if total == 0:
+        lines += [
+            f"No ties or fallbacks among the {summary.articles} articles: every decision had a clear top score "
+            "or a single candidate.",
+            "",
+        ]
+        return "\n".join(lines)
+    lines += [
+        f"{len(entries)} of the {total} decisions (of {summary.articles} articles) that were a tie or a fallback, "
+        f"the first ones in the batch (at most {MAX_CLOSEST_CALLS} are listed). Each extractor: score / "
+        "shingle count, or its state when it was not usable; the tie pool in bold. The report "
+        "(`report_path`) has every decision in full.",
+        "",
+        # The article last, as in the scores table: Prefect's V1 UI does not wrap table cells.
+        "| Index | Selected | Reason | " + " | ".join(EXTRACTORS) + " | Article |",
+        "|---:|---|---|" + "---|" * len(EXTRACTORS) + "---|",
+    ]
+    for entry in entries:
+        candidates = [_candidate_text(entry["tie_pool"], *candidate) for candidate in entry["candidates"]]
+        cells = [str(entry["index"]), entry["selected"], entry["reason"], *candidates, md_cell(entry["article"] or "–")]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _candidate_text(tie_pool: Sequence[str], name: str, state: str, shingles: int, score: float | None) -> str:
+    """One extractor's cell in a closest call, e.g. ``**1.0000 / 65**`` (bold: in the tie pool)."""
+    if state == State.UNAVAILABLE.value:
+        return state
+    text = f"{shingles}" if score is None else f"{score:.{TABLE_DIGITS}f} / {shingles}"
+    text = text if state == State.USABLE.value else f"{text} ({state})"
+    return f"**{text}**" if name in tie_pool and len(tie_pool) > 1 else text
+
+
+def report_entry(article: Mapping[str, Any], selection: Selection) -> dict[str, Any]:
+    """One line of the JSON Lines report: ``index``, the article's ``id`` and ``url`` (where it has them,
+    whole), then the explanation (:meth:`Selection.to_dict`), so that the report joins to the batch.
+
+    >>> from selection_core.select import select_article
+    >>> list(report_entry({"url": "u", "newspaper4k": {"text": "a"}}, select_article({"newspaper4k": {"text": "a"}})))
+    ['index', 'url', 'selected_extractor', 'reason', 'pool', 'consensus_size', 'tie_pool', 'candidates']
+    """
+    explanation = selection.to_dict()
+    entry: dict[str, Any] = {"index": explanation.pop("index")}
+    entry.update((name, article[name]) for name in ARTICLE_ID_FIELDS if article.get(name) is not None)
+    entry.update(explanation)
+    return entry
 
 
 def scores_description(batch_name: str, shown: int, total: int, max_rows: int) -> str:
@@ -133,17 +335,19 @@ def summary_markdown(
 ) -> str:
     """The ``selection-summary`` markdown: counts, paths, fingerprints and versions."""
     total = summary.articles
+    report = md_code(str(report_path)) if report_path else "not written"
     lines = [
         f"# Content selection: {md_cell(input_path.name)}",
         "",
-        "| | |",
+        "| Item | Value |",
         "|---|---|",
         f"| Articles | {total} |",
-        f"| Input | `{md_cell(str(input_path))}` |",
-        f"| Input SHA-256 | `{input_sha256}` |",
-        f"| Output | `{md_cell(str(output_path))}` |",
-        f"| Output SHA-256 | `{output_sha256}` |",
-        f"| Report (JSON Lines) | {f'`{md_cell(str(report_path))}`' if report_path else 'not written'} |",
+        f"| Input | {md_code(str(input_path))} |",
+        f"| Input SHA-256 | {md_code(input_sha256)} |",
+        f"| Output | {md_code(str(output_path))} |",
+        f"| Output SHA-256 | {md_code(output_sha256)} |",
+        f"| Report (JSON Lines) | {report} |",
+        f"| Ties and fallbacks | {close_calls_total(summary)} (listed in {md_code(CLOSEST_CALLS_ARTIFACT_KEY)}) |",
         "",
         "## Selections per extractor",
         "",
@@ -154,15 +358,15 @@ def summary_markdown(
         lines.append(f"| {name} | {count} | {_share(count, total)} |")
     lines += ["", "## Decisions per reason", "", "| Reason | Articles |", "|---|---:|"]
     for reason, count in summary.by_reason.items():
-        lines.append(f"| `{_value(reason)}` | {count} |")
+        lines.append(f"| {md_code(str(_value(reason)))} | {count} |")
     if not summary.by_reason:
         lines.append("| (no articles) | 0 |")
     lines += ["", "## Versions", "", "| Component | Version |", "|---|---|"]
     for name, version in versions.items():
-        lines.append(f"| {name} | {version} |")
+        lines.append(f"| {md_cell(name)} | {md_cell(version)} |")
     lines += [
         "",
-        f"The table `{SCORES_ARTIFACT_KEY}` shows {shown_rows} of {total} articles (max_table_rows={max_rows}).",
+        f"The table {md_code(SCORES_ARTIFACT_KEY)} shows {shown_rows} of {total} articles (max_table_rows={max_rows}).",
         "",
     ]
     return "\n".join(lines)
@@ -175,13 +379,6 @@ def _value(item: Any) -> Any:
 
 def _ratio(value: Any) -> float | None:
     return None if value is None else round(float(value), TABLE_DIGITS)
-
-
-def _cell(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
-    text = value if isinstance(value, str) else orjson.dumps(value).decode()
-    return text if len(text) <= MAX_CELL_CHARS else text[: MAX_CELL_CHARS - 1] + "…"
 
 
 def _share(count: int, total: int) -> str:

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
-from selection_core.evidence import counts_text
-from selection_core.markdown import md_cell
+from selection_core.evidence import counts_text, display_url
+from selection_core.markdown import md_cell, md_code
 from selection_extraction.batch import ExtractionStats
 from selection_extraction.pages import PageSet
 
@@ -41,6 +41,9 @@ def progress_description(page_set: PageSet, n_chunks: int | None = None) -> str:
 def page_rows(doc: dict[str, Any], max_rows: int) -> list[dict[str, Any]]:
     """One row per page (the first ``max_rows``) of a whole batch (:func:`page_row`).
 
+    The URL is shown as :func:`~selection_core.evidence.display_url` writes it (no scheme), so
+    that Prefect's V1 UI does not show its ``&`` as ``&amp;`` (the reason is given there).
+
     >>> page_rows({"articles": []}, 10)
     []
     """
@@ -56,7 +59,7 @@ def page_row(index: int, article: dict[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {
         "index": index,
         "id": article.get("id"),
-        "url": article.get("url"),
+        "url": display_url(url) if isinstance(url := article.get("url"), str) else url,
         "path": article.get("path"),
         "encoding": article.get("encoding"),
         "encoding_source": article.get("encoding_source"),
@@ -112,14 +115,14 @@ def extraction_markdown(
     lines = [
         f"# Extraction: {md_cell(Path(str(meta.get('input', ''))).name or str(meta.get('input', '')))}",
         "",
-        "| | |",
+        "| Item | Value |",
         "|---|---|",
-        f"| Input | `{md_cell(str(meta.get('input', '')))}` ({meta.get('input_kind', '')}) |",
+        f"| Input | {md_code(str(meta.get('input', '')))} ({md_cell(str(meta.get('input_kind', '')))}) |",
         *([f"| WARC records | {md_cell(counts_text(meta['warc_records']))} |"] if meta.get("warc_records") else []),
         f"| Pages | {stats.pages} |",
         f"| Unreadable pages | {stats.unreadable_pages} |",
-        f"| Output | `{md_cell(str(output_path))}` |",
-        f"| Output SHA-256 | `{output_sha256}` |",
+        f"| Output | {md_code(str(output_path))} |",
+        f"| Output SHA-256 | {md_code(output_sha256)} |",
         f"| Time limit per extractor and page | {meta.get('time_limit_seconds')} s |",
         f"| Worker crashes | {stats.worker_crashes} |",
         f"| Network attempts blocked | {len(stats.network_attempts)} |",
@@ -134,13 +137,14 @@ def extraction_markdown(
         info = described.get(name, {})
         lines.append(
             f"| {name} | {info.get('distribution', '')} {info.get('version', '')} | {stats.errors.get(name, 0)} "
-            f"| {stats.timeouts.get(name, 0)} | `{md_cell(str(info.get('call', '')))}` |"
+            f"| {stats.timeouts.get(name, 0)} | {md_code(str(info.get('call', '')))} |"
         )
     lines += [
         "",
         f"Decoding: {md_cell(str(meta.get('decoding', '')))}.",
         "",
-        f"The table `{PAGES_ARTIFACT_KEY}` shows {shown_rows} of {stats.pages} pages (max_table_rows={max_rows}).",
+        f"The table {md_code(PAGES_ARTIFACT_KEY)} shows {shown_rows} of {stats.pages} pages "
+        f"(max_table_rows={max_rows}).",
         "",
     ]
     return "\n".join(lines)

@@ -13,10 +13,12 @@ from pathlib import Path
 from selection_extraction.pages import check_pages_input, page_stem
 from selection_extraction.warc import warc_stem
 from selection_storage.paths import (
+    DATA_ROOT_PARAMETER,
     EXTRACTED_SUFFIX,
     RunPaths,
     configured_data_root,
     confine,
+    data_root_source,
     resolve_data_root,
     resolve_output_path,
     resolve_run_paths,
@@ -52,7 +54,9 @@ class ExtractPaths:
     data_root: Path | None
 
 
-def resolve_extract_paths(pages: str, output_path: str | None = None, data_root: str | None = None) -> ExtractPaths:
+def resolve_extract_paths(
+    pages: str, output_path: str | None = None, data_root: str | None = None, option: str = DATA_ROOT_PARAMETER
+) -> ExtractPaths:
     """Resolve the pages input and the batch output; confine both to the data root when one is set.
 
     Args:
@@ -60,6 +64,7 @@ def resolve_extract_paths(pages: str, output_path: str | None = None, data_root:
         output_path: Where to write the batch; None for ``<pages>_extracted.json`` beside the input.
         data_root: Directory every path must resolve inside; None for
             ``$CONTENT_SELECTION_DATA_ROOT`` (no confinement when that is unset too).
+        option: How messages name ``data_root`` (``--data-root`` on the command line).
 
     Raises:
         UnsafePathError: a path leaves the data root.
@@ -70,9 +75,10 @@ def resolve_extract_paths(pages: str, output_path: str | None = None, data_root:
         source = Path(pages).expanduser().absolute()
         wanted = Path(output_path).expanduser().absolute() if output_path else extracted_path(source)
         return ExtractPaths(source, resolve_output_path(source, wanted), None)
-    root = resolve_data_root(root_text)
-    source = confine(pages, root, "pages")
-    wanted = confine(output_path, root, "output") if output_path else confine(extracted_path(source), root, "output")
+    named = data_root_source(data_root, option)
+    root = resolve_data_root(root_text, named)
+    source = confine(pages, root, "pages", named)
+    wanted = confine(output_path or extracted_path(source), root, "output", named)
     return ExtractPaths(source, resolve_output_path(source, wanted), root)
 
 
@@ -82,15 +88,18 @@ def check_pipeline_paths(
     output_path: str | None = None,
     report_path: str | None = None,
     data_root: str | None = None,
+    option: str = DATA_ROOT_PARAMETER,
 ) -> tuple[ExtractPaths, RunPaths]:
     """Every path of an extract-then-select run, checked as the flow ``extract-and-select`` checks them,
     and the pages input's existence: what can be refused before the run starts, without reading a page.
+
+    ``option`` is how messages name ``data_root`` (``--data-root`` on the command line).
 
     Raises:
         InvalidPagesError: the pages input does not exist.
         UnsafePathError: a path leaves the data root.
         OutputPathError: an output is refused.
     """
-    extract = resolve_extract_paths(pages, extracted_path, data_root)
+    extract = resolve_extract_paths(pages, extracted_path, data_root, option)
     check_pages_input(pages if extract.data_root is None else extract.pages)  # named as the user wrote it
-    return extract, resolve_run_paths(str(extract.output), output_path, report_path, data_root)
+    return extract, resolve_run_paths(str(extract.output), output_path, report_path, data_root, option=option)

@@ -11,7 +11,8 @@ Modules, each one concept:
 * :mod:`~selection_storage.whole_file`: the command line's whole-file run (:func:`select_file`);
 * :mod:`~selection_storage.chunks`: the chunk plan of a batch scored in pieces, and the scoring of one chunk;
 * :mod:`~selection_storage.parts`: the chunks' part files and their assembly into the output;
-* :mod:`~selection_storage.directory`: the batches of a directory that need a selection.
+* :mod:`~selection_storage.directory`: the batches of a directory that need a selection;
+* :mod:`~selection_storage.lookup`: one article of a batch file, found without loading the batch.
 
 The names below are the public API; import them from here.
 """
@@ -48,6 +49,7 @@ from selection_storage.files import (
     sha256_bytes,
     sha256_file,
 )
+from selection_storage.lookup import FoundArticle, find_article
 from selection_storage.parts import PartJoiner, assemble_parts, discard_parts, join_parts
 from selection_storage.paths import (
     DATA_ROOT_ENV,
@@ -76,6 +78,7 @@ __all__ = [
     "ChunkOutcome",
     "ChunkedRunResult",
     "FileIdentity",
+    "FoundArticle",
     "InputChangedError",
     "LoadedBatch",
     "PartJoiner",
@@ -91,6 +94,7 @@ __all__ = [
     "configured_data_root",
     "confine",
     "discard_parts",
+    "find_article",
     "find_batches",
     "find_stale_batches",
     "is_stale",

@@ -12,30 +12,22 @@ without parsing is selected in one piece, as the flows do.
 
 The flow ``extract-and-select`` (which ``content-selection pipeline`` runs) selects
 the batch it has just extracted this way, so that neither of its steps holds the
-batch; it asks for the scores-table rows of the first articles (``row``, ``table_rows``).
+batch; it asks for what its artifacts show of the batch (``evidence_rows``).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import selection_core as sc
 from selection_core.batch import ProgressCallback, Summary
-from selection_core.evidence import align_rows
+from selection_core.evidence import MAX_CLOSEST_CALLS, ShownEvidence, article_row, merge_evidence
 from selection_core.select import Selection
 from selection_storage.batch import WrittenFile
-from selection_storage.chunks import (
-    ChunkJob,
-    ChunkOutcome,
-    RowBuilder,
-    canonical_error,
-    plan_batch,
-    plan_jobs,
-    score_chunk,
-)
+from selection_storage.chunks import ChunkJob, ChunkOutcome, canonical_error, plan_batch, plan_jobs, score_chunk
 from selection_storage.files import sha256_file
 from selection_storage.parts import PartJoiner, assemble_parts, discard_parts
 from selection_storage.paths import refuse_report_on_output, resolve_output_path
@@ -49,8 +41,9 @@ DEFAULT_FILE_CHUNK_ARTICLES: Final[int] = 1000
 class ChunkedRunResult:
     """What a chunked run wrote, and its counts; ``chunks`` is 1 when the batch was selected in one piece.
 
-    ``rows`` are the scores-table rows of the first ``table_rows`` articles
-    (:func:`selection_core.evidence.align_rows`), empty when none were asked for.
+    ``written`` is the output with the SHA-256 of its bytes, ``input_sha256`` that of
+    the input's, and ``evidence`` what the flows' artifacts show of the batch when it
+    was asked for (``evidence_rows``).
     """
 
     input_path: Path
@@ -60,7 +53,7 @@ class ChunkedRunResult:
     chunks: int
     input_sha256: str
     written: WrittenFile
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    evidence: ShownEvidence | None = None
 
 
 def _no_row(_article: dict[str, Any], _selection: Selection) -> dict[str, Any]:
@@ -73,15 +66,16 @@ def select_file_in_chunks(
     report_path: str | os.PathLike[str] | None = None,
     chunk_articles: int = DEFAULT_FILE_CHUNK_ARTICLES,
     progress: ProgressCallback | None = None,
-    row: RowBuilder = _no_row,
-    table_rows: int = 0,
+    evidence_rows: int | None = None,
 ) -> ChunkedRunResult:
     """Select every article of one batch file, ``chunk_articles`` at a time; write the output (and report).
 
     Nothing is written unless every chunk was valid; no part file is left behind,
-    whatever fails; the input is only read. With ``table_rows``, the result also
-    has the rows ``row`` builds for the first ``table_rows`` articles (the flows'
-    scores table), built where each chunk is scored.
+    whatever fails; the input is only read. With ``evidence_rows``, the result also
+    has what the flows' artifacts show of the batch: the scores-table rows of its
+    first ``evidence_rows`` articles and its first close calls, built where each
+    chunk is scored (:func:`selection_core.evidence.merge_evidence`, the same as
+    :func:`~selection_core.evidence.batch_evidence` of the whole batch).
 
     Raises:
         InvalidBatchError: as :func:`~selection_storage.whole_file.select_file` raises it.
@@ -95,18 +89,25 @@ def select_file_in_chunks(
     refuse_report_on_output(report, out, "choose another --report")
     plan = plan_batch(inp)
     if plan.doc is not None:  # its articles could not be delimited without parsing: one piece
-        whole = select_file(inp, out, report, progress, row, table_rows)
+        whole = select_file(inp, out, report, progress, evidence_rows)
         written = WrittenFile(out, sha256_file(out), out.stat().st_size)
-        rows = align_rows(whole.rows)
-        return ChunkedRunResult(inp, out, report, whole.summary, 1, plan.sha256, written, rows)
+        return ChunkedRunResult(inp, out, report, whole.summary, 1, plan.sha256, written, whole.evidence)
     total = plan.article_count
-    jobs: list[ChunkJob] = plan_jobs(plan, chunk_articles, out, report, table_rows=max(table_rows, 0))
+    shown = evidence_rows is not None
+    jobs: list[ChunkJob] = plan_jobs(
+        plan,
+        chunk_articles,
+        out,
+        report,
+        table_rows=max(evidence_rows or 0, 0),
+        close_calls=MAX_CLOSEST_CALLS if shown else 0,
+    )
     outcomes: list[ChunkOutcome] = []
     joiner = PartJoiner(plan.envelope, total > 0, out, report)
     try:
         for job in jobs:
             try:
-                outcome = score_chunk(job, row)
+                outcome = score_chunk(job, article_row if shown else _no_row)
             except sc.InvalidBatchError:
                 canonical_error(inp)  # raises the one-piece path's message
                 raise
@@ -121,5 +122,5 @@ def select_file_in_chunks(
     if progress is not None and total == 0:
         progress(0, 0)
     summary = sc.merge_summaries(o.summary for o in outcomes)
-    rows = align_rows([r for o in outcomes for r in o.rows])
-    return ChunkedRunResult(inp, out, report, summary, len(jobs), plan.sha256, written, rows)
+    evidence = merge_evidence(((o.rows, o.close_calls) for o in outcomes), evidence_rows) if shown else None
+    return ChunkedRunResult(inp, out, report, summary, len(jobs), plan.sha256, written, evidence)

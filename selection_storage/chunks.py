@@ -13,15 +13,16 @@ whole, as long as every article keeps its index in the batch. What happens:
    own byte span of the input, parses and validates it in full, scores it,
    and writes its articles, rendered exactly as in a whole written batch, to a
    temporary *part* file beside the output (and its report lines beside the
-   report). It returns only counts and the rows of the scores table.
+   report). It returns only counts, the rows of the scores table and its first
+   close calls (:mod:`selection_core.evidence`).
 3. :func:`selection_storage.parts.assemble_parts` (in the flow's process) writes
    the envelope and the parts, in order, into the output's staged temporary file,
    with the SHA-256 of what it writes, and commits output and report as one group.
 
 So nothing as large as an article crosses a process boundary or Prefect's API:
 a task's parameter is a :class:`ChunkJob` (a path, byte offsets, part paths)
-and its result a :class:`ChunkOutcome` (counts and at most ``table_rows``
-rows); the number of task runs grows with chunks, not with articles. Workers
+and its result a :class:`ChunkOutcome` (counts, at most ``table_rows`` rows and
+at most ``close_calls`` close calls); the number of task runs grows with chunks, not with articles. Workers
 must see the same files as the flow (one machine, or a shared file system).
 
 Failures never leave a part behind: the flow removes every part of the run when
@@ -44,6 +45,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Final, cast
 
 import selection_core as sc
+from selection_core.evidence import MAX_CLOSEST_CALLS, close_call_entries
 from selection_core.layout import RUN_PREFIX, RUN_SUFFIX, BatchLayout, envelope_bytes, scan_layout
 from selection_storage.atomic import process_alive, temporary_name
 from selection_storage.files import FileIdentity, open_input, read_error, read_input, read_span, sha256_bytes
@@ -199,6 +201,7 @@ class ChunkJob:
         "start",
         "stop",
         "table_rows",
+        "close_calls",
     )
 
     def __init__(
@@ -216,6 +219,7 @@ class ChunkJob:
         table_rows: int,
         owner_pid: int,
         owner_host: str,
+        close_calls: int = MAX_CLOSEST_CALLS,
     ) -> None:
         self.input_path = input_path
         self.owner_pid = owner_pid
@@ -229,6 +233,7 @@ class ChunkJob:
         self.output_part = output_part
         self.report_part = report_part
         self.table_rows = table_rows
+        self.close_calls = close_calls
 
     def __repr__(self) -> str:
         return f"ChunkJob(start={self.start}, stop={self.stop}, bytes={self.span[0]}..{self.span[1]})"
@@ -241,9 +246,9 @@ class ChunkJob:
 
 
 class ChunkOutcome:
-    """What a scored chunk sends back: its counts, its table rows, where its parts are."""
+    """What a scored chunk sends back: its counts, its table rows, its first close calls, where its parts are."""
 
-    __slots__ = ("output_part", "report_part", "rows", "start", "stop", "summary")
+    __slots__ = ("close_calls", "output_part", "report_part", "rows", "start", "stop", "summary")
 
     def __init__(
         self,
@@ -253,6 +258,7 @@ class ChunkOutcome:
         rows: list[dict[str, Any]],
         output_part: str,
         report_part: str | None,
+        close_calls: list[dict[str, Any]] | None = None,
     ) -> None:
         self.start = start
         self.stop = stop
@@ -260,6 +266,7 @@ class ChunkOutcome:
         self.rows = rows
         self.output_part = output_part
         self.report_part = report_part
+        self.close_calls = [] if close_calls is None else close_calls
 
     def __len__(self) -> int:
         return self.stop - self.start
@@ -275,8 +282,13 @@ def plan_jobs(
     report_path: Path | None,
     table_rows: int,
     owner_pid: int | None = None,
+    close_calls: int = MAX_CLOSEST_CALLS,
 ) -> list[ChunkJob]:
     """The jobs of a planned batch, in order, ``chunk_size`` articles each.
+
+    Each chunk sends back its rows of the first ``table_rows`` articles of the batch
+    and at most ``close_calls`` close calls (its first ones): what the artifacts need
+    of it, however the batch is cut.
 
     Part files are named as temporary files of the output (and report) owned
     by the flow's process, ``owner_pid``: one random token per run, then the
@@ -303,6 +315,7 @@ def plan_jobs(
                 table_rows=table_rows,
                 owner_pid=pid,
                 owner_host=socket.gethostname(),
+                close_calls=close_calls,
             )
         )
     return jobs
@@ -332,7 +345,7 @@ def score_chunk(chunk: ChunkJob, row: RowBuilder) -> ChunkOutcome:
             articles of the batch), here where the article is, so that only rows travel back.
 
     Returns:
-        The chunk's counts, its rows of the scores table, and its part files.
+        The chunk's counts, its rows of the scores table, its first close calls, and its part files.
 
     Raises:
         InputChangedError: the input is no longer the planned version.
@@ -350,9 +363,11 @@ def score_chunk(chunk: ChunkJob, row: RowBuilder) -> ChunkOutcome:
     selections = [sc.select_article(article, chunk.start + offset) for offset, article in enumerate(articles)]
     sc.apply_selections(doc, selections, start=chunk.start)
     if chunk.report_path is not None and chunk.report_part is not None:
-        write_part(Path(chunk.report_path), chunk.report_part, report_lines(selections))
+        write_part(Path(chunk.report_path), chunk.report_part, report_lines(articles, selections))
     write_part(Path(chunk.output_path), chunk.output_part, render_articles_in_batches(articles))
     _drop_parts_of_a_gone_run(chunk)
     shown = max(0, min(chunk.stop, chunk.table_rows) - chunk.start)
     rows = [row(articles[i], selections[i]) for i in range(shown)]
-    return ChunkOutcome(chunk.start, chunk.stop, sc.summarize(selections), rows, chunk.output_part, chunk.report_part)
+    calls = close_call_entries(articles, selections, chunk.close_calls)
+    summary = sc.summarize(selections)
+    return ChunkOutcome(chunk.start, chunk.stop, summary, rows, chunk.output_part, chunk.report_part, calls)

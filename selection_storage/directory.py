@@ -9,18 +9,23 @@ from selection_core.errors import InvalidBatchError
 from selection_storage.paths import DATA_ROOT_ENV, EXTRACTED_SUFFIX, selected_path
 
 
-def is_stale(input_path: Path) -> bool:
-    """True when the default output of ``input_path`` is missing or older than the input.
+def is_outdated(output: Path, input_mtime_ns: int) -> bool:
+    """True when ``output`` is missing or older than an input last modified at ``input_mtime_ns``.
 
     Ages are compared with nanosecond modification times; an output exactly as
-    old as its input counts as up to date.
+    old as its input counts as up to date. The one rule of "needs doing again",
+    for the selection's directory scan and the extraction's inbox scan.
     """
-    output = selected_path(input_path)
     try:
         output_mtime = output.stat().st_mtime_ns
     except FileNotFoundError:
         return True
-    return output_mtime < input_path.stat().st_mtime_ns
+    return output_mtime < input_mtime_ns
+
+
+def is_stale(input_path: Path) -> bool:
+    """True when the default output of ``input_path`` is missing or older than the input (:func:`is_outdated`)."""
+    return is_outdated(selected_path(input_path), input_path.stat().st_mtime_ns)
 
 
 def find_batches(directory: Path) -> list[Path]:

@@ -5,10 +5,12 @@ data root is configured, every path of the run must resolve, following
 symlinks and ``..``, to a place inside it; otherwise the run fails with an
 :class:`~selection_core.errors.UnsafePathError` before anything is read or written.
 
-The data root comes from the flow parameter ``data_root`` or, when that is not
-given, from the environment variable ``CONTENT_SELECTION_DATA_ROOT``. Relative
-paths are taken relative to the data root when there is one, else to the
-current directory.
+The data root comes from the flow parameter ``data_root`` (the command line's
+``--data-root``) or, when that is not given, from the environment variable
+``CONTENT_SELECTION_DATA_ROOT``. Relative paths are taken relative to the data
+root when there is one, else to the current directory. A refusal names the
+setting the root actually came from (:func:`data_root_source`), so that the
+hint points at what the user set.
 """
 
 from __future__ import annotations
@@ -84,6 +86,9 @@ def resolve_output_path(
 #: Environment variable naming the directory that every path of a run must stay inside.
 DATA_ROOT_ENV: Final[str] = "CONTENT_SELECTION_DATA_ROOT"
 
+#: How messages name the flows' ``data_root`` parameter (the command line passes ``--data-root`` instead).
+DATA_ROOT_PARAMETER: Final[str] = "the data_root parameter"
+
 
 @dataclass(frozen=True)
 class RunPaths:
@@ -103,8 +108,20 @@ def configured_data_root(data_root: str | None = None) -> str | None:
     return from_env if from_env.strip() else None
 
 
-def resolve_data_root(data_root: str) -> Path:
+def data_root_source(data_root: str | None, option: str = DATA_ROOT_PARAMETER) -> str:
+    """What set the data root in force, as messages name it: ``option`` when ``data_root``
+    was given, else the environment variable (see :func:`configured_data_root`).
+
+    >>> data_root_source("/data", "--data-root"), data_root_source(None, "--data-root")
+    ('--data-root', 'CONTENT_SELECTION_DATA_ROOT')
+    """
+    return option if data_root is not None and data_root.strip() else DATA_ROOT_ENV
+
+
+def resolve_data_root(data_root: str, source: str = DATA_ROOT_ENV) -> Path:
     """Resolve the data root itself; it must be an existing directory.
+
+    ``source`` names what set it, for the message (see :func:`data_root_source`).
 
     Raises:
         UnsafePathError: the root does not exist or is not a directory.
@@ -115,17 +132,14 @@ def resolve_data_root(data_root: str) -> Path:
     except (OSError, RuntimeError, ValueError) as exc:
         raise UnsafePathError(
             f"data root {str(root)!r} does not exist or cannot be resolved ({exc}); "
-            f"set {DATA_ROOT_ENV} or the data_root parameter to an existing directory"
+            f"point {source} at an existing directory"
         ) from None
     if not resolved.is_dir():
-        raise UnsafePathError(
-            f"data root {str(root)!r} is not a directory; "
-            f"set {DATA_ROOT_ENV} or the data_root parameter to an existing directory"
-        )
+        raise UnsafePathError(f"data root {str(root)!r} is not a directory; point {source} at an existing directory")
     return resolved
 
 
-def confine(path: str | os.PathLike[str], root: Path, what: str) -> Path:
+def confine(path: str | os.PathLike[str], root: Path, what: str, source: str = DATA_ROOT_ENV) -> Path:
     """Resolve ``path`` (relative to ``root``) and refuse it unless it stays inside ``root``.
 
     Symlinks are followed and ``..`` is collapsed before the check, so neither can
@@ -135,6 +149,7 @@ def confine(path: str | os.PathLike[str], root: Path, what: str) -> Path:
         path: The path to check, absolute or relative to ``root``.
         root: The resolved data root.
         what: What the path is for (``"input"``, ``"output"``...), for the message.
+        source: What set the data root (see :func:`data_root_source`), for the message.
 
     Returns:
         The resolved path, inside ``root``.
@@ -160,7 +175,7 @@ def confine(path: str | os.PathLike[str], root: Path, what: str) -> Path:
         raise UnsafePathError(
             f"{what} path {text!r} resolves to {str(resolved)!r}, outside the data root "
             f"{str(root)!r}; only files under the data root are processed "
-            f"(move the file there or change {DATA_ROOT_ENV})"
+            f"(move the file there or change {source})"
         )
     return resolved
 
@@ -171,6 +186,7 @@ def resolve_run_paths(
     report_path: str | None = None,
     data_root: str | None = None,
     require_data_root: bool = False,
+    option: str = DATA_ROOT_PARAMETER,
 ) -> RunPaths:
     """Resolve and check every path of a run before anything is read or written.
 
@@ -183,6 +199,7 @@ def resolve_run_paths(
             ``$CONTENT_SELECTION_DATA_ROOT`` (and no confinement when that is unset too).
         require_data_root: Refuse to run when no data root is configured (used
             for paths that come from an event).
+        option: How messages name ``data_root`` (``--data-root`` on the command line).
 
     Returns:
         The resolved paths.
@@ -198,21 +215,21 @@ def resolve_run_paths(
         if require_data_root:
             raise UnsafePathError(
                 f"no data root is configured, and this run takes its path from an event; "
-                f"set {DATA_ROOT_ENV} (or the data_root parameter) to the directory "
-                f"that holds the batches"
+                f"set {DATA_ROOT_ENV} (or {option}) to the directory that holds the batches"
             )
         source = Path(input_path).expanduser().absolute()
         output = resolve_output_path(source, Path(output_path) if output_path else None)
         report = _resolve_report(source, output, Path(report_path) if report_path else None)
         return RunPaths(input=source, output=output, report=report, data_root=None)
 
-    root = resolve_data_root(root_text)
-    source = confine(input_path, root, "input")
-    wanted_output = confine(output_path, root, "output") if output_path else None
+    named = data_root_source(data_root, option)
+    root = resolve_data_root(root_text, named)
+    source = confine(input_path, root, "input", named)
+    wanted_output = confine(output_path, root, "output", named) if output_path else None
     output = resolve_output_path(source, wanted_output)
     # The default output is beside the input; check it too (it may be a symlink).
-    output = confine(output, root, "output")
-    wanted_report = confine(report_path, root, "report") if report_path else None
+    output = confine(output, root, "output", named)
+    wanted_report = confine(report_path, root, "report", named) if report_path else None
     report = _resolve_report(source, output, wanted_report)
     return RunPaths(input=source, output=output, report=report, data_root=root)
 

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from selection_core.batch import (
     ProgressCallback,
@@ -17,6 +15,7 @@ from selection_core.batch import (
     select_articles,
     summarize,
 )
+from selection_core.evidence import ShownEvidence, batch_evidence
 from selection_core.select import Selection
 from selection_storage.atomic import write_atomic, write_atomic_group
 from selection_storage.files import read_input
@@ -33,7 +32,7 @@ class RunResult:
     report_path: Path | None
     summary: Summary
     selections: list[Selection]
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    evidence: ShownEvidence | None = None
 
 
 def select_file(
@@ -41,12 +40,12 @@ def select_file(
     output_path: str | os.PathLike[str] | None = None,
     report_path: str | os.PathLike[str] | None = None,
     progress: ProgressCallback | None = None,
-    row: Callable[[dict[str, Any], Selection], dict[str, Any]] | None = None,
-    table_rows: int = 0,
+    evidence_rows: int | None = None,
 ) -> RunResult:
     """Read, validate, select and write one batch file. Nothing is written unless
-    every check passed; the input is only ever opened for reading. With ``row``,
-    the result has the rows it builds for the first ``table_rows`` articles."""
+    every check passed; the input is only ever opened for reading. With
+    ``evidence_rows``, the result has what the flows' artifacts show of the batch
+    (:func:`selection_core.evidence.batch_evidence`, that many table rows)."""
     inp = Path(input_path)
     out = resolve_output_path(inp, output_path)
     report = None if report_path is None else resolve_output_path(inp, report_path, "--report")
@@ -59,8 +58,7 @@ def select_file(
     else:
         # Report first: where the output exists, its report does too; a failure
         # while writing either leaves neither.
-        write_atomic_group([(report, report_lines(selections)), (out, payload)])
-    articles = doc["articles"]
-    rows = [] if row is None else [row(articles[s.index], s) for s in selections[: max(table_rows, 0)]]
-    del doc, articles
-    return RunResult(inp, out, report, summarize(selections), selections, rows)
+        write_atomic_group([(report, report_lines(doc["articles"], selections)), (out, payload)])
+    evidence = None if evidence_rows is None else batch_evidence(doc, selections, evidence_rows)
+    del doc
+    return RunResult(inp, out, report, summarize(selections), selections, evidence)

@@ -1,7 +1,9 @@
 """The ``publish-artifacts`` task: the run's evidence (:mod:`selection_core.evidence`) as Prefect artifacts.
 
-* ``selection-scores`` (table): one row per article, capped at ``max_rows``, with
-  the cap stated in the description;
+* ``selection-scores`` (table): one row per article (index, article, selected
+  extractor, reason, the three scores), capped at ``max_rows``, with the cap
+  stated in the description;
+* ``selection-closest-calls`` (markdown): the first ties and fallbacks, the cap stated;
 * ``selection-summary`` (markdown): counts per extractor and per reason, paths,
   SHA-256 of input and output, versions.
 """
@@ -10,14 +12,22 @@ from __future__ import annotations
 
 import importlib.metadata
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 from uuid import UUID
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 import selection_core as sc
-from selection_core.evidence import SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY, scores_description, summary_markdown
+from selection_core.evidence import (
+    CLOSEST_CALLS_ARTIFACT_KEY,
+    SCORES_ARTIFACT_KEY,
+    SUMMARY_ARTIFACT_KEY,
+    ShownEvidence,
+    closest_calls_markdown,
+    scores_description,
+    summary_markdown,
+)
 from tasks.options import api_task_options
 
 #: Distributions whose versions the summary reports.
@@ -37,7 +47,7 @@ def component_versions() -> dict[str, str]:
 
 @task(name="publish-artifacts", **api_task_options())
 def publish_artifacts(
-    rows: list[dict[str, Any]],
+    evidence: ShownEvidence,
     summary: sc.Summary,
     *,
     input_path: Path,
@@ -47,19 +57,25 @@ def publish_artifacts(
     report_path: Path | None,
     max_rows: int,
 ) -> dict[str, UUID]:
-    """Create the ``selection-scores`` table and the ``selection-summary`` markdown.
+    """Create the ``selection-scores`` table and the ``selection-closest-calls`` and ``selection-summary`` markdown.
 
     Args:
-        rows: The table's rows (:func:`score_rows`), at most ``max_rows``.
+        evidence: The table's rows (at most ``max_rows``) and the first closest calls.
         summary: The counts over the whole batch.
 
     Returns:
         The artifact ids by key.
     """
+    name, shown = input_path.name, len(evidence.rows)
     table_id = create_table_artifact(
-        table=rows,
+        table=evidence.rows,
         key=SCORES_ARTIFACT_KEY,
-        description=scores_description(input_path.name, len(rows), summary.articles, max_rows),
+        description=scores_description(name, shown, summary.articles, max_rows),
+    )
+    calls_id = create_markdown_artifact(
+        markdown=closest_calls_markdown(name, evidence.close_calls, summary),
+        key=CLOSEST_CALLS_ARTIFACT_KEY,
+        description=f"Ties and fallbacks of {name}",
     )
     markdown_id = create_markdown_artifact(
         markdown=summary_markdown(
@@ -70,10 +86,10 @@ def publish_artifacts(
             output_sha256=output_sha256,
             report_path=report_path,
             versions=component_versions(),
-            shown_rows=len(rows),
+            shown_rows=shown,
             max_rows=max_rows,
         ),
         key=SUMMARY_ARTIFACT_KEY,
-        description=f"Selection summary of {input_path.name}",
+        description=f"Selection summary of {name}",
     )
-    return {SCORES_ARTIFACT_KEY: table_id, SUMMARY_ARTIFACT_KEY: markdown_id}
+    return {SCORES_ARTIFACT_KEY: table_id, CLOSEST_CALLS_ARTIFACT_KEY: calls_id, SUMMARY_ARTIFACT_KEY: markdown_id}

@@ -68,16 +68,17 @@ def persist_batch(doc: dict[str, Any], selections: list[sc.Selection], output_pa
 
 
 @task(name="write-report", **io_task_options())
-def write_selection_report(selections: list[sc.Selection], report_path: Path) -> Path:
+def write_selection_report(doc: dict[str, Any], selections: list[sc.Selection], report_path: Path) -> Path:
     """Write the full per-article explanation as JSON Lines, atomically.
 
     Args:
+        doc: The validated batch (each line gets its article's ``id`` and ``url``).
         selections: One selection per article.
         report_path: The checked report location.
 
     Returns:
         The report path.
     """
-    write_report(report_path, selections)
+    write_report(report_path, doc["articles"], selections)
     run_logger().info("Wrote the JSON Lines report %s (%d lines)", report_path, len(selections))
     return Path(report_path)

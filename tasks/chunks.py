@@ -64,7 +64,7 @@ def select_chunk(chunk: ChunkJob) -> ChunkOutcome:
         chunk: Which articles, where they lie in the input, where to write them.
 
     Returns:
-        The chunk's counts, its rows of the scores table, and its part files.
+        The chunk's counts, its rows of the scores table, its first close calls, and its part files.
     """
     outcome = chunks.score_chunk(chunk, article_row)
     run_logger().debug("Scored articles %d..%d", chunk.start, chunk.stop - 1)
@@ -103,15 +103,15 @@ def select_batch_in_chunks(paths: RunPaths, articles: int, max_table_rows: int) 
     Args:
         paths: The checked input, output and report.
         articles: Articles of the batch, for the progress artifact's description.
-        max_table_rows: Rows of the scores table to build (the first articles).
+        max_table_rows: Rows of the scores table to keep (the first articles).
 
     Returns:
-        The written output, its counts, and the rows of the scores table.
+        The written output, its counts, and what the artifacts show of the batch (rows, closest calls).
     """
     description = f"Scoring the {articles} articles of {paths.input.name}"
     progress = artifact_progress(PROGRESS_ARTIFACT_KEY, description)
     result = select_file_in_chunks(
-        paths.input, paths.output, paths.report, progress=progress, row=article_row, table_rows=max_table_rows
+        paths.input, paths.output, paths.report, progress=progress, evidence_rows=max_table_rows
     )
     written = result.written
     run_logger().info("Selected %d articles: %s", result.summary.articles, counts_text(result.summary.by_extractor))

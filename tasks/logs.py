@@ -1,13 +1,28 @@
-"""The logger of the current Prefect run, or a plain one when a task is called through ``.fn()``."""
+"""The logger of the current Prefect run, and the one rule for tracebacks in run logs.
+
+A refusal the user can fix (the :class:`~selection_core.errors.SelectionError`
+family: an invalid batch, a path outside the data root, a missing file...) is
+logged by Prefect's task engine as "Task run failed with exception: ..." with a
+traceback through Prefect's internals. :class:`UserErrorFilter`, on Prefect's
+run loggers, keeps that line (it names the error and its message) and drops the
+traceback; the traceback of any other exception, a bug, is kept. Records it
+changed carry ``user_error = True``, so that a terminal can leave out what its
+last line will say anyway (``content-selection run``).
+"""
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Final
 
 from prefect import get_run_logger
 from prefect.exceptions import MissingContextError
 from prefect.logging import get_logger
+
+from selection_core.errors import SelectionError
+
+#: The loggers of Prefect's flow and task runs (whose records go to the API).
+RUN_LOGGERS: Final[tuple[str, ...]] = ("prefect.flow_runs", "prefect.task_runs")
 
 
 def run_logger() -> logging.Logger | logging.LoggerAdapter[Any]:
@@ -16,3 +31,27 @@ def run_logger() -> logging.Logger | logging.LoggerAdapter[Any]:
         return get_run_logger()
     except MissingContextError:
         return get_logger("content_selection")
+
+
+class UserErrorFilter(logging.Filter):
+    """Drops the traceback from a record about a :class:`SelectionError` (and the empty
+    ``NoneType: None`` one of a record logged with ``exc_info=True`` outside an exception)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        info = record.exc_info
+        if info and (isinstance(info[1], SelectionError) or info == (None, None, None)):
+            record.exc_info = None
+            record.exc_text = None
+            record.user_error = isinstance(info[1], SelectionError)
+        return True
+
+
+def quiet_user_errors() -> None:
+    """Put :class:`UserErrorFilter` on Prefect's run loggers (once; Prefect's logging setup keeps it)."""
+    for name in RUN_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, UserErrorFilter) for f in logger.filters):
+            logger.addFilter(UserErrorFilter())
+
+
+quiet_user_errors()  # every process that runs a task of this project imports this module

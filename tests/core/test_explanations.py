@@ -200,9 +200,14 @@ def test_real_batch_counts_match_the_core_on_each_article(
     real_report: tuple[list[dict[str, Any]], dict[str, Any]],
 ) -> None:
     # The report describes the article it is about (not merely a consistent story).
+    # Each line is the explanation with the article's id and url after the index, to join it to the batch.
     report, output = real_report
     for i in (0, 1, 17, 90, 180):
-        assert explanation(output["articles"][i], i) == report[i]
+        article = output["articles"][i]
+        expected = explanation(article, i)
+        joined = {"index": expected.pop("index"), "id": article["id"], "url": article["url"], **expected}
+        assert list(report[i]) == list(joined)
+        assert report[i] == joined
 
 
 # --------------------------------------------------------------------------- every reason

@@ -57,6 +57,11 @@ def test_rows_are_capped_and_long_errors_cut() -> None:
     assert page_rows(doc, -1) == []
 
 
+def test_urls_are_shown_without_scheme_so_that_an_ampersand_stays_one() -> None:
+    doc = {"articles": [{**article(0), "url": "https://www.example.org/a?b=1&c=2"}, article(1)]}
+    assert [row["url"] for row in page_rows(doc, 10)] == ["example.org/a?b=1&c=2", None]
+
+
 def test_descriptions_of_the_table_and_the_summary() -> None:
     output = Path("/data/2024-05-01_extracted.json")
     assert pages_table_description(output, 2, STATS, 2) == (
@@ -71,7 +76,7 @@ def test_the_summary_markdown() -> None:
             "input": "/data/a|b",
             "input_kind": "directory",
             "time_limit_seconds": 60.0,
-            "decoding": "utf-8",
+            "decoding": "the page's <meta>/XML charset",
             "extractors": {"trafilatura": {"distribution": "trafilatura", "version": "2", "call": "f(x)"}},
         }
     }
@@ -81,5 +86,7 @@ def test_the_summary_markdown() -> None:
     assert "| Input | `/data/a\\|b` (directory) |" in lines
     assert "| Unreadable pages | 1 |" in lines
     assert "| trafilatura | trafilatura 2 | 1 | 1 | `f(x)` |" in lines
-    assert "| readability |   | 2 | 0 | `` |" in lines
+    assert "| readability |   | 2 | 0 |  |" in lines
+    assert lines[2] == "| Item | Value |"  # a real header, not an empty row
+    assert "Decoding: the page's \\<meta\\>/XML charset." in lines  # not swallowed as an HTML tag
     assert lines[-2] == "The table `extraction-pages` shows 2 of 3 pages (max_table_rows=200)."

@@ -35,7 +35,7 @@ import selection_core as sc
 from flows.select_content import select_content
 from selection_cli.main import main as select_main
 from selection_cli.run import run_main
-from selection_core.evidence import align_rows, article_row, score_rows
+from selection_core.evidence import article_label, close_call_entries, merge_evidence, score_rows
 from selection_storage import parts
 from selection_storage.chunks import canonical_error, plan_jobs
 from selection_storage.files import InputChangedError
@@ -107,25 +107,28 @@ def test_the_golden_batch_through_the_chunked_steps(tmp_path: Path) -> None:
     assert _chunked_steps(source, tmp_path / "out.json", report, 13) == expected_output(source)
     doc = sc.parse_batch(source.read_bytes())
     selections = sc.select_articles(doc["articles"])
-    assert report.read_bytes() == b"".join(report_lines(selections))
+    assert report.read_bytes() == b"".join(report_lines(doc["articles"], selections))
     assert leftover_files(tmp_path, {source, tmp_path / "out.json", report}) == []
 
 
 def test_rows_built_by_chunks_are_the_rows_of_the_whole(tmp_path: Path) -> None:
     doc = sc.parse_batch(GOLDEN.read_bytes())
-    for article in doc["articles"][::3]:  # some articles without an id: the column stays, with None
+    for article in doc["articles"][::3]:  # some articles without an id or url: the column stays, with None
         article.pop("id", None)
+        article.pop("url", None)
     source = tmp_path / "b_extracted.json"
     source.write_bytes(sc.dump_batch(doc))
     plan = chunks.plan_batch.fn(source)
     jobs = plan_jobs(plan, 4, tmp_path / "out.json", None, table_rows=10)
     outcomes = [chunks.select_chunk.fn(job) for job in jobs[:3]]
     discard_parts(jobs)
-    rows = align_rows([row for o in outcomes for row in o.rows][:10])
+    evidence = merge_evidence(((o.rows, o.close_calls) for o in outcomes), 10)
     selections = sc.select_articles(doc["articles"])
-    assert rows == score_rows(doc, selections, 10)
-    assert [r["index"] for r in rows] == list(range(10))
-    assert article_row(doc["articles"][1], selections[1])["id"] == doc["articles"][1]["id"]
+    assert evidence.rows == score_rows(doc, selections, 10)
+    assert [r["index"] for r in evidence.rows] == list(range(10))
+    assert evidence.rows[0]["article"] is None and evidence.rows[1]["article"] == article_label(doc["articles"][1])
+    first_calls = close_call_entries(doc["articles"][:12], selections[:12])
+    assert evidence.close_calls == first_calls and first_calls  # the golden batch has ties in its first 12
     assert leftover_files(tmp_path, {source}) == []
 
 
@@ -262,7 +265,7 @@ def test_a_write_error_while_joining_is_cured_by_joining_the_parts_again(tmp_pat
     assert joiner_add.call_count == 2 * 5
     assert Path(result.output_path).read_bytes() == expected_output(source)
     doc = sc.parse_batch(source.read_bytes())
-    assert report.read_bytes() == b"".join(report_lines(sc.select_articles(doc["articles"])))
+    assert report.read_bytes() == b"".join(report_lines(doc["articles"], sc.select_articles(doc["articles"])))
     assert leftover_files(tmp_path, {source, Path(result.output_path), report}) == []
 
 

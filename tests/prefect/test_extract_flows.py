@@ -24,7 +24,12 @@ from content_selection.events import BATCH_EXTRACTED_EVENT, BATCH_PATH_LABEL, ba
 from flows.extract_and_select import PipelineRunSummary, extract_and_select
 from flows.extract_articles import ExtractionRunSummary, extract_articles
 from selection_core.errors import UnsafePathError
-from selection_core.evidence import SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY
+from selection_core.evidence import (
+    CLOSEST_CALLS_ARTIFACT_KEY,
+    SCORES_ARTIFACT_KEY,
+    SUMMARY_ARTIFACT_KEY,
+    batch_evidence,
+)
 from selection_extraction import extract_pages, find_pages
 from selection_extraction.artifacts import (
     EXTRACTION_PROGRESS_ARTIFACT_KEY,
@@ -144,6 +149,7 @@ def test_extract_and_select_runs_both_steps_with_their_artifacts(pages: Path, da
         EXTRACTION_SUMMARY_ARTIFACT_KEY,
         EXTRACTION_PROGRESS_ARTIFACT_KEY,
         SCORES_ARTIFACT_KEY,
+        CLOSEST_CALLS_ARTIFACT_KEY,
         SUMMARY_ARTIFACT_KEY,
         PROGRESS_ARTIFACT_KEY,
     }
@@ -173,8 +179,12 @@ def test_extract_and_select_keeps_only_the_first_rows_and_can_be_followed(
     by_key = {a.key: a for a in asyncio.run(artifacts_of(state.state_details.flow_run_id))}
     ids = [p.name.removesuffix(".html.gz") for p in SAMPLE[:2]]
     assert [row["id"] for row in json.loads(by_key[PAGES_ARTIFACT_KEY].data)] == ids
-    assert [row["id"] for row in json.loads(by_key[SCORES_ARTIFACT_KEY].data)] == ids
-    assert "2 of 3 articles shown" in by_key[SCORES_ARTIFACT_KEY].description
+    # The scores table and the closest calls are what select-content shows of the batch held whole.
+    doc = sc.parse_batch(extracted.read_bytes(), str(extracted))
+    shown = batch_evidence(doc, sc.select_articles(doc["articles"]), 2)
+    assert json.loads(by_key[SCORES_ARTIFACT_KEY].data) == json.loads(json.dumps(shown.rows))
+    assert [row["index"] for row in shown.rows] == [0, 1]
+    assert "2 of 3 articles" in by_key[SCORES_ARTIFACT_KEY].description
     assert seen[EXTRACTION_PROGRESS_ARTIFACT_KEY][-1] == (3, 3) and seen[PROGRESS_ARTIFACT_KEY][-1] == (3, 3)
 
 

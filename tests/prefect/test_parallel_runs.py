@@ -437,7 +437,7 @@ def test_select_directory_runs_batches_concurrently_with_chunks(batch_factory, t
         pytest.param({"max_concurrent_batches": 0}, id="no-concurrency"),
         pytest.param({"task_runner": "threads"}, id="unknown-runner"),
         pytest.param({"dask_address": "localhost:1"}, id="bad-address"),
-        pytest.param({"chunk_size": 0}, id="zero-chunk"),
+        pytest.param({"chunk_size": -1}, id="negative-chunk"),  # 0 is the Run form's "unset" (flows/params.py)
     ],
 )
 def test_runner_parameters_are_validated_before_the_run(tmp_path: Path, parameters: dict[str, Any]) -> None:

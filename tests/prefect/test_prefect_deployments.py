@@ -13,6 +13,7 @@ from prefect.flows import Flow, load_flow_from_entrypoint
 from prefect.utilities.callables import parameter_schema
 from prefect.utilities.schema_tools import ValidationError, validate
 
+from content_selection import flow_completed_trigger
 from content_selection.events import batch_extracted_trigger
 from deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
 from deployments.definitions import build_deployments
@@ -24,7 +25,12 @@ EXPECTED = {
     ("select-content", "manual"),
     ("select-directory", "scheduled"),
     ("select-content", "triggered"),
+    ("extract-articles", "manual"),
+    ("extract-inbox", "scheduled"),
 }
+
+#: The placeholders of the completion-trigger block (prefect.yaml, docs/prefect.md), and what the tests fill in.
+UPSTREAM_PLACEHOLDERS = {"UPSTREAM-FLOW-NAME": "crawl-news", "PATH_PARAMETER": "output_path"}
 
 
 def load_prefect_yaml() -> dict[str, Any]:
@@ -50,14 +56,62 @@ def undescribed(schema: dict[str, Any]) -> list[str]:
 # --- the deployments that `serve` registers --------------------------------------------
 
 
+def by_key(deployments: list[Any]) -> dict[tuple[str, str], Any]:
+    """The deployments by (flow name, deployment name): two flows have a ``manual`` deployment."""
+    return {(d.flow_name, d.name): d for d in deployments}
+
+
 @pytest.fixture(scope="module")
 def served() -> dict[str, Any]:
-    return {d.name: d for d in build_deployments(data_root="/data/batches")}
+    return {
+        "manual": (d := by_key(build_deployments(data_root="/data/batches")))[("select-content", "manual")],
+        "scheduled": d[("select-directory", "scheduled")],
+        "triggered": d[("select-content", "triggered")],
+        "extract-manual": d[("extract-articles", "manual")],
+        "extract-scheduled": d[("extract-inbox", "scheduled")],
+    }
 
 
-def test_serve_builds_the_three_deployments(served: dict[str, Any]) -> None:
-    assert {(d.flow_name, name) for name, d in served.items()} == EXPECTED
+def test_serve_builds_the_deployments(served: dict[str, Any]) -> None:
+    assert {(d.flow_name, d.name) for d in served.values()} == EXPECTED
     assert all(d.enforce_parameter_schema for d in served.values())
+
+
+def test_the_inbox_deployment_runs_one_at_a_time_on_the_schedule(served: dict[str, Any]) -> None:
+    inbox = served["extract-scheduled"]
+    (schedule,) = inbox.schedules
+    assert schedule.schedule.cron == DEFAULT_CRON and schedule.schedule.timezone == DEFAULT_TIMEZONE
+    assert inbox.concurrency_limit == 1
+    assert inbox.parameters == {"data_root": "/data/batches"}
+    assert served["extract-manual"].parameters == {} and served["extract-manual"].schedules == []
+    built = by_key(build_deployments(data_root="/r", inbox="/r/drop", cron="0 * * * *"))
+    assert built[("extract-inbox", "scheduled")].parameters == {"data_root": "/r", "inbox": "/r/drop"}
+    assert built[("extract-inbox", "scheduled")].schedules[0].schedule.cron == "0 * * * *"
+
+
+def test_after_flow_deployment_only_when_an_upstream_flow_is_named() -> None:
+    assert ("select-content", "after-flow") not in by_key(build_deployments())
+    built = by_key(build_deployments(data_root="/r", after_flow=("crawl-news", "output_path")))
+    after = built[("select-content", "after-flow")]
+    assert after.parameters == {"data_root": "/r", "require_data_root": True}
+    (trigger,) = after.triggers
+    assert trigger == flow_completed_trigger("crawl-news", "output_path")
+    assert trigger.parameters == {"input_path": "{{ flow_run.parameters['output_path'] }}"}
+
+
+@pytest.mark.parametrize(
+    ("after_flow", "message"),
+    [
+        pytest.param(("select-content", "input_path"), "a flow of this stage", id="itself"),
+        pytest.param(("extract-articles", "output_path"), "a flow of this stage", id="emits-the-event"),
+        pytest.param(("crawl-news", "output-path"), "not a flow parameter name", id="bad-parameter"),
+        pytest.param(("crawl-news", "x']}}{{"), "not a flow parameter name", id="template-injection"),
+        pytest.param((" ", "output_path"), "upstream flow name is empty", id="empty-name"),
+    ],
+)
+def test_after_flow_refuses_what_it_cannot_follow(after_flow: tuple[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        build_deployments(after_flow=after_flow)
 
 
 def test_every_deployment_parameter_has_a_description(served: dict[str, Any]) -> None:
@@ -68,7 +122,7 @@ def test_every_deployment_parameter_has_a_description(served: dict[str, Any]) ->
 
 
 def test_served_deployment_parameters_validate(served: dict[str, Any]) -> None:
-    for deployment in served.values():
+    for deployment in [*served.values(), *build_deployments(data_root="/r", after_flow=("up", "out"))]:
         schema = deployment._parameter_openapi_schema.model_dump()
         validate(deployment.parameters, schema, raise_on_error=True, ignore_required=True)
     with pytest.raises(ValidationError):
@@ -96,11 +150,13 @@ def test_prefect_yaml_is_a_valid_project_file() -> None:
         ("select_content", "manual"),
         ("select_directory", "scheduled"),
         ("select_content", "triggered"),
+        ("extract_articles", "manual"),
+        ("extract_inbox", "scheduled"),
     }
     assert "definitions" in load_prefect_yaml()
 
 
-@pytest.mark.parametrize("deployment", yaml_deployments(), ids=lambda d: d["name"])
+@pytest.mark.parametrize("deployment", yaml_deployments(), ids=lambda d: f"{Path(d['entrypoint']).stem}-{d['name']}")
 def test_prefect_yaml_entrypoints_import_and_parameters_validate(deployment: dict[str, Any]) -> None:
     flow = load_entrypoint(deployment["entrypoint"])
     assert (flow.name, deployment["name"]) in EXPECTED
@@ -120,18 +176,57 @@ def test_prefect_yaml_entrypoints_import_and_parameters_validate(deployment: dic
         assert set(schema.get("required", [])) <= set(filled)
 
 
+def assert_agrees(spec: dict[str, Any], deployment: Any) -> None:
+    """A ``prefect.yaml`` deployment says what the served one does."""
+    assert load_entrypoint(spec["entrypoint"]).name == deployment.flow_name
+    assert (spec.get("parameters") or {}) == deployment.parameters
+    assert spec["description"] == deployment.description
+    assert sorted(spec["tags"]) == sorted(deployment.tags)
+    assert spec.get("concurrency_limit") == deployment.concurrency_limit
+    yaml_triggers = [DeploymentEventTrigger.model_validate(t) for t in spec.get("triggers") or []]
+    assert yaml_triggers == deployment.triggers
+    yaml_crons = [(s["cron"], s["timezone"]) for s in spec.get("schedules") or []]
+    assert yaml_crons == [(s.schedule.cron, s.schedule.timezone) for s in deployment.schedules]
+
+
 def test_prefect_yaml_agrees_with_serve() -> None:
-    served = {d.name: d for d in build_deployments()}
+    served = by_key(build_deployments())
+    yaml_keys = []
     for spec in yaml_deployments():
-        deployment = served[spec["name"]]
-        assert load_entrypoint(spec["entrypoint"]).name == deployment.flow_name
-        assert (spec.get("parameters") or {}) == deployment.parameters
-        assert spec["description"] == deployment.description
-        assert sorted(spec["tags"]) == sorted(deployment.tags)
-        yaml_triggers = [DeploymentEventTrigger.model_validate(t) for t in spec.get("triggers") or []]
-        assert yaml_triggers == deployment.triggers
-        yaml_crons = [(s["cron"], s["timezone"]) for s in spec.get("schedules") or []]
-        assert yaml_crons == [(s.schedule.cron, s.schedule.timezone) for s in deployment.schedules]
+        key = (load_entrypoint(spec["entrypoint"]).name, spec["name"])
+        yaml_keys.append(key)
+        assert_agrees(spec, served[key])
+    assert sorted(yaml_keys) == sorted(served)
+
+
+def uncommented_block(text: str) -> str:
+    """The commented completion-trigger block of ``prefect.yaml``, uncommented, placeholders filled in."""
+    lines = text.split("# BEGIN after-flow\n", 1)[1].split("\n  # END after-flow", 1)[0].splitlines()
+    block = "\n".join(line.strip()[2:] for line in lines)
+    for placeholder, value in UPSTREAM_PLACEHOLDERS.items():
+        block = block.replace(placeholder, value)
+    return block
+
+
+def test_the_commented_completion_block_agrees_with_serve_after_flow() -> None:
+    text = PREFECT_YAML.read_text(encoding="utf-8")
+    # Uncommented in place, the block is a deployment like the others (its aliases resolve).
+    head, _, _ = text.partition("  # BEGIN after-flow\n")
+    indented = "\n".join(f"  {line}" if line else line for line in uncommented_block(text).splitlines())
+    config = yaml.safe_load(f"{head}{indented}\n")
+    (spec,) = [d for d in config["deployments"] if d["name"] == "after-flow"]
+    PrefectYamlModel.model_validate(config)
+    (deployment,) = [d for d in build_deployments(after_flow=("crawl-news", "output_path")) if d.name == "after-flow"]
+    assert_agrees(spec, deployment)
+    assert spec["work_pool"]["name"] == "local-process" and spec["enforce_parameter_schema"] is True
+
+
+def test_the_documented_completion_block_is_the_one_in_prefect_yaml() -> None:
+    docs = (ROOT / "docs" / "prefect.md").read_text(encoding="utf-8")
+    documented = docs.split("<!-- after-flow block -->\n```yaml\n", 1)[1].split("```", 1)[0]
+    commented = PREFECT_YAML.read_text(encoding="utf-8").split("# BEGIN after-flow\n", 1)[1]
+    commented = commented.split("\n  # END after-flow", 1)[0]
+    assert documented.splitlines() == [line.strip()[2:] for line in commented.splitlines()]
 
 
 # --- `content-selection serve` refuses to start without what it needs -----------------------
@@ -155,6 +250,19 @@ def test_serve_needs_an_api_url(capsys, tmp_path: Path) -> None:
         pytest.param(["--data-root", "/nonexistent/content-selection-root"], "does not exist", id="missing-root"),
         pytest.param(["--data-root", "/", "--cron", "every day"], "Invalid cron string", id="bad-cron"),
         pytest.param(["--data-root", "/", "--timezone", "Mars/Base"], "Invalid timezone", id="bad-timezone"),
+        pytest.param(["--data-root", "/tmp", "--inbox", "/etc"], "outside the data root", id="inbox-outside-root"),
+        pytest.param(["--data-root", "/", "--after-flow", "crawl"], "go together", id="after-flow-alone"),
+        pytest.param(["--data-root", "/", "--path-parameter", "out"], "go together", id="path-parameter-alone"),
+        pytest.param(
+            ["--data-root", "/", "--after-flow", "select-content", "--path-parameter", "input_path"],
+            "a flow of this stage",
+            id="after-flow-itself",
+        ),
+        pytest.param(
+            ["--data-root", "/", "--after-flow", "crawl", "--path-parameter", "a-b"],
+            "not a flow parameter name",
+            id="after-flow-bad-parameter",
+        ),
     ],
 )
 @pytest.mark.usefixtures("no_data_root_env")  # serve exports the root; undone after

@@ -22,10 +22,10 @@ import pytest
 import selection_core as sc
 import selection_storage.batch
 from flows.select_content import SelectionRunSummary, select_content
-from flows.select_directory import DirectoryRunSummary, select_directory
+from flows.select_directory import BatchesFailedError, DirectoryRunSummary, select_directory
 from selection_cli.run import run_main
 from selection_core.errors import InvalidBatchError, UnsafePathError, WriteError
-from selection_core.evidence import SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY
+from selection_core.evidence import CLOSEST_CALLS_ARTIFACT_KEY, SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY
 from tasks.select import PROGRESS_ARTIFACT_KEY
 from tests.support.prefect_fixtures import artifacts_of, expected_output, leftover_files, task_runs_of
 
@@ -80,7 +80,7 @@ def test_artifacts_are_built_from_the_explanations(batch_factory, tmp_path: Path
     result = state.result()
     artifacts = asyncio.run(artifacts_of(state.state_details.flow_run_id))
     by_key = {a.key: a for a in artifacts}
-    assert set(by_key) == {SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY, PROGRESS_ARTIFACT_KEY}
+    assert set(by_key) == {SCORES_ARTIFACT_KEY, CLOSEST_CALLS_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY, PROGRESS_ARTIFACT_KEY}
 
     table = by_key[SCORES_ARTIFACT_KEY]
     assert table.type == "table"
@@ -90,6 +90,11 @@ def test_artifacts_are_built_from_the_explanations(batch_factory, tmp_path: Path
     selections = sc.select_articles(json.loads(source.read_bytes())["articles"])
     assert [row["selected"] for row in rows] == [s.selected for s in selections[:3]]
     assert [row["reason"] for row in rows] == [s.reason.value for s in selections[:3]]
+    assert [row["article"] for row in rows] == ["a0", "a1", "a2"]
+    assert len(rows[0]) <= 8
+
+    calls = by_key[CLOSEST_CALLS_ARTIFACT_KEY]
+    assert calls.type == "markdown" and calls.data.startswith("# Closest calls: b_extracted.json")
 
     summary = by_key[SUMMARY_ARTIFACT_KEY]
     assert summary.type == "markdown"
@@ -151,8 +156,9 @@ def test_an_invalid_batch_fails_on_the_first_try_and_writes_nothing(batch_factor
     state = select_content(input_path=str(source), report_path=str(tmp_path / "r.jsonl"), return_state=True)
 
     assert state.is_failed()
-    with pytest.raises(InvalidBatchError, match=r"articles\[1\]"):
+    with pytest.raises(InvalidBatchError, match=r"articles\[1\]") as refused:
         state.result()
+    assert state.message == str(refused.value)  # the one line, not "Flow run encountered an exception"
     assert leftover_files(tmp_path, {source}) == []
     runs = wait_for_task_runs(state.state_details.flow_run_id, all_final({"check-paths", "extract-batch"}))
     assert set(runs) == {"check-paths", "extract-batch"}  # nothing after the extract step ran
@@ -180,8 +186,10 @@ def test_a_path_outside_the_data_root_fails_and_writes_nothing(batch_factory, tm
     )
 
     assert state.is_failed()
-    with pytest.raises(UnsafePathError, match="outside the data root"):
+    with pytest.raises(UnsafePathError, match="outside the data root") as refused:
         state.result()
+    assert state.message == str(refused.value)
+    assert refused.value.exit_code == 65
     assert leftover_files(tmp_path, {source, root / "link_extracted.json"}) == []
     runs = wait_for_task_runs(state.state_details.flow_run_id, all_final({"check-paths"}))
     assert set(runs) == {"check-paths"}  # the batch was never read
@@ -231,7 +239,8 @@ def test_select_directory_processes_each_stale_file_independently(batch_factory,
 
     assert state.is_failed()
     assert "1 of 3 batch(es) failed" in state.message
-    assert str(bad) in state.message
+    assert state.message.count(str(bad)) == 1  # named once, with its error
+    assert isinstance(state.result(raise_on_failure=False), BatchesFailedError)
     assert (folder / "a_extracted_selected.json").read_bytes() == expected_output(good)
     assert (folder / "2024" / "05" / "c_extracted_selected.json").read_bytes() == expected_output(nested)
     assert not (folder / "b_extracted_selected.json").exists()

@@ -8,7 +8,11 @@ Everything runs in subprocesses that share a temporary ``PREFECT_HOME``:
    emits ``content-selection.batch.extracted``: the triggered run selects it;
 3. events carrying paths that leave the data root start runs that fail and write nothing;
 4. the manual and scheduled deployments are started through the API, as the UI does;
-5. ``prefect deploy --all`` reads ``prefect.yaml`` and a process worker runs its deployments.
+5. ``prefect deploy --all`` reads ``prefect.yaml`` (the extraction's deployments too) and a
+   process worker runs its selection deployments.
+
+The whole chain (pages in the inbox to a selected batch) and the completion trigger are
+``test_server_chain.py``'s.
 
 Every wait is bounded; no assertion depends on how long anything took.
 """
@@ -52,8 +56,14 @@ def served(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         def registered() -> bool:
             assert process.poll() is None, (server.logs / "serve.log").read_text()[-3000:]
             names = ("select-content/manual", "select-directory/scheduled", "select-content/triggered")
-            return all(server.deployment(n) for n in names) and any(
-                a.name == "select-content-on-batch-extracted" for a in server.automations()
+            deployments = {name: server.deployment(name) for name in names}
+            # Another module's serve may have registered the same names on this session's server:
+            # only this one's data root in the triggered deployment says this serve has applied it.
+            triggered = deployments["select-content/triggered"]
+            return (
+                all(deployments.values())
+                and triggered.parameters.get("data_root") == str(data_root.resolve())  # serve resolves it
+                and any(a.name == "select-content-on-batch-extracted" for a in server.automations())
             )
 
         wait_until("serve to register the deployments and the trigger", registered, SERVE_START_SECONDS)
@@ -161,6 +171,7 @@ class TestServedDeployments:
             )
         assert flow_run.state.is_failed()
         assert "1 of 2 batch(es) failed" in flow_run.state.message
+        assert flow_run.state.message.count(bad.name) == 1  # the failed file, named once
         assert good.with_name("good_extracted_selected.json").read_bytes() == expected_output(SOURCE_BATCH)
         assert not bad.with_name("bad_extracted_selected.json").exists()
 
@@ -180,10 +191,18 @@ def test_prefect_yaml_deploys_and_a_process_worker_runs_it(server: Server, tmp_p
         )
     run([sys.executable, "-m", "prefect", "--no-prompt", "deploy", "--all"], env)
 
-    for name in ("select-content/manual", "select-directory/scheduled", "select-content/triggered"):
+    for name in (
+        "select-content/manual",
+        "select-directory/scheduled",
+        "select-content/triggered",
+        "extract-articles/manual",
+        "extract-inbox/scheduled",
+    ):
         deployment = server.deployment(name)
         assert deployment is not None and deployment.work_pool_name == "local-process"
         assert deployment.enforce_parameter_schema
+    inbox = server.deployment("extract-inbox/scheduled")
+    assert inbox.global_concurrency_limit is not None and inbox.global_concurrency_limit.limit == 1
     (automation,) = [a for a in server.automations() if a.name == "select-content-on-batch-extracted"]
     assert automation.trigger.expect == {BATCH_EXTRACTED_EVENT}
 

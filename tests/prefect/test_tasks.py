@@ -9,6 +9,7 @@ import pytest
 
 import selection_core as sc
 from selection_core.errors import InvalidBatchError
+from selection_core.evidence import report_entry
 from selection_storage.directory import find_stale_batches as storage_scan
 from selection_storage.files import sha256_file
 from tasks.artifacts import component_versions
@@ -60,9 +61,11 @@ def test_select_persist_and_report_match_the_core(batch_factory, tmp_path: Path)
     persist_batch.fn(batch.doc, selections, output)
     assert output.read_bytes() == expected_output(path)
 
-    report = write_selection_report.fn(selections, tmp_path / "report.jsonl")
+    report = write_selection_report.fn(batch.doc, selections, tmp_path / "report.jsonl")
     lines = report.read_bytes().splitlines()
-    assert [orjson.loads(line) for line in lines] == [s.to_dict() for s in selections]
+    articles = batch.doc["articles"]
+    assert [orjson.loads(line) for line in lines] == [report_entry(a, s) for a, s in zip(articles, selections)]
+    assert [orjson.loads(line)["id"] for line in lines] == [a["id"] for a in articles]
 
 
 # --- artifacts and the directory scan, through the tasks ------------------------------

@@ -49,7 +49,7 @@ def source(tmp_path: Path) -> Path:
 
 def _expected_report(source: Path) -> bytes:
     doc = sc.parse_batch(source.read_bytes())
-    return b"".join(report_lines(sc.select_articles(doc["articles"])))
+    return b"".join(report_lines(doc["articles"], sc.select_articles(doc["articles"])))
 
 
 def test_the_plan_delimits_every_article_and_fingerprints_the_input(source: Path) -> None:

@@ -131,3 +131,31 @@ def test_run_paths_without_root_use_the_core_checks(tmp_path: Path) -> None:
         resolve_run_paths(str(source), output_path=str(tmp_path / "o.json"), report_path=str(tmp_path / "o.json"))
     with pytest.raises(OutputPathError, match="does not exist"):
         resolve_run_paths(str(source), output_path=str(tmp_path / "missing" / "o.json"))
+
+
+# --- the refusal names the setting the root came from ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("option", "named"),
+    [
+        pytest.param(None, "the data_root parameter", id="flow-parameter"),
+        pytest.param("--data-root", "--data-root", id="command-line-option"),
+    ],
+)
+def test_a_refusal_names_the_given_data_root_as_it_was_given(tmp_path: Path, option: str | None, named: str) -> None:
+    (tmp_path / "root").mkdir()
+    options = {} if option is None else {"option": option}
+    with pytest.raises(UnsafePathError, match=f"change {named}\\)$"):
+        resolve_run_paths(str(tmp_path / "b_extracted.json"), data_root=str(tmp_path / "root"), **options)
+    with pytest.raises(UnsafePathError, match=f"point {named} at an existing directory$"):
+        resolve_run_paths("b_extracted.json", data_root=str(tmp_path / "missing"), **options)
+
+
+def test_a_refusal_names_the_environment_variable_when_it_set_the_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "root").mkdir()
+    monkeypatch.setenv("CONTENT_SELECTION_DATA_ROOT", str(tmp_path / "root"))
+    with pytest.raises(UnsafePathError, match=r"change CONTENT_SELECTION_DATA_ROOT\)$"):
+        resolve_run_paths(str(tmp_path / "b_extracted.json"), option="--data-root")

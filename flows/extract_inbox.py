@@ -1,0 +1,116 @@
+"""The ``extract-inbox`` flow: extract every new page set dropped in the inbox, each announced to the selection.
+
+Run on a schedule (the ``extract-inbox/scheduled`` deployment). It looks at the
+inbox (``<data root>/inbox`` by default; the rules of what is a page set and what
+is new are :mod:`selection_extraction.inbox`'s) and runs ``extract-articles`` on
+each new page set as a subflow, one after the other: the extraction already uses
+every core, and one at a time keeps the order of the batches (and of their
+selections) the sorted order of the names. Each ``extract-articles`` run writes
+``<name>_extracted.json`` beside its page set and emits
+``content-selection.batch.extracted``, so ``select-content/triggered`` selects it:
+pages in, selected batch out, with no person involved.
+
+A page set that fails (an empty folder, a malformed manifest, a file that is not
+a WARC) fails alone, as its own failed subflow run; the others are still
+extracted. The run ends Failed, naming each failed page set once, after all of
+them were tried. A failed page set is tried again by the next run, until it is
+fixed or removed.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from prefect import flow
+from pydantic import BaseModel, Field
+
+from flows.extract_articles import extract_articles
+from flows.params import (
+    DEFAULT_MAX_TABLE_ROWS,
+    MAX_TABLE_ROWS_LIMIT,
+    MAX_TIME_LIMIT_SECONDS,
+    OptionalCount,
+    OptionalText,
+    run_namer,
+)
+from flows.refusals import refusals_fail_the_run
+from selection_core.errors import SelectionError
+from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
+from selection_extraction.inbox import failure_line, failures_message
+from tasks.inbox import find_new_page_sets
+from tasks.logs import run_logger
+
+
+class InboxRunSummary(BaseModel):
+    """What one ``extract-inbox`` run did (the flow's return value)."""
+
+    inbox: str = Field(description="The inbox that was looked at.")
+    extracted: list[str] = Field(default_factory=list, description="Batches written, in page-set name order.")
+    up_to_date: int = Field(default=0, description="Page sets whose batch was already newer than their pages.")
+    ignored: list[str] = Field(default_factory=list, description="Files in the inbox that are not page sets.")
+
+
+class PageSetsFailedError(SelectionError):
+    """Some page sets of the inbox could not be extracted; the others were."""
+
+
+@flow(
+    name="extract-inbox",
+    flow_run_name=run_namer("extract-inbox", "inbox", "inbox"),
+    description="Extract every page set in the inbox that has no up-to-date batch; each batch is then selected.",
+    validate_parameters=True,
+)
+@refusals_fail_the_run
+def extract_inbox(
+    inbox: OptionalText = None,
+    data_root: OptionalText = None,
+    time_limit_seconds: Annotated[float, Field(gt=0, le=MAX_TIME_LIMIT_SECONDS)] = DEFAULT_TIME_LIMIT_SECONDS,
+    workers: OptionalCount = None,
+    max_table_rows: Annotated[int, Field(ge=0, le=MAX_TABLE_ROWS_LIMIT)] = DEFAULT_MAX_TABLE_ROWS,
+) -> InboxRunSummary:
+    """Extract each new page set of the inbox into `<name>_extracted.json` beside it, and announce it.
+
+    Args:
+        inbox: The folder where page sets are dropped: sub-folders of pages,
+            `.warc` / `.warc.gz` files and `.jsonl` manifests, directly in it.
+            Leave empty for `<data root>/inbox` (created when missing). Must lie
+            inside the data root.
+        data_root: Directory that the inbox and every batch must resolve inside.
+            Leave empty to use CONTENT_SELECTION_DATA_ROOT; one of the two is required.
+        time_limit_seconds: Seconds one extractor may spend on one page; an
+            extractor that overruns is stopped and its block gets a TimeoutError.
+        workers: Worker processes of each extraction. Leave empty (or 0) for one per CPU core.
+        max_table_rows: Most rows of each run's `extraction-pages` table artifact.
+
+    Returns:
+        The batches written, the page sets already up to date and the ignored files.
+        The run ends Failed when any page set failed, after all of them were tried.
+    """
+    logger = run_logger()
+    scan = find_new_page_sets(inbox, data_root)
+    logger.info("%d new page set(s) in %s, %d up to date", len(scan.new), scan.inbox, len(scan.up_to_date))
+    if scan.ignored:
+        names = ", ".join(p.name for p in scan.ignored)
+        logger.warning("Not page sets, ignored: %s (put pages in a folder inside the inbox)", names)
+
+    summary = InboxRunSummary(
+        inbox=str(scan.inbox), up_to_date=len(scan.up_to_date), ignored=[str(p) for p in scan.ignored]
+    )
+    failures = list(scan.clashes)
+    for page_set in scan.new:
+        state = extract_articles(
+            pages=str(page_set),
+            data_root=data_root,
+            time_limit_seconds=time_limit_seconds,
+            workers=workers,
+            max_table_rows=max_table_rows,
+            return_state=True,
+        )
+        if state.is_completed():
+            summary.extracted.append(state.result().output_path)
+            continue
+        error = state.result(raise_on_failure=False)
+        failures.append(failure_line(page_set, str(error) if isinstance(error, BaseException) else str(state.message)))
+    if failures:  # each failed subflow run logged its own error; the message lists them all, once
+        raise PageSetsFailedError(failures_message(failures, len(scan.new) + len(scan.clashes)))
+    return summary

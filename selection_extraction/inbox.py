@@ -1,0 +1,203 @@
+"""The inbox: a folder under the data root where page sets are dropped, and which of them need extracting.
+
+The ``extract-inbox`` flow runs on a schedule: it extracts every page set of the
+inbox that has no up-to-date batch, and each extraction announces its batch, so
+that the triggered selection selects it. The rules, all decided from names and
+modification times (nothing from listing order or the clock):
+
+* **Where**: ``<data root>/inbox`` unless another folder is given, always inside
+  the data root (the triggered selection accepts only batches there). The
+  default inbox is created when it is missing; a folder that was named must exist.
+* **What a page set is**: each entry directly in the inbox that
+  :func:`selection_extraction.pages.find_pages` reads as one input: a folder
+  (its pages and WARC files, recursively), a ``.warc`` / ``.warc.gz`` file, or a
+  ``.jsonl`` manifest. Hidden entries (``.name``) are skipped, so a page set can
+  be copied in under a hidden name and renamed when complete. The batches the
+  chain writes there (``*_extracted.json``, ``*_selected.json``) are not inputs;
+  any other file (a loose page, a note) is listed as ignored.
+* **Where the batch goes**: beside the page set, ``<name>_extracted.json``
+  (:func:`selection_extraction.paths.extracted_path`, the default of ``extract-articles``);
+  the selection then writes ``<name>_extracted_selected.json`` beside it.
+* **What "new" means**: the batch is missing, or older than the newest
+  modification time in the page set (for a folder: itself and every entry under
+  it, hidden ones aside; for a file: the file) -- :func:`selection_storage.directory.is_outdated`.
+  A manifest counts as changed when the manifest file changes.
+* **Two page sets, one batch name** (``news/`` and ``news.jsonl``): neither is
+  extracted; each is reported as failed, naming the other, until one is renamed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from selection_core.errors import UnsafePathError
+from selection_extraction.pages import InvalidPagesError
+from selection_extraction.paths import extracted_path
+from selection_extraction.warc import is_warc_name
+from selection_storage.directory import is_outdated
+from selection_storage.paths import (
+    DATA_ROOT_ENV,
+    EXTRACTED_SUFFIX,
+    SELECTED_SUFFIX,
+    configured_data_root,
+    confine,
+    resolve_data_root,
+)
+
+__all__ = [
+    "INBOX_DIR",
+    "MANIFEST_SUFFIX",
+    "InboxScan",
+    "failure_line",
+    "failures_message",
+    "is_page_set_name",
+    "prepare_inbox",
+    "scan_inbox",
+]
+
+#: Name of the default inbox, directly under the data root.
+INBOX_DIR: Final[str] = "inbox"
+
+#: What the name of a manifest in the inbox ends with (matched case-insensitively).
+MANIFEST_SUFFIX: Final[str] = ".jsonl"
+
+
+@dataclass(frozen=True)
+class InboxScan:
+    """What one look at the inbox found, every list in sorted name order.
+
+    Attributes:
+        inbox: The resolved inbox.
+        new: The page sets to extract (no batch yet, or one older than the pages).
+        up_to_date: The page sets whose batch is newer than every page.
+        clashes: One message per page set whose batch name another page set shares (neither is extracted).
+        ignored: Files directly in the inbox that are neither page sets nor batches.
+    """
+
+    inbox: Path
+    new: tuple[Path, ...]
+    up_to_date: tuple[Path, ...]
+    clashes: tuple[str, ...]
+    ignored: tuple[Path, ...]
+
+
+def prepare_inbox(inbox: str | None, data_root: str | None) -> Path:
+    """The resolved inbox, inside the data root; the default one is created when missing.
+
+    Args:
+        inbox: The inbox folder (absolute, or relative to the data root); None for ``<data root>/inbox``.
+        data_root: The data root; None for ``$CONTENT_SELECTION_DATA_ROOT``.
+
+    Raises:
+        UnsafePathError: no data root is configured, or the inbox lies outside it.
+        InvalidPagesError: a named inbox is not an existing directory.
+    """
+    root_text = configured_data_root(data_root)
+    if root_text is None:
+        raise UnsafePathError(
+            f"no data root is configured, and the inbox and its batches must lie inside one; "
+            f"set {DATA_ROOT_ENV} (or the data_root parameter) to the directory that holds the inbox"
+        )
+    root = resolve_data_root(root_text)
+    folder = confine(inbox if inbox else root / INBOX_DIR, root, "inbox")
+    if not inbox:
+        folder.mkdir(exist_ok=True)
+    if not folder.is_dir():
+        raise InvalidPagesError(
+            f"{folder}: the inbox is not an existing directory; create it, or leave the inbox "
+            f"parameter empty for {root / INBOX_DIR}"
+        )
+    return folder
+
+
+def is_page_set_name(name: str) -> bool:
+    """Whether an entry's name (a file directly in the inbox) makes it a page set: a WARC file or a manifest.
+
+    >>> is_page_set_name("CC-NEWS-1.warc.gz"), is_page_set_name("list.JSONL"), is_page_set_name("a.html")
+    (True, True, False)
+    """
+    return is_warc_name(name) or (name.lower().endswith(MANIFEST_SUFFIX) and len(name) > len(MANIFEST_SUFFIX))
+
+
+def scan_inbox(inbox: Path) -> InboxScan:
+    """Look at the entries directly in ``inbox`` and sort the page sets into new and up to date.
+
+    Raises:
+        InvalidPagesError: the inbox cannot be listed.
+    """
+    page_sets: list[Path] = []
+    ignored: list[Path] = []
+    try:
+        names = sorted(os.listdir(inbox))
+    except OSError as exc:
+        raise InvalidPagesError(
+            f"{inbox}: cannot list the inbox ({exc.strerror or exc}); check its permissions"
+        ) from None
+    for name in names:
+        entry = inbox / name
+        if name.startswith("."):
+            continue
+        if entry.is_dir() or is_page_set_name(name):
+            page_sets.append(entry)
+        elif not name.endswith((EXTRACTED_SUFFIX, SELECTED_SUFFIX)):
+            ignored.append(entry)
+
+    by_output: dict[Path, list[Path]] = {}
+    for entry in page_sets:
+        by_output.setdefault(extracted_path(entry), []).append(entry)
+    clashes = [
+        f"{entry}: {', '.join(o.name for o in entries if o != entry)} would write the same batch {output}; "
+        "rename one of them"
+        for output, entries in sorted(by_output.items())
+        if len(entries) > 1
+        for entry in entries
+    ]
+    single = sorted(entries[0] for entries in by_output.values() if len(entries) == 1)
+    new = [entry for entry in single if is_outdated(extracted_path(entry), _newest_mtime_ns(entry))]
+    return InboxScan(
+        inbox=inbox,
+        new=tuple(new),
+        up_to_date=tuple(entry for entry in single if entry not in new),
+        clashes=tuple(clashes),
+        ignored=tuple(ignored),
+    )
+
+
+def _newest_mtime_ns(entry: Path) -> int:
+    """The newest modification time of a page set: the file's, or the folder's and everything under it."""
+    newest = entry.stat().st_mtime_ns
+    if not entry.is_dir():
+        return newest
+    for dirpath, dirnames, filenames in os.walk(entry, followlinks=False):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in [*dirnames, *filenames]:
+            if not name.startswith("."):
+                try:
+                    newest = max(newest, (Path(dirpath) / name).stat().st_mtime_ns)
+                except OSError:  # vanished or a broken link: the extraction reports it
+                    continue
+    return newest
+
+
+def failure_line(page_set: Path, error: str) -> str:
+    """One failed page set and its error, the page set named once.
+
+    >>> failure_line(Path("/in/a.jsonl"), "/in/a.jsonl: line 1 is not JSON")
+    '/in/a.jsonl: line 1 is not JSON'
+    >>> failure_line(Path("/in/b"), "TimeoutError")
+    '/in/b: TimeoutError'
+    """
+    return error if str(page_set) in error else f"{page_set}: {error}"
+
+
+def failures_message(failures: list[str], page_sets: int) -> str:
+    """The message of an inbox run in which some page sets failed (``failures`` from :func:`failure_line`
+    and the clashes).
+
+    >>> failures_message(["/in/a.jsonl: line 1 is not JSON"], 3)
+    '1 of 3 page set(s) failed, the others were extracted: /in/a.jsonl: line 1 is not JSON'
+    """
+    return f"{len(failures)} of {page_sets} page set(s) failed, the others were extracted: {'; '.join(failures)}"

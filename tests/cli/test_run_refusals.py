@@ -1,0 +1,151 @@
+"""``content-selection run`` refuses a bad input before Prefect starts, in the words of ``select``.
+
+Each case runs the real command in a subprocess (a temporary ``PREFECT_HOME``, no
+``PREFECT_API_URL``): the exit status is 65, stderr is exactly one line, the same
+message as ``content-selection select`` gives for the same file, and Prefect was
+never imported, so no embedded server was started. The refusal names the data-root
+setting the user actually used (``--data-root`` or the environment variable).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from selection_core.errors import EXIT_INVALID_INPUT
+from tests.support import ROOT
+
+#: Runs the command's entry point, then says on stdout whether Prefect was imported.
+_PROBE = (
+    "import sys\n"
+    "from selection_cli.main import main\n"
+    "status = main(sys.argv[1:])\n"
+    "print('prefect imported' if 'prefect' in sys.modules else 'prefect not imported')\n"
+    "sys.exit(status)\n"
+)
+
+
+def _command(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "CONTENT_SELECTION_DATA"))}
+    environment.update({"PREFECT_HOME": str(tmp_path / "prefect-home"), **env})
+    return subprocess.run(
+        [sys.executable, "-c", _PROBE, *args],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+
+
+def _message(stderr: str) -> str:
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    return lines[0].split(": error: ", 1)[1]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        pytest.param(None, id="missing-file"),
+        pytest.param(b'{"articles": [', id="truncated-json"),
+        pytest.param(b'{"articles": [{"id": "a"}, 5]}', id="article-not-an-object"),
+        pytest.param(b'{"articles": {}}', id="articles-not-an-array"),
+    ],
+)
+def test_run_refuses_a_bad_input_once_without_starting_prefect(tmp_path: Path, content: bytes | None) -> None:
+    batch = tmp_path / "b_extracted.json"
+    if content is not None:
+        batch.write_bytes(content)
+
+    run = _command(["run", str(batch)], tmp_path)
+    select = _command(["select", str(batch)], tmp_path)
+
+    assert run.returncode == EXIT_INVALID_INPUT, run.stderr
+    assert run.stdout.splitlines() == ["prefect not imported"]
+    assert select.returncode == EXIT_INVALID_INPUT
+    assert _message(run.stderr) == _message(select.stderr)
+    assert "Traceback" not in run.stderr
+    assert not (tmp_path / "b_extracted_selected.json").exists()
+    assert not (tmp_path / "prefect-home").exists()  # nothing of Prefect's was set up
+
+
+def test_a_chunked_run_refuses_a_truncated_batch_before_prefect(tmp_path: Path) -> None:
+    batch = tmp_path / "b_extracted.json"
+    batch.write_bytes(b'{"articles": [{"id": "a"}')
+    run = _command(["run", str(batch), "--chunk-size", "1"], tmp_path)
+    assert run.returncode == EXIT_INVALID_INPUT
+    assert run.stdout.splitlines() == ["prefect not imported"]
+    assert "not valid JSON" in _message(run.stderr)
+
+
+def _outside_root(tmp_path: Path) -> tuple[Path, Path]:
+    root = tmp_path / "root"
+    root.mkdir()
+    batch = tmp_path / "b_extracted.json"
+    batch.write_bytes(b'{"articles": []}')
+    return root, batch
+
+
+def test_the_refusal_names_the_data_root_option_when_it_was_given(tmp_path: Path) -> None:
+    root, batch = _outside_root(tmp_path)
+    run = _command(["run", str(batch), "--data-root", str(root)], tmp_path)
+    assert run.returncode == EXIT_INVALID_INPUT
+    message = _message(run.stderr)
+    assert "outside the data root" in message and message.endswith("(move the file there or change --data-root)")
+    assert "CONTENT_SELECTION_DATA_ROOT" not in message
+
+
+def test_the_refusal_names_the_environment_variable_when_it_set_the_root(tmp_path: Path) -> None:
+    root, batch = _outside_root(tmp_path)
+    run = _command(["run", str(batch)], tmp_path, CONTENT_SELECTION_DATA_ROOT=str(root))
+    assert run.returncode == EXIT_INVALID_INPUT
+    assert _message(run.stderr).endswith("(move the file there or change CONTENT_SELECTION_DATA_ROOT)")
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "named"),
+    [
+        pytest.param(["--data-root", "{missing}"], {}, "--data-root", id="option"),
+        pytest.param([], {"CONTENT_SELECTION_DATA_ROOT": "{missing}"}, "CONTENT_SELECTION_DATA_ROOT", id="environment"),
+    ],
+)
+@pytest.mark.parametrize("command", ["run", "serve"])
+def test_a_missing_data_root_is_named_as_it_was_set(
+    tmp_path: Path, command: str, args: list[str], env: dict[str, str], named: str
+) -> None:
+    missing = str(tmp_path / "missing")
+    args = [a.replace("{missing}", missing) for a in args]
+    env = {k: v.replace("{missing}", missing) for k, v in env.items()}
+    batch = tmp_path / "b_extracted.json"
+    batch.write_bytes(b'{"articles": []}')
+    command_args = [command, str(batch), *args] if command == "run" else [command, *args]
+    # serve checks for a server address first; nothing is contacted before the data root is refused
+    result = _command(command_args, tmp_path, PREFECT_API_URL="http://127.0.0.1:9/api", **env)
+    assert result.returncode == EXIT_INVALID_INPUT, result.stderr
+    message = _message(result.stderr)
+    assert message.startswith(f"data root {missing!r} does not exist")
+    assert message.endswith(f"point {named} at an existing directory")
+
+
+@pytest.mark.slow
+def test_a_run_that_fails_inside_the_flow_says_why_once_on_its_last_line(tmp_path: Path) -> None:
+    """A chunked run validates its articles in the chunks: this one fails in the flow run
+    (the embedded server started), and its error is still said once, last."""
+    batch = tmp_path / "b_extracted.json"
+    batch.write_bytes(b'{"articles": [{"id": "a"}, 5]}')  # delimited by the layout scan, invalid in a chunk
+    run = _command(["run", str(batch), "--chunk-size", "1"], tmp_path)
+    assert run.returncode == EXIT_INVALID_INPUT, run.stderr
+    assert run.stdout.splitlines() == ["prefect imported"]
+    lines = run.stderr.splitlines()
+    assert (
+        lines[-1]
+        == f"content-selection run: error: {batch}: $.articles[1] is a number; every article must be a JSON object"
+    )
+    assert sum("every article must be a JSON object" in line for line in lines) == 1, run.stderr
+    assert "Traceback" not in run.stderr
