@@ -9,9 +9,11 @@ but the pictures):
 3. runs ``content-selection run`` on a copy of ``examples/sample_extracted.json`` (the README's
    main command, against this server), and lets ``examples/upstream_flow.py`` write a batch and
    emit the event that starts ``select-content/triggered``;
-4. opens the pages a user looks at in headless Chromium (Debian's ``chromium`` package) and saves
-   them under ``docs/img/``: the flow run, the ``selection-scores`` table, the closest calls, the
-   ``selection-summary`` markdown, the Run form of ``select-content/manual``, and the triggered run.
+4. opens the pages a user looks at in headless Chromium (Debian's ``chromium`` package, driven over
+   its DevTools protocol on 127.0.0.1) and saves them under ``docs/img/``: the flow run, the
+   ``selection-scores`` table, the closest calls, the ``selection-summary`` markdown, the Run form
+   of ``select-content/manual``, the triggered run, and a triggered run refused because its path
+   is outside the data root.
 
 Run it from the project root, in the project's virtual environment::
 
@@ -42,6 +44,12 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "examples" / "sample_extracted.json"
 UPSTREAM = ROOT / "examples" / "upstream_flow.py"
+
+#: The Run form is long: tall enough to show every field down to the task runner's drop-down.
+RUN_FORM_HEIGHT = 1900
+
+#: Emits the batch-extracted event for the path given as argument, as an upstream flow does.
+EMIT = "import sys\nfrom content_selection import emit_batch_extracted\nemit_batch_extracted(sys.argv[1])"
 
 T = TypeVar("T")
 
@@ -103,9 +111,11 @@ class Api:
         body = {"flow_runs": flow_runs_filter, "sort": "EXPECTED_START_TIME_ASC"}
         return list(self.http.post("/flow_runs/filter", json=body).json())
 
-    def final_run(self, deployment_id: str) -> dict[str, Any] | None:
+    def final_run(self, deployment_id: str, input_path: Path) -> dict[str, Any] | None:
+        """The run of the deployment on ``input_path``, once it has reached a final state."""
         for run in self.flow_runs(deployment_id={"any_": [deployment_id]}):
-            if run["state"] and run["state"]["type"] in {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}:
+            final = run["state"] and run["state"]["type"] in {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+            if final and run["parameters"].get("input_path") == str(input_path):
                 return run
         return None
 
@@ -114,18 +124,77 @@ class Api:
         return {a["key"]: a for a in self.http.post("/artifacts/filter", json=body).json() if a.get("key")}
 
 
-def screenshot(chromium: str, url: str, target: Path, width: int, height: int) -> None:
-    """One page as Chromium draws it, after its scripts had 15 s of virtual time."""
-    with tempfile.TemporaryDirectory() as profile:
-        subprocess.run(
+class Browser:
+    """Headless Chromium driven over its DevTools protocol, one page after the other.
+
+    The UI is a single-page app that fades pages in and fetches its data after the first
+    paint; Chromium's ``--screenshot --virtual-time-budget`` caught some pages (the Run form)
+    in the middle of that fade. Here each page gets ``SETTLE_SECONDS`` of real time after it
+    was opened. (The UI scrolls inside its own panes, so a page's height cannot be read from the
+    document: a long page is given its height, as the Run form is.)
+    """
+
+    SETTLE_SECONDS = 6.0
+
+    def __init__(self, chromium: str, width: int, height: int) -> None:
+        self.width, self.height = width, height
+        self.profile = tempfile.mkdtemp(prefix="content-selection-chromium-")
+        port = free_port()
+        self.process = subprocess.Popen(
             [
                 chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                f"--user-data-dir={profile}", f"--window-size={width},{height}",
-                "--virtual-time-budget=15000", f"--screenshot={target}", url,
+                f"--user-data-dir={self.profile}", f"--remote-debugging-port={port}",
+                "--remote-debugging-address=127.0.0.1", f"--window-size={width},{height}", "about:blank",
             ],
-            check=True, capture_output=True, timeout=120,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
-    print(f"  {target.relative_to(ROOT) if target.is_relative_to(ROOT) else target}  <- {url}")
+        tabs = wait_for("Chromium", lambda: self._tabs(port), 60)
+        page = next(t for t in tabs if t["type"] == "page")
+        from websockets.sync.client import connect
+
+        self.ws = connect(page["webSocketDebuggerUrl"], max_size=None)
+        self.calls = 0
+        self.call("Page.enable")
+
+    @staticmethod
+    def _tabs(port: int) -> list[dict[str, Any]] | None:
+        try:
+            return list(httpx.get(f"http://127.0.0.1:{port}/json", timeout=2).json())
+        except httpx.HTTPError:
+            return None
+
+    def call(self, method: str, **params: Any) -> dict[str, Any]:
+        import json
+
+        self.calls += 1
+        self.ws.send(json.dumps({"id": self.calls, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.ws.recv(timeout=120))
+            if message.get("id") == self.calls:
+                if "error" in message:
+                    raise SystemExit(f"take_screenshots: Chromium refused {method}: {message['error']}")
+                return dict(message.get("result", {}))
+
+    def shoot(self, url: str, target: Path, height: int | None = None) -> None:
+        """Save the page at ``url`` as it looks after ``SETTLE_SECONDS``, ``height`` pixels tall if given."""
+        self.call("Emulation.setDeviceMetricsOverride", width=self.width, height=height or self.height,
+                  deviceScaleFactor=1, mobile=False)  # fmt: skip
+        self.call("Page.navigate", url=url)
+        time.sleep(self.SETTLE_SECONDS)
+        self._save(target, url)
+
+    def _save(self, target: Path, url: str) -> None:
+        import base64
+
+        shot = self.call("Page.captureScreenshot", format="png")
+        target.write_bytes(base64.b64decode(shot["data"]))
+        print(f"  {target.relative_to(ROOT) if target.is_relative_to(ROOT) else target}  <- {url}")
+
+    def close(self) -> None:
+        self.ws.close()
+        os.killpg(self.process.pid, signal.SIGTERM)
+        self.process.wait(timeout=30)
+        shutil.rmtree(self.profile, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -183,22 +252,37 @@ def main(argv: list[str] | None = None) -> int:
                     [sys.executable, str(UPSTREAM), str(SAMPLE), str(upstream_target)], cwd=ROOT, env=client_env,
                     check=True, timeout=300,
                 )  # fmt: skip
-                triggered_run = wait_for("the triggered run", lambda: api.final_run(triggered["id"]), 300)
+                triggered_run = wait_for(
+                    "the triggered run", lambda: api.final_run(triggered["id"], upstream_target), 300
+                )
+
+                # An event naming a batch outside the data root: the run is refused, Failed, in one line.
+                outside = work / "outside_extracted.json"
+                shutil.copyfile(SAMPLE, outside)
+                subprocess.run(
+                    [sys.executable, "-c", EMIT, str(outside)], cwd=ROOT, env=client_env, check=True, timeout=300
+                )
+                refused_run = wait_for("the refused run", lambda: api.final_run(triggered["id"], outside), 300)
 
                 artifacts = api.artifacts(run["id"])
                 pages = [
                     ("ui-flow-run.png", f"/runs/flow-run/{run['id']}"),
                     ("ui-selection-scores.png", f"/artifacts/artifact/{artifacts['selection-scores']['id']}"),
                     ("ui-selection-summary.png", f"/artifacts/artifact/{artifacts['selection-summary']['id']}"),
-                    ("ui-run-form.png", f"/deployments/deployment/{manual['id']}/run"),
+                    ("ui-run-form.png", f"/deployments/deployment/{manual['id']}/run", RUN_FORM_HEIGHT),
                     ("ui-triggered-run.png", f"/runs/flow-run/{triggered_run['id']}"),
+                    ("ui-refused-run.png", f"/runs/flow-run/{refused_run['id']}"),
                 ]
                 if "selection-closest-calls" in artifacts:
                     closest = artifacts["selection-closest-calls"]["id"]
                     pages.insert(2, ("ui-closest-calls.png", f"/artifacts/artifact/{closest}"))
                 print(f"screenshots of {ui} into {args.out}:")
-                for name, path in pages:
-                    screenshot(chromium, ui + path, args.out / name, args.width, args.height)
+                browser = Browser(chromium, args.width, args.height)
+                try:
+                    for name, path, *height in pages:
+                        browser.shoot(ui + path, args.out / name, *height)
+                finally:
+                    browser.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("Now look at each picture before you commit it.")
