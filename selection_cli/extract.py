@@ -281,7 +281,7 @@ def pipeline_command(args: argparse.Namespace) -> int:
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
 
     from flows.extract_and_select import extract_and_select  # Prefect is imported only here
-    from selection_cli.run import _after_the_run, _leave_repeated_errors_to_the_last_line
+    from selection_cli.console import after_the_run, leave_repeated_errors_to_the_last_line
     from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY
     from tasks.progress import follow_progress
     from tasks.select import PROGRESS_ARTIFACT_KEY
@@ -291,12 +291,12 @@ def pipeline_command(args: argparse.Namespace) -> int:
         PROGRESS_ARTIFACT_KEY: ProgressBar(sys.stderr),  # select's bar
     }
     # As `run` does: Prefect's console leaves out the error lines the command's last line says anyway.
-    handlers = _leave_repeated_errors_to_the_last_line()
+    handlers = leave_repeated_errors_to_the_last_line()
     try:
         with follow_progress(bars):
             state = extract_and_select(**parameters, return_state=True)
     finally:
-        _after_the_run(handlers)
+        after_the_run(handlers)
     summary = state.result()  # raises the error that failed the run: the command's last line
     print(format_pipeline(summary))
     print(f"flow run: {state.state_details.flow_run_id}")

@@ -9,13 +9,13 @@ when the command runs, so the rest of the CLI stays fast.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from collections.abc import Sequence
 
 from flows.params import DEFAULT_MAX_TABLE_ROWS
 from flows.runners import TaskRunnerName, resolve_task_runner, runs_in_chunks
+from selection_cli.console import after_the_run, leave_repeated_errors_to_the_last_line
 from selection_cli.environment import apply_kernel_setting, prepare_embedded_api
 from selection_core.errors import SelectionError
 
@@ -132,14 +132,14 @@ def run_command(args: argparse.Namespace) -> int:
 
     from flows.select_content import select_content  # Prefect is imported only here
 
-    handlers = _leave_repeated_errors_to_the_last_line()
+    handlers = leave_repeated_errors_to_the_last_line()
     try:
         summary = select_content(**parameters)
     except Exception as exc:  # noqa: BLE001 - reported as one line, never a traceback
-        _after_the_run(handlers)
+        after_the_run(handlers)
         print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
         return int(getattr(exc, "exit_code", 1))
-    _after_the_run(handlers)
+    after_the_run(handlers)
     print(summary.one_line())
     return 0
 
@@ -187,54 +187,6 @@ def check_run_input(parameters: dict[str, object], whole: bool) -> None:
 
 def _text(value: object) -> str | None:
     return None if value is None else str(value)
-
-
-class _OneErrorLine(logging.Filter):
-    """On the terminal, leaves out Prefect's run-log lines that the command's last line says anyway.
-
-    Those are the error lines of the run loggers that carry no traceback (a
-    refusal, whose traceback :class:`tasks.logs.UserErrorFilter` already
-    dropped; a task's "Finished in state Failed"), and the flow's final
-    "Finished in state" when it is not Completed. A bug's traceback is kept.
-    The run's logs sent to the Prefect API keep every line.
-    """
-
-    def __init__(self, run_loggers: tuple[str, ...]) -> None:
-        super().__init__()
-        self._run_loggers = run_loggers
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if not record.name.startswith(self._run_loggers):
-            return True
-        if getattr(record, "user_error", False) or (record.levelno >= logging.ERROR and not record.exc_info):
-            return False
-        message = record.getMessage()
-        return not (message.startswith("Finished in state") and not message.startswith("Finished in state Completed"))
-
-
-def _after_the_run(handlers: list[logging.Handler]) -> None:
-    """Keep the summary or the error the last line: after the run, Prefect's console shows
-    warnings only (not "Stopping temporary server", logged as the process exits)."""
-    for handler in handlers:
-        handler.setLevel(max(handler.level, logging.WARNING))
-
-
-def _leave_repeated_errors_to_the_last_line() -> list[logging.Handler]:
-    """Put :class:`_OneErrorLine` on Prefect's console handlers; returns those handlers."""
-    from prefect.logging.configuration import ensure_logging_setup
-    from prefect.logging.handlers import PrefectConsoleHandler
-
-    from tasks.logs import RUN_LOGGERS
-
-    ensure_logging_setup()
-    loggers = [logging.getLogger()] + [
-        logger for logger in logging.Logger.manager.loggerDict.values() if isinstance(logger, logging.Logger)
-    ]
-    consoles = [h for logger in loggers for h in logger.handlers if isinstance(h, PrefectConsoleHandler)]
-    for handler in consoles:
-        if not any(isinstance(f, _OneErrorLine) for f in handler.filters):
-            handler.addFilter(_OneErrorLine(RUN_LOGGERS))
-    return consoles
 
 
 def _one_line(exc: BaseException) -> str:
