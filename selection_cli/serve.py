@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
 from selection_cli.environment import apply_kernel_setting
-from selection_storage.paths import DATA_ROOT_ENV, configured_data_root, confine, data_root_source, resolve_data_root
+from selection_storage.paths import DATA_ROOT_ENV, configured_data_root, data_root_in_force
 
 PROG = "content-selection serve"
 
@@ -101,15 +101,15 @@ def serve_command(args: argparse.Namespace) -> int:
             "set PREFECT_API_URL=http://127.0.0.1:4200/api"
         )
         return 2
-    root_text = configured_data_root(data_root)
-    if root_text is None:
+    if configured_data_root(data_root) is None:
         _error(f"no data root; pass --data-root DIR or set {DATA_ROOT_ENV} (event paths are only accepted inside it)")
         return 2
     try:
-        source = data_root_source(data_root, "--data-root")
-        root = resolve_data_root(root_text, source)
+        in_force = data_root_in_force(data_root, "--data-root")
+        assert in_force is not None  # configured, checked above
+        root = in_force.path
         if inbox:  # the extraction's outputs must be where the triggered selection accepts them
-            confine(inbox, root, "inbox", source)
+            in_force.confine(inbox, "inbox")
     except Exception as exc:  # noqa: BLE001 - reported as one line
         _error(str(exc))
         return int(getattr(exc, "exit_code", 2))

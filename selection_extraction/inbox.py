@@ -42,9 +42,7 @@ from selection_storage.paths import (
     DATA_ROOT_ENV,
     EXTRACTED_SUFFIX,
     SELECTED_SUFFIX,
-    configured_data_root,
-    confine,
-    resolve_data_root,
+    data_root_in_force,
 )
 
 __all__ = [
@@ -95,14 +93,14 @@ def prepare_inbox(inbox: str | None, data_root: str | None) -> Path:
         UnsafePathError: no data root is configured, or the inbox lies outside it.
         InvalidPagesError: a named inbox is not an existing directory.
     """
-    root_text = configured_data_root(data_root)
-    if root_text is None:
+    in_force = data_root_in_force(data_root)
+    if in_force is None:
         raise UnsafePathError(
             f"no data root is configured, and the inbox and its batches must lie inside one; "
             f"set {DATA_ROOT_ENV} (or the data_root parameter) to the directory that holds the inbox"
         )
-    root = resolve_data_root(root_text)
-    folder = confine(inbox if inbox else root / INBOX_DIR, root, "inbox")
+    root = in_force.path
+    folder = in_force.confine(inbox if inbox else root / INBOX_DIR, "inbox")
     if not inbox:
         folder.mkdir(exist_ok=True)
     if not folder.is_dir():

@@ -16,10 +16,7 @@ from selection_storage.paths import (
     DATA_ROOT_PARAMETER,
     EXTRACTED_SUFFIX,
     RunPaths,
-    configured_data_root,
-    confine,
-    data_root_source,
-    resolve_data_root,
+    data_root_in_force,
     resolve_output_path,
     resolve_run_paths,
 )
@@ -70,16 +67,14 @@ def resolve_extract_paths(
         UnsafePathError: a path leaves the data root.
         OutputPathError: the output is refused by the core (a directory, the input, not writable).
     """
-    root_text = configured_data_root(data_root)
-    if root_text is None:
+    root = data_root_in_force(data_root, option)
+    if root is None:
         source = Path(pages).expanduser().absolute()
         wanted = Path(output_path).expanduser().absolute() if output_path else extracted_path(source)
         return ExtractPaths(source, resolve_output_path(source, wanted), None)
-    named = data_root_source(data_root, option)
-    root = resolve_data_root(root_text, named)
-    source = confine(pages, root, "pages", named)
-    wanted = confine(output_path or extracted_path(source), root, "output", named)
-    return ExtractPaths(source, resolve_output_path(source, wanted), root)
+    source = root.confine(pages, "pages")
+    wanted = root.confine(output_path or extracted_path(source), "output")
+    return ExtractPaths(source, resolve_output_path(source, wanted), root.path)
 
 
 def check_pipeline_paths(

@@ -118,7 +118,7 @@ def data_root_source(data_root: str | None, option: str = DATA_ROOT_PARAMETER) -
     return option if data_root is not None and data_root.strip() else DATA_ROOT_ENV
 
 
-def resolve_data_root(data_root: str, source: str = DATA_ROOT_ENV) -> Path:
+def resolve_data_root(data_root: str, source: str) -> Path:
     """Resolve the data root itself; it must be an existing directory.
 
     ``source`` names what set it, for the message (see :func:`data_root_source`).
@@ -139,7 +139,36 @@ def resolve_data_root(data_root: str, source: str = DATA_ROOT_ENV) -> Path:
     return resolved
 
 
-def confine(path: str | os.PathLike[str], root: Path, what: str, source: str = DATA_ROOT_ENV) -> Path:
+@dataclass(frozen=True)
+class DataRoot:
+    """The data root in force, resolved, and what set it (how its messages name it)."""
+
+    path: Path
+    source: str
+
+    def confine(self, path: str | os.PathLike[str], what: str) -> Path:
+        """:func:`confine` ``path`` to this root; the message names :attr:`source`."""
+        return confine(path, self.path, what, self.source)
+
+
+def data_root_in_force(data_root: str | None, option: str = DATA_ROOT_PARAMETER) -> DataRoot | None:
+    """The data root of a run, resolved, or None when none is configured.
+
+    The one way every entry point (the flows, the command line, ``serve``, the inbox)
+    finds its root: the given ``data_root`` (named ``option`` in messages: ``--data-root``
+    on the command line, the data_root parameter in a flow), else ``$CONTENT_SELECTION_DATA_ROOT``.
+
+    Raises:
+        UnsafePathError: the root does not exist or is not a directory.
+    """
+    root_text = configured_data_root(data_root)
+    if root_text is None:
+        return None
+    source = data_root_source(data_root, option)
+    return DataRoot(resolve_data_root(root_text, source), source)
+
+
+def confine(path: str | os.PathLike[str], root: Path, what: str, source: str) -> Path:
     """Resolve ``path`` (relative to ``root``) and refuse it unless it stays inside ``root``.
 
     Symlinks are followed and ``..`` is collapsed before the check, so neither can
@@ -158,7 +187,7 @@ def confine(path: str | os.PathLike[str], root: Path, what: str, source: str = D
         UnsafePathError: the path is empty, malformed, or resolves outside ``root``.
 
     Example:
-        >>> confine("batch_extracted.json", Path("/"), "input")
+        >>> confine("batch_extracted.json", Path("/"), "input", "--data-root")
         PosixPath('/batch_extracted.json')
     """
     text = os.fspath(path)
@@ -210,8 +239,8 @@ def resolve_run_paths(
         OutputPathError: the output or report location is refused by the core
             (it is the input, or its directory is missing or not writable).
     """
-    root_text = configured_data_root(data_root)
-    if root_text is None:
+    root = data_root_in_force(data_root, option)
+    if root is None:
         if require_data_root:
             raise UnsafePathError(
                 f"no data root is configured, and this run takes its path from an event; "
@@ -222,16 +251,14 @@ def resolve_run_paths(
         report = _resolve_report(source, output, Path(report_path) if report_path else None)
         return RunPaths(input=source, output=output, report=report, data_root=None)
 
-    named = data_root_source(data_root, option)
-    root = resolve_data_root(root_text, named)
-    source = confine(input_path, root, "input", named)
-    wanted_output = confine(output_path, root, "output", named) if output_path else None
+    source = root.confine(input_path, "input")
+    wanted_output = root.confine(output_path, "output") if output_path else None
     output = resolve_output_path(source, wanted_output)
     # The default output is beside the input; check it too (it may be a symlink).
-    output = confine(output, root, "output", named)
-    wanted_report = confine(report_path, root, "report", named) if report_path else None
+    output = root.confine(output, "output")
+    wanted_report = root.confine(report_path, "report") if report_path else None
     report = _resolve_report(source, output, wanted_report)
-    return RunPaths(input=source, output=output, report=report, data_root=root)
+    return RunPaths(input=source, output=output, report=report, data_root=root.path)
 
 
 def _resolve_report(source: Path, output: Path, report: Path | None) -> Path | None:

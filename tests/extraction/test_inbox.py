@@ -11,6 +11,7 @@ from selection_core.errors import UnsafePathError
 from selection_extraction import InvalidPagesError
 from selection_extraction.inbox import INBOX_DIR, prepare_inbox, scan_inbox
 from selection_storage.directory import is_outdated
+from selection_storage.paths import DATA_ROOT_ENV
 
 #: A fixed modification time (ns); every age in these tests is set from it, none read from the clock.
 T0 = 1_700_000_000_000_000_000
@@ -157,3 +158,25 @@ def test_an_inbox_outside_the_data_root_is_refused(data_root: Path, tmp_path: Pa
     (data_root / "link").symlink_to(outside)
     with pytest.raises(UnsafePathError, match="outside the data root"):
         prepare_inbox(inbox.format(outside=outside, root=data_root), None)
+
+
+def test_a_refusal_names_the_data_root_parameter_when_it_was_given(data_root: Path, tmp_path: Path) -> None:
+    # `data_root` (the fixture) is also $CONTENT_SELECTION_DATA_ROOT: the parameter wins, and is named.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    with pytest.raises(UnsafePathError, match=r"change the data_root parameter\)$"):
+        prepare_inbox(str(outside), str(data_root))
+    with pytest.raises(UnsafePathError, match="point the data_root parameter at an existing directory"):
+        prepare_inbox(None, str(tmp_path / "missing"))
+
+
+def test_a_refusal_names_the_environment_variable_when_it_set_the_root(
+    data_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    with pytest.raises(UnsafePathError, match=rf"change {DATA_ROOT_ENV}\)$"):
+        prepare_inbox(str(outside), None)
+    monkeypatch.setenv(DATA_ROOT_ENV, str(tmp_path / "missing"))
+    with pytest.raises(UnsafePathError, match=f"point {DATA_ROOT_ENV} at an existing directory"):
+        prepare_inbox(None, None)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from selection_core.errors import OutputPathError, UnsafePathError
-from selection_storage.paths import confine, resolve_data_root, resolve_run_paths
+from selection_storage.paths import DATA_ROOT_ENV, confine, resolve_data_root, resolve_run_paths
 
 pytestmark = pytest.mark.usefixtures("no_data_root_env")
 
@@ -28,12 +28,12 @@ def root_with_outside(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_confine_accepts_a_path_inside_the_root(root_with_outside: tuple[Path, Path]) -> None:
     root, _ = root_with_outside
-    assert confine(str(root / "in_extracted.json"), root, "input") == root / "in_extracted.json"
+    assert confine(str(root / "in_extracted.json"), root, "input", DATA_ROOT_ENV) == root / "in_extracted.json"
 
 
 def test_confine_resolves_relative_paths_from_the_root(root_with_outside: tuple[Path, Path]) -> None:
     root, _ = root_with_outside
-    assert confine("in_extracted.json", root, "input") == root / "in_extracted.json"
+    assert confine("in_extracted.json", root, "input", DATA_ROOT_ENV) == root / "in_extracted.json"
 
 
 @pytest.mark.parametrize(
@@ -51,7 +51,7 @@ def test_confine_resolves_relative_paths_from_the_root(root_with_outside: tuple[
 def test_confine_refuses_paths_that_leave_the_root(root_with_outside: tuple[Path, Path], make_path) -> None:
     root, outside = root_with_outside
     with pytest.raises(UnsafePathError, match="outside the data root"):
-        confine(make_path(root, outside), root, "input")
+        confine(make_path(root, outside), root, "input", DATA_ROOT_ENV)
 
 
 def test_confine_follows_symlinks_out_of_the_root(root_with_outside: tuple[Path, Path]) -> None:
@@ -60,13 +60,13 @@ def test_confine_follows_symlinks_out_of_the_root(root_with_outside: tuple[Path,
     (root / "linkdir").symlink_to(outside, target_is_directory=True)
     for path in (root / "link_extracted.json", root / "linkdir" / "secret_extracted.json"):
         with pytest.raises(UnsafePathError, match="outside the data root"):
-            confine(str(path), root, "input")
+            confine(str(path), root, "input", DATA_ROOT_ENV)
 
 
 def test_confine_accepts_symlinks_that_stay_inside(root_with_outside: tuple[Path, Path]) -> None:
     root, _ = root_with_outside
     (root / "alias_extracted.json").symlink_to(root / "in_extracted.json")
-    assert confine(str(root / "alias_extracted.json"), root, "input") == root / "in_extracted.json"
+    assert confine(str(root / "alias_extracted.json"), root, "input", DATA_ROOT_ENV) == root / "in_extracted.json"
 
 
 @pytest.mark.parametrize(
@@ -75,15 +75,15 @@ def test_confine_accepts_symlinks_that_stay_inside(root_with_outside: tuple[Path
 def test_confine_refuses_malformed_paths(root_with_outside: tuple[Path, Path], bad: str) -> None:
     root, _ = root_with_outside
     with pytest.raises(UnsafePathError, match="empty or malformed"):
-        confine(bad, root, "input")
+        confine(bad, root, "input", DATA_ROOT_ENV)
 
 
 def test_data_root_must_exist(tmp_path: Path) -> None:
     with pytest.raises(UnsafePathError, match="does not exist"):
-        resolve_data_root(str(tmp_path / "missing"))
+        resolve_data_root(str(tmp_path / "missing"), DATA_ROOT_ENV)
     (tmp_path / "file").write_text("")
     with pytest.raises(UnsafePathError, match="not a directory"):
-        resolve_data_root(str(tmp_path / "file"))
+        resolve_data_root(str(tmp_path / "file"), DATA_ROOT_ENV)
 
 
 def test_run_paths_require_a_root_when_asked(tmp_path: Path) -> None:
