@@ -129,6 +129,26 @@ def check_pages_input(source: str | os.PathLike[str]) -> None:
         )
 
 
+def check_page_listing(source: str | os.PathLike[str]) -> None:
+    """Refuse, as :func:`find_pages` would, an input whose listing is wrong (missing, a folder with
+    no page, a malformed manifest), without reading a page or scanning a web archive.
+
+    The cheap check a command makes before it starts a flow run (``pipeline``), so that such an
+    input is refused at once rather than after the embedded Prefect server has started. A WARC
+    file is only checked to exist here: telling it from a broken one means reading it through.
+
+    Raises:
+        InvalidPagesError: with :func:`find_pages`'s message.
+    """
+    path = Path(os.fspath(source))
+    if path.is_dir():
+        _directory_pages(path)
+        return
+    check_pages_input(source)
+    if not is_warc_name(path.name) and page_stem(path.name) is None:
+        _manifest_pages(path)
+
+
 def find_pages(
     source: str | os.PathLike[str], label: str | None = None, scan_progress: ScanProgress | None = None
 ) -> PageSet:

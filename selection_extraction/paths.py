@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from selection_extraction.pages import check_pages_input, page_stem
+from selection_extraction.pages import check_page_listing, page_stem
 from selection_extraction.warc import warc_stem
 from selection_storage.paths import (
     DATA_ROOT_PARAMETER,
@@ -52,7 +52,11 @@ class ExtractPaths:
 
 
 def resolve_extract_paths(
-    pages: str, output_path: str | None = None, data_root: str | None = None, option: str = DATA_ROOT_PARAMETER
+    pages: str,
+    output_path: str | None = None,
+    data_root: str | None = None,
+    option: str = DATA_ROOT_PARAMETER,
+    output_option: str = "--output",
 ) -> ExtractPaths:
     """Resolve the pages input and the batch output; confine both to the data root when one is set.
 
@@ -62,6 +66,7 @@ def resolve_extract_paths(
         data_root: Directory every path must resolve inside; None for
             ``$CONTENT_SELECTION_DATA_ROOT`` (no confinement when that is unset too).
         option: How messages name ``data_root`` (``--data-root`` on the command line).
+        output_option: How messages name ``output_path`` (``--extracted`` for ``pipeline``).
 
     Raises:
         UnsafePathError: a path leaves the data root.
@@ -71,10 +76,10 @@ def resolve_extract_paths(
     if root is None:
         source = Path(pages).expanduser().absolute()
         wanted = Path(output_path).expanduser().absolute() if output_path else extracted_path(source)
-        return ExtractPaths(source, resolve_output_path(source, wanted), None)
+        return ExtractPaths(source, resolve_output_path(source, wanted, output_option), None)
     source = root.confine(pages, "pages")
     wanted = root.confine(output_path or extracted_path(source), "output")
-    return ExtractPaths(source, resolve_output_path(source, wanted), root.path)
+    return ExtractPaths(source, resolve_output_path(source, wanted, output_option), root.path)
 
 
 def check_pipeline_paths(
@@ -86,7 +91,8 @@ def check_pipeline_paths(
     option: str = DATA_ROOT_PARAMETER,
 ) -> tuple[ExtractPaths, RunPaths]:
     """Every path of an extract-then-select run, checked as the flow ``extract-and-select`` checks them,
-    and the pages input's existence: what can be refused before the run starts, without reading a page.
+    and the pages input's listing (:func:`~selection_extraction.pages.check_page_listing`): what can be
+    refused before the run starts, without reading a page.
 
     ``option`` is how messages name ``data_root`` (``--data-root`` on the command line).
 
@@ -95,6 +101,6 @@ def check_pipeline_paths(
         UnsafePathError: a path leaves the data root.
         OutputPathError: an output is refused.
     """
-    extract = resolve_extract_paths(pages, extracted_path, data_root, option)
-    check_pages_input(pages if extract.data_root is None else extract.pages)  # named as the user wrote it
+    extract = resolve_extract_paths(pages, extracted_path, data_root, option, "--extracted")
+    check_page_listing(pages if extract.data_root is None else extract.pages)  # named as the user wrote it
     return extract, resolve_run_paths(str(extract.output), output_path, report_path, data_root, option=option)

@@ -30,7 +30,7 @@ from selection_storage.batch import WrittenFile
 from selection_storage.chunks import ChunkJob, ChunkOutcome, canonical_error, plan_batch, plan_jobs, score_chunk
 from selection_storage.files import sha256_file
 from selection_storage.parts import PartJoiner, assemble_parts, discard_parts
-from selection_storage.paths import refuse_report_on_output, resolve_output_path
+from selection_storage.paths import resolve_output_path, resolve_report_path
 from selection_storage.whole_file import select_file
 
 #: Articles per chunk: about 15 MB of a typical extracted batch (three texts of a news page each).
@@ -85,8 +85,7 @@ def select_file_in_chunks(
         raise ValueError("chunk_articles must be at least 1")
     inp = Path(input_path)
     out = resolve_output_path(inp, output_path)
-    report = None if report_path is None else resolve_output_path(inp, report_path, "--report")
-    refuse_report_on_output(report, out, "choose another --report")
+    report = resolve_report_path(inp, out, report_path)
     plan = plan_batch(inp)
     if plan.doc is not None:  # its articles could not be delimited without parsing: one piece
         whole = select_file(inp, out, report, progress, evidence_rows)

@@ -69,12 +69,12 @@ def resolve_output_path(
         same = out.exists() and inp.exists() and os.path.samefile(inp, out)
     except OSError:
         same = False
+    if out.is_dir():  # first: the input may be a folder (of pages), and no folder can be written
+        raise OutputPathError(f"{out}: is a directory; give a file path for the output")
     if same or out_resolved == inp_resolved:
         raise OutputPathError(
             f"{out}: is the input file itself; the input is never overwritten, choose another {option}"
         )
-    if out.is_dir():
-        raise OutputPathError(f"{out}: is a directory; give a file path for the output")
     parent = out.parent
     if not parent.is_dir():
         raise OutputPathError(f"{out}: the directory {parent} does not exist; create it first")
@@ -248,7 +248,7 @@ def resolve_run_paths(
             )
         source = Path(input_path).expanduser().absolute()
         output = resolve_output_path(source, Path(output_path) if output_path else None)
-        report = _resolve_report(source, output, Path(report_path) if report_path else None)
+        report = resolve_report_path(source, output, report_path or None)
         return RunPaths(input=source, output=output, report=report, data_root=None)
 
     source = root.confine(input_path, "input")
@@ -257,14 +257,27 @@ def resolve_run_paths(
     # The default output is beside the input; check it too (it may be a symlink).
     output = root.confine(output, "output")
     wanted_report = root.confine(report_path, "report") if report_path else None
-    report = _resolve_report(source, output, wanted_report)
+    report = resolve_report_path(source, output, wanted_report)
     return RunPaths(input=source, output=output, report=report, data_root=root.path)
 
 
-def _resolve_report(source: Path, output: Path, report: Path | None) -> Path | None:
+def resolve_report_path(
+    source: str | os.PathLike[str],
+    output: Path,
+    report: str | os.PathLike[str] | None,
+    option: str = "--report",
+) -> Path | None:
+    """Check (without writing) where the report will go: as an output of ``source``, and not ``output``.
+
+    The one report policy of ``select``, ``run``, ``pipeline`` and the flows, so they refuse
+    in the same words; ``option`` names the argument in messages.
+
+    Raises:
+        OutputPathError: as :func:`resolve_output_path`, or the report is the output file.
+    """
     if report is None:
         return None
-    return refuse_report_on_output(resolve_output_path(source, report), output, "give the report its own file")
+    return refuse_report_on_output(resolve_output_path(source, report, option), output, f"choose another {option}")
 
 
 def refuse_report_on_output(report: Path | None, output: Path, fix: str) -> Path | None:

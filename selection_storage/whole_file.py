@@ -19,7 +19,7 @@ from selection_core.evidence import ShownEvidence, batch_evidence
 from selection_core.select import Selection
 from selection_storage.atomic import write_atomic, write_atomic_group
 from selection_storage.files import read_input
-from selection_storage.paths import refuse_report_on_output, resolve_output_path
+from selection_storage.paths import resolve_output_path, resolve_report_path
 from selection_storage.report import report_lines
 
 
@@ -48,8 +48,7 @@ def select_file(
     (:func:`selection_core.evidence.batch_evidence`, that many table rows)."""
     inp = Path(input_path)
     out = resolve_output_path(inp, output_path)
-    report = None if report_path is None else resolve_output_path(inp, report_path, "--report")
-    refuse_report_on_output(report, out, "choose another --report")
+    report = resolve_report_path(inp, out, report_path)
     doc = parse_batch(read_input(inp), str(inp))
     selections = select_articles(doc["articles"], progress)
     payload = iter_dump_batch(apply_selections(doc, selections))

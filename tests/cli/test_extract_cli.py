@@ -214,6 +214,51 @@ def test_pipeline_refuses_a_bad_path_in_one_line_without_starting_prefect(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["news", "root"]
 
 
+@pytest.mark.parametrize(
+    ("make", "argv", "message"),
+    [
+        pytest.param(
+            lambda d: d.mkdir(),
+            ["{input}"],
+            "{input}: no .html, .htm, .html.gz, .htm.gz page or .warc, .warc.gz file in this directory",
+            id="empty-folder",
+        ),
+        pytest.param(
+            lambda d: d.write_text('{"id": "a"}\n'),
+            ["{input}"],
+            '{input}: line 1 has no "path" string; give the page file\'s path',
+            id="malformed-manifest",
+        ),
+        pytest.param(
+            lambda d: d.write_text('{"id": "a"}\n'),
+            ["{pages}", "--report", "{pages}_extracted.json"],
+            "is the input file itself; the input is never overwritten, choose another --report",
+            id="report-is-the-extracted-batch",
+        ),
+    ],
+)
+def test_pipeline_refuses_a_bad_listing_or_option_before_prefect_starts(
+    pages: Path, tmp_path: Path, make: Any, argv: list[str], message: str
+) -> None:
+    """What ``extract`` refuses about the input's listing, ``pipeline`` refuses too, before the
+    embedded server starts, and a refused option is named as the user wrote it."""
+    bad = tmp_path / "input"
+    make(bad)
+    args = [a.format(pages=pages, input=bad) for a in argv]
+    done = subprocess.run(
+        [sys.executable, "-c", _MAIN_AND_PREFECT, "pipeline", *args],
+        cwd=tmp_path,
+        env=env_without_prefect_api(PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == EXIT_INVALID_INPUT
+    assert done.stdout == "prefect imported: False\n"
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and message.format(input=bad) in lines[0], done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["input", "news"]
+
+
 @pytest.mark.slow
 def test_pipeline_in_a_fresh_process_prints_its_lines_and_nothing_on_stderr(pages: Path, tmp_path: Path) -> None:
     """The embedded API, started by the command itself: no Prefect log line, notice or warning on stderr."""
@@ -286,7 +331,8 @@ def test_pipeline_time_limit_is_bounded_as_the_flow_bounds_it(pages: Path, value
             ["{pages}", "-o", "{tmp}/no-dir/out.json"], "does not exist; create it first", id="output-dir-missing"
         ),
         pytest.param(["{pages}", "-o", "{tmp}"], "is a directory", id="output-is-a-directory"),
-        pytest.param(["{pages}", "-o", "{pages}"], "is the input", id="output-is-the-input"),
+        # The input folder itself: refused as a directory (no folder can be written), before it is the input.
+        pytest.param(["{pages}", "-o", "{pages}"], "is a directory", id="output-is-the-input"),
     ],
 )
 def test_bad_arguments_get_one_line_and_exit_65(
