@@ -34,7 +34,7 @@ from flows.params import (
     run_namer,
 )
 from flows.refusals import refusals_fail_the_run
-from selection_core.errors import SelectionError
+from selection_core.errors import SelectionError, error_line
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
 from selection_extraction.inbox import failure_line, failures_message
 from tasks.inbox import find_new_page_sets
@@ -110,7 +110,9 @@ def extract_inbox(
             summary.extracted.append(state.result().output_path)
             continue
         error = state.result(raise_on_failure=False)
-        failures.append(failure_line(page_set, str(error) if isinstance(error, BaseException) else str(state.message)))
+        failures.append(
+            failure_line(page_set, error_line(error) if isinstance(error, BaseException) else str(state.message))
+        )
     if failures:  # each failed subflow run logged its own error; the message lists them all, once
         raise PageSetsFailedError(failures_message(failures, len(scan.new) + len(scan.clashes)))
     return summary

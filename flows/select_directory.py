@@ -37,8 +37,8 @@ from flows.params import (
 from flows.refusals import refusals_fail_the_run
 from flows.runners import resolve_task_runner
 from flows.select_content import select_content
-from selection_core.errors import SelectionError
-from selection_storage.paths import DATA_ROOT_ENV, configured_data_root
+from selection_core.errors import SelectionError, error_line
+from selection_storage.paths import DATA_ROOT_ENV, configured_data_root, name_once
 from tasks.discover import find_stale_batches
 from tasks.logs import run_logger
 from tasks.options import local_task_options
@@ -107,27 +107,15 @@ def select_batch_file(input_path: str, options: dict[str, Any]) -> Any:
     error = state.result(raise_on_failure=False)
     if not isinstance(error, BaseException):
         error = BatchFailedError(f"{input_path}: {state.message or state.name}")
-    return Failed(message=_error_text(error), data=error)
-
-
-def _error_text(error: BaseException) -> str:
-    """The one-line message of a batch's error (a bug's type named too)."""
-    text = " ".join(str(error).split())
-    return text if isinstance(error, SelectionError) else f"{type(error).__name__}: {text}"
-
-
-def _naming_once(path: str, error: str) -> str:
-    """``error``, prefixed with ``path`` unless it names the file already (the usual case)."""
-    named = path in error or str(Path(path).resolve()) in error
-    return error if named else f"{path}: {error}"
+    return Failed(message=error_line(error), data=error)
 
 
 def _outcome(path: Path, value: Any) -> BatchOutcome:
     """The outcome of one file's task: its output, or its error (the task returns the exception)."""
     if isinstance(value, BatchOutcome):
         return value
-    error = _error_text(value) if isinstance(value, BaseException) else repr(value)
-    return BatchOutcome(input_path=str(path), error=_naming_once(str(path), error))
+    error = error_line(value) if isinstance(value, BaseException) else repr(value)
+    return BatchOutcome(input_path=str(path), error=name_once(str(path), error))
 
 
 @flow(

@@ -17,7 +17,7 @@ from flows.params import DEFAULT_MAX_TABLE_ROWS
 from flows.runners import TaskRunnerName, resolve_task_runner, runs_in_chunks
 from selection_cli.console import after_the_run, leave_repeated_errors_to_the_last_line
 from selection_cli.environment import apply_kernel_setting, prepare_embedded_api
-from selection_core.errors import SelectionError
+from selection_core.errors import SelectionError, error_line
 
 PROG = "content-selection run"
 
@@ -137,7 +137,7 @@ def run_command(args: argparse.Namespace) -> int:
         summary = select_content(**parameters)
     except Exception as exc:  # noqa: BLE001 - reported as one line, never a traceback
         after_the_run(handlers)
-        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"{PROG}: error: {error_line(exc)}", file=sys.stderr)
         return int(getattr(exc, "exit_code", 1))
     after_the_run(handlers)
     print(summary.one_line())
@@ -187,13 +187,6 @@ def check_run_input(parameters: dict[str, object], whole: bool) -> None:
 
 def _text(value: object) -> str | None:
     return None if value is None else str(value)
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    if isinstance(exc, SelectionError):
-        return text
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 if __name__ == "__main__":

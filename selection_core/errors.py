@@ -81,3 +81,19 @@ class ReadError(SelectionError, OSError):
         super().__init__(message)
         self.errno_code = errno_code
         self.transient = True
+
+
+def error_line(error: BaseException) -> str:
+    """The one-line text of an error: a :class:`SelectionError`'s message as it is, a bug's with its type.
+
+    How a run's failure is told in one line (a command's last line, a directory or an inbox run's message).
+
+    >>> error_line(InvalidBatchError("b.json: not JSON; fix it"))
+    'b.json: not JSON; fix it'
+    >>> error_line(KeyError("articles")), error_line(RuntimeError())
+    ("KeyError: 'articles'", 'RuntimeError')
+    """
+    text = " ".join(str(error).split())
+    if isinstance(error, SelectionError):
+        return text
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

@@ -43,6 +43,7 @@ from selection_storage.paths import (
     EXTRACTED_SUFFIX,
     SELECTED_SUFFIX,
     data_root_in_force,
+    name_once,
 )
 
 __all__ = [
@@ -188,7 +189,7 @@ def failure_line(page_set: Path, error: str) -> str:
     >>> failure_line(Path("/in/b"), "TimeoutError")
     '/in/b: TimeoutError'
     """
-    return error if str(page_set) in error else f"{page_set}: {error}"
+    return name_once(page_set, error)
 
 
 def failures_message(failures: list[str], page_sets: int) -> str:

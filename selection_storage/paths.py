@@ -294,3 +294,15 @@ def refuse_report_on_output(report: Path | None, output: Path, fix: str) -> Path
     if report is not None and report.resolve() == output.resolve():
         raise OutputPathError(f"{report}: the report path is the output path; {fix}")
     return report
+
+
+def name_once(path: str | os.PathLike[str], error: str) -> str:
+    """``error``, prefixed with ``path`` unless it names the path already, as given or resolved
+    (the usual case: the project's messages name their file), so a list of failures names each once.
+
+    >>> name_once("/in/a.json", "/in/a.json: not JSON"), name_once("/in/b", "TimeoutError")
+    ('/in/a.json: not JSON', '/in/b: TimeoutError')
+    """
+    text = os.fspath(path)
+    named = text in error or str(Path(text).resolve()) in error
+    return error if named else f"{text}: {error}"
