@@ -89,6 +89,8 @@ def _file_run_name() -> str:
     return f"select-batch-file-{Path(str(task_run.parameters.get('input_path', ''))).name}"
 
 
+# A task that lives with its flow, not in tasks/: it runs the select-content flow as a subflow,
+# and tasks/ may not import flows/ (layers import downward only).
 @task(name="select-batch-file", task_run_name=_file_run_name, **local_task_options())
 def select_batch_file(input_path: str, options: dict[str, Any]) -> Any:
     """Run ``select-content`` on one batch; this task run fails with it.

@@ -104,10 +104,11 @@ class Candidate:
 class Selection:
     """The decision for one article and everything needed to re-derive it.
 
-    ``tie_pool`` lists, in ``EXTRACTORS`` order, the candidates the final
-    tie-break was among: the technical tie pool (within ``TIE_MARGIN`` of the top
-    score) for consensus decisions, the candidates at the target shingle count for
-    zero-consensus decisions, and the single candidate otherwise.
+    ``tie_pool`` lists, in ``EXTRACTORS`` order, the candidates that were tied:
+    the tie pool of ``docs/rule.md`` (within ``TIE_MARGIN`` of the top score) for
+    consensus decisions, whose tie-breaks (fewest shingles, then priority) are
+    taken among them; the candidates at the target shingle count for
+    zero-consensus decisions; and the single candidate otherwise.
     """
 
     index: int
