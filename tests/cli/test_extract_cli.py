@@ -170,6 +170,20 @@ _MAIN_AND_PREFECT = (
 )
 
 
+def refused_pipeline_lines(args: list[str], cwd: Path) -> list[str]:
+    """The stderr lines of ``pipeline ARGS`` in a fresh process, which must exit 65 without importing Prefect."""
+    done = subprocess.run(
+        [sys.executable, "-c", _MAIN_AND_PREFECT, "pipeline", *args],
+        cwd=cwd,
+        env=env_without_prefect_api(PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == EXIT_INVALID_INPUT, done.stderr
+    assert done.stdout == "prefect imported: False\n"
+    return done.stderr.splitlines()
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -199,16 +213,7 @@ def test_pipeline_refuses_a_bad_path_in_one_line_without_starting_prefect(
     root = tmp_path / "root"
     root.mkdir()
     args = [a.format(pages=pages, tmp=tmp_path).replace(f"{pages}/..", str(root)) for a in argv]
-    done = subprocess.run(
-        [sys.executable, "-c", _MAIN_AND_PREFECT, "pipeline", *args],
-        cwd=tmp_path,
-        env=env_without_prefect_api(PYTHONPATH=str(ROOT)),
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == EXIT_INVALID_INPUT
-    assert done.stdout == "prefect imported: False\n"
-    lines = done.stderr.splitlines()
+    lines = refused_pipeline_lines(args, tmp_path)
     assert len(lines) == 1 and lines[0].startswith("content-selection: error: ")
     assert message.format(tmp=tmp_path) in lines[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["news", "root"]
@@ -245,17 +250,8 @@ def test_pipeline_refuses_a_bad_listing_or_option_before_prefect_starts(
     bad = tmp_path / "input"
     make(bad)
     args = [a.format(pages=pages, input=bad) for a in argv]
-    done = subprocess.run(
-        [sys.executable, "-c", _MAIN_AND_PREFECT, "pipeline", *args],
-        cwd=tmp_path,
-        env=env_without_prefect_api(PYTHONPATH=str(ROOT)),
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == EXIT_INVALID_INPUT
-    assert done.stdout == "prefect imported: False\n"
-    lines = done.stderr.splitlines()
-    assert len(lines) == 1 and message.format(input=bad) in lines[0], done.stderr
+    lines = refused_pipeline_lines(args, tmp_path)
+    assert len(lines) == 1 and message.format(input=bad) in lines[0], lines
     assert sorted(p.name for p in tmp_path.iterdir()) == ["input", "news"]
 
 
