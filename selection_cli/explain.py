@@ -10,15 +10,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from selection_cli.arguments import whole_number
 
-def _index(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"an index is 0 or more, not {value}")
-    return value
+#: An article index: 0 or more.
+_index = whole_number(0, "an index is 0 or more, not {value}")
 
 
 def add_explain_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:

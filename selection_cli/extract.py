@@ -46,6 +46,7 @@ from typing import Any
 
 from flows.params import MAX_TIME_LIMIT_SECONDS
 from flows.runners import resolve_task_runner
+from selection_cli.arguments import whole_number
 from selection_cli.environment import apply_kernel_setting, prepare_embedded_api
 from selection_cli.progress import ProgressBar
 from selection_core.batch import Summary
@@ -77,14 +78,8 @@ def _seconds(most: float | None = None) -> Callable[[str], float]:
     return seconds
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
-    return value
+#: A count of workers: 1 or more.
+_positive_int = whole_number(1, "must be at least 1, got {text!r}")
 
 
 def _add_common(parser: argparse.ArgumentParser, most_seconds: float | None = None) -> None:

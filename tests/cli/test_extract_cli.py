@@ -23,7 +23,7 @@ from selection_cli.select import format_summary
 from selection_core.errors import EXIT_INVALID_INPUT
 from selection_storage import select_file
 from tests.support import DATA, PAGES, ROOT
-from tests.support.prefect_fixtures import artifacts_of, env_without_prefect_api
+from tests.support.prefect_fixtures import artifacts_of, env_without_prefect_api, extract_and_select_artifact_keys
 
 ONE_PAGE = "06ee193de4bd611f7fafbab0c59b0f6fe3495093516720632cd093b24c7a0e98.html.gz"
 ANOTHER_PAGE = "d90bda7ed14df19574f4ca8b1ccde5752a78f40058af1393e81cc99adb3e8756.html.gz"
@@ -118,13 +118,10 @@ def test_pipeline_writes_both_batches(pages: Path, tmp_path: Path, capsys: pytes
 def test_pipeline_is_a_run_of_the_flow_with_its_artifacts(
     pages: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from selection_core.evidence import CLOSEST_CALLS_ARTIFACT_KEY, SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY
+    from selection_core.evidence import SCORES_ARTIFACT_KEY
     from selection_extraction.artifacts import (
-        EXTRACTION_PROGRESS_ARTIFACT_KEY,
-        EXTRACTION_SUMMARY_ARTIFACT_KEY,
         PAGES_ARTIFACT_KEY,
     )
-    from tasks.select import PROGRESS_ARTIFACT_KEY
 
     extracted, selected = tmp_path / "x.json", tmp_path / "y.json"
     assert pipeline_main([str(pages), "--extracted", str(extracted), "-o", str(selected)]) == 0
@@ -134,15 +131,7 @@ def test_pipeline_is_a_run_of_the_flow_with_its_artifacts(
     assert run.state is not None and run.state.is_completed()
     assert run.parameters["extracted_path"] == str(extracted) and run.parameters["output_path"] == str(selected)
     by_key = {a.key: a for a in asyncio.run(artifacts_of(run_id))}
-    assert set(by_key) == {
-        PAGES_ARTIFACT_KEY,
-        EXTRACTION_SUMMARY_ARTIFACT_KEY,
-        EXTRACTION_PROGRESS_ARTIFACT_KEY,
-        SCORES_ARTIFACT_KEY,
-        CLOSEST_CALLS_ARTIFACT_KEY,
-        SUMMARY_ARTIFACT_KEY,
-        PROGRESS_ARTIFACT_KEY,
-    }
+    assert set(by_key) == extract_and_select_artifact_keys()
     assert "2 of 2 pages" in by_key[PAGES_ARTIFACT_KEY].description
     assert "2 of 2 articles" in by_key[SCORES_ARTIFACT_KEY].description
     assert extracted.is_file() and selected.is_file()

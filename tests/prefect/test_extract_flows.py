@@ -25,7 +25,6 @@ from flows.extract_and_select import PipelineRunSummary, extract_and_select
 from flows.extract_articles import ExtractionRunSummary, extract_articles
 from selection_core.errors import UnsafePathError
 from selection_core.evidence import (
-    CLOSEST_CALLS_ARTIFACT_KEY,
     SCORES_ARTIFACT_KEY,
     SUMMARY_ARTIFACT_KEY,
     batch_evidence,
@@ -39,7 +38,12 @@ from selection_extraction.artifacts import (
 from tasks.progress import follow_progress
 from tasks.select import PROGRESS_ARTIFACT_KEY
 from tests.support import DATA, PAGES
-from tests.support.prefect_fixtures import artifacts_of, expected_output, leftover_files
+from tests.support.prefect_fixtures import (
+    artifacts_of,
+    expected_output,
+    extract_and_select_artifact_keys,
+    leftover_files,
+)
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -144,15 +148,7 @@ def test_extract_and_select_runs_both_steps_with_their_artifacts(pages: Path, da
     assert sum(result.by_extractor.values()) == len(SAMPLE)
 
     by_key = {a.key: a for a in asyncio.run(artifacts_of(state.state_details.flow_run_id))}
-    assert set(by_key) == {
-        PAGES_ARTIFACT_KEY,
-        EXTRACTION_SUMMARY_ARTIFACT_KEY,
-        EXTRACTION_PROGRESS_ARTIFACT_KEY,
-        SCORES_ARTIFACT_KEY,
-        CLOSEST_CALLS_ARTIFACT_KEY,
-        SUMMARY_ARTIFACT_KEY,
-        PROGRESS_ARTIFACT_KEY,
-    }
+    assert set(by_key) == extract_and_select_artifact_keys()
     assert f"| Input SHA-256 | `{result.extracted_sha256}` |" in by_key[SUMMARY_ARTIFACT_KEY].data
     # No completion event: the selection is already done.
     assert read_batch_extracted_events(extracted) == []
