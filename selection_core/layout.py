@@ -163,6 +163,59 @@ class BatchLayout:
         return self.starts[start], self.ends[stop - 1]
 
 
+@dataclass(frozen=True)
+class Run:
+    """Articles ``start .. stop - 1`` of a batch, lying in bytes ``begin .. end`` of its file.
+
+    ``begin`` is the first byte of article ``start``, ``end`` the byte just after
+    article ``stop - 1``; the separators between the run's articles lie inside.
+    Wrapped as :data:`RUN_PREFIX` + bytes + :data:`RUN_SUFFIX`, a run parses as a
+    batch of its own.
+    """
+
+    start: int
+    stop: int
+    begin: int
+    end: int
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """A batch cut into runs of consecutive articles, without holding a span per article.
+
+    ``open``/``close`` are the offsets of the ``articles`` array's ``[`` and ``]``;
+    ``runs`` cover every article, in order (none when the array is empty). Between
+    two runs lie only a comma and JSON whitespace, as between two articles.
+    """
+
+    open: int
+    close: int
+    runs: tuple[Run, ...]
+
+    @property
+    def articles(self) -> int:
+        return self.runs[-1].stop if self.runs else 0
+
+
+def runs_of(layout: BatchLayout, max_articles: int) -> RunLayout:
+    """``layout`` cut into runs of at most ``max_articles`` articles (a plan that holds every span).
+
+    >>> runs_of(scan_layout(b'{"articles": [{"a": 1}, {"b": 2}, {}]}'), 2).runs
+    (Run(start=0, stop=2, begin=14, end=30), Run(start=2, stop=3, begin=32, end=34))
+    """
+    if max_articles < 1:
+        raise ValueError(f"max_articles must be at least 1, got {max_articles}")
+    n = layout.articles
+    runs = tuple(
+        Run(start, min(start + max_articles, n), layout.starts[start], layout.ends[min(start + max_articles, n) - 1])
+        for start in range(0, n, max_articles)
+    )
+    return RunLayout(layout.open, layout.close, runs)
+
+
 def scan_layout(data: bytes | memoryview) -> BatchLayout | None:
     """The layout of a batch's bytes, or None when it cannot be delimited exactly.
 
