@@ -204,7 +204,7 @@ def runs_of(layout: BatchLayout, max_articles: int) -> RunLayout:
     """``layout`` cut into runs of at most ``max_articles`` articles (a plan that holds every span).
 
     >>> runs_of(scan_layout(b'{"articles": [{"a": 1}, {"b": 2}, {}]}'), 2).runs
-    (Run(start=0, stop=2, begin=14, end=30), Run(start=2, stop=3, begin=32, end=34))
+    (Run(start=0, stop=2, begin=14, end=32), Run(start=2, stop=3, begin=34, end=36))
     """
     if max_articles < 1:
         raise ValueError(f"max_articles must be at least 1, got {max_articles}")
