@@ -5,8 +5,8 @@ Every path is checked before any page is read. Then the extract step
 ``select-batch-in-chunks`` selects from that file, one chunk of articles after
 the other, and writes ``<pages>_extracted_selected.json``. Neither step holds
 the batch: the extraction streams its articles to a temporary file beside the
-output, and the selection reads, scores and writes 1,000 articles at a time
-(:func:`selection_storage.chunked_file.select_file_in_chunks`, the same bytes as
+output, and the selection reads, scores and writes one run of articles (at most 8 MiB) at a time
+(:func:`selection_storage.chunked_file.select_file`, the same bytes as
 ``select-content``), so the run's memory does not grow with the number of pages
 (``docs/performance.md``, "pipeline on a WARC"). The run carries both sets of
 artifacts: ``extraction-pages``, ``extraction-summary``, ``selection-scores``,
@@ -35,10 +35,9 @@ from flows.params import (
 )
 from flows.refusals import refusals_fail_the_run
 from flows.runners import resolve_task_runner
-from flows.select_content import publish_selection
+from flows.select_content import publish_selection, select_in_runs
 from selection_core.evidence import counts_text
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
-from tasks.chunks import select_batch_in_chunks
 from tasks.extract import check_extract_paths
 from tasks.logs import run_logger
 from tasks.paths import check_paths
@@ -131,15 +130,14 @@ def extract_and_select(
     extraction, extracted = extract_and_write(
         extract_paths, pages, time_limit_seconds, workers, pages_per_chunk, runner, max_table_rows
     )
-    selection = select_batch_in_chunks(select_paths, extraction.stats.pages, max_table_rows)
-    scored = (selection.written, selection.evidence, selection.summary)
+    _, scored = select_in_runs(select_paths, max_table_rows, None)
     publish_selection(select_paths, extracted.sha256, scored, max_table_rows)
 
-    stats, summary = extraction.stats, selection.summary
+    stats, (written, _, summary, _) = extraction.stats, scored
     run_summary = PipelineRunSummary(
         pages_path=str(extract_paths.pages),
         extracted_path=str(extracted.path),
-        output_path=str(selection.written.path),
+        output_path=str(written.path),
         report_path=str(select_paths.report) if select_paths.report else None,
         articles=summary.articles,
         unreadable_pages=stats.unreadable_pages,
@@ -150,7 +148,7 @@ def extract_and_select(
         by_reason={getattr(k, "value", k): v for k, v in summary.by_reason.items()},
         by_pool={getattr(k, "value", k): v for k, v in summary.by_pool.items()},
         extracted_sha256=extracted.sha256,
-        output_sha256=selection.written.sha256,
+        output_sha256=written.sha256,
     )
     logger.info(run_summary.one_line())
     return run_summary

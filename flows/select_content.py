@@ -4,13 +4,18 @@ extract (read + validate) -> select (the deterministic core) -> persist (atomic
 write) -> artifacts. All selection logic lives in ``selection_core``; this module
 only chains the tasks and reports.
 
-The select step is one task by default. With a chunk size or a parallel task
-runner (``process``, ``dask``; see :mod:`flows.runners`) the run becomes
-plan-batch -> one ``select-chunk`` task run per chunk of consecutive articles,
-on that runner, each reading, scoring and writing its own articles ->
-assemble-batch -> artifacts (see :mod:`selection_storage.chunks`): the chunks' parts are
-joined in article order, so the written bytes are the same whichever runner and
-chunk size.
+In-process (the default), the select step is one task, ``select-batch-in-chunks``,
+that reads, scores and writes the batch one run of articles after the other
+(:func:`selection_storage.chunked_file.select_file`): its memory is bounded by a run
+(8 MiB of input), whatever the batch's size. With a parallel task runner
+(``process``, ``dask``; see :mod:`flows.runners`) the run becomes plan-batch -> one
+``select-chunk`` task run per chunk of consecutive articles, on that runner, each
+reading, scoring and writing its own articles -> assemble-batch -> artifacts (see
+:mod:`selection_storage.chunks`): the chunks' parts are joined in article order, so
+the written bytes are the same whichever runner and chunk size. Only a batch whose
+articles cannot be delimited without parsing is read and scored in one piece
+(``extract-batch`` -> ``select-extractors`` -> ``persist-batch``), and the log and
+the summary say so.
 """
 
 from __future__ import annotations
@@ -38,17 +43,17 @@ from flows.runners import (
     open_task_runner,
     resolve_task_runner,
     runner_parallelism,
-    runs_in_chunks,
     submit_in_order,
 )
-from selection_core.evidence import ShownEvidence, batch_evidence, counts_text, merge_evidence
+from selection_core.evidence import ShownEvidence, batch_evidence, counts_text, merge_evidence, read_as_text
+from selection_core.layout import ONE_PIECE_REASON
 from selection_storage.batch import WrittenFile
 from selection_storage.chunks import BatchPlan, ChunkJob, ChunkOutcome, auto_chunk_size, canonical_error, plan_jobs
 from selection_storage.parts import PartJoiner, discard_parts
 from selection_storage.paths import RunPaths
 from tasks.artifacts import publish_artifacts
-from tasks.batch import extract_batch, persist_batch, write_selection_report
-from tasks.chunks import assemble_batch, plan_batch, select_chunk
+from tasks.batch import persist_batch, write_selection_report
+from tasks.chunks import assemble_batch, plan_batch, select_batch_in_chunks, select_chunk
 from tasks.logs import run_logger
 from tasks.paths import check_paths
 from tasks.progress import artifact_progress
@@ -64,13 +69,15 @@ class SelectionRunSummary(BaseModel):
     articles: int = Field(description="Number of articles.")
     by_extractor: dict[str, int] = Field(description="Selections per extractor.")
     by_reason: dict[str, int] = Field(description="Decisions per reason code.")
+    read_as: str = Field(default="", description="How the batch was read: in runs of articles, in chunks, or whole.")
     input_sha256: str = Field(description="SHA-256 of the input bytes.")
     output_sha256: str = Field(description="SHA-256 of the output bytes.")
     core_version: str = Field(description="Version of selection_core.")
 
     @classmethod
-    def of(cls, paths: RunPaths, input_sha256: str, written: WrittenFile, summary: sc.Summary) -> SelectionRunSummary:
-        """The summary of a run that read ``paths.input`` and wrote ``written``."""
+    def of(cls, paths: RunPaths, input_sha256: str, scored: Scored) -> SelectionRunSummary:
+        """The summary of a run that read ``paths.input`` and wrote what ``scored`` says."""
+        written, _, summary, read_as = scored
         return cls(
             input_path=str(paths.input),
             output_path=str(written.path),
@@ -78,6 +85,7 @@ class SelectionRunSummary(BaseModel):
             articles=summary.articles,
             by_extractor=dict(summary.by_extractor),
             by_reason={getattr(k, "value", k): v for k, v in summary.by_reason.items()},
+            read_as=read_as,
             input_sha256=input_sha256,
             output_sha256=written.sha256,
             core_version=sc.__version__,
@@ -89,8 +97,9 @@ class SelectionRunSummary(BaseModel):
         return f"selected {self.articles} articles ({counts}) -> {self.output_path}"
 
 
-#: What a way of scoring a batch returns: the written output, what the artifacts show of its articles, the counts.
-Scored = tuple[WrittenFile, ShownEvidence, sc.Summary]
+#: What a way of scoring a batch returns: the written output, what the artifacts show of its articles,
+#: the counts, and how the batch was read (:func:`selection_core.evidence.read_as_text`).
+Scored = tuple[WrittenFile, ShownEvidence, sc.Summary, str]
 
 
 def _select_in_chunks(
@@ -164,21 +173,32 @@ def _select_in_chunks(
     summary = sc.merge_summaries(o.summary for o in outcomes)
     evidence = merge_evidence(((o.rows, o.close_calls) for o in outcomes), max_table_rows)
     logger.info("Selected %d articles: %s", summary.articles, counts_text(summary.by_extractor))
-    return written, evidence, summary
+    where = f"in parallel on the {runner_name.value} task runner"
+    return written, evidence, summary, read_as_text(len(jobs), False, where).replace("runs of", "chunks of")
 
 
 def select_whole(doc: dict[str, Any], paths: RunPaths, max_table_rows: int) -> Scored:
-    """Score the batch in one task in this process, then write it (the default)."""
+    """Score the batch in one task in this process, then write it (only where its articles cannot be delimited)."""
+    run_logger().warning("%s: %s", paths.input, ONE_PIECE_REASON)
     selections = select_extractors(opaque(doc), batch_name=paths.input.name)
     written = persist_batch(opaque(doc), opaque(selections), paths.output)
     if paths.report is not None:
         write_selection_report(opaque(doc), opaque(selections), paths.report)
-    return written, batch_evidence(doc, selections, max_table_rows), sc.summarize(selections)
+    evidence = batch_evidence(doc, selections, max_table_rows)
+    return written, evidence, sc.summarize(selections), read_as_text(1, True)
+
+
+def select_in_runs(paths: RunPaths, max_table_rows: int, run_articles: int | None) -> tuple[str, Scored]:
+    """Score the batch one run of articles after the other in this process (in-process runs, ``extract-and-select``)."""
+    result = select_batch_in_chunks(paths, max_table_rows, run_articles)
+    assert result.evidence is not None
+    read_as = read_as_text(result.runs, result.one_piece)
+    return result.input_sha256, (result.written, result.evidence, result.summary, read_as)
 
 
 def publish_selection(paths: RunPaths, input_sha256: str, scored: Scored, max_table_rows: int) -> None:
     """The run's artifacts: scores table, closest calls and summary (``extract-and-select`` too)."""
-    written, evidence, summary = scored
+    written, evidence, summary, read_as = scored
     publish_artifacts(
         opaque(evidence),
         summary,
@@ -188,6 +208,7 @@ def publish_selection(paths: RunPaths, input_sha256: str, scored: Scored, max_ta
         output_sha256=written.sha256,
         report_path=paths.report,
         max_rows=max_table_rows,
+        read_as=read_as,
     )
 
 
@@ -198,11 +219,10 @@ def _select(
     dask_address: str | None,
     max_table_rows: int,
 ) -> tuple[str, Scored]:
-    """Read, score and write the batch, in one piece or in chunks; the input's SHA-256 and what was scored."""
-    if not runs_in_chunks(runner_name, chunk_size):
-        batch = extract_batch(paths.input)
-        return batch.sha256, select_whole(batch.doc, paths, max_table_rows)
-    plan = plan_batch(paths.input)
+    """Read, score and write the batch, run by run or in chunks; the input's SHA-256 and what was scored."""
+    if runner_name is TaskRunnerName.IN_PROCESS:
+        return select_in_runs(paths, max_table_rows, chunk_size)
+    plan = plan_batch(paths.input, chunk_size)
     if plan.doc is not None:  # its articles could not be delimited: one piece
         return plan.sha256, select_whole(plan.doc, paths, max_table_rows)
     return plan.sha256, _select_in_chunks(plan, paths, chunk_size, runner_name, dask_address, max_table_rows)
@@ -254,10 +274,11 @@ def select_content(
             output folders at the same paths). Leave empty for the
             CONTENT_SELECTION_DASK_ADDRESS environment variable; with neither,
             `dask` starts a local cluster of 2 worker processes for the run.
-        chunk_size: Articles per chunk; each chunk of consecutive articles is
-            read, scored and written by one task run. Leave at 0 to score the batch in one task
-            when in-process, or in about 4 chunks per worker (500 to 25000
-            articles each) on `process` and `dask`.
+        chunk_size: Most articles per chunk; each chunk of consecutive articles is
+            read, scored and written by one task run (in-process: one after the
+            other in one task). Leave at 0 for chunks bounded by bytes only: runs of
+            at most 8 MiB of input in-process, or about 4 chunks per worker (500 to
+            25000 articles, at most 64 MiB each) on `process` and `dask`.
 
     Returns:
         A summary: paths, counts per extractor and per reason, SHA-256 of input and output.
@@ -270,7 +291,6 @@ def select_content(
     runner_name, address = resolve_task_runner(task_runner, dask_address)
     input_sha256, scored = _select(paths, chunk_size, runner_name, address, max_table_rows)
     publish_selection(paths, input_sha256, scored, max_table_rows)
-    written, _, summary = scored
-    result = SelectionRunSummary.of(paths, input_sha256, written, summary)
+    result = SelectionRunSummary.of(paths, input_sha256, scored)
     logger.info(result.one_line())
     return result

@@ -27,6 +27,7 @@ from typing import Any, Final
 
 from selection_core.batch import Summary
 from selection_core.config import EXTRACTORS
+from selection_core.layout import ONE_PIECE_REASON
 from selection_core.markdown import md_cell, md_code
 from selection_core.select import Candidate, Reason, Selection, State
 
@@ -321,6 +322,19 @@ def scores_description(batch_name: str, shown: int, total: int, max_rows: int) -
     return text
 
 
+def read_as_text(pieces: int, one_piece: bool, where: str = "one after the other in this process") -> str:
+    """How a run read its batch, for its log and its summary artifact.
+
+    >>> read_as_text(3, False)
+    'in 3 runs of articles, one after the other in this process'
+    >>> read_as_text(1, True)[:20]
+    'in one piece: its ar'
+    """
+    if one_piece:
+        return f"in one piece: {ONE_PIECE_REASON}"
+    return f"in {pieces} run{'' if pieces == 1 else 's'} of articles, {where}"
+
+
 def summary_markdown(
     *,
     summary: Summary,
@@ -332,8 +346,9 @@ def summary_markdown(
     versions: dict[str, str],
     shown_rows: int,
     max_rows: int,
+    read_as: str = "",
 ) -> str:
-    """The ``selection-summary`` markdown: counts, paths, fingerprints and versions."""
+    """The ``selection-summary`` markdown: counts, paths, fingerprints, how the batch was read, and versions."""
     total = summary.articles
     report = md_code(str(report_path)) if report_path else "not written"
     lines = [
@@ -348,6 +363,7 @@ def summary_markdown(
         f"| Output SHA-256 | {md_code(output_sha256)} |",
         f"| Report (JSON Lines) | {report} |",
         f"| Ties and fallbacks | {close_calls_total(summary)} (listed in {md_code(CLOSEST_CALLS_ARTIFACT_KEY)}) |",
+        *([f"| Read | {md_cell(read_as)} |"] if read_as else []),
         "",
         "## Selections per extractor",
         "",

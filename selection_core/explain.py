@@ -140,7 +140,10 @@ def explain_text(article: Mapping[str, Any], selection: Selection, batch_name: s
     if selection.consensus_size is not None:
         lines.append(f"Consensus: {selection.consensus_size} shingles are in at least two active candidates.")
     if len(selection.tie_pool) > 1:
-        lines.append(f"Tie pool: {_names(selection.tie_pool)} (the candidates that were tied; the tie-breaks are taken among them).")
+        lines.append(
+            f"Tie pool: {_names(selection.tie_pool)} "
+            "(the candidates that were tied; the tie-breaks are taken among them)."
+        )
     lines.append(f"Why: {reason_text(selection)}")
     if any(c.score is not None for c in selection.candidates):
         lines += ["", "Coverage = |S∩C|/|C|, support = |S∩C|/|S|, score = their F1 (exact fractions: --report)."]

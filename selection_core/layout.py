@@ -37,6 +37,11 @@ from typing import Final
 RUN_PREFIX: Final[bytes] = b'{"articles":['
 RUN_SUFFIX: Final[bytes] = b"]}"
 
+#: Why a batch is read and scored in one piece, as a run's log and summary say it.
+ONE_PIECE_REASON: Final[str] = (
+    "its articles could not be delimited without parsing the whole document, so it was read and scored in one piece"
+)
+
 _WS = re.compile(rb"[ \t\n\r]*+")
 # From inside an array or object: skip everything but brackets, strings whole,
 # and stop after the next bracket. Anchored (``match``), so a '"' that starts no

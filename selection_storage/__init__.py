@@ -8,8 +8,10 @@ Modules, each one concept:
 * :mod:`~selection_storage.report`: the JSON Lines report;
 * :mod:`~selection_storage.paths`: where a run may read and write (the path policy);
 * :mod:`~selection_storage.batch`: a batch read whole, a selected batch written whole;
-* :mod:`~selection_storage.whole_file`: the command line's whole-file run (:func:`select_file`);
-* :mod:`~selection_storage.chunks`: the chunk plan of a batch scored in pieces, and the scoring of one chunk;
+* :mod:`~selection_storage.scan`: a batch file's first pass: its SHA-256 and runs of articles, read block by block;
+* :mod:`~selection_storage.chunks`: the plan of a batch scored in runs and chunks, and the scoring of one;
+* :mod:`~selection_storage.chunked_file`: a batch file selected one run at a time in this process (:func:`select_file`);
+* :mod:`~selection_storage.whole_file`: a batch file selected in one piece (the reference and the fallback);
 * :mod:`~selection_storage.parts`: the chunks' part files and their assembly into the output;
 * :mod:`~selection_storage.directory`: the batches of a directory that need a selection;
 * :mod:`~selection_storage.lookup`: one article of a batch file, found without loading the batch.
@@ -26,7 +28,7 @@ from selection_storage.atomic import (
     write_atomic_group,
 )
 from selection_storage.batch import LoadedBatch, WrittenFile, load_batch, write_selected
-from selection_storage.chunked_file import ChunkedRunResult, select_file_in_chunks
+from selection_storage.chunked_file import RunResult, select_file
 from selection_storage.chunks import (
     BatchPlan,
     ChunkJob,
@@ -68,7 +70,7 @@ from selection_storage.paths import (
 )
 from selection_storage.report import report_lines, write_report
 from selection_storage.transient import TRANSIENT_ERRNOS, is_transient_io_error
-from selection_storage.whole_file import RunResult, select_file
+from selection_storage.whole_file import OnePieceResult, select_file_in_one_piece
 
 __all__ = [
     "DATA_ROOT_ENV",
@@ -78,7 +80,7 @@ __all__ = [
     "BatchPlan",
     "ChunkJob",
     "ChunkOutcome",
-    "ChunkedRunResult",
+    "OnePieceResult",
     "FileIdentity",
     "FoundArticle",
     "InputChangedError",
@@ -119,7 +121,7 @@ __all__ = [
     "resolve_run_paths",
     "score_chunk",
     "select_file",
-    "select_file_in_chunks",
+    "select_file_in_one_piece",
     "selected_path",
     "sha256_bytes",
     "sha256_file",

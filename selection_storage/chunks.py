@@ -4,11 +4,14 @@ The selection rule is per article and deterministic, so scoring a batch chunk by
 chunk, in any order and on any worker, gives the same selections as scoring it
 whole, as long as every article keeps its index in the batch. What happens:
 
-1. :func:`plan_batch` (in the flow's process) hashes the input and finds where
-   each article lies in its bytes (:func:`selection_core.layout.scan_layout`),
-   without parsing the articles. It validates the rest of the document (the
-   *envelope*). :func:`plan_jobs` then cuts the plan into :class:`ChunkJob`\\ s
-   (:func:`chunk_bounds`, :func:`auto_chunk_size`).
+1. :func:`plan_batch` (in the flow's process) reads the input once, block by
+   block, hashing it and finding where its runs of consecutive articles lie
+   (:func:`selection_storage.scan.scan_file`: at most :data:`RUN_BYTES` each),
+   without parsing the articles or holding a span per article. It validates the
+   rest of the document (the *envelope*). :func:`plan_jobs` then groups the runs
+   into :class:`ChunkJob`\\ s (:func:`group_runs`, :func:`auto_chunk_size`; at most
+   :data:`CHUNK_BYTES` each). A run in this process, one run after the other, is
+   :func:`selection_storage.chunked_file.select_file`.
 2. :func:`score_chunk` (on the chosen task runner, once per chunk) reads its
    own byte span of the input, parses and validates it in full, scores it,
    and writes its articles, rendered exactly as in a whole written batch, to a
@@ -35,22 +38,22 @@ in the whole file.
 
 from __future__ import annotations
 
-import mmap
 import os
 import secrets
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Final, cast
+from typing import Any, Final, cast
 
 import selection_core as sc
 from selection_core.evidence import MAX_CLOSEST_CALLS, close_call_entries
-from selection_core.layout import RUN_PREFIX, RUN_SUFFIX, BatchLayout, envelope_bytes, scan_layout
+from selection_core.layout import RUN_PREFIX, RUN_SUFFIX, Run, RunLayout
 from selection_storage.atomic import process_alive, temporary_name
-from selection_storage.files import FileIdentity, open_input, read_error, read_input, read_span, sha256_bytes
+from selection_storage.files import FileIdentity, read_input, read_span, sha256_bytes
 from selection_storage.parts import discard_parts, render_articles_in_batches, write_part
 from selection_storage.report import report_lines
+from selection_storage.scan import scan_file
 
 #: Chunks per worker when no chunk size is given: enough to even out uneven
 #: chunks, few enough that the fixed cost of a task run, paid by the flow's own
@@ -60,6 +63,21 @@ CHUNKS_PER_WORKER: Final[int] = 4
 #: Bounds of the automatic chunk size (articles).
 MIN_AUTO_CHUNK_SIZE: Final[int] = 500
 MAX_AUTO_CHUNK_SIZE: Final[int] = 25_000
+
+#: Most bytes of input in one run of articles, the piece a batch is read, parsed, scored and
+#: written in: parsed, a run takes about five times its bytes, so a run of 8 MiB keeps a
+#: sequential run's memory near 60 MiB above the interpreter's whatever the batch's size
+#: (docs/performance.md, "Memory at any batch size"). An article larger than this is a run of its own.
+RUN_BYTES: Final[int] = 8 << 20
+
+#: Most articles in one run: the smallest automatic chunk, so that runs can always be
+#: grouped into chunks of the automatic size, and progress moves at least this often.
+RUN_ARTICLES: Final[int] = MIN_AUTO_CHUNK_SIZE
+
+#: Most bytes of input in one chunk of a parallel runner (several runs, or one larger article):
+#: what one worker holds, parsed, is about five times this. Larger chunks would save task runs
+#: (each costs the flow's process a submission) but not memory.
+CHUNK_BYTES: Final[int] = 64 << 20
 
 #: Builds the scores-table row of one article from the article and its selection.
 RowBuilder = Callable[[dict[str, Any], sc.Selection], dict[str, Any]]
@@ -105,7 +123,7 @@ class BatchPlan:
     sha256: str
     size_bytes: int
     envelope: dict[str, Any]
-    layout: BatchLayout | None
+    layout: RunLayout | None
     doc: dict[str, Any] | None = None
 
     @property
@@ -125,35 +143,11 @@ def canonical_error(path: Path) -> None:
     sc.parse_batch(read_input(path), str(path))
 
 
-def _scan(path: Path, fh: BinaryIO) -> tuple[FileIdentity, str, BatchLayout | None, bytes]:
-    """Identity, SHA-256, layout and envelope bytes of the open input, read through one mapping."""
-    try:
-        identity = FileIdentity.of(os.fstat(fh.fileno()))
-        if identity.size == 0:
-            canonical_error(path)  # refuses the empty file
-        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            data = cast(bytes, mapped)  # a read-only buffer, all the hash and the scan need
-            sha256 = sha256_bytes(data)
-            layout = scan_layout(data)
-            envelope_data = envelope_bytes(data, layout) if layout is not None else b""
-    except OSError as exc:
-        if isinstance(exc, sc.SelectionError):
-            raise
-        raise read_error(path, exc) from exc
-    return identity, sha256, layout, envelope_data
+def plan_batch(input_path: str | os.PathLike[str], max_run_articles: int | None = None) -> BatchPlan:
+    """Hash the batch, find where its runs of articles lie, and validate everything else, reading it once.
 
-
-def _parse_envelope(path: Path, envelope_data: bytes) -> dict[str, Any] | None:
-    """The validated envelope, or None when only the whole-document parse can decide."""
-    try:
-        return sc.parse_batch(envelope_data, str(path))
-    except sc.InvalidBatchError:
-        return None
-
-
-def plan_batch(input_path: str | os.PathLike[str]) -> BatchPlan:
-    """Hash the batch, find where its articles lie, and validate everything else.
-
+    The runs are at most :data:`RUN_BYTES` bytes and ``max_run_articles`` (default
+    :data:`RUN_ARTICLES`) articles each (:func:`selection_storage.scan.scan_file`).
     When the articles cannot be delimited without parsing, or the envelope is
     not valid, the whole-document parse decides (and gives the message); a valid
     batch is then planned to be scored in one piece (``plan.doc`` is set).
@@ -163,16 +157,25 @@ def plan_batch(input_path: str | os.PathLike[str]) -> BatchPlan:
         ReadError: a transient read error.
     """
     path = Path(input_path)
-    with open_input(path) as fh:
-        identity, sha256, layout, envelope_data = _scan(path, fh)
-    envelope = _parse_envelope(path, envelope_data) if layout is not None else None
-    if layout is not None and envelope is not None:
-        return BatchPlan(path, identity, sha256, identity.size, envelope, layout)
+    scanned = scan_file(path, RUN_BYTES, max_run_articles or RUN_ARTICLES)
+    if scanned.identity.size == 0:
+        canonical_error(path)  # refuses the empty file
+    envelope = _parse_envelope(path, scanned.envelope) if scanned.layout is not None else None
+    if scanned.layout is not None and envelope is not None:
+        return BatchPlan(path, scanned.identity, scanned.sha256, scanned.identity.size, envelope, scanned.layout)
     data = read_input(path)
     doc = sc.parse_batch(data, str(path))
     envelope = {k: ([] if k == "articles" else v) for k, v in doc.items()}
     # the SHA-256 of the bytes this document was parsed from
-    return BatchPlan(path, identity, sha256_bytes(data), identity.size, envelope, None, doc)
+    return BatchPlan(path, scanned.identity, sha256_bytes(data), scanned.identity.size, envelope, None, doc)
+
+
+def _parse_envelope(path: Path, envelope_data: bytes) -> dict[str, Any] | None:
+    """The validated envelope, or None when only the whole-document parse can decide."""
+    try:
+        return sc.parse_batch(envelope_data, str(path))
+    except sc.InvalidBatchError:
+        return None
 
 
 # --------------------------------------------------------------------------- one chunk
@@ -299,15 +302,15 @@ def plan_jobs(
     pid = os.getpid() if owner_pid is None else owner_pid
     token = secrets.token_hex(4)
     jobs = []
-    for number, (start, stop) in enumerate(chunk_bounds(plan.layout.articles, chunk_size)):
+    for number, run in enumerate(group_runs(plan.layout.runs, chunk_size, CHUNK_BYTES)):
         part = f"{token}{number:08x}"
         jobs.append(
             ChunkJob(
                 input_path=str(plan.path),
                 identity=plan.identity,
-                start=start,
-                stop=stop,
-                span=plan.layout.run_span(start, stop),
+                start=run.start,
+                stop=run.stop,
+                span=(run.begin, run.end),
                 output_path=str(output_path),
                 report_path=None if report_path is None else str(report_path),
                 output_part=str(temporary_name(output_path, pid, part)),
@@ -319,6 +322,26 @@ def plan_jobs(
             )
         )
     return jobs
+
+
+def group_runs(runs: Sequence[Run], max_articles: int, max_bytes: int) -> list[Run]:
+    """Consecutive runs joined into runs of at most ``max_articles`` articles and ``max_bytes`` bytes.
+
+    A run that is larger on its own stays as it is.
+
+    >>> group_runs([Run(0, 2, 0, 10), Run(2, 4, 11, 20), Run(4, 5, 21, 40)], 4, 100)
+    [Run(start=0, stop=4, begin=0, end=20), Run(start=4, stop=5, begin=21, end=40)]
+    """
+    if max_articles < 1:
+        raise ValueError(f"max_articles must be at least 1, got {max_articles}")
+    grouped: list[Run] = []
+    for run in runs:
+        last = grouped[-1] if grouped else None
+        if last is not None and run.stop - last.start <= max_articles and run.end - last.begin <= max_bytes:
+            grouped[-1] = Run(last.start, run.stop, last.begin, run.end)
+        else:
+            grouped.append(run)
+    return grouped
 
 
 def _drop_parts_of_a_gone_run(chunk: ChunkJob) -> None:
@@ -334,6 +357,56 @@ def _drop_parts_of_a_gone_run(chunk: ChunkJob) -> None:
         return
     discard_parts([chunk])
     raise RuntimeError(f"the run that asked for articles {chunk.start}..{chunk.stop - 1} is gone; nothing kept")
+
+
+@dataclass
+class ScoredRun:
+    """A run of articles scored: its rendered articles, report lines, counts, table rows and first close calls.
+
+    ``output`` and ``report`` are produced as they are consumed (written), so a
+    run's rendered bytes are never held beside it twice.
+    """
+
+    output: Iterable[bytes]
+    report: Iterable[bytes] | None
+    summary: sc.Summary
+    rows: list[dict[str, Any]]
+    close_calls: list[dict[str, Any]]
+
+
+def score_run(
+    data: bytes | bytearray,
+    path: Path,
+    start: int,
+    stop: int,
+    row: RowBuilder,
+    table_rows: int,
+    close_calls: int,
+    with_report: bool,
+) -> ScoredRun:
+    """Parse, validate and score articles ``start .. stop - 1`` of a batch, from their bytes wrapped as a batch.
+
+    ``data`` is :data:`RUN_PREFIX` + the run's bytes + :data:`RUN_SUFFIX`. The rows
+    of the scores table are built for the articles among the batch's first
+    ``table_rows``, and at most ``close_calls`` close calls are kept.
+
+    Raises:
+        InvalidBatchError: the run is not valid (:func:`canonical_error` gives the whole-document message).
+    """
+    doc = sc.parse_batch(cast(bytes, data), f"{path} (articles {start}..{stop - 1})")
+    articles = doc["articles"]
+    if len(articles) != stop - start:
+        raise sc.InvalidBatchError(f"{path}: articles {start}..{stop - 1} are not where they were found")
+    selections = [sc.select_article(article, start + offset) for offset, article in enumerate(articles)]
+    sc.apply_selections(doc, selections, start=start)
+    shown = max(0, min(stop, table_rows) - start)
+    return ScoredRun(
+        output=render_articles_in_batches(articles),
+        report=report_lines(articles, selections) if with_report else None,
+        summary=sc.summarize(selections),
+        rows=[row(articles[i], selections[i]) for i in range(shown)],
+        close_calls=close_call_entries(articles, selections, close_calls),
+    )
 
 
 def score_chunk(chunk: ChunkJob, row: RowBuilder) -> ChunkOutcome:
@@ -355,19 +428,19 @@ def score_chunk(chunk: ChunkJob, row: RowBuilder) -> ChunkOutcome:
     """
     path = Path(chunk.input_path)
     data = read_span(path, chunk.identity, chunk.span[0], chunk.span[1], RUN_PREFIX, RUN_SUFFIX)
-    doc = sc.parse_batch(cast(bytes, data), f"{path} (articles {chunk.start}..{chunk.stop - 1})")
+    with_report = chunk.report_path is not None and chunk.report_part is not None
+    scored = score_run(data, path, chunk.start, chunk.stop, row, chunk.table_rows, chunk.close_calls, with_report)
     del data
-    articles = doc["articles"]
-    if len(articles) != chunk.stop - chunk.start:
-        raise sc.InvalidBatchError(f"{path}: articles {chunk.start}..{chunk.stop - 1} are not where they were found")
-    selections = [sc.select_article(article, chunk.start + offset) for offset, article in enumerate(articles)]
-    sc.apply_selections(doc, selections, start=chunk.start)
-    if chunk.report_path is not None and chunk.report_part is not None:
-        write_part(Path(chunk.report_path), chunk.report_part, report_lines(articles, selections))
-    write_part(Path(chunk.output_path), chunk.output_part, render_articles_in_batches(articles))
+    if scored.report is not None and chunk.report_path is not None and chunk.report_part is not None:
+        write_part(Path(chunk.report_path), chunk.report_part, scored.report)
+    write_part(Path(chunk.output_path), chunk.output_part, scored.output)
     _drop_parts_of_a_gone_run(chunk)
-    shown = max(0, min(chunk.stop, chunk.table_rows) - chunk.start)
-    rows = [row(articles[i], selections[i]) for i in range(shown)]
-    calls = close_call_entries(articles, selections, chunk.close_calls)
-    summary = sc.summarize(selections)
-    return ChunkOutcome(chunk.start, chunk.stop, summary, rows, chunk.output_part, chunk.report_part, calls)
+    return ChunkOutcome(
+        chunk.start,
+        chunk.stop,
+        scored.summary,
+        scored.rows,
+        chunk.output_part,
+        chunk.report_part,
+        scored.close_calls,
+    )

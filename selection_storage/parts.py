@@ -140,6 +140,28 @@ class PartJoiner:
         except Exception as exc:  # noqa: BLE001 - kept, and the parts are joined again by assemble_parts
             self._fail(exc)
 
+    def write_run(self, output: Iterable[bytes], report: Iterable[bytes] | None) -> None:
+        """Append the next run's rendered articles (and report lines) directly, without a part file.
+
+        What a run in one process does (:func:`selection_storage.chunked_file.select_file`).
+        Raises the first error met (the staged files are then removed).
+        """
+        if not self.usable:
+            raise RuntimeError("this joiner failed earlier") from self.error
+        try:
+            if self._report is not None:
+                assert report is not None
+                for piece in report:
+                    self._report.write(piece)
+            if self._parts:
+                self._append(sc.ARTICLE_SEPARATOR)
+            for piece in output:
+                self._append(piece)
+            self._parts += 1
+        except BaseException as exc:
+            self._fail(exc)
+            raise
+
     def complete(self) -> WrittenFile:
         """Write the rest, flush both files to disk, and rename the report then the output into place."""
         if not self.usable:

@@ -1,4 +1,10 @@
-"""The whole-file run of the command line: read, validate, select and write one batch file in one piece."""
+"""A batch file read, validated, selected and written in one piece: the reference, and the fallback.
+
+It holds the whole document (about five times the file's bytes). Runs use it only
+where the articles cannot be delimited without parsing
+(:func:`selection_storage.chunked_file.select_file` says so); the tests compare the
+run-by-run path's bytes and refusals with it.
+"""
 
 from __future__ import annotations
 
@@ -24,8 +30,8 @@ from selection_storage.report import report_lines
 
 
 @dataclass(frozen=True)
-class RunResult:
-    """What one batch run did."""
+class OnePieceResult:
+    """What one batch run in one piece did."""
 
     input_path: Path
     output_path: Path
@@ -35,13 +41,13 @@ class RunResult:
     evidence: ShownEvidence | None = None
 
 
-def select_file(
+def select_file_in_one_piece(
     input_path: str | os.PathLike[str],
     output_path: str | os.PathLike[str] | None = None,
     report_path: str | os.PathLike[str] | None = None,
     progress: ProgressCallback | None = None,
     evidence_rows: int | None = None,
-) -> RunResult:
+) -> OnePieceResult:
     """Read, validate, select and write one batch file. Nothing is written unless
     every check passed; the input is only ever opened for reading. With
     ``evidence_rows``, the result has what the flows' artifacts show of the batch
@@ -60,4 +66,4 @@ def select_file(
         write_atomic_group([(report, report_lines(doc["articles"], selections)), (out, payload)])
     evidence = None if evidence_rows is None else batch_evidence(doc, selections, evidence_rows)
     del doc
-    return RunResult(inp, out, report, summarize(selections), selections, evidence)
+    return OnePieceResult(inp, out, report, summarize(selections), selections, evidence)

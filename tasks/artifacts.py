@@ -56,12 +56,14 @@ def publish_artifacts(
     output_sha256: str,
     report_path: Path | None,
     max_rows: int,
+    read_as: str = "",
 ) -> dict[str, UUID]:
     """Create the ``selection-scores`` table and the ``selection-closest-calls`` and ``selection-summary`` markdown.
 
     Args:
         evidence: The table's rows (at most ``max_rows``) and the first closest calls.
         summary: The counts over the whole batch.
+        read_as: How the batch was read (:func:`selection_core.evidence.read_as_text`).
 
     Returns:
         The artifact ids by key.
@@ -88,6 +90,7 @@ def publish_artifacts(
             versions=component_versions(),
             shown_rows=shown,
             max_rows=max_rows,
+            read_as=read_as,
         ),
         key=SUMMARY_ARTIFACT_KEY,
         description=f"Selection summary of {name}",

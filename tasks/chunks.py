@@ -15,10 +15,10 @@ from typing import Any, Final
 
 from prefect import task
 
-from selection_core.evidence import article_row, counts_text
+from selection_core.evidence import article_row, counts_text, read_as_text
 from selection_storage import chunks
 from selection_storage.batch import WrittenFile
-from selection_storage.chunked_file import ChunkedRunResult, select_file_in_chunks
+from selection_storage.chunked_file import RunResult, select_file
 from selection_storage.chunks import BatchPlan, ChunkJob, ChunkOutcome
 from selection_storage.parts import PartJoiner, assemble_parts
 from selection_storage.paths import RunPaths
@@ -27,22 +27,39 @@ from tasks.options import chunk_run_namer, io_task_options
 from tasks.progress import artifact_progress
 from tasks.select import PROGRESS_ARTIFACT_KEY
 
+
+def log_selected(result: RunResult) -> None:
+    """The log lines of a run selected in this process: how it was read, what was selected, what was written."""
+    logger = run_logger()
+    log = logger.warning if result.one_piece else logger.info
+    log(
+        "Read %s (%s bytes, sha256 %s) %s",
+        result.input_path,
+        result.written.size_bytes,
+        result.input_sha256,
+        read_as_text(result.runs, result.one_piece),
+    )
+    logger.info("Selected %d articles: %s", result.summary.articles, counts_text(result.summary.by_extractor))
+    logger.info("Wrote %s: %d bytes, sha256 %s", result.written.path, result.written.size_bytes, result.written.sha256)
+
+
 #: Name of the task that scores one chunk (its runs are ``select-chunk-<start>``).
 CHUNK_TASK_NAME: Final[str] = "select-chunk"
 
 
 @task(name="plan-batch", **io_task_options())
-def plan_batch(input_path: Path) -> BatchPlan:
-    """Hash the batch, find where its articles lie, and validate everything else.
+def plan_batch(input_path: Path, run_articles: int | None = None) -> BatchPlan:
+    """Hash the batch, find where its runs of articles lie, and validate everything else.
 
     Args:
         input_path: The ``*_extracted.json`` file.
+        run_articles: Most articles in one run (the chunk size asked for, if smaller than the default).
 
     Raises:
         InvalidBatchError: the batch is not valid (as the whole-document parse reports it).
         ReadError: a transient read error, retried with backoff.
     """
-    plan = chunks.plan_batch(input_path)
+    plan = chunks.plan_batch(input_path, run_articles)
     if plan.doc is not None:
         run_logger().info(
             "The articles of %s could not be delimited without parsing; scoring it in one piece", plan.path
@@ -93,27 +110,22 @@ def assemble_batch(
 
 
 @task(name="select-batch-in-chunks", **io_task_options())
-def select_batch_in_chunks(paths: RunPaths, articles: int, max_table_rows: int) -> ChunkedRunResult:
-    """Read, score and write the batch one chunk after the other in this process, never holding it whole.
+def select_batch_in_chunks(paths: RunPaths, max_table_rows: int, run_articles: int | None = None) -> RunResult:
+    """Read, score and write the batch one run of articles after the other in this process, never holding it whole.
 
-    The bytes of ``select-extractors`` then ``persist-batch`` (see
-    :func:`selection_storage.chunked_file.select_file_in_chunks`). Inside a run, the
-    ``selection-progress`` artifact follows the chunks. Retried only on transient I/O.
+    See :func:`selection_storage.chunked_file.select_file` (the bytes of the one-piece
+    path; a batch that must be read whole is, and the log says so). Inside a run, the
+    ``selection-progress`` artifact follows the runs. Retried only on transient I/O.
 
     Args:
         paths: The checked input, output and report.
-        articles: Articles of the batch, for the progress artifact's description.
         max_table_rows: Rows of the scores table to keep (the first articles).
+        run_articles: Most articles in one run (default: bounded by bytes).
 
     Returns:
         The written output, its counts, and what the artifacts show of the batch (rows, closest calls).
     """
-    description = f"Scoring the {articles} articles of {paths.input.name}"
-    progress = artifact_progress(PROGRESS_ARTIFACT_KEY, description)
-    result = select_file_in_chunks(
-        paths.input, paths.output, paths.report, progress=progress, evidence_rows=max_table_rows
-    )
-    written = result.written
-    run_logger().info("Selected %d articles: %s", result.summary.articles, counts_text(result.summary.by_extractor))
-    run_logger().info("Wrote %s: %d bytes, sha256 %s", written.path, written.size_bytes, written.sha256)
+    progress = artifact_progress(PROGRESS_ARTIFACT_KEY, f"Scoring the articles of {paths.input.name}")
+    result = select_file(paths.input, paths.output, paths.report, progress, max_table_rows, run_articles)
+    log_selected(result)
     return result

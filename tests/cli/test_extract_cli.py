@@ -269,7 +269,7 @@ _MAIN_WITH_A_BUG = (
     "import sys, tasks.chunks\n"
     "def broken(*args, **kwargs):\n"
     "    raise RuntimeError('injected bug')\n"
-    "tasks.chunks.select_file_in_chunks = broken\n"
+    "tasks.chunks.select_file = broken\n"
     "from selection_cli.main import main\n"
     "sys.exit(main(sys.argv[1:]))\n"
 )

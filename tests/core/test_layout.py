@@ -8,7 +8,6 @@ on Hypothesis documents written in any JSON formatting, and on mutated bytes.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -20,6 +19,7 @@ from hypothesis import strategies as st
 import selection_core as sc
 from selection_core import layout
 from tests.support import ROOT
+from tests.support.batch_strategies import batch_documents
 
 GOLDEN = ROOT / "tests" / "data" / "aeb_batch_extracted.json"
 
@@ -73,50 +73,9 @@ def test_the_real_batch_is_delimited_exactly_by_both_scanners() -> None:
     _check_spans(data, pure)
 
 
-# JSON values with the characters that matter to a scanner: quotes, backslashes,
-# brackets inside strings, unicode, nesting, all scalar kinds.
-_tricky_text = st.text(alphabet=st.sampled_from(list('ab "\\[]{},:\n\t/é\u2028\U0001f600')), max_size=12)
-_scalars = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(-(2**63), 2**64 - 1),
-    st.floats(allow_nan=False, allow_infinity=False),
-    _tricky_text,
-)
-_values = st.recursive(
-    _scalars,
-    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_tricky_text, inner, max_size=4)),
-    max_leaves=12,
-)
-_articles = st.dictionaries(_tricky_text, _values, max_size=5)
-
-
-@st.composite
-def _documents(draw: st.DrawFn) -> tuple[bytes, dict[str, Any]]:
-    """A batch, with other root keys before and after ``articles``, in a random JSON formatting."""
-    others = draw(st.dictionaries(_tricky_text.filter(lambda k: k != "articles"), _values, max_size=3))
-    position = draw(st.integers(0, len(others)))
-    items = list(others.items())
-    items.insert(position, ("articles", draw(st.lists(_articles, max_size=6))))
-    doc = dict(items)
-    style = draw(st.sampled_from(["orjson", "orjson-indent", "json-spaced", "json-indent-tab", "json-ascii"]))
-    if style == "orjson":
-        data = orjson.dumps(doc)
-    elif style == "orjson-indent":
-        data = orjson.dumps(doc, option=orjson.OPT_INDENT_2)
-    elif style == "json-spaced":
-        data = json.dumps(doc, ensure_ascii=False, separators=(" , ", " : ")).encode()
-    elif style == "json-indent-tab":
-        data = json.dumps(doc, ensure_ascii=False, indent="\t").encode()
-    else:
-        data = json.dumps(doc, ensure_ascii=True).encode()
-    padding = draw(st.sampled_from(["", " ", "\n", " \r\n\t"]))
-    return padding.encode() + data + padding.encode(), doc
-
-
 @pytest.mark.slow
 @settings(max_examples=400, deadline=None)
-@given(document=_documents())
+@given(document=batch_documents())
 def test_every_span_is_one_article_in_any_formatting(document: tuple[bytes, dict[str, Any]]) -> None:
     data, _ = document
     pure, compiled = _both(data)
@@ -127,7 +86,7 @@ def test_every_span_is_one_article_in_any_formatting(document: tuple[bytes, dict
 
 @pytest.mark.slow
 @settings(max_examples=600, deadline=None)
-@given(document=_documents(), data=st.data())
+@given(document=batch_documents(), data=st.data())
 def test_mutated_bytes_get_the_same_answer_from_both_and_never_a_wrong_span(
     document: tuple[bytes, dict[str, Any]], data: st.DataObject
 ) -> None:
@@ -226,7 +185,7 @@ def test_run_span_refuses_what_is_not_there() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(document=_documents(), cuts=st.lists(st.integers(1, 5), max_size=4))
+@given(document=batch_documents(), cuts=st.lists(st.integers(1, 5), max_size=4))
 def test_envelope_and_rendered_runs_write_the_bytes_of_the_whole(
     document: tuple[bytes, dict[str, Any]], cuts: list[int]
 ) -> None:
