@@ -189,8 +189,6 @@ def estimate_gib(build: Build, command: str, fmt: str, size: int, rows: list[dic
 
 
 def skip_reason(build: Build, command: str, fmt: str, size: int, api_url: str | None, rows: list, limit: float) -> str:
-    if command == "floor" and build.name != "new":
-        return "the floor is measured once"
     if command == "floor" and fmt == "json" and size > FLOOR_LIMIT_BYTES:
         return f"the floor above {FLOOR_LIMIT_BYTES / 1e9:.1f} GB (it holds the whole document)"
     if command == "run-server" and not api_url:
@@ -220,23 +218,29 @@ def batch(
         inp = Path(tmp) / f"bounded{n}_extracted.{fmt}"
         size = build_distinct(inp, n)
         print(f"{fmt} batch of {n} articles: {size / 1e6:.1f} MB", flush=True)
-        for round_ in range(args.rounds):
-            for command in commands:
-                for build in builds:
-                    where = {"build": build.name, "format": fmt, "articles": n, "command": command}
-                    why = skip_reason(build, command, fmt, size, api_url, rows, limit)
-                    if why:
-                        if round_ == 0:
-                            skipped.append({**where, "reason": why})
-                            print(f"  {build.name:<8} {command:<12} skipped: {why}", flush=True)
-                        continue
-                    row = {**where, "input_bytes": size, "round": round_}
-                    row.update(measure(build, command, fmt, inp, args.sample_seconds, api_url))
-                    rows.append(row)
-                    state = (
-                        row.get("error") or f"{row['seconds']:8.2f} s, tree peak {row['tree_peak_rss_mib']:7.0f} MiB"
+        plan, reasons = [], {}
+        for command in commands:
+            for build in builds:
+                if command == "floor" and build.name != "new":
+                    continue  # the floor does not depend on the build
+                why = skip_reason(build, command, fmt, size, api_url, rows, limit)
+                if why:
+                    skipped.append(
+                        {"build": build.name, "format": fmt, "articles": n, "command": command, "reason": why}
                     )
-                    print(f"  {build.name:<8} {command:<12} {state}", flush=True)
+                    reasons.setdefault((build.name, why), []).append(command)
+                else:
+                    plan.append((command, build))
+        for (name, why), which in reasons.items():
+            print(f"  {name:<8} {', '.join(which)} skipped: {why}", flush=True)
+        for round_ in range(args.rounds):
+            for command, build in plan:
+                row = {"build": build.name, "format": fmt, "articles": n, "command": command}
+                row.update(input_bytes=size, round=round_)
+                row.update(measure(build, command, fmt, inp, args.sample_seconds, api_url))
+                rows.append(row)
+                state = row.get("error") or f"{row['seconds']:8.2f} s, tree peak {row['tree_peak_rss_mib']:7.0f} MiB"
+                print(f"  {build.name:<8} {command:<12} {state}", flush=True)
     return skipped
 
 
@@ -339,7 +343,7 @@ def plot(table: dict[tuple, dict[str, Any]], previous: list[dict[str, Any]], for
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(formats), figsize=(6 * len(formats), 4.5), squeeze=False)
+    fig, axes = plt.subplots(1, len(formats), figsize=(6 * len(formats), 4.5), squeeze=False, sharey=True)
     colours = {c: f"C{i}" for i, c in enumerate(COMMANDS)}
     for ax, fmt in zip(axes[0], formats, strict=True):
         curves: dict[tuple[str, str], list[tuple[float, float]]] = {}
@@ -354,7 +358,8 @@ def plot(table: dict[tuple, dict[str, Any]], previous: list[dict[str, Any]], for
                     (r["input_bytes"] / 1e6, r["tree_peak_rss_mib"])
                 )
         styles = {"new": "o-", "baseline": "s:", "previous run": "^-."}
-        for (build, command), points in sorted(curves.items()):
+        order = {"new": 0, "baseline": 1, "previous run": 2}
+        for (build, command), points in sorted(curves.items(), key=lambda c: (order[c[0][0]], COMMANDS.index(c[0][1]))):
             xs, ys = zip(*sorted(points), strict=True)
             style = "d--" if command == "floor" else styles[build]
             label = "orjson floor" if command == "floor" else f"{command} ({build})"
