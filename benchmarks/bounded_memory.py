@@ -353,7 +353,7 @@ def plot(table: dict[tuple, dict[str, Any]], previous: list[dict[str, Any]], for
                     (b["input_bytes"] / 1e6, b["tree_peak_rss_mib"])
                 )
         for r in previous:
-            if r["format"] == fmt:
+            if r["format"] == fmt and r["command"] != "floor":  # the floor does not depend on the build
                 curves.setdefault(("previous run", r["command"]), []).append(
                     (r["input_bytes"] / 1e6, r["tree_peak_rss_mib"])
                 )
