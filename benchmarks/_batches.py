@@ -5,7 +5,9 @@
 extractor outputs): copy ``k`` of an article gets the id ``<id>-<k>`` and the
 token ``copy<k>`` appended to each of its non-empty texts, so no two articles of
 a batch have the same texts and nothing can be served from a cache. The batch
-is written article by article (compact JSON), never held whole in memory.
+is written article by article (compact JSON), never held whole in memory; a path
+ending in ``.jsonl`` gets the same articles as JSON Lines (one compact object a
+line, no envelope).
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,11 +34,14 @@ _TEXTS = (("trafilatura", "text"), ("newspaper4k", "text"), ("readability", "cle
 
 
 def build_distinct(path: Path, n_articles: int) -> int:
-    """Write a batch of ``n_articles`` distinct articles to ``path``; its size in bytes."""
+    """Write a batch of ``n_articles`` distinct articles to ``path`` (JSON Lines if it ends
+    in ``.jsonl``); its size in bytes."""
     doc = orjson.loads(SOURCE_BATCH.read_bytes())
     originals = doc.pop("articles")
+    lines = path.suffix == ".jsonl"
     with open(path, "wb") as fh:
-        fh.write(orjson.dumps(doc)[:-1] + (b', "articles": [' if doc else b'{"articles": ['))
+        if not lines:
+            fh.write(orjson.dumps(doc)[:-1] + (b', "articles": [' if doc else b'{"articles": ['))
         for i in range(n_articles):
             copy, article = divmod(i, len(originals))
             a = orjson.loads(orjson.dumps(originals[article]))
@@ -43,8 +50,12 @@ def build_distinct(path: Path, n_articles: int) -> int:
                 block = a.get(name)
                 if isinstance(block, dict) and isinstance(block.get(field), str) and block[field]:
                     block[field] += f" copy{copy}"
-            fh.write((b"," if i else b"") + orjson.dumps(a))
-        fh.write(b"]}\n")
+            if lines:
+                fh.write(orjson.dumps(a) + b"\n")
+            else:
+                fh.write((b"," if i else b"") + orjson.dumps(a))
+        if not lines:
+            fh.write(b"]}\n")
     return path.stat().st_size
 
 
@@ -131,3 +142,45 @@ def dask_cluster(scratch: Path, workers: int = 2) -> Iterator[str]:
                 process.kill()
                 process.wait()
         log.close()
+
+
+@contextlib.contextmanager
+def prefect_server(scratch: Path, timeout: float = 120) -> Iterator[str]:
+    """A ``prefect server start`` on 127.0.0.1 (a private home, UI and telemetry off, as the
+    tests start it), in its own session so that it and its children stop together;
+    yields its API URL. Started apart from the measured commands, so that its memory
+    is not counted in theirs."""
+    import httpx
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    api_url = f"http://127.0.0.1:{port}/api"
+    env = prefect_env(scratch / "server-home")
+    command = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
+    with open(scratch / "server.log", "wb") as log:
+        process = subprocess.Popen(
+            command, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"prefect server exited with {process.returncode}; see {scratch / 'server.log'}")
+            try:
+                if httpx.get(f"{api_url}/health", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"prefect server did not answer {api_url}/health within {timeout:.0f} s")
+            time.sleep(0.5)
+        yield api_url
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()

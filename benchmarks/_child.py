@@ -3,7 +3,7 @@
 Used by the benchmark scripts so that every measurement has its own peak RSS.
 Time covers the work only (not interpreter start-up or imports).
 
-    python benchmarks/_child.py floor|select INPUT OUTPUT
+    python benchmarks/_child.py floor|floor-lines|select INPUT OUTPUT
     python benchmarks/_child.py flow INPUT OUTPUT RUNNER CHUNK_SIZE [DASK_ADDRESS]   # CHUNK_SIZE 0: the default
     python benchmarks/_child.py extract PAGES_DIR OUTPUT WORKERS
     python benchmarks/_child.py extract-flow PAGES_DIR OUTPUT RUNNER WORKERS [DASK_ADDRESS|"" [PAGES_PER_CHUNK]]
@@ -11,15 +11,26 @@ Time covers the work only (not interpreter start-up or imports).
 ``flow`` (``extract-flow``) runs the ``select-content`` (``extract-articles``)
 flow on the embedded Prefect API, started before the clock (so its start-up is not counted; ``benchmarks/overhead.py``
 measures it), and reports the peak RSS of this process and, separately, of its
-largest finished child (process-pool or Dask workers).
+largest finished child (process-pool or Dask workers). ``floor`` is the orjson
+load of the whole file and its write (indented, as the selected batch is);
+``floor-lines`` the same for JSON Lines, line by line (compact, one object a line).
+
+``run_tree`` (imported by the benchmark scripts, not run here) runs any command in a
+fresh process and samples the memory of its whole process tree.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import resource
+import subprocess
 import sys
+import tempfile
+import threading
 import time
+from pathlib import Path
+from typing import Any
 
 
 def _rss_mib() -> float:
@@ -56,6 +67,79 @@ def _fixed_task_seconds(flow_run_id: object) -> float:
             time.sleep(0.5)
 
 
+class _TreePeak(threading.Thread):
+    """Every ``interval`` seconds, the sum of the RSS of process ``pid`` and all its descendants
+    (psutil: ``Process.children(recursive=True)``, each one's ``memory_info().rss``); keeps the
+    largest sum. Pages shared between processes (a forked worker's) are counted in each."""
+
+    def __init__(self, pid: int, interval: float) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.interval = pid, interval
+        self.stopping = threading.Event()
+        self.peak_bytes = self.samples = self.most_processes = 0
+
+    def run(self) -> None:
+        import psutil
+
+        try:
+            root = psutil.Process(self.pid)
+        except psutil.NoSuchProcess:
+            return
+        while True:
+            try:
+                procs = [root, *root.children(recursive=True)]
+            except psutil.NoSuchProcess:  # the command has ended
+                return
+            total = alive = 0
+            for proc in procs:
+                try:
+                    total += proc.memory_info().rss
+                    alive += 1
+                except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+                    continue
+            self.peak_bytes = max(self.peak_bytes, total)
+            self.most_processes = max(self.most_processes, alive)
+            self.samples += 1
+            if self.stopping.wait(self.interval):
+                return
+
+
+def run_tree(command: list[str], env: dict[str, str], cwd: str | Path, interval: float = 0.02) -> dict[str, Any]:
+    """Run ``command`` to its end in a fresh process, sampling its process tree's memory (``_TreePeak``).
+
+    Returns the exit status, the wall time from start to exit, the tree's peak RSS, the
+    kernel's peak RSS of the command (``wait4``: the command and the descendants it
+    reaped itself), the number of samples and their mean interval, the most processes
+    seen at once, and the command's stdout and the end of its stderr.
+    """
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        process = subprocess.Popen(command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        sampler = _TreePeak(process.pid, interval)
+        sampler.start()
+        try:
+            _, status, usage = os.wait4(process.pid, 0)
+        finally:
+            sampler.stopping.set()
+            sampler.join()
+        seconds = time.perf_counter() - t0
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
+    return {
+        "status": process.returncode,
+        "seconds": seconds,
+        "tree_peak_rss_mib": sampler.peak_bytes / 2**20,
+        "command_peak_rss_mib": usage.ru_maxrss / 1024,
+        "samples": sampler.samples,
+        "mean_sample_interval_s": seconds / sampler.samples if sampler.samples else None,
+        "most_processes": sampler.most_processes,
+        "stdout": stdout,
+        "stderr_tail": stderr[-2000:],
+    }
+
+
 def main() -> None:
     job, inp, out = sys.argv[1], sys.argv[2], sys.argv[3]
     extra = sys.argv[4:]
@@ -76,6 +160,10 @@ def main() -> None:
             doc = orjson.loads(fh.read())
         with open(out, "wb") as fh:
             fh.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    elif job == "floor-lines":
+        with open(inp, "rb") as fh, open(out, "wb") as sink:
+            for line in fh:
+                sink.write(orjson.dumps(orjson.loads(line)) + b"\n")
     elif job == "select":
         select_file(inp, out)
     elif job == "flow":
