@@ -66,7 +66,7 @@ def _write_case(case: dict[str, Any], path: Path) -> Path:
 
 def _chunked_steps(source: Path, output: Path, report: Path | None, chunk_size: int) -> bytes:
     """The chunked path's steps in order, in this process (their ``.fn``): the written bytes."""
-    plan = chunks.plan_batch.fn(source)
+    plan = chunks.plan_batch.fn(source, 1)
     assert plan.layout is not None
     jobs = plan_jobs(plan, chunk_size, output, report, table_rows=5)
     outcomes = [chunks.select_chunk.fn(job) for job in jobs]
@@ -118,7 +118,7 @@ def test_rows_built_by_chunks_are_the_rows_of_the_whole(tmp_path: Path) -> None:
         article.pop("url", None)
     source = tmp_path / "b_extracted.json"
     source.write_bytes(sc.dump_batch(doc))
-    plan = chunks.plan_batch.fn(source)
+    plan = chunks.plan_batch.fn(source, 1)
     jobs = plan_jobs(plan, 4, tmp_path / "out.json", None, table_rows=10)
     outcomes = [chunks.select_chunk.fn(job) for job in jobs[:3]]
     discard_parts(jobs)
@@ -135,7 +135,7 @@ def test_rows_built_by_chunks_are_the_rows_of_the_whole(tmp_path: Path) -> None:
 def test_a_file_changed_after_the_plan_is_noticed_by_the_chunk(tmp_path: Path) -> None:
     source = tmp_path / "b_extracted.json"
     shutil.copyfile(GOLDEN, source)
-    plan = chunks.plan_batch.fn(source)
+    plan = chunks.plan_batch.fn(source, 1)
     jobs = plan_jobs(plan, 50, tmp_path / "out.json", None, table_rows=0)
     replacement = tmp_path / "new.json"
     replacement.write_bytes(source.read_bytes().replace(b'"articles"', b'"articles" ', 1))
@@ -150,7 +150,7 @@ def test_a_worker_that_outlives_its_flow_removes_its_own_parts(tmp_path: Path) -
     shutil.copyfile(GOLDEN, source)
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()  # a process id that no longer exists: the killed flow
-    plan = chunks.plan_batch.fn(source)
+    plan = chunks.plan_batch.fn(source, 1)
     report = tmp_path / "r.jsonl"
     orphan = plan_jobs(plan, 50, tmp_path / "out.json", report, 0, owner_pid=gone.pid)
     with pytest.raises(RuntimeError, match="is gone"):
@@ -166,8 +166,10 @@ def test_a_worker_that_outlives_its_flow_removes_its_own_parts(tmp_path: Path) -
 def test_an_input_that_cannot_be_delimited_is_scored_in_one_piece(tmp_path: Path, mocker) -> None:
     source = tmp_path / "b_extracted.json"
     shutil.copyfile(GOLDEN, source)
-    mocker.patch("selection_storage.chunks.scan_layout", return_value=None)  # fault: the scan gives up
-    plan = chunks.plan_batch.fn(source)
+    from selection_storage import scan
+
+    mocker.patch.object(scan, "_scan", side_effect=scan._GiveUp)  # fault: the scan gives up
+    plan = chunks.plan_batch.fn(source, 1)
     assert plan.layout is None and plan.doc == sc.parse_batch(GOLDEN.read_bytes())
     assert plan.sha256 == hashlib.sha256(GOLDEN.read_bytes()).hexdigest()
     with pytest.raises(ValueError, match="one piece"):

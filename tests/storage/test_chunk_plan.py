@@ -53,7 +53,7 @@ def _expected_report(source: Path) -> bytes:
 
 
 def test_the_plan_delimits_every_article_and_fingerprints_the_input(source: Path) -> None:
-    plan = plan_batch(source)
+    plan = plan_batch(source, 1)
     doc = sc.parse_batch(source.read_bytes())
     assert plan.layout is not None and plan.doc is None
     assert plan.article_count == len(doc["articles"])
@@ -78,7 +78,7 @@ def test_chunks_scored_and_joined_write_the_bytes_of_the_whole_batch(
     source: Path, tmp_path: Path, chunk_size: int
 ) -> None:
     output, report = tmp_path / "out.json", tmp_path / "out.jsonl"
-    plan = plan_batch(source)
+    plan = plan_batch(source, 1)
     jobs = plan_jobs(plan, chunk_size, output, report, table_rows=5)
     outcomes = [score_chunk(job, _index_row) for job in jobs]
     assert [row["index"] for o in outcomes for row in o.rows] == list(range(min(5, plan.article_count)))
@@ -92,7 +92,7 @@ def test_chunks_scored_and_joined_write_the_bytes_of_the_whole_batch(
 
 def test_a_joiner_fed_as_chunks_complete_is_completed_by_the_assembly(source: Path, tmp_path: Path) -> None:
     output = tmp_path / "out.json"
-    plan = plan_batch(source)
+    plan = plan_batch(source, 1)
     jobs = plan_jobs(plan, 40, output, None, table_rows=0)
     joiner = PartJoiner(plan.envelope, plan.article_count > 0, output, None)
     outcomes = []
@@ -108,7 +108,7 @@ def test_a_joiner_fed_as_chunks_complete_is_completed_by_the_assembly(source: Pa
 
 def test_a_joiner_that_failed_is_unusable_and_the_assembly_joins_the_parts_again(source: Path, tmp_path: Path) -> None:
     output, report = tmp_path / "out.json", tmp_path / "out.jsonl"
-    plan = plan_batch(source)
+    plan = plan_batch(source, 1)
     jobs = plan_jobs(plan, 50, output, report, table_rows=0)
     outcomes = [score_chunk(job, _index_row) for job in jobs]
     joiner = PartJoiner(plan.envelope, True, output, report)
@@ -125,7 +125,7 @@ def test_a_joiner_that_failed_is_unusable_and_the_assembly_joins_the_parts_again
 
 
 def test_discard_parts_removes_what_exists_and_never_raises(source: Path, tmp_path: Path) -> None:
-    plan = plan_batch(source)
+    plan = plan_batch(source, 1)
     jobs = plan_jobs(plan, 30, tmp_path / "out.json", tmp_path / "out.jsonl", table_rows=0)
     for job in jobs[:2]:
         score_chunk(job, _index_row)
@@ -135,7 +135,7 @@ def test_discard_parts_removes_what_exists_and_never_raises(source: Path, tmp_pa
 
 
 def test_a_chunk_of_a_file_changed_since_the_plan_is_refused(source: Path, tmp_path: Path) -> None:
-    plan = plan_batch(source)
+    plan = plan_batch(source, 1)
     jobs = plan_jobs(plan, 50, tmp_path / "out.json", None, table_rows=0)
     source.write_bytes(source.read_bytes() + b" ")
     with pytest.raises(sc.SelectionError, match="changed while it was being read"):
