@@ -42,6 +42,8 @@ _KEY_SPACE_COLON = re.compile(rb'"[ \t\n\r]+:')
 _INT64_MIN = -(2**63)
 #: Deepest nesting of arrays and objects (the root counts as 1) that orjson writes.
 MAX_DEPTH = 254
+#: The depth of an article inside a batch: the root is 1, its ``articles`` array 2.
+ARTICLE_DEPTH = 3
 _UINT64_MAX = 2**64 - 1
 _TYPE_NAMES = {
     dict: "an object",
@@ -84,14 +86,20 @@ def _walk(doc: dict[str, Any], source: str) -> tuple[int, bool]:
     write back (``MAX_DEPTH``). Iterative, so that deeply nested input cannot
     exhaust the Python stack.
     """
-    members = len(doc)
-    has_float = False
     stack: list[tuple[Any, int, str]] = []
     for key, value in doc.items():
         if key == "articles" and isinstance(value, list):
-            stack.extend((v, 3, f"$.articles[{i}]") for i, v in enumerate(value))
+            stack.extend((v, ARTICLE_DEPTH, f"$.articles[{i}]") for i, v in enumerate(value))
         else:
             stack.append((value, 2, _path_text([key])))
+    return _walk_nodes(stack, len(doc), source)
+
+
+def _walk_nodes(stack: list[tuple[Any, int, str]], members: int, source: str) -> tuple[int, bool]:
+    """:func:`_walk` from ``(value, depth, place)`` entries: ``members`` plus the members of every object
+    below, and whether any float is there; refuses, naming the entry's place, a value nested deeper than
+    :data:`MAX_DEPTH` (``stack`` is consumed)."""
+    has_float = False
     while stack:
         node, depth, place = stack.pop()
         if isinstance(node, dict):
@@ -197,6 +205,52 @@ def _utf8_error_offset(data: bytes) -> int | None:
     return None
 
 
+def _check_file_start(data: bytes, source: str) -> None:
+    """Refuse a file that starts with a UTF-8 byte-order mark or looks like UTF-16 (``data``: its first bytes)."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise InvalidBatchError(f"{source}: starts with a UTF-8 byte-order mark (BOM); save it as UTF-8 without BOM")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(data) >= 2 and (data[0] == 0 or data[1] == 0)):
+        raise InvalidBatchError(f"{source}: looks like UTF-16, not UTF-8; convert it to UTF-8")
+
+
+def _invalid_json(
+    data: bytes, exc: orjson.JSONDecodeError, source: str, line: int | None = None, offset: int = 0
+) -> InvalidBatchError:
+    """The error for text that orjson refused: a whole document, or (``line`` given) that line of a
+    JSON Lines file, whose first byte is at ``offset`` in the file; the character is then counted
+    within the line, and the byte offset within the file."""
+    first_line, within = (1, "") if line is None else (line, " of the line")
+    if "UTF-8" in exc.msg or "utf-8" in exc.msg or "surrogate" in exc.msg:
+        bad = _utf8_error_offset(data)
+        if bad is not None:
+            at_line = first_line + data.count(b"\n", 0, bad)
+            column = bad - (data.rfind(b"\n", 0, bad) + 1) + 1
+            return InvalidBatchError(
+                f"{source}: not valid UTF-8 at line {at_line} column {column} (byte offset {offset + bad}); "
+                "save it as UTF-8"
+            )
+        hint = (
+            "a \\uD800-\\uDFFF escape must be one half of a valid pair: fix or remove it"
+            if "surrogate" in exc.msg
+            else "save it as UTF-8"
+        )
+    elif "infinity" in exc.msg:
+        hint = "a number is too large for a 64-bit float: store it as a string"
+    elif "recursion" in exc.msg or "depth" in exc.msg:
+        hint = "the document is nested too deeply: flatten it"
+    else:
+        hint = "fix the JSON syntax"
+    return InvalidBatchError(
+        f"{source}: not valid JSON at line {first_line + exc.lineno - 1} column {exc.colno} "
+        f"(character {exc.pos}{within}): {exc.msg}; {hint}"
+    )
+
+
+def _not_an_object(source: str, place: str, value: Any, fix: str) -> InvalidBatchError:
+    """The error for an article that is not an object: ``{source}: {place} is a string; {fix}``."""
+    return InvalidBatchError(f"{source}: {place} is {_type_name(value)}; {fix}")
+
+
 def parse_batch(data: bytes, source: str = "<input>") -> dict[str, Any]:
     """Parse and validate a batch document from its bytes.
 
@@ -209,35 +263,11 @@ def parse_batch(data: bytes, source: str = "<input>") -> dict[str, Any]:
     """
     if not data:
         raise InvalidBatchError(f"{source}: the file is empty (0 bytes); {_FIX_SHAPE}")
-    if data.startswith(b"\xef\xbb\xbf"):
-        raise InvalidBatchError(f"{source}: starts with a UTF-8 byte-order mark (BOM); save it as UTF-8 without BOM")
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(data) >= 2 and (data[0] == 0 or data[1] == 0)):
-        raise InvalidBatchError(f"{source}: looks like UTF-16, not UTF-8; convert it to UTF-8")
+    _check_file_start(data, source)
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        if "UTF-8" in exc.msg or "utf-8" in exc.msg or "surrogate" in exc.msg:
-            bad = _utf8_error_offset(data)
-            if bad is not None:
-                line = data.count(b"\n", 0, bad) + 1
-                column = bad - (data.rfind(b"\n", 0, bad) + 1) + 1
-                raise InvalidBatchError(
-                    f"{source}: not valid UTF-8 at line {line} column {column} (byte offset {bad}); save it as UTF-8"
-                ) from None
-            hint = (
-                "a \\uD800-\\uDFFF escape must be one half of a valid pair: fix or remove it"
-                if "surrogate" in exc.msg
-                else "save it as UTF-8"
-            )
-        elif "infinity" in exc.msg:
-            hint = "a number is too large for a 64-bit float: store it as a string"
-        elif "recursion" in exc.msg or "depth" in exc.msg:
-            hint = "the document is nested too deeply: flatten it"
-        else:
-            hint = "fix the JSON syntax"
-        raise InvalidBatchError(
-            f"{source}: not valid JSON at line {exc.lineno} column {exc.colno} (character {exc.pos}): {exc.msg}; {hint}"
-        ) from None
+        raise _invalid_json(data, exc, source) from None
     if not isinstance(doc, dict):
         raise InvalidBatchError(f"{source}: the root is {_type_name(doc)}; {_FIX_SHAPE}")
     if "articles" not in doc:
@@ -247,9 +277,7 @@ def parse_batch(data: bytes, source: str = "<input>") -> dict[str, Any]:
         raise InvalidBatchError(f"{source}: $.articles is {_type_name(articles)}; {_FIX_SHAPE}")
     for i, article in enumerate(articles):
         if not isinstance(article, dict):
-            raise InvalidBatchError(
-                f"{source}: $.articles[{i}] is {_type_name(article)}; every article must be a JSON object"
-            )
+            raise _not_an_object(source, f"$.articles[{i}]", article, "every article must be a JSON object")
     members, has_float = _walk(doc, source)
     if has_float or _count_keys(data) != members:
         _find_exact_problem(data, source)
