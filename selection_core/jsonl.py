@@ -47,13 +47,13 @@ import orjson
 
 from .batch import (
     ARTICLE_DEPTH,
-    _check_file_start,
-    _count_keys,
-    _find_exact_problem,
-    _invalid_json,
-    _not_an_object,
-    _path_text,
-    _walk_nodes,
+    check_file_start,
+    count_keys,
+    find_exact_problem,
+    invalid_json,
+    not_an_object,
+    path_text,
+    walk_nodes,
 )
 from .errors import InvalidBatchError
 from .layout import array_spans
@@ -108,7 +108,7 @@ def parse_lines(
     selection_core.errors.InvalidBatchError: b.jsonl: line 2 is blank; remove it (...)
     """
     if first_offset == 0:
-        _check_file_start(data[:3], source)
+        check_file_start(data[:3], source)
     if not data:
         return []
     articles: list[dict[str, Any]] = []
@@ -122,10 +122,10 @@ def parse_lines(
         articles += values
         start = stop + 1
     try:
-        members, has_float = _walk_nodes([(a, ARTICLE_DEPTH, "") for a in articles], 0, source)
+        members, has_float = walk_nodes([(a, ARTICLE_DEPTH, "") for a in articles], 0, source)
     except InvalidBatchError:  # worded with its line below
         return _parse_line_by_line(data, source, first_line, first_offset)
-    if has_float or _count_keys(data) != members:
+    if has_float or count_keys(data) != members:
         return _parse_line_by_line(data, source, first_line, first_offset)
     return articles
 
@@ -196,15 +196,15 @@ def _parse_line(line: bytes, source: str, number: int, offset: int) -> dict[str,
                 f"{source}: line {number} ends inside its article, at column {exc.colno}; "
                 "write each article whole on one line (a JSON Lines batch is not indented)"
             ) from None
-        raise _invalid_json(line, exc, source, number, offset) from None
+        raise invalid_json(line, exc, source, number, offset) from None
     if not isinstance(article, dict):
-        raise _not_an_object(source, f"line {number}", article, _FIX_LINE)
+        raise not_an_object(source, f"line {number}", article, _FIX_LINE)
     where = f"{source}: line {number}"
-    members, has_float = _walk_nodes(
-        [(value, ARTICLE_DEPTH + 1, _path_text([key])) for key, value in article.items()], len(article), where
+    members, has_float = walk_nodes(
+        [(value, ARTICLE_DEPTH + 1, path_text([key])) for key, value in article.items()], len(article), where
     )
-    if has_float or _count_keys(line) != members:
-        _find_exact_problem(line, where)
+    if has_float or count_keys(line) != members:
+        find_exact_problem(line, where)
     return article
 
 
