@@ -49,7 +49,14 @@ from flows.runners import (
     submit_in_order,
 )
 from selection_core.evidence import counts_text
-from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS, ExtractionResult, ExtractPaths, PageSet, default_extractors
+from selection_extraction import (
+    DEFAULT_TIME_LIMIT_SECONDS,
+    ExtractionResult,
+    ExtractPaths,
+    PageSet,
+    default_extractors,
+    record_path,
+)
 from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY, PageRows, progress_description
 from selection_extraction.batch import ArticleSpool, log_extraction
 from selection_extraction.chunks import ChunkExtraction, ChunkProgress, joined_root, plan_page_chunks, spool_chunk
@@ -71,6 +78,10 @@ class ExtractionRunSummary(BaseModel):
 
     pages_path: str = Field(description="The pages that were read (directory, manifest or WARC file).")
     output_path: str = Field(description="The extracted batch that was written.")
+    record_path: str | None = Field(
+        default=None,
+        description="For a JSON Lines batch (.jsonl), the file beside it recording how it was made.",
+    )
     articles: int = Field(description="Number of articles (one per page).")
     unreadable_pages: int = Field(description="Pages that could not be read at all.")
     errors: dict[str, int] = Field(description="Articles whose block has an error, per extractor.")
@@ -200,7 +211,9 @@ def extract_articles(
             `{"id": ..., "url": ..., "path": ...}` per line, e.g. `/data/pages/2024-05-01`.
         output_path: Where to write the batch. Leave empty for
             `<pages>_extracted.json` beside the input (the name the scheduled
-            selection looks for).
+            selection looks for). A name ending in `.jsonl` writes JSON Lines
+            (one article per line), and how the batch was made in
+            `<stem>.extraction.json` beside it.
         time_limit_seconds: Seconds one extractor may spend on one page; an
             extractor that overruns is stopped and its block gets a TimeoutError.
         workers: Worker processes. Leave at 0 for one per CPU core.
@@ -239,9 +252,11 @@ def extract_articles(
     if emit_event:
         emit_batch_extracted(written.path, articles=result.stats.pages, sha256=written.sha256)
         logger.info("Announced %s (content-selection.batch.extracted)", written.path)
+    record = record_path(written.path)
     summary = ExtractionRunSummary(
         pages_path=str(paths.pages),
         output_path=str(written.path),
+        record_path=None if record is None else str(record),
         articles=result.stats.pages,
         unreadable_pages=result.stats.unreadable_pages,
         errors=dict(result.stats.errors),

@@ -1,8 +1,9 @@
 """``content-selection extract`` and ``content-selection pipeline``: the extract step from a terminal.
 
 * ``extract PAGES [-o BATCH]``: pages -> ``<pages>_extracted.json`` (beside the
-  folder or manifest) or ``BATCH``. No orchestrator: the extraction engine
-  (:mod:`selection_extraction`) is called directly.
+  folder or manifest) or ``BATCH``; a ``BATCH`` named ``*.jsonl`` is JSON Lines,
+  with its record beside it (:mod:`selection_extraction.batch`). No orchestrator:
+  the extraction engine (:mod:`selection_extraction`) is called directly.
 * ``pipeline PAGES [--extracted BATCH] [-o OUTPUT] [--report PATH]``: runs the
   Prefect flow ``extract-and-select`` (:mod:`flows.extract_and_select`), as ``run``
   runs ``select-content``: on Prefect's embedded API unless ``PREFECT_API_URL`` is
@@ -58,6 +59,7 @@ from selection_extraction import (
     check_pipeline_paths,
     extract_to_file,
     find_pages,
+    record_path,
 )
 
 
@@ -106,7 +108,11 @@ def add_extract_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
     """Add the arguments of ``extract`` to ``parser`` (the main CLI's subparser)."""
     _add_common(parser)
     parser.add_argument(
-        "-o", "--output", metavar="BATCH", help="batch file to write (default: <PAGES>_extracted.json beside PAGES)"
+        "-o",
+        "--output",
+        metavar="BATCH",
+        help="batch file to write (default: <PAGES>_extracted.json beside PAGES); a name ending in .jsonl "
+        "writes JSON Lines, one article per line, and how it was made in <stem>.extraction.json beside it",
     )
     return parser
 
@@ -185,6 +191,9 @@ def _print_run(run: Any) -> None:
             stats.pages, stats.unreadable_pages, stats.errors, stats.timeouts, run.output_path, warc_records
         )
     )
+    record = record_path(run.output_path)
+    if record is not None:
+        print(f"record: {record}")
 
 
 def extract_command(args: argparse.Namespace) -> int:

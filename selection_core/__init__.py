@@ -44,6 +44,7 @@ from .errors import (
     UnsafePathError,
     WriteError,
 )
+from .jsonl import JSONL_SUFFIX, is_jsonl, parse_lines, render_lines
 from .normalize import normalize, tokenize
 from .select import Candidate, Pool, Reason, Selection, State, error_present, select_article, selection_view
 from .shingles import shingles
@@ -54,6 +55,7 @@ __all__ = [
     "ARTICLE_SEPARATOR",
     "EXIT_INVALID_INPUT",
     "EXIT_IO_ERROR",
+    "JSONL_SUFFIX",
     "ERROR_FIELD",
     "EXTRACTORS",
     "FALLBACK",
@@ -80,11 +82,14 @@ __all__ = [
     "dump_batch",
     "envelope_parts",
     "error_present",
+    "is_jsonl",
     "iter_dump_batch",
     "merge_summaries",
     "normalize",
     "parse_batch",
+    "parse_lines",
     "render_articles",
+    "render_lines",
     "select_article",
     "select_articles",
     "select_batch_bytes",

@@ -42,6 +42,8 @@ _KEY_SPACE_COLON = re.compile(rb'"[ \t\n\r]+:')
 _INT64_MIN = -(2**63)
 #: Deepest nesting of arrays and objects (the root counts as 1) that orjson writes.
 MAX_DEPTH = 254
+#: The depth of an article inside a batch: the root is 1, its ``articles`` array 2.
+ARTICLE_DEPTH = 3
 _UINT64_MAX = 2**64 - 1
 _TYPE_NAMES = {
     dict: "an object",
@@ -59,10 +61,10 @@ def _type_name(value: Any) -> str:
     return _TYPE_NAMES.get(type(value), type(value).__name__)
 
 
-def _path_text(path: Sequence[str | int]) -> str:
+def path_text(path: Sequence[str | int]) -> str:
     """``$.articles[3].trafilatura``; a very deep path keeps its two ends."""
     if len(path) > 16:
-        return _path_text(path[:8]) + "..." + _path_text(path[-6:])[1:]
+        return path_text(path[:8]) + "..." + path_text(path[-6:])[1:]
     out = "$"
     for part in path:
         out += (
@@ -84,14 +86,20 @@ def _walk(doc: dict[str, Any], source: str) -> tuple[int, bool]:
     write back (``MAX_DEPTH``). Iterative, so that deeply nested input cannot
     exhaust the Python stack.
     """
-    members = len(doc)
-    has_float = False
     stack: list[tuple[Any, int, str]] = []
     for key, value in doc.items():
         if key == "articles" and isinstance(value, list):
-            stack.extend((v, 3, f"$.articles[{i}]") for i, v in enumerate(value))
+            stack.extend((v, ARTICLE_DEPTH, f"$.articles[{i}]") for i, v in enumerate(value))
         else:
-            stack.append((value, 2, _path_text([key])))
+            stack.append((value, 2, path_text([key])))
+    return walk_nodes(stack, len(doc), source)
+
+
+def walk_nodes(stack: list[tuple[Any, int, str]], members: int, source: str) -> tuple[int, bool]:
+    """:func:`_walk` from ``(value, depth, place)`` entries: ``members`` plus the members of every object
+    below, and whether any float is there; refuses, naming the entry's place, a value nested deeper than
+    :data:`MAX_DEPTH` (``stack`` is consumed)."""
+    has_float = False
     while stack:
         node, depth, place = stack.pop()
         if isinstance(node, dict):
@@ -148,7 +156,7 @@ def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return d
 
 
-def _find_exact_problem(data: bytes, source: str) -> None:
+def find_exact_problem(data: bytes, source: str) -> None:
     """Slow path, only for suspicious documents: re-parse exactly and explain.
 
     The standard library parser keeps every key, integers of any size and the
@@ -168,7 +176,7 @@ def _find_exact_problem(data: bytes, source: str) -> None:
         node, path = stack.pop()
         if isinstance(node, _DupDict):
             raise InvalidBatchError(
-                f"{source}: {_path_text(path)} has the key {json.dumps(node.duplicate, ensure_ascii=False)} "
+                f"{source}: {path_text(path)} has the key {json.dumps(node.duplicate, ensure_ascii=False)} "
                 "more than once, so one of its values would be lost; remove or rename the duplicate"
             )
         if isinstance(node, dict):
@@ -178,12 +186,12 @@ def _find_exact_problem(data: bytes, source: str) -> None:
         elif isinstance(node, _InexactNumber):
             shown = node if len(node) <= 40 else node[:37] + "..."
             raise InvalidBatchError(
-                f"{source}: {_path_text(path)} is the number {shown}, which a 64-bit float cannot hold "
+                f"{source}: {path_text(path)} is the number {shown}, which a 64-bit float cannot hold "
                 f"exactly (it would be written as {float(node)!r}); store it as a string"
             )
         elif isinstance(node, int) and not isinstance(node, bool) and not _INT64_MIN <= node <= _UINT64_MAX:
             raise InvalidBatchError(
-                f"{source}: {_path_text(path)} is an integer beyond 64 bits ({str(node)[:30]}...), which "
+                f"{source}: {path_text(path)} is an integer beyond 64 bits ({str(node)[:30]}...), which "
                 "cannot be kept exactly; store it as a string"
             )
 
@@ -195,6 +203,52 @@ def _utf8_error_offset(data: bytes) -> int | None:
     except UnicodeDecodeError as exc:
         return exc.start
     return None
+
+
+def check_file_start(data: bytes, source: str) -> None:
+    """Refuse a file that starts with a UTF-8 byte-order mark or looks like UTF-16 (``data``: its first bytes)."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise InvalidBatchError(f"{source}: starts with a UTF-8 byte-order mark (BOM); save it as UTF-8 without BOM")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(data) >= 2 and (data[0] == 0 or data[1] == 0)):
+        raise InvalidBatchError(f"{source}: looks like UTF-16, not UTF-8; convert it to UTF-8")
+
+
+def invalid_json(
+    data: bytes, exc: orjson.JSONDecodeError, source: str, line: int | None = None, offset: int = 0
+) -> InvalidBatchError:
+    """The error for text that orjson refused: a whole document, or (``line`` given) that line of a
+    JSON Lines file, whose first byte is at ``offset`` in the file; the character is then counted
+    within the line, and the byte offset within the file."""
+    first_line, within = (1, "") if line is None else (line, " of the line")
+    if "UTF-8" in exc.msg or "utf-8" in exc.msg or "surrogate" in exc.msg:
+        bad = _utf8_error_offset(data)
+        if bad is not None:
+            at_line = first_line + data.count(b"\n", 0, bad)
+            column = bad - (data.rfind(b"\n", 0, bad) + 1) + 1
+            return InvalidBatchError(
+                f"{source}: not valid UTF-8 at line {at_line} column {column} (byte offset {offset + bad}); "
+                "save it as UTF-8"
+            )
+        hint = (
+            "a \\uD800-\\uDFFF escape must be one half of a valid pair: fix or remove it"
+            if "surrogate" in exc.msg
+            else "save it as UTF-8"
+        )
+    elif "infinity" in exc.msg:
+        hint = "a number is too large for a 64-bit float: store it as a string"
+    elif "recursion" in exc.msg or "depth" in exc.msg:
+        hint = "the document is nested too deeply: flatten it"
+    else:
+        hint = "fix the JSON syntax"
+    return InvalidBatchError(
+        f"{source}: not valid JSON at line {first_line + exc.lineno - 1} column {exc.colno} "
+        f"(character {exc.pos}{within}): {exc.msg}; {hint}"
+    )
+
+
+def not_an_object(source: str, place: str, value: Any, fix: str) -> InvalidBatchError:
+    """The error for an article that is not an object: ``{source}: {place} is a string; {fix}``."""
+    return InvalidBatchError(f"{source}: {place} is {_type_name(value)}; {fix}")
 
 
 def parse_batch(data: bytes, source: str = "<input>") -> dict[str, Any]:
@@ -209,35 +263,11 @@ def parse_batch(data: bytes, source: str = "<input>") -> dict[str, Any]:
     """
     if not data:
         raise InvalidBatchError(f"{source}: the file is empty (0 bytes); {_FIX_SHAPE}")
-    if data.startswith(b"\xef\xbb\xbf"):
-        raise InvalidBatchError(f"{source}: starts with a UTF-8 byte-order mark (BOM); save it as UTF-8 without BOM")
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(data) >= 2 and (data[0] == 0 or data[1] == 0)):
-        raise InvalidBatchError(f"{source}: looks like UTF-16, not UTF-8; convert it to UTF-8")
+    check_file_start(data, source)
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        if "UTF-8" in exc.msg or "utf-8" in exc.msg or "surrogate" in exc.msg:
-            bad = _utf8_error_offset(data)
-            if bad is not None:
-                line = data.count(b"\n", 0, bad) + 1
-                column = bad - (data.rfind(b"\n", 0, bad) + 1) + 1
-                raise InvalidBatchError(
-                    f"{source}: not valid UTF-8 at line {line} column {column} (byte offset {bad}); save it as UTF-8"
-                ) from None
-            hint = (
-                "a \\uD800-\\uDFFF escape must be one half of a valid pair: fix or remove it"
-                if "surrogate" in exc.msg
-                else "save it as UTF-8"
-            )
-        elif "infinity" in exc.msg:
-            hint = "a number is too large for a 64-bit float: store it as a string"
-        elif "recursion" in exc.msg or "depth" in exc.msg:
-            hint = "the document is nested too deeply: flatten it"
-        else:
-            hint = "fix the JSON syntax"
-        raise InvalidBatchError(
-            f"{source}: not valid JSON at line {exc.lineno} column {exc.colno} (character {exc.pos}): {exc.msg}; {hint}"
-        ) from None
+        raise invalid_json(data, exc, source) from None
     if not isinstance(doc, dict):
         raise InvalidBatchError(f"{source}: the root is {_type_name(doc)}; {_FIX_SHAPE}")
     if "articles" not in doc:
@@ -247,16 +277,14 @@ def parse_batch(data: bytes, source: str = "<input>") -> dict[str, Any]:
         raise InvalidBatchError(f"{source}: $.articles is {_type_name(articles)}; {_FIX_SHAPE}")
     for i, article in enumerate(articles):
         if not isinstance(article, dict):
-            raise InvalidBatchError(
-                f"{source}: $.articles[{i}] is {_type_name(article)}; every article must be a JSON object"
-            )
+            raise not_an_object(source, f"$.articles[{i}]", article, "every article must be a JSON object")
     members, has_float = _walk(doc, source)
-    if has_float or _count_keys(data) != members:
-        _find_exact_problem(data, source)
+    if has_float or count_keys(data) != members:
+        find_exact_problem(data, source)
     return doc
 
 
-def _count_keys(data: bytes) -> int:
+def count_keys(data: bytes) -> int:
     """Number of object keys written in the JSON text (duplicates included).
 
     Fast path, an upper bound: where no '"' is preceded by a backslash right

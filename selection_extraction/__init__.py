@@ -24,7 +24,13 @@ from selection_extraction.batch import ArticleSpool, ExtractionResult, Extractio
 from selection_extraction.engine import ExtractRunResult, extract_pages, extract_to_file, extract_to_spool
 from selection_extraction.extractors import Extractor, ExtractorsUnavailableError, default_extractors
 from selection_extraction.pages import InvalidPagesError, Page, PageSet, find_pages
-from selection_extraction.paths import ExtractPaths, check_pipeline_paths, extracted_path, resolve_extract_paths
+from selection_extraction.paths import (
+    ExtractPaths,
+    check_pipeline_paths,
+    extracted_path,
+    record_path,
+    resolve_extract_paths,
+)
 from selection_extraction.pool import stop_kept_workers
 from selection_extraction.settings import DEFAULT_TIME_LIMIT_SECONDS, ExtractionSettings
 
@@ -47,6 +53,7 @@ __all__ = [
     "extract_to_file",
     "extract_to_spool",
     "extracted_path",
+    "record_path",
     "find_pages",
     "resolve_extract_paths",
     "stop_kept_workers",

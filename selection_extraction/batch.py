@@ -18,6 +18,18 @@ did not give, no machine detail: the same pages give the same bytes.
 A batch is written whole (:func:`write_batch`) or, without holding its articles,
 from an :class:`ArticleSpool`: the articles go to an anonymous temporary file as
 they are done, and the batch is written from it at the end, with the same bytes.
+
+**As JSON Lines** (an output named ``*.jsonl``): the same articles, one per line
+(:func:`selection_core.jsonl.render_lines`), and the rest of the document, the
+record of how the batch was made (``{"extractor_versions", "extraction"}``), in a
+file of its own beside it, ``<stem>.extraction.json``
+(:func:`~selection_extraction.paths.record_path`), written as the JSON batch's root
+is. A JSON Lines file has no root, and every line of it must be an article: dataset
+tools read each line as a row, so the record cannot be a line; and it is too useful
+to be only in a log (which extractor versions made these texts, the time limit,
+the errors), so it is a file a person finds by its name, that tools reading
+``*.jsonl`` pass by. The two files are written as one atomic group, the record
+first: when the batch appears, its record is there.
 """
 
 from __future__ import annotations
@@ -36,11 +48,13 @@ from typing import Any, Final, NamedTuple
 from selection_core.batch import ARTICLE_SEPARATOR, dump_batch, envelope_parts, render_articles
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
 from selection_core.evidence import counts_text
+from selection_core.jsonl import render_lines
 from selection_extraction.extractors import Extractor, library_version
 from selection_extraction.pages import Page, PageSet
+from selection_extraction.paths import record_path
 from selection_extraction.pool import Outcome
 from selection_extraction.settings import ExtractionSettings
-from selection_storage.atomic import write_atomic, write_error
+from selection_storage.atomic import write_atomic_group, write_error
 
 #: How pages are decoded, as recorded in every batch.
 DECODING_POLICY: Final[str] = (
@@ -192,15 +206,33 @@ def build_batch(
     }
 
 
+def dump_record(root: dict[str, Any]) -> bytes:
+    """The extraction record of a JSON Lines batch: its document without the articles, written as a JSON batch is.
+
+    >>> dump_record({"extraction": {"pages": 0}, "articles": []})
+    b'{\\n  "extraction": {\\n    "pages": 0\\n  }\\n}\\n'
+    """
+    return dump_batch({key: value for key, value in root.items() if key != "articles"})
+
+
+def _write(target: Path, root: dict[str, Any], data: bytes | Iterable[bytes]) -> None:
+    """Write a batch's bytes atomically, with its record first when it has one (:func:`record_path`)."""
+    record = record_path(target)
+    extra = [] if record is None else [(record, dump_record(root))]
+    write_atomic_group([*extra, (target, data)])
+
+
 def write_batch(doc: dict[str, Any], target: str | os.PathLike[str]) -> BatchBytes:
-    """Write the batch atomically, in the selection stage's own format; the fingerprint of its bytes.
+    """Write the batch atomically, in the selection stage's own format (JSON, or JSON Lines and its
+    record for a ``*.jsonl`` target); the fingerprint of the batch's bytes.
 
     Raises:
         OutputPathError: the location is refused.
         WriteError: writing failed.
     """
-    data = dump_batch(doc)
-    write_atomic(target, data)
+    target = Path(target)
+    data = render_lines(doc["articles"]) if record_path(target) is not None else dump_batch(doc)
+    _write(target, doc, data)
     return BatchBytes(hashlib.sha256(data).hexdigest(), len(data))
 
 
@@ -216,7 +248,8 @@ class ArticleSpool:
 
     Memory does not grow with the number of articles: each is rendered and
     written to the file when it is added (:meth:`add`), and :meth:`write` copies
-    the file between the batch's head and tail. The file is on the batch's file
+    the file between the batch's head and tail (for a ``*.jsonl`` target: the
+    articles as lines, the file itself, and the record beside it). The file is on the batch's file
     system and has no name: it is gone when the spool is closed, or with the
     process, whatever happens. A plain class, so that Prefect does not walk into
     it when it is a task's parameter.
@@ -233,6 +266,7 @@ class ArticleSpool:
     def __init__(self, target: Path, watch: ArticleWatcher | None = None) -> None:
         self.target = Path(target)
         self.count = 0
+        self._lines = record_path(self.target) is not None  # JSON Lines
         self._watch = watch
         try:
             self._file = tempfile.TemporaryFile(dir=self.target.parent)
@@ -252,22 +286,27 @@ class ArticleSpool:
         """Append the next article of the batch."""
         if self._watch is not None:
             self._watch(self.count, article)
+        if self._lines:
+            piece = render_lines([article])
+        else:
+            piece = (ARTICLE_SEPARATOR if self.count else b"") + render_articles([article])
         try:
-            self._file.write((ARTICLE_SEPARATOR if self.count else b"") + render_articles([article]))
+            self._file.write(piece)
         except OSError as exc:
             raise write_error(self.target, exc) from None
         self.count += 1
 
     def write(self, root: dict[str, Any]) -> BatchBytes:
         """Write the batch atomically: ``root`` (with an empty ``articles`` list where the articles go)
-        around the articles added; the bytes of :func:`write_batch` of the whole document.
+        around the articles added, or for JSON Lines the lines, and ``root`` as the record beside them;
+        the bytes of :func:`write_batch` of the whole document.
         May be called again (a retry) with the same result.
 
         Raises:
             OutputPathError: the location is refused.
             WriteError: writing failed.
         """
-        head, tail = envelope_parts(root, self.count > 0)
+        head, tail = (b"", b"") if self._lines else envelope_parts(root, self.count > 0)
         digest = hashlib.sha256()
         size = 0
 
@@ -279,7 +318,7 @@ class ArticleSpool:
                 size += len(piece)
                 yield piece
 
-        write_atomic(self.target, pieces())
+        _write(self.target, root, pieces())
         return BatchBytes(digest.hexdigest(), size)
 
     def close(self) -> None:

@@ -49,10 +49,9 @@ from selection_extraction.pages import (
     find_pages,
     read_error,
 )
-from selection_extraction.paths import extracted_path
+from selection_extraction.paths import check_batch_paths, extracted_path
 from selection_extraction.pool import Outcome, PageJob, WorkerSetupError, default_workers, run_jobs
 from selection_extraction.settings import ExtractionSettings
-from selection_storage.paths import resolve_output_path
 
 
 @dataclass(frozen=True)
@@ -219,7 +218,9 @@ def extract_to_file(
     :class:`~selection_extraction.batch.ArticleSpool`, gone with the process,
     whatever happens), and the batch is then written from it, so memory does not
     grow with the number of pages. The bytes are those of
-    :func:`~selection_extraction.batch.write_batch` of :func:`extract_pages`'s document.
+    :func:`~selection_extraction.batch.write_batch` of :func:`extract_pages`'s document:
+    a JSON batch, or JSON Lines and its record beside it when the output's name ends
+    in ``.jsonl`` (see :class:`~selection_extraction.batch.ArticleSpool`).
 
     Returns:
         The output, its SHA-256 and size, and the run (its ``doc`` is the batch's
@@ -233,7 +234,7 @@ def extract_to_file(
     extractors = tuple(extractors) if extractors is not None else default_extractors()
     if page_set is None:
         page_set = find_pages(source)
-    target = resolve_output_path(source, Path(output_path) if output_path is not None else extracted_path(source))
+    target = check_batch_paths(Path(source), Path(output_path) if output_path is not None else extracted_path(source))
     with ArticleSpool(target) as spool:
         result = extract_to_spool(page_set, spool, settings, extractors, progress)
         written = spool.write(result.doc)

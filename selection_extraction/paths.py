@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
+from selection_core.jsonl import JSONL_SUFFIX, is_jsonl
 from selection_extraction.pages import check_page_listing, page_stem
 from selection_extraction.warc import warc_stem
 from selection_storage.paths import (
@@ -42,6 +44,23 @@ def extracted_path(source: str | os.PathLike[str]) -> Path:
     return path.with_name(f"{stem}{EXTRACTED_SUFFIX}")
 
 
+#: What the extraction record of a JSON Lines batch is named with, in place of the batch's ``.jsonl``.
+RECORD_SUFFIX: Final[str] = ".extraction.json"
+
+
+def record_path(batch: str | os.PathLike[str]) -> Path | None:
+    """Where the record of how a batch was made is written: beside a JSON Lines batch, which has no
+    root to hold it (``<stem>.extraction.json``); None for a JSON batch, whose root holds it.
+
+    >>> record_path("out/crawl_extracted.jsonl").as_posix(), record_path("out/crawl_extracted.json")
+    ('out/crawl_extracted.extraction.json', None)
+    """
+    path = Path(batch)
+    if not is_jsonl(path.name):
+        return None
+    return path.with_name(path.name[: -len(JSONL_SUFFIX)] + RECORD_SUFFIX)
+
+
 @dataclass(frozen=True)
 class ExtractPaths:
     """The resolved, checked paths of an extraction run."""
@@ -68,6 +87,9 @@ def resolve_extract_paths(
         option: How messages name ``data_root`` (``--data-root`` on the command line).
         output_option: How messages name ``output_path`` (``--extracted`` for ``pipeline``).
 
+    A batch named ``*.jsonl`` is written as JSON Lines, with its record beside it
+    (:func:`record_path`), which is checked as the batch is.
+
     Raises:
         UnsafePathError: a path leaves the data root.
         OutputPathError: the output is refused by the core (a directory, the input, not writable).
@@ -76,10 +98,23 @@ def resolve_extract_paths(
     if root is None:
         source = Path(pages).expanduser().absolute()
         wanted = Path(output_path).expanduser().absolute() if output_path else extracted_path(source)
-        return ExtractPaths(source, resolve_output_path(source, wanted, output_option), None)
+        return ExtractPaths(source, check_batch_paths(source, wanted, output_option), None)
     source = root.confine(pages, "pages")
     wanted = root.confine(output_path or extracted_path(source), "output")
-    return ExtractPaths(source, resolve_output_path(source, wanted, output_option), root.path)
+    return ExtractPaths(source, check_batch_paths(source, wanted, output_option), root.path)
+
+
+def check_batch_paths(source: Path, batch: Path, option: str = "--output") -> Path:
+    """Check where an extracted batch, and its record if it has one (:func:`record_path`), will go;
+    the batch's path.
+
+    Raises:
+        OutputPathError: a path is refused (a directory, the input, not writable).
+    """
+    record = record_path(batch)
+    if record is not None:
+        resolve_output_path(source, record, option)
+    return resolve_output_path(source, batch, option)
 
 
 def check_pipeline_paths(

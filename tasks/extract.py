@@ -114,7 +114,8 @@ def extract_pages_task(
 
 @task(name="write-extracted-batch", **io_task_options())
 def write_extracted_batch(root: dict[str, Any], spool: ArticleSpool) -> WrittenFile:
-    """Write the batch atomically from the spooled articles, in the selection stage's own format.
+    """Write the batch atomically from the spooled articles, in the selection stage's own format
+    (JSON, or for a ``*.jsonl`` target JSON Lines and its record beside it).
 
     Args:
         root: The batch's root, with an empty ``articles`` list (from ``extract-pages``).

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+import orjson
 import pytest
 
+import selection_core as sc
 from selection_cli.extract import extract_main, pipeline_main
 from selection_cli.select import format_summary
 from selection_core.errors import EXIT_INVALID_INPUT
@@ -49,6 +51,20 @@ def test_extract_writes_the_default_batch_and_prints_a_summary(pages: Path, caps
         f"extracted: {batch}",
     ]
     assert out.err == ""  # no library warning or log line reaches the terminal
+
+
+def test_extract_to_a_jsonl_name_writes_json_lines_and_the_record(
+    pages: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    batch = pages.parent / "news_extracted.jsonl"
+    assert extract_main([str(pages), "--workers", "1", "-o", str(batch)]) == 0
+    out = capsys.readouterr()
+    record = pages.parent / "news_extracted.extraction.json"
+    assert out.out.splitlines()[-2:] == [f"extracted: {batch}", f"record: {record}"]
+    articles = sc.parse_lines(batch.read_bytes(), str(batch))
+    assert [a["path"] for a in articles] == sorted([ONE_PAGE, ANOTHER_PAGE])
+    assert orjson.loads(record.read_bytes())["extraction"]["pages"] == 2
+    assert sorted(p.name for p in pages.parent.iterdir()) == ["news", record.name, batch.name]
 
 
 @pytest.fixture

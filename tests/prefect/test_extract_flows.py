@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import hashlib
 import json
 import shutil
 import time
@@ -115,6 +116,21 @@ def test_extract_articles_writes_the_batch_and_announces_it(pages: Path, data_ro
     assert all(fnmatch.fnmatchcase(event.resource.id, pattern) for pattern in trigger.match.model_dump().values())
     related = {r.get("prefect.resource.role"): r.id for r in event.related}
     assert related.get("flow-run") == f"prefect.flow-run.{state.state_details.flow_run_id}"
+
+
+def test_extract_articles_writes_json_lines_to_a_jsonl_name(pages: Path, data_root: Path) -> None:
+    output = data_root / "out" / "2024-05-01_extracted.jsonl"
+    output.parent.mkdir()
+    state = extract_articles(pages=str(pages), output_path=str(output), emit_event=False, return_state=True)
+    assert state.is_completed()
+    result = state.result()
+    record = output.with_name("2024-05-01_extracted.extraction.json")
+    assert result.output_path == str(output) and result.record_path == str(record)
+    reference = extract_pages(find_pages(pages, label=str(pages)))
+    assert output.read_bytes() == sc.render_lines(reference.doc["articles"])
+    assert json.loads(record.read_bytes()) == {k: v for k, v in reference.doc.items() if k != "articles"}
+    assert result.output_sha256 == hashlib.sha256(output.read_bytes()).hexdigest()
+    assert leftover_files(data_root, {output, record, *(pages / p.name for p in SAMPLE)}) == []
 
 
 def test_extract_articles_artifacts(pages: Path, data_root: Path) -> None:
