@@ -137,21 +137,51 @@ def combine_stats(parts: Sequence[ExtractionStats]) -> ExtractionStats:
     >>> both.pages, both.errors["readability"], both.network_attempts
     (4, 2, ('x', 'x'))
     """
-    errors = dict.fromkeys(EXTRACTORS, 0)
-    timeouts = dict.fromkeys(EXTRACTORS, 0)
+    total = StatsTotal()
     for part in parts:
+        total.add(part)
+    return total.stats()
+
+
+class StatsTotal:
+    """The counts of a run added up chunk by chunk, as chunks complete (in order), so that a
+    run cut into any number of chunks keeps one running total, not every chunk's counts.
+
+    >>> total = StatsTotal()
+    >>> total.add(ExtractionStats(2, 1, {"readability": 1}, {}, 0, ("x",)))
+    >>> total.add(ExtractionStats(1, 0, {"readability": 1}, {}, 1, ()))
+    >>> s = total.stats()
+    >>> s.pages, s.unreadable_pages, s.errors["readability"], s.worker_crashes, s.network_attempts
+    (3, 1, 2, 1, ('x',))
+    """
+
+    def __init__(self) -> None:
+        self.pages = self.unreadable_pages = self.worker_crashes = 0
+        self.errors = dict.fromkeys(EXTRACTORS, 0)
+        self.timeouts = dict.fromkeys(EXTRACTORS, 0)
+        self.network_attempts: list[str] = []
+
+    def add(self, part: ExtractionStats) -> None:
+        """Add the counts of the next chunk."""
+        self.pages += part.pages
+        self.unreadable_pages += part.unreadable_pages
+        self.worker_crashes += part.worker_crashes
         for name, count in part.errors.items():
-            errors[name] = errors.get(name, 0) + count
+            self.errors[name] = self.errors.get(name, 0) + count
         for name, count in part.timeouts.items():
-            timeouts[name] = timeouts.get(name, 0) + count
-    return ExtractionStats(
-        pages=sum(p.pages for p in parts),
-        unreadable_pages=sum(p.unreadable_pages for p in parts),
-        errors=errors,
-        timeouts=timeouts,
-        worker_crashes=sum(p.worker_crashes for p in parts),
-        network_attempts=tuple(a for p in parts for a in p.network_attempts),
-    )
+            self.timeouts[name] = self.timeouts.get(name, 0) + count
+        self.network_attempts.extend(part.network_attempts)
+
+    def stats(self) -> ExtractionStats:
+        """The counts so far, as one run's."""
+        return ExtractionStats(
+            pages=self.pages,
+            unreadable_pages=self.unreadable_pages,
+            errors=dict(self.errors),
+            timeouts=dict(self.timeouts),
+            worker_crashes=self.worker_crashes,
+            network_attempts=tuple(self.network_attempts),
+        )
 
 
 def build_batch(

@@ -215,13 +215,13 @@ def spool_chunk(spool: ArticleSpool, part: ChunkExtraction) -> None:
 
 def joined_root(
     page_set: PageSet,
-    parts: Sequence[ChunkExtraction],
+    stats: ExtractionStats,
     extractors: Sequence[Extractor],
     time_limit_seconds: float,
 ) -> ExtractionResult:
-    """The counts of the whole input from its chunks', and the batch's root with an empty ``articles`` list
-    (for :meth:`ArticleSpool.write <selection_extraction.batch.ArticleSpool.write>`): as one run's."""
-    stats = combine_stats([part.stats for part in parts])
+    """The batch's root with an empty ``articles`` list (for :meth:`ArticleSpool.write
+    <selection_extraction.batch.ArticleSpool.write>`), from the counts of the whole input
+    (its chunks' added up: :class:`~selection_extraction.batch.StatsTotal`): as one run's."""
     settings = ExtractionSettings(time_limit_seconds=time_limit_seconds)
     return ExtractionResult(build_batch(page_set, [], extractors, settings, stats), stats)
 
@@ -233,6 +233,6 @@ def join_chunks(
     time_limit_seconds: float,
 ) -> ExtractionResult:
     """The batch of the whole input from its chunks' extractions, in page order: the same as one run's."""
-    result = joined_root(page_set, parts, extractors, time_limit_seconds)
+    result = joined_root(page_set, combine_stats([part.stats for part in parts]), extractors, time_limit_seconds)
     result.doc["articles"] = [article for part in parts for article in part.articles]
     return result

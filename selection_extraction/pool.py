@@ -405,6 +405,12 @@ def kept_worker_count() -> int:
         return sum(len(idle) for idle in _kept.values())
 
 
+def kept_worker_pids() -> list[int]:
+    """The process ids of the idle workers this process keeps, oldest first per pool (to measure their memory)."""
+    with _kept_lock:
+        return [worker.process.pid for idle in _kept.values() for worker in idle if worker.process.pid is not None]
+
+
 def stop_kept_workers() -> int:
     """Stop every worker kept by ``keep_workers=True`` runs in this process; return how many there were.
 

@@ -24,7 +24,7 @@ from selection_extraction import (
     find_pages,
     stop_kept_workers,
 )
-from selection_extraction.batch import combine_stats
+from selection_extraction.batch import StatsTotal, combine_stats
 from selection_extraction.chunks import (
     PAGE_CHUNKS_PER_WORKER,
     ChunkExtraction,
@@ -34,6 +34,7 @@ from selection_extraction.chunks import (
     join_chunks,
     plan_page_chunks,
 )
+from selection_extraction.pool import kept_worker_pids
 from tests.support import PAGES
 
 
@@ -62,6 +63,17 @@ def test_chunk_counts_add_up() -> None:
     assert total.errors == {"trafilatura": 3, "newspaper4k": 0, "readability": 1}
     assert total.timeouts == {"trafilatura": 1, "newspaper4k": 0, "readability": 0}
     assert total.network_attempts == ("connect", "send")
+
+
+def test_a_running_total_gives_the_counts_of_all_chunks_and_moves_on() -> None:
+    a = ExtractionStats(2, 0, {"trafilatura": 1}, {"trafilatura": 1}, 1, ("connect",))
+    b = ExtractionStats(3, 1, {"trafilatura": 2, "readability": 1}, {}, 0, ("send",))
+    total = StatsTotal()
+    total.add(a)
+    first = total.stats()
+    total.add(b)
+    assert first == combine_stats([a])  # a snapshot, not changed by what is added after
+    assert total.stats() == combine_stats([a, b])
 
 
 @settings(max_examples=300, deadline=None)
@@ -113,6 +125,28 @@ def test_joined_chunks_are_the_batch_of_one_run() -> None:
     plan = plan_page_chunks(page_set, 2, workers=1, time_limit_seconds=30.0)
     parts = [extract_chunk(chunk) for chunk in plan.chunks()]
     assert [part.start for part in parts] == [start for start, _ in plan.bounds]
+    joined = join_chunks(page_set, parts, default_extractors(), 30.0)
+    assert sc.dump_batch(joined.doc) == sc.dump_batch(whole.doc)
+    assert joined.stats == whole.stats
+
+
+@pytest.mark.usefixtures("no_kept_workers")
+def test_a_kept_worker_recycled_in_the_middle_of_a_chunk_gives_the_batch_of_one_run() -> None:
+    """A task runner's kept worker is replaced every ``recycle_after`` pages, wherever that falls
+    (issue 14: what bounds its memory); the batch is the same bytes as one run's without recycling."""
+    page_set = find_pages(PAGES / "manifest.jsonl")
+    whole = extract_pages(page_set, ExtractionSettings(time_limit_seconds=30.0, workers=1, recycle_after=10**6))
+    recycling = ExtractionSettings(time_limit_seconds=30.0, workers=1, recycle_after=4, keep_workers=True)
+    plan = plan_page_chunks(page_set, 3, workers=1, time_limit_seconds=30.0)
+    parts, pids = [], []
+    for chunk in plan.chunks():
+        result = extract_pages(PageSet("", "chunk", chunk.pages), recycling)
+        parts.append(ChunkExtraction(chunk.start, result.doc["articles"], result.stats))
+        pids.append(kept_worker_pids())
+    # 6 pages in 2 chunks of 3, 4 pages a worker: the first chunk's worker is kept (3 served) and
+    # serves the second chunk's first page, then is replaced; its successor (2 served) is kept.
+    assert len(page_set.pages) == 6 and plan.n_chunks == 2
+    assert [len(p) for p in pids] == [1, 1] and pids[0] != pids[1]
     joined = join_chunks(page_set, parts, default_extractors(), 30.0)
     assert sc.dump_batch(joined.doc) == sc.dump_batch(whole.doc)
     assert joined.stats == whole.stats
