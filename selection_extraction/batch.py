@@ -38,7 +38,7 @@ from selection_core.config import EXTRACTORS, TEXT_FIELDS
 from selection_core.evidence import counts_text
 from selection_extraction.extractors import Extractor, library_version
 from selection_extraction.pages import Page, PageSet
-from selection_extraction.pool import Outcome
+from selection_extraction.pool import Outcome, PoolStats
 from selection_extraction.settings import ExtractionSettings
 from selection_storage.atomic import write_atomic, write_error
 
@@ -55,7 +55,11 @@ TIMEOUT_ERROR_PREFIX: Final[str] = "TimeoutError:"
 
 @dataclass(frozen=True)
 class ExtractionStats:
-    """Counts over one run. ``errors``/``timeouts`` are per extractor, in ``EXTRACTORS`` order."""
+    """Counts over one run. ``errors``/``timeouts`` are per extractor, in ``EXTRACTORS`` order.
+
+    ``network_attempts`` are the first :data:`~selection_extraction.pool.MAX_NETWORK_ATTEMPTS_KEPT`
+    attempts blocked, word for word; ``more_network_attempts`` counts the others.
+    """
 
     pages: int
     unreadable_pages: int
@@ -63,6 +67,12 @@ class ExtractionStats:
     timeouts: dict[str, int]
     worker_crashes: int
     network_attempts: tuple[str, ...]
+    more_network_attempts: int = 0
+
+    @property
+    def blocked_network_attempts(self) -> int:
+        """Every network attempt blocked, recorded or only counted."""
+        return len(self.network_attempts) + self.more_network_attempts
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -72,6 +82,7 @@ class ExtractionStats:
             "timeouts": dict(self.timeouts),
             "worker_crashes": self.worker_crashes,
             "network_attempts": list(self.network_attempts),
+            "more_network_attempts": self.more_network_attempts,
         }
 
 
@@ -159,7 +170,7 @@ class StatsTotal:
         self.pages = self.unreadable_pages = self.worker_crashes = 0
         self.errors = dict.fromkeys(EXTRACTORS, 0)
         self.timeouts = dict.fromkeys(EXTRACTORS, 0)
-        self.network_attempts: list[str] = []
+        self._attempts = PoolStats()  # only its record of the network attempts is used: the first ones and a count
 
     def add(self, part: ExtractionStats) -> None:
         """Add the counts of the next chunk."""
@@ -170,7 +181,8 @@ class StatsTotal:
             self.errors[name] = self.errors.get(name, 0) + count
         for name, count in part.timeouts.items():
             self.timeouts[name] = self.timeouts.get(name, 0) + count
-        self.network_attempts.extend(part.network_attempts)
+        self._attempts.record_network_attempts(part.network_attempts)
+        self._attempts.more_network_attempts += part.more_network_attempts
 
     def stats(self) -> ExtractionStats:
         """The counts so far, as one run's."""
@@ -180,7 +192,8 @@ class StatsTotal:
             errors=dict(self.errors),
             timeouts=dict(self.timeouts),
             worker_crashes=self.worker_crashes,
-            network_attempts=tuple(self.network_attempts),
+            network_attempts=tuple(self._attempts.network_attempts),
+            more_network_attempts=self._attempts.more_network_attempts,
         )
 
 
@@ -332,6 +345,6 @@ def log_extraction(logger: logging.Logger | logging.LoggerAdapter[Any], stats: E
     if stats.network_attempts:
         logger.warning(
             "Blocked %d network attempts of the extractors: %s",
-            len(stats.network_attempts),
+            stats.blocked_network_attempts,
             "; ".join(stats.network_attempts[:5]),
         )

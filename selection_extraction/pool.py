@@ -80,6 +80,12 @@ NETWORK_AUDIT_EVENTS: Final[frozenset[str]] = frozenset(
     }
 )
 
+#: Network attempts a run records word for word; any more are only counted
+#: (:class:`PoolStats`). The records are for a person to read (the first few are
+#: logged); without a cap, a library that tried the network on every page would
+#: leave one record per page in the parent for the whole run (issue 14).
+MAX_NETWORK_ATTEMPTS_KEPT: Final[int] = 100
+
 #: Seconds a stopping worker gets to exit by itself before it is killed.
 _STOP_GRACE_SECONDS: Final[float] = 5.0
 
@@ -178,6 +184,21 @@ class PoolStats:
     timeouts: int = 0
     crashes: int = 0
     network_attempts: list[str] = field(default_factory=list)
+    more_network_attempts: int = 0
+
+    def record_network_attempts(self, attempts: Iterable[str]) -> None:
+        """Keep the first :data:`MAX_NETWORK_ATTEMPTS_KEPT` attempts of the run, count the others.
+
+        >>> stats = PoolStats()
+        >>> stats.record_network_attempts(str(i) for i in range(MAX_NETWORK_ATTEMPTS_KEPT + 3))
+        >>> len(stats.network_attempts), stats.more_network_attempts
+        (100, 3)
+        """
+        for attempt in attempts:
+            if len(self.network_attempts) < MAX_NETWORK_ATTEMPTS_KEPT:
+                self.network_attempts.append(attempt)
+            else:
+                self.more_network_attempts += 1
 
 
 def error_text(exc: BaseException) -> str:
@@ -561,7 +582,7 @@ def run_jobs(
                         raise WorkerSetupError(f"an extraction worker could not start: {message.error}")
                     index, name, outcome, attempts = message
                     if attempts:
-                        stats.network_attempts.extend(f"page {index} {name}: {a}" for a in attempts)
+                        stats.record_network_attempts(f"page {index} {name}: {a}" for a in attempts)
                     job.names.pop(0)
                     on_outcome(index, name, outcome)
                     if job.names:
