@@ -26,10 +26,12 @@ from selection_extraction import (
 )
 from selection_extraction.batch import StatsTotal, combine_stats
 from selection_extraction.chunks import (
+    MAX_PAGES_PER_CHUNK,
     PAGE_CHUNKS_PER_WORKER,
     ChunkExtraction,
     ChunkProgress,
     balanced_bounds,
+    capped_bounds,
     extract_chunk,
     join_chunks,
     plan_page_chunks,
@@ -88,6 +90,34 @@ def test_balanced_bounds_cover_every_page_once_in_order(weights: list[int], n_ch
 def test_balanced_bounds_put_a_heavy_page_alone() -> None:
     # 4 chunks by count would be [0..3], [4..7]: the heavy page would weigh on one worker with 3 others
     assert balanced_bounds([1, 1, 1, 1, 100, 1, 1, 1], 3) == [(0, 4), (4, 5), (5, 8)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    weights=st.lists(st.integers(0, 50), max_size=60),
+    n_chunks=st.integers(1, 12),
+    max_items=st.integers(1, 8),
+    max_weight=st.integers(1, 100),
+)
+def test_capped_bounds_cover_every_page_once_in_order_within_the_caps(
+    weights: list[int], n_chunks: int, max_items: int, max_weight: int
+) -> None:
+    bounds = balanced_bounds(weights, n_chunks)
+    capped = capped_bounds(bounds, weights, max_items, max_weight)
+    assert [i for start, stop in capped for i in range(start, stop)] == list(range(len(weights)))
+    for start, stop in capped:
+        assert 1 <= stop - start <= max_items
+        assert stop - start == 1 or sum(max(1, w) for w in weights[start:stop]) <= max_weight
+    # a cut of the balanced plan only: every balanced boundary is still a boundary
+    assert {stop for _, stop in bounds} <= {stop for _, stop in capped}
+
+
+def test_a_plan_without_chunk_size_caps_the_pages_of_a_chunk(tmp_path: Path) -> None:
+    """2 chunks per worker, unless that makes chunks of more than ``MAX_PAGES_PER_CHUNK`` pages (issue 14)."""
+    n = 2 * MAX_PAGES_PER_CHUNK + 1
+    plan = plan_page_chunks(made_up_pages(tmp_path, [1] * n), None, workers=1, time_limit_seconds=7.0)
+    assert plan.n_chunks == 3 and plan.largest <= MAX_PAGES_PER_CHUNK
+    assert plan.bounds[0][0] == 0 and plan.bounds[-1][1] == n
 
 
 def test_a_plan_by_chunk_size_cuts_consecutive_pages(tmp_path: Path) -> None:
