@@ -230,7 +230,7 @@ def extract_articles(
             `dask` starts a local cluster of 2 worker processes for the run.
         pages_per_chunk: Pages per chunk; each chunk of consecutive pages is
             extracted by one task run. Leave at 0 to extract all pages in one
-            task when in-process, or in about 2 chunks per worker on `process` and `dask`.
+            task when in-process, or in about 2 chunks per worker (at most 500 pages each) on `process` and `dask`.
 
     Returns:
         A summary: paths, article and error counts, SHA-256 of the batch.
