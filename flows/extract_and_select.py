@@ -117,7 +117,7 @@ def extract_and_select(
             Leave empty for the CONTENT_SELECTION_DASK_ADDRESS environment
             variable; with neither, `dask` starts a local cluster for the run.
         pages_per_chunk: Pages per chunk, each extracted by one task run. Leave
-            at 0 for one task when in-process, else about 2 chunks per worker.
+            at 0 for one task when in-process, else about 2 chunks per worker (at most 500 pages each).
 
     Returns:
         A summary: paths, counts, SHA-256 of both batches.

@@ -42,11 +42,11 @@ from flows.refusals import refusals_fail_the_run
 from flows.runners import (
     IN_FLIGHT_PER_WORKER,
     TaskRunnerName,
+    for_each_in_order,
     open_task_runner,
     resolve_task_runner,
     runner_parallelism,
     runs_in_chunks,
-    submit_in_order,
 )
 from selection_core.evidence import counts_text
 from selection_extraction import (
@@ -58,7 +58,7 @@ from selection_extraction import (
     record_path,
 )
 from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY, PageRows, progress_description
-from selection_extraction.batch import ArticleSpool, log_extraction
+from selection_extraction.batch import ArticleSpool, StatsTotal, log_extraction
 from selection_extraction.chunks import ChunkExtraction, ChunkProgress, joined_root, plan_page_chunks, spool_chunk
 from selection_storage.batch import WrittenFile
 from tasks.extract import (
@@ -108,7 +108,9 @@ def extract_in_chunks(
     chunks per worker of the runner, of about equal bytes
     (:func:`selection_extraction.chunks.plan_page_chunks`). As chunks complete, in
     order, the ``extraction-progress`` artifact advances and their articles go to
-    ``spool`` (so that at most the chunks in flight are held).
+    ``spool`` and their counts to one running total: at most the chunks in flight are
+    held, and nothing of a chunk is kept once it is spooled (issue 14: the flow's
+    memory does not grow with the number of chunks).
     """
     logger = run_logger()
     extractors = default_extractors()  # fails early, here, when the libraries are missing
@@ -121,9 +123,12 @@ def extract_in_chunks(
         )
         progress.start()
 
+        total = StatsTotal()
+
         def done(index: int, part: ChunkExtraction) -> None:
             progress.advance(index, part)
             spool_chunk(spool, part)
+            total.add(part.stats)
 
         logger.info(
             "Extracting %d pages in %d chunk(s) of up to %d on the %s task runner (%d worker(s))",
@@ -133,7 +138,7 @@ def extract_in_chunks(
             runner_name.value,
             workers,
         )
-        parts: list[ChunkExtraction] = submit_in_order(
+        for_each_in_order(
             runner,
             extract_page_chunk,
             plan.chunks(),
@@ -142,7 +147,7 @@ def extract_in_chunks(
             on_result=done,
         )
     progress.finish()
-    result = joined_root(page_set, parts, extractors, time_limit_seconds)
+    result = joined_root(page_set, total.stats(), extractors, time_limit_seconds)
     log_extraction(logger, result.stats)
     return result
 
@@ -238,7 +243,7 @@ def extract_articles(
             `dask` starts a local cluster of 2 worker processes for the run.
         pages_per_chunk: Pages per chunk; each chunk of consecutive pages is
             extracted by one task run. Leave at 0 to extract all pages in one
-            task when in-process, or in about 2 chunks per worker on `process` and `dask`.
+            task when in-process, or in about 2 chunks per worker (at most 500 pages each) on `process` and `dask`.
 
     Returns:
         A summary: paths, article and error counts, SHA-256 of the batch.

@@ -249,12 +249,39 @@ def submit_in_order(
     in_flight: int,
     on_result: Callable[[int, Any], None] | None = None,
 ) -> list[Any]:
-    """Run ``task`` once per payload on ``runner``; the results, in payload order.
+    """Run ``task`` once per payload on ``runner``; the results, in payload order
+    (:func:`for_each_in_order`, keeping every result).
+
+    Raises:
+        The first failed task's exception (the tasks already submitted are waited for).
+    """
+    results: list[Any] = []
+
+    def keep(index: int, result: Any) -> None:
+        if on_result is not None:
+            on_result(index, result)
+        results.append(result)
+
+    for_each_in_order(runner, task, payloads, parameter, in_flight, keep)
+    return results
+
+
+def for_each_in_order(
+    runner: Any,
+    task: Any,
+    payloads: Iterable[T],
+    parameter: str,
+    in_flight: int,
+    on_result: Callable[[int, Any], None],
+) -> int:
+    """Run ``task`` once per payload on ``runner``, handing each result to ``on_result(i, result)``
+    in payload order and keeping none; the number of payloads.
 
     At most ``in_flight`` tasks are submitted and not yet collected, so payloads
     are built (``payloads`` may be a generator) and shipped only as workers free
-    up. Results are collected in order; ``on_result(i, result)`` is called for each.
-    A payload should be an object Prefect does not walk into (not a list, dict,
+    up, and the results are let go as soon as ``on_result`` returns: a run of any
+    number of chunks holds at most ``in_flight`` of them (issue 14). A payload
+    should be an object Prefect does not walk into (not a list, dict,
     dataclass or model), such as :class:`selection_storage.chunks.ChunkJob`. (Prefect's
     ``opaque`` wrapper would do, but it does not survive pickling to a Dask
     worker in Prefect 3.9.1: it comes back wrapped in a tuple.)
@@ -265,13 +292,12 @@ def submit_in_order(
     if in_flight < 1:
         raise ValueError(f"in_flight must be at least 1, got {in_flight}")
     pending: deque[Any] = deque()
-    results: list[Any] = []
+    collected = 0
 
     def collect() -> None:
-        result = pending.popleft().result()
-        if on_result is not None:
-            on_result(len(results), result)
-        results.append(result)
+        nonlocal collected
+        on_result(collected, pending.popleft().result())
+        collected += 1
 
     try:
         for payload in payloads:
@@ -284,4 +310,4 @@ def submit_in_order(
         for future in pending:
             future.wait()
         raise
-    return results
+    return collected

@@ -125,7 +125,7 @@ def extraction_markdown(
         f"| Output SHA-256 | {md_code(output_sha256)} |",
         f"| Time limit per extractor and page | {meta.get('time_limit_seconds')} s |",
         f"| Worker crashes | {stats.worker_crashes} |",
-        f"| Network attempts blocked | {len(stats.network_attempts)} |",
+        f"| Network attempts blocked | {stats.blocked_network_attempts} |",
         "",
         "## Extractors",
         "",

@@ -52,7 +52,7 @@ from selection_core.jsonl import render_lines
 from selection_extraction.extractors import Extractor, library_version
 from selection_extraction.pages import Page, PageSet
 from selection_extraction.paths import record_path
-from selection_extraction.pool import Outcome
+from selection_extraction.pool import Outcome, PoolStats
 from selection_extraction.settings import ExtractionSettings
 from selection_storage.atomic import write_atomic_group, write_error
 
@@ -69,7 +69,11 @@ TIMEOUT_ERROR_PREFIX: Final[str] = "TimeoutError:"
 
 @dataclass(frozen=True)
 class ExtractionStats:
-    """Counts over one run. ``errors``/``timeouts`` are per extractor, in ``EXTRACTORS`` order."""
+    """Counts over one run. ``errors``/``timeouts`` are per extractor, in ``EXTRACTORS`` order.
+
+    ``network_attempts`` are the first :data:`~selection_extraction.pool.MAX_NETWORK_ATTEMPTS_KEPT`
+    attempts blocked, word for word; ``more_network_attempts`` counts the others.
+    """
 
     pages: int
     unreadable_pages: int
@@ -77,6 +81,12 @@ class ExtractionStats:
     timeouts: dict[str, int]
     worker_crashes: int
     network_attempts: tuple[str, ...]
+    more_network_attempts: int = 0
+
+    @property
+    def blocked_network_attempts(self) -> int:
+        """Every network attempt blocked, recorded or only counted."""
+        return len(self.network_attempts) + self.more_network_attempts
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,6 +96,7 @@ class ExtractionStats:
             "timeouts": dict(self.timeouts),
             "worker_crashes": self.worker_crashes,
             "network_attempts": list(self.network_attempts),
+            "more_network_attempts": self.more_network_attempts,
         }
 
 
@@ -151,21 +162,53 @@ def combine_stats(parts: Sequence[ExtractionStats]) -> ExtractionStats:
     >>> both.pages, both.errors["readability"], both.network_attempts
     (4, 2, ('x', 'x'))
     """
-    errors = dict.fromkeys(EXTRACTORS, 0)
-    timeouts = dict.fromkeys(EXTRACTORS, 0)
+    total = StatsTotal()
     for part in parts:
+        total.add(part)
+    return total.stats()
+
+
+class StatsTotal:
+    """The counts of a run added up chunk by chunk, as chunks complete (in order), so that a
+    run cut into any number of chunks keeps one running total, not every chunk's counts.
+
+    >>> total = StatsTotal()
+    >>> total.add(ExtractionStats(2, 1, {"readability": 1}, {}, 0, ("x",)))
+    >>> total.add(ExtractionStats(1, 0, {"readability": 1}, {}, 1, ()))
+    >>> s = total.stats()
+    >>> s.pages, s.unreadable_pages, s.errors["readability"], s.worker_crashes, s.network_attempts
+    (3, 1, 2, 1, ('x',))
+    """
+
+    def __init__(self) -> None:
+        self.pages = self.unreadable_pages = self.worker_crashes = 0
+        self.errors = dict.fromkeys(EXTRACTORS, 0)
+        self.timeouts = dict.fromkeys(EXTRACTORS, 0)
+        self._attempts = PoolStats()  # only its record of the network attempts is used: the first ones and a count
+
+    def add(self, part: ExtractionStats) -> None:
+        """Add the counts of the next chunk."""
+        self.pages += part.pages
+        self.unreadable_pages += part.unreadable_pages
+        self.worker_crashes += part.worker_crashes
         for name, count in part.errors.items():
-            errors[name] = errors.get(name, 0) + count
+            self.errors[name] = self.errors.get(name, 0) + count
         for name, count in part.timeouts.items():
-            timeouts[name] = timeouts.get(name, 0) + count
-    return ExtractionStats(
-        pages=sum(p.pages for p in parts),
-        unreadable_pages=sum(p.unreadable_pages for p in parts),
-        errors=errors,
-        timeouts=timeouts,
-        worker_crashes=sum(p.worker_crashes for p in parts),
-        network_attempts=tuple(a for p in parts for a in p.network_attempts),
-    )
+            self.timeouts[name] = self.timeouts.get(name, 0) + count
+        self._attempts.record_network_attempts(part.network_attempts)
+        self._attempts.more_network_attempts += part.more_network_attempts
+
+    def stats(self) -> ExtractionStats:
+        """The counts so far, as one run's."""
+        return ExtractionStats(
+            pages=self.pages,
+            unreadable_pages=self.unreadable_pages,
+            errors=dict(self.errors),
+            timeouts=dict(self.timeouts),
+            worker_crashes=self.worker_crashes,
+            network_attempts=tuple(self._attempts.network_attempts),
+            more_network_attempts=self._attempts.more_network_attempts,
+        )
 
 
 def build_batch(
@@ -341,6 +384,6 @@ def log_extraction(logger: logging.Logger | logging.LoggerAdapter[Any], stats: E
     if stats.network_attempts:
         logger.warning(
             "Blocked %d network attempts of the extractors: %s",
-            len(stats.network_attempts),
+            stats.blocked_network_attempts,
             "; ".join(stats.network_attempts[:5]),
         )

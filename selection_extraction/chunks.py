@@ -31,6 +31,19 @@ from selection_storage.chunks import chunk_bounds
 #: better (see ``docs/performance.md``).
 PAGE_CHUNKS_PER_WORKER: Final[int] = 2
 
+#: Most pages, and most bytes of pages (their :attr:`~selection_extraction.pages.Page.weight`:
+#: file sizes, compressed for ``.html.gz``, or WARC payload lengths), of a chunk when no chunk
+#: size is given. A chunk's articles are held whole, in its runner worker and, once it is
+#: done, in the flow process until they are spooled, and up to
+#: :data:`flows.runners.IN_FLIGHT_PER_WORKER` chunks per worker are in flight: without a cap,
+#: 2 chunks per worker of a 1,000,000-page input would put the whole batch in memory there
+#: (issue 14). With it, the flow holds at most about ``2 x workers`` chunks' articles (the
+#: real pages of ``tests/data/aeb-pages`` average 35 KB a page on disk and 14 KB of batch an
+#: article: 500 of them are 7 MB of batch), and a chunk is still minutes of work against
+#: well under a second of submission cost (``docs/performance.md``).
+MAX_PAGES_PER_CHUNK: Final[int] = 500
+MAX_PAGE_BYTES_PER_CHUNK: Final[int] = 32 * 1024 * 1024
+
 
 class PageChunk:
     """Consecutive pages ``start .. start + len(pages) - 1`` of one input, and the run's time limit.
@@ -119,14 +132,43 @@ def balanced_bounds(weights: Sequence[int], n_chunks: int) -> list[tuple[int, in
     return bounds
 
 
+def capped_bounds(
+    bounds: Sequence[tuple[int, int]], weights: Sequence[int], max_items: int, max_weight: int
+) -> list[tuple[int, int]]:
+    """``bounds`` with every run cut, greedily from its start, into pieces of at most ``max_items``
+    items and ``max_weight`` in weight (an item heavier than that is a piece alone).
+
+    >>> capped_bounds([(0, 5), (5, 6)], [1, 1, 1, 1, 1, 9], max_items=2, max_weight=10)
+    [(0, 2), (2, 4), (4, 5), (5, 6)]
+    >>> capped_bounds([(0, 3)], [4, 7, 2], max_items=10, max_weight=5)
+    [(0, 1), (1, 2), (2, 3)]
+    """
+    capped: list[tuple[int, int]] = []
+    for start, stop in bounds:
+        piece, weight = start, 0
+        for index in range(start, stop):
+            w = max(1, weights[index])
+            if index > piece and (index - piece >= max_items or weight + w > max_weight):
+                capped.append((piece, index))
+                piece, weight = index, 0
+            weight += w
+        capped.append((piece, stop))
+    return capped
+
+
 def page_chunk_bounds(pages: Sequence[Page], pages_per_chunk: int | None, n_chunks: int) -> list[tuple[int, int]]:
     """The chunks of an extraction run: ``pages_per_chunk`` pages each when given, else
     ``n_chunks`` chunks of about equal bytes of pages (the cost of a page grows
     with its size, and a chunk that runs long keeps its worker's core busy alone at the
-    end). Only which pages go together depends on this, never the written batch."""
+    end), more when needed so that none holds more than :data:`MAX_PAGES_PER_CHUNK` pages
+    or :data:`MAX_PAGE_BYTES_PER_CHUNK` bytes of pages (but a page larger than that alone).
+    Only which pages go together depends on this, never the written batch."""
     if pages_per_chunk is not None:
         return chunk_bounds(len(pages), pages_per_chunk)
-    return balanced_bounds([page.weight for page in pages], n_chunks)
+    weights = [page.weight for page in pages]
+    needed = max(-(-len(pages) // MAX_PAGES_PER_CHUNK), -(-sum(weights) // MAX_PAGE_BYTES_PER_CHUNK))
+    bounds = balanced_bounds(weights, max(n_chunks, needed))
+    return capped_bounds(bounds, weights, MAX_PAGES_PER_CHUNK, MAX_PAGE_BYTES_PER_CHUNK)
 
 
 @dataclass(frozen=True)
@@ -161,7 +203,8 @@ def plan_page_chunks(
     page_set: PageSet, pages_per_chunk: int | None, workers: int, time_limit_seconds: float
 ) -> PageChunkPlan:
     """The chunks of ``page_set``: ``pages_per_chunk`` pages each when given, else
-    :data:`PAGE_CHUNKS_PER_WORKER` chunks per worker of about equal bytes (:func:`page_chunk_bounds`)."""
+    :data:`PAGE_CHUNKS_PER_WORKER` chunks per worker of about equal bytes, or more, smaller
+    ones for a large input (:func:`page_chunk_bounds`)."""
     bounds = page_chunk_bounds(page_set.pages, pages_per_chunk, PAGE_CHUNKS_PER_WORKER * workers)
     return PageChunkPlan(page_set, tuple(bounds), time_limit_seconds)
 
@@ -215,13 +258,13 @@ def spool_chunk(spool: ArticleSpool, part: ChunkExtraction) -> None:
 
 def joined_root(
     page_set: PageSet,
-    parts: Sequence[ChunkExtraction],
+    stats: ExtractionStats,
     extractors: Sequence[Extractor],
     time_limit_seconds: float,
 ) -> ExtractionResult:
-    """The counts of the whole input from its chunks', and the batch's root with an empty ``articles`` list
-    (for :meth:`ArticleSpool.write <selection_extraction.batch.ArticleSpool.write>`): as one run's."""
-    stats = combine_stats([part.stats for part in parts])
+    """The batch's root with an empty ``articles`` list (for :meth:`ArticleSpool.write
+    <selection_extraction.batch.ArticleSpool.write>`), from the counts of the whole input
+    (its chunks' added up: :class:`~selection_extraction.batch.StatsTotal`): as one run's."""
     settings = ExtractionSettings(time_limit_seconds=time_limit_seconds)
     return ExtractionResult(build_batch(page_set, [], extractors, settings, stats), stats)
 
@@ -233,6 +276,6 @@ def join_chunks(
     time_limit_seconds: float,
 ) -> ExtractionResult:
     """The batch of the whole input from its chunks' extractions, in page order: the same as one run's."""
-    result = joined_root(page_set, parts, extractors, time_limit_seconds)
+    result = joined_root(page_set, combine_stats([part.stats for part in parts]), extractors, time_limit_seconds)
     result.doc["articles"] = [article for part in parts for article in part.articles]
     return result

@@ -175,6 +175,7 @@ def _extract(
         timeouts=timeouts,
         worker_crashes=pool_stats.crashes,
         network_attempts=tuple(pool_stats.network_attempts),
+        more_network_attempts=pool_stats.more_network_attempts,
     )
 
 

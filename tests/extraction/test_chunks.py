@@ -24,16 +24,19 @@ from selection_extraction import (
     find_pages,
     stop_kept_workers,
 )
-from selection_extraction.batch import combine_stats
+from selection_extraction.batch import StatsTotal, combine_stats
 from selection_extraction.chunks import (
+    MAX_PAGES_PER_CHUNK,
     PAGE_CHUNKS_PER_WORKER,
     ChunkExtraction,
     ChunkProgress,
     balanced_bounds,
+    capped_bounds,
     extract_chunk,
     join_chunks,
     plan_page_chunks,
 )
+from selection_extraction.pool import kept_worker_pids
 from tests.support import PAGES
 
 
@@ -64,6 +67,17 @@ def test_chunk_counts_add_up() -> None:
     assert total.network_attempts == ("connect", "send")
 
 
+def test_a_running_total_gives_the_counts_of_all_chunks_and_moves_on() -> None:
+    a = ExtractionStats(2, 0, {"trafilatura": 1}, {"trafilatura": 1}, 1, ("connect",))
+    b = ExtractionStats(3, 1, {"trafilatura": 2, "readability": 1}, {}, 0, ("send",))
+    total = StatsTotal()
+    total.add(a)
+    first = total.stats()
+    total.add(b)
+    assert first == combine_stats([a])  # a snapshot, not changed by what is added after
+    assert total.stats() == combine_stats([a, b])
+
+
 @settings(max_examples=300, deadline=None)
 @given(weights=st.lists(st.integers(0, 10_000), max_size=60), n_chunks=st.integers(1, 12))
 def test_balanced_bounds_cover_every_page_once_in_order(weights: list[int], n_chunks: int) -> None:
@@ -76,6 +90,34 @@ def test_balanced_bounds_cover_every_page_once_in_order(weights: list[int], n_ch
 def test_balanced_bounds_put_a_heavy_page_alone() -> None:
     # 4 chunks by count would be [0..3], [4..7]: the heavy page would weigh on one worker with 3 others
     assert balanced_bounds([1, 1, 1, 1, 100, 1, 1, 1], 3) == [(0, 4), (4, 5), (5, 8)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    weights=st.lists(st.integers(0, 50), max_size=60),
+    n_chunks=st.integers(1, 12),
+    max_items=st.integers(1, 8),
+    max_weight=st.integers(1, 100),
+)
+def test_capped_bounds_cover_every_page_once_in_order_within_the_caps(
+    weights: list[int], n_chunks: int, max_items: int, max_weight: int
+) -> None:
+    bounds = balanced_bounds(weights, n_chunks)
+    capped = capped_bounds(bounds, weights, max_items, max_weight)
+    assert [i for start, stop in capped for i in range(start, stop)] == list(range(len(weights)))
+    for start, stop in capped:
+        assert 1 <= stop - start <= max_items
+        assert stop - start == 1 or sum(max(1, w) for w in weights[start:stop]) <= max_weight
+    # a cut of the balanced plan only: every balanced boundary is still a boundary
+    assert {stop for _, stop in bounds} <= {stop for _, stop in capped}
+
+
+def test_a_plan_without_chunk_size_caps_the_pages_of_a_chunk(tmp_path: Path) -> None:
+    """2 chunks per worker, unless that makes chunks of more than ``MAX_PAGES_PER_CHUNK`` pages (issue 14)."""
+    n = 2 * MAX_PAGES_PER_CHUNK + 1
+    plan = plan_page_chunks(made_up_pages(tmp_path, [1] * n), None, workers=1, time_limit_seconds=7.0)
+    assert plan.n_chunks == 3 and plan.largest <= MAX_PAGES_PER_CHUNK
+    assert plan.bounds[0][0] == 0 and plan.bounds[-1][1] == n
 
 
 def test_a_plan_by_chunk_size_cuts_consecutive_pages(tmp_path: Path) -> None:
@@ -113,6 +155,28 @@ def test_joined_chunks_are_the_batch_of_one_run() -> None:
     plan = plan_page_chunks(page_set, 2, workers=1, time_limit_seconds=30.0)
     parts = [extract_chunk(chunk) for chunk in plan.chunks()]
     assert [part.start for part in parts] == [start for start, _ in plan.bounds]
+    joined = join_chunks(page_set, parts, default_extractors(), 30.0)
+    assert sc.dump_batch(joined.doc) == sc.dump_batch(whole.doc)
+    assert joined.stats == whole.stats
+
+
+@pytest.mark.usefixtures("no_kept_workers")
+def test_a_kept_worker_recycled_in_the_middle_of_a_chunk_gives_the_batch_of_one_run() -> None:
+    """A task runner's kept worker is replaced every ``recycle_after`` pages, wherever that falls
+    (issue 14: what bounds its memory); the batch is the same bytes as one run's without recycling."""
+    page_set = find_pages(PAGES / "manifest.jsonl")
+    whole = extract_pages(page_set, ExtractionSettings(time_limit_seconds=30.0, workers=1, recycle_after=10**6))
+    recycling = ExtractionSettings(time_limit_seconds=30.0, workers=1, recycle_after=4, keep_workers=True)
+    plan = plan_page_chunks(page_set, 3, workers=1, time_limit_seconds=30.0)
+    parts, pids = [], []
+    for chunk in plan.chunks():
+        result = extract_pages(PageSet("", "chunk", chunk.pages), recycling)
+        parts.append(ChunkExtraction(chunk.start, result.doc["articles"], result.stats))
+        pids.append(kept_worker_pids())
+    # 6 pages in 2 chunks of 3, 4 pages a worker: the first chunk's worker is kept (3 served) and
+    # serves the second chunk's first page, then is replaced; its successor (2 served) is kept.
+    assert len(page_set.pages) == 6 and plan.n_chunks == 2
+    assert [len(p) for p in pids] == [1, 1] and pids[0] != pids[1]
     joined = join_chunks(page_set, parts, default_extractors(), 30.0)
     assert sc.dump_batch(joined.doc) == sc.dump_batch(whole.doc)
     assert joined.stats == whole.stats

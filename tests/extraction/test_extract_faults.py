@@ -17,6 +17,9 @@ import pytest
 
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
 from selection_extraction import ExtractionSettings, default_extractors, extract_pages, find_pages
+from selection_extraction.artifacts import extraction_markdown
+from selection_extraction.batch import combine_stats
+from selection_extraction.pool import MAX_NETWORK_ATTEMPTS_KEPT
 from tests.support import PAGES
 from tests.support import extract_faults as faults
 
@@ -133,6 +136,25 @@ def test_a_network_attempt_is_blocked_and_recorded(tmp_path: Path) -> None:
     assert result.stats.network_attempts and all(
         a.startswith("page 0 trafilatura: socket.") for a in result.stats.network_attempts
     )
+
+
+def test_only_the_first_network_attempts_are_kept_word_for_word_the_others_are_counted(tmp_path: Path) -> None:
+    """A library that tried the network on every page must not leave a record per page in the parent
+    for the whole run (issue 14): the first ``MAX_NETWORK_ATTEMPTS_KEPT`` are kept, the others counted."""
+    write_pages(tmp_path / "pages", {"a.html": faults.NETWORK_MANY, "b.html": faults.NETWORK_MANY})
+    page_set = find_pages(tmp_path / "pages")
+    one_worker = ExtractionSettings(workers=1)  # page 0's attempts come back first
+    stats = extract_pages(page_set, one_worker, with_function("trafilatura", faults.faulty_trafilatura)).stats
+    assert len(stats.network_attempts) == MAX_NETWORK_ATTEMPTS_KEPT < 2 * faults.MANY_ATTEMPTS
+    assert stats.blocked_network_attempts == 2 * faults.MANY_ATTEMPTS
+    assert all(a.startswith("page 0 trafilatura: socket.getaddrinfo") for a in stats.network_attempts)
+    assert f"| Network attempts blocked | {2 * faults.MANY_ATTEMPTS} |" in extraction_markdown(
+        {}, stats, tmp_path / "out.json", "0" * 64, 0, 0
+    )
+    # added up over chunks, the same cap and the same count
+    total = combine_stats([stats, stats])
+    assert len(total.network_attempts) == MAX_NETWORK_ATTEMPTS_KEPT
+    assert total.blocked_network_attempts == 4 * faults.MANY_ATTEMPTS
 
 
 def test_newspaper4k_defaults_would_fetch_images_and_ours_do_not(tmp_path: Path) -> None:

@@ -10,10 +10,12 @@ through the Prefect client. Waits are bounded; nothing asserts a duration.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import subprocess
 import sys
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ from flows.runners import (
     TaskRunnerConfigError,
     TaskRunnerName,
     check_dask_address,
+    for_each_in_order,
     local_cluster_kwargs,
     resolve_task_runner,
     submit_in_order,
@@ -231,6 +234,32 @@ def test_submit_in_order_keeps_order_bounds_the_window_and_waits_on_failure() ->
     assert seen == [(0, 0), (1, 10)]
     assert all(f.waited for f in futures[3:])  # the ones still pending were waited for
     assert submit_in_order(Runner(), None, [0, 1, 3], "x", in_flight=1) == [0, 10, 30]
+
+
+class _Result:
+    """A task result that can be watched with a weak reference."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+
+def test_for_each_in_order_hands_over_each_result_in_order_and_keeps_none() -> None:
+    class Runner:  # holds no future: only the helper under test could keep a result alive
+        def submit(self, task: Any, parameters: dict[str, Any]) -> _FailingFuture:
+            return _FailingFuture(None, _Result(parameters["x"]))
+
+    watched: list[weakref.ref[_Result]] = []
+    seen: list[tuple[int, int]] = []
+
+    def on_result(index: int, result: _Result) -> None:
+        gc.collect()
+        # every result handed over before this one is gone: the helper kept none of them
+        assert [ref() for ref in watched] == [None] * len(watched)
+        watched.append(weakref.ref(result))
+        seen.append((index, result.value))
+
+    count = for_each_in_order(Runner(), None, iter([5, 6, 7, 8]), "x", in_flight=2, on_result=on_result)
+    assert (count, seen) == (4, [(0, 5), (1, 6), (2, 7), (3, 8)])
 
 
 # --- flow runs --------------------------------------------------------------------

@@ -19,6 +19,10 @@ HANG = "<!--fault:hang-->"
 CRASH = "<!--fault:crash-->"
 RAISE = "<!--fault:raise-->"
 NETWORK = "<!--fault:network-->"
+NETWORK_MANY = "<!--fault:network-many-->"
+
+#: Network attempts one call makes on a page marked :data:`NETWORK_MANY`.
+MANY_ATTEMPTS = 150
 
 
 def faulty_trafilatura(html: str, url: str | None) -> tuple[str, str | None]:
@@ -31,6 +35,12 @@ def faulty_trafilatura(html: str, url: str | None) -> tuple[str, str | None]:
         os.kill(os.getpid(), signal.SIGSEGV)
     if RAISE in html:
         raise RuntimeError("injected failure")
+    if NETWORK_MANY in html:
+        for _ in range(MANY_ATTEMPTS):  # each attempt is blocked (and recorded); carry on regardless
+            try:
+                socket.getaddrinfo("example.com", 80)
+            except ConnectionError:
+                pass
     if NETWORK in html:
         socket.create_connection(("127.0.0.1", 9), timeout=1).close()
     return extract_trafilatura(html, url)
@@ -47,7 +57,9 @@ def newspaper_fetching_images(html: str, url: str | None) -> tuple[str, str | No
 __all__ = [
     "CRASH",
     "HANG",
+    "MANY_ATTEMPTS",
     "NETWORK",
+    "NETWORK_MANY",
     "RAISE",
     "extract_newspaper4k",
     "faulty_trafilatura",
