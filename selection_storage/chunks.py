@@ -299,6 +299,8 @@ def plan_jobs(
     """
     if plan.layout is None:
         raise ValueError("a batch whose articles were not delimited is scored in one piece")
+    if any(len(run) > chunk_size for run in plan.layout.runs):
+        raise ValueError(f"chunks of {chunk_size} articles need a plan made with run_articles <= {chunk_size}")
     pid = os.getpid() if owner_pid is None else owner_pid
     token = secrets.token_hex(4)
     jobs = []
