@@ -2,7 +2,7 @@
 
 Every path is checked before any page is read. Then the extract step
 (:mod:`flows.extract_articles`'s tasks) writes ``<pages>_extracted.json``, and
-``select-batch-in-chunks`` selects from that file, one chunk of articles after
+``select-batch-in-runs`` selects from that file, one chunk of articles after
 the other, and writes ``<pages>_extracted_selected.json``. Neither step holds
 the batch: the extraction streams its articles to a temporary file beside the
 output, and the selection reads, scores and writes one run of articles (at most 8 MiB) at a time

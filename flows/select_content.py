@@ -4,7 +4,7 @@ extract (read + validate) -> select (the deterministic core) -> persist (atomic
 write) -> artifacts. All selection logic lives in ``selection_core``; this module
 only chains the tasks and reports.
 
-In-process (the default), the select step is one task, ``select-batch-in-chunks``,
+In-process (the default), the select step is one task, ``select-batch-in-runs``,
 that reads, scores and writes the batch one run of articles after the other
 (:func:`selection_storage.chunked_file.select_file`): its memory is bounded by a run
 (8 MiB of input), whatever the batch's size. With a parallel task runner
@@ -53,7 +53,7 @@ from selection_storage.parts import PartJoiner, discard_parts
 from selection_storage.paths import RunPaths
 from tasks.artifacts import publish_artifacts
 from tasks.batch import persist_batch, write_selection_report
-from tasks.chunks import assemble_batch, plan_batch, select_batch_in_chunks, select_chunk
+from tasks.chunks import assemble_batch, plan_batch, select_batch_in_runs, select_chunk
 from tasks.logs import run_logger
 from tasks.paths import check_paths
 from tasks.progress import artifact_progress
@@ -190,7 +190,7 @@ def select_whole(doc: dict[str, Any], paths: RunPaths, max_table_rows: int) -> S
 
 def select_in_runs(paths: RunPaths, max_table_rows: int, run_articles: int | None) -> tuple[str, Scored]:
     """Score the batch one run of articles after the other in this process (in-process runs, ``extract-and-select``)."""
-    result = select_batch_in_chunks(paths, max_table_rows, run_articles)
+    result = select_batch_in_runs(paths, max_table_rows, run_articles)
     assert result.evidence is not None
     read_as = read_as_text(result.runs, result.one_piece)
     return result.input_sha256, (result.written, result.evidence, result.summary, read_as)

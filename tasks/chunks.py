@@ -1,5 +1,5 @@
 """The chunked selection's tasks: ``plan-batch``, ``select-chunk`` (once per chunk) and ``assemble-batch``,
-and ``select-batch-in-chunks`` (all three, one chunk after the other, in this process).
+and ``select-batch-in-runs`` (all three, one chunk after the other, in this process).
 
 Each is one call into :mod:`selection_storage.chunks`, :mod:`selection_storage.parts`
 or :mod:`selection_storage.chunked_file` (where the plan, the scoring of one chunk
@@ -109,8 +109,8 @@ def assemble_batch(
     return written
 
 
-@task(name="select-batch-in-chunks", **io_task_options())
-def select_batch_in_chunks(paths: RunPaths, max_table_rows: int, run_articles: int | None = None) -> RunResult:
+@task(name="select-batch-in-runs", **io_task_options())
+def select_batch_in_runs(paths: RunPaths, max_table_rows: int, run_articles: int | None = None) -> RunResult:
     """Read, score and write the batch one run of articles after the other in this process, never holding it whole.
 
     See :func:`selection_storage.chunked_file.select_file` (the bytes of the one-piece

@@ -103,7 +103,7 @@ def test_eio_at_the_write_system_call_is_retried_and_the_run_completes(batch: Pa
     assert (batch.parent / "b_extracted_selected.json").read_bytes() == expected_output(batch)
     assert temporaries(batch.parent) == []
     assert batch.read_bytes() == BATCH
-    assert run_counts(state.state_details.flow_run_id, {"persist-batch"})["persist-batch"] == 2
+    assert run_counts(state.state_details.flow_run_id, {"select-batch-in-runs"})["select-batch-in-runs"] == 2
 
 
 def test_eio_at_the_read_is_retried_and_the_run_completes(batch: Path, mocker: Any) -> None:
@@ -121,7 +121,7 @@ def test_eio_at_the_read_is_retried_and_the_run_completes(batch: Path, mocker: A
     assert state.is_completed(), state.message
     assert not failures
     assert (batch.parent / "b_extracted_selected.json").read_bytes() == expected_output(batch)
-    assert run_counts(state.state_details.flow_run_id, {"extract-batch"})["extract-batch"] == 2
+    assert run_counts(state.state_details.flow_run_id, {"select-batch-in-runs"})["select-batch-in-runs"] == 2
 
 
 @pytest.mark.parametrize(
@@ -148,8 +148,8 @@ def test_a_write_that_cannot_succeed_fails_at_once_and_leaves_everything_as_it_w
         state.result()
     assert fault.hits == 1, "a write that cannot succeed must not be retried"
     assert listing(batch.parent) == before, "input, previous output and directory must be unchanged"
-    counts = run_counts(state.state_details.flow_run_id, {"check-paths", "extract-batch", "persist-batch"})
-    assert counts["persist-batch"] == 1
+    counts = run_counts(state.state_details.flow_run_id, {"check-paths", "select-batch-in-runs"})
+    assert counts["select-batch-in-runs"] == 1
     assert "publish-artifacts" not in counts
 
 

@@ -317,15 +317,39 @@ def _sample_size() -> int:
     return len(orjson.loads(SAMPLE_BATCH.read_bytes())["articles"])
 
 
+def _run_in_process_and_check(source: Path, output: Path, chunk_size: int, n_articles: int) -> None:
+    state = select_content(
+        input_path=str(source),
+        output_path=str(output),
+        chunk_size=chunk_size,
+        task_runner="in-process",
+        return_state=True,
+    )
+    assert state.is_completed(), state.message
+    assert output.read_bytes() == expected_output(source)
+    n_runs = -(-n_articles // min(chunk_size, 500))
+    assert (
+        state.result().read_as
+        == f"in {n_runs} run{'s' * (n_runs > 1)} of articles, one after the other in this process"
+    )
+    expected = ["check-paths", "publish-artifacts", "select-batch-in-runs"]
+    runs = _wait_for_task_runs(
+        state.state_details.flow_run_id,
+        lambda rs: len(rs) == len(expected) and all(r.state and r.state.is_final() for r in rs),
+    )
+    assert _task_names(runs) == expected  # one task, whatever the number of runs: they are read one at a time
+    assert all(run.state.is_completed() for run in runs)
+
+
 @pytest.mark.usefixtures("prefect_harness", "no_data_root_env")
 @pytest.mark.parametrize("chunk_size", [7, 1000], ids=["chunk-7", "chunk-large"])
 def test_in_process_chunks_write_the_same_bytes(golden: Path, tmp_path: Path, chunk_size: int) -> None:
-    _run_and_check(golden, tmp_path / "out.json", chunk_size, N_GOLDEN, task_runner="in-process")
+    _run_in_process_and_check(golden, tmp_path / "out.json", chunk_size, N_GOLDEN)
 
 
 @pytest.mark.usefixtures("prefect_harness", "no_data_root_env")
 def test_in_process_chunks_of_one_article(sample: Path, tmp_path: Path) -> None:
-    _run_and_check(sample, tmp_path / "out.json", 1, _sample_size(), task_runner="in-process")
+    _run_in_process_and_check(sample, tmp_path / "out.json", 1, _sample_size())
 
 
 @pytest.mark.slow

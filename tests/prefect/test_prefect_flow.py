@@ -20,11 +20,12 @@ from uuid import UUID
 import pytest
 
 import selection_core as sc
-import selection_storage.batch
+import selection_storage.chunked_file
+import selection_storage.parts
 from flows.select_content import SelectionRunSummary, select_content
 from flows.select_directory import BatchesFailedError, DirectoryRunSummary, select_directory
 from selection_cli.run import run_main
-from selection_core.errors import InvalidBatchError, UnsafePathError, WriteError
+from selection_core.errors import InvalidBatchError, ReadError, UnsafePathError, WriteError
 from selection_core.evidence import CLOSEST_CALLS_ARTIFACT_KEY, SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY
 from tasks.select import PROGRESS_ARTIFACT_KEY
 from tests.support.prefect_fixtures import artifacts_of, expected_output, leftover_files, task_runs_of
@@ -112,43 +113,44 @@ def test_artifacts_are_built_from_the_explanations(batch_factory, tmp_path: Path
 
 def test_a_transient_read_failure_is_retried_and_the_run_succeeds(batch_factory, tmp_path: Path, mocker) -> None:
     source = batch_factory(n_articles=2)
-    real_read = selection_storage.batch.read_input
+    real_read = selection_storage.chunked_file.read_span
     calls: list[Path] = []
 
-    def flaky_read(path: Path) -> bytes:
+    def flaky_read(path: Path, *args: Any) -> bytearray:
         calls.append(path)
         if len(calls) == 1:
-            raise OSError(errno.EIO, "Input/output error", str(path))
-        return real_read(path)
+            raise ReadError(f"{path}: read failed (Input/output error); retry later", errno.EIO)
+        return real_read(path, *args)
 
-    mocker.patch("selection_storage.batch.read_input", side_effect=flaky_read)
+    mocker.patch("selection_storage.chunked_file.read_span", side_effect=flaky_read)
     state = select_content(input_path=str(source), return_state=True)
 
     assert state.is_completed()
     assert len(calls) == 2
     assert (tmp_path / "b_extracted_selected.json").read_bytes() == expected_output(source)
-    names = {"check-paths", "extract-batch", "select-extractors", "persist-batch", "publish-artifacts"}
+    names = {"check-paths", "select-batch-in-runs", "publish-artifacts"}
     runs = wait_for_task_runs(state.state_details.flow_run_id, all_final(names))
-    assert runs["extract-batch"].run_count == 2
-    assert runs["extract-batch"].state.is_completed()
+    assert runs["select-batch-in-runs"].run_count == 2
+    assert runs["select-batch-in-runs"].state.is_completed()
 
 
 def test_a_transient_write_failure_is_retried(batch_factory, tmp_path: Path, mocker) -> None:
     source = batch_factory(n_articles=2)
-    real_write = selection_storage.batch.write_atomic
-    attempts: list[Path] = []
+    real_write = selection_storage.parts.PartJoiner.write_run
+    attempts: list[int] = []
 
-    def flaky_write(path: Path, data: bytes) -> None:
-        attempts.append(path)
+    def flaky_write(joiner: Any, output: Any, report: Any) -> None:
+        attempts.append(1)
         if len(attempts) == 1:
-            raise WriteError(f"{path}: write failed (Input/output error)", errno.EIO, transient=True)
-        real_write(path, data)
+            raise WriteError("out: write failed (Input/output error)", errno.EIO, transient=True)
+        real_write(joiner, output, report)
 
-    mocker.patch("selection_storage.batch.write_atomic", side_effect=flaky_write)
+    mocker.patch.object(selection_storage.parts.PartJoiner, "write_run", autospec=True, side_effect=flaky_write)
     state = select_content(input_path=str(source), return_state=True)
     assert state.is_completed()
     assert len(attempts) == 2
     assert (tmp_path / "b_extracted_selected.json").read_bytes() == expected_output(source)
+    assert leftover_files(tmp_path, {source, tmp_path / "b_extracted_selected.json"}) == []
 
 
 def test_an_invalid_batch_fails_on_the_first_try_and_writes_nothing(batch_factory, tmp_path: Path) -> None:
@@ -160,10 +162,10 @@ def test_an_invalid_batch_fails_on_the_first_try_and_writes_nothing(batch_factor
         state.result()
     assert state.message == str(refused.value)  # the one line, not "Flow run encountered an exception"
     assert leftover_files(tmp_path, {source}) == []
-    runs = wait_for_task_runs(state.state_details.flow_run_id, all_final({"check-paths", "extract-batch"}))
-    assert set(runs) == {"check-paths", "extract-batch"}  # nothing after the extract step ran
-    assert runs["extract-batch"].run_count == 1
-    assert runs["extract-batch"].state.is_failed()
+    runs = wait_for_task_runs(state.state_details.flow_run_id, all_final({"check-paths", "select-batch-in-runs"}))
+    assert set(runs) == {"check-paths", "select-batch-in-runs"}  # nothing after the selection step ran
+    assert runs["select-batch-in-runs"].run_count == 1
+    assert runs["select-batch-in-runs"].state.is_failed()
 
 
 @pytest.mark.parametrize(
