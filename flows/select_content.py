@@ -48,7 +48,7 @@ from flows.runners import (
 from selection_core.evidence import ShownEvidence, batch_evidence, counts_text, merge_evidence, read_as_text
 from selection_core.layout import ONE_PIECE_REASON
 from selection_storage.batch import WrittenFile
-from selection_storage.chunks import BatchPlan, ChunkJob, ChunkOutcome, auto_chunk_size, canonical_error, plan_jobs
+from selection_storage.chunks import BatchPlan, ChunkJob, ChunkOutcome, auto_chunk_size, plan_jobs, refuse_as_whole
 from selection_storage.parts import PartJoiner, discard_parts
 from selection_storage.paths import RunPaths
 from tasks.artifacts import publish_artifacts
@@ -134,7 +134,7 @@ def _select_in_chunks(
                 PROGRESS_ARTIFACT_KEY, f"Scoring the {total} articles of {plan.path.name} in {len(jobs)} chunk(s)"
             )
             done = 0
-            joiner = PartJoiner(plan.envelope, total > 0, paths.output, paths.report)
+            joiner = PartJoiner(plan.envelope, total > 0, paths.output, paths.report, plan.format)
 
             def advance(_index: int, outcome: ChunkOutcome) -> None:
                 nonlocal done
@@ -161,11 +161,13 @@ def _select_in_chunks(
                     on_result=advance,
                 )
             except sc.InvalidBatchError:
-                canonical_error(plan.path)  # raises the one-piece path's message
+                refuse_as_whole(plan)  # raises the whole batch's refusal
                 raise
         if progress is not None:
             progress(total, total)
-        written = assemble_batch(plan.envelope, opaque(outcomes), paths.output, paths.report, joined=opaque(joiner))
+        written = assemble_batch(
+            plan.envelope, opaque(outcomes), paths.output, paths.report, plan.format, joined=opaque(joiner)
+        )
     finally:  # whatever happened, no staged file and no part of this run stays
         if joiner is not None:
             joiner.discard()

@@ -40,7 +40,9 @@ from selection_extraction.warc import is_warc_name
 from selection_storage.directory import is_outdated
 from selection_storage.paths import (
     DATA_ROOT_ENV,
+    EXTRACTED_LINES_SUFFIX,
     EXTRACTED_SUFFIX,
+    SELECTED_LINES_SUFFIX,
     SELECTED_SUFFIX,
     data_root_in_force,
     name_once,
@@ -62,6 +64,14 @@ INBOX_DIR: Final[str] = "inbox"
 
 #: What the name of a manifest in the inbox ends with (matched case-insensitively).
 MANIFEST_SUFFIX: Final[str] = ".jsonl"
+
+#: Names of what this stage writes (extracted and selected batches, either format), never page sets.
+OUTPUT_SUFFIXES: Final[tuple[str, ...]] = (
+    EXTRACTED_SUFFIX,
+    SELECTED_SUFFIX,
+    EXTRACTED_LINES_SUFFIX,
+    SELECTED_LINES_SUFFIX,
+)
 
 
 @dataclass(frozen=True)
@@ -139,9 +149,11 @@ def scan_inbox(inbox: Path) -> InboxScan:
         entry = inbox / name
         if name.startswith("."):
             continue
+        if name.endswith(OUTPUT_SUFFIXES) and not entry.is_dir():
+            continue  # a batch this stage wrote (a JSON Lines batch is not a page manifest)
         if entry.is_dir() or is_page_set_name(name):
             page_sets.append(entry)
-        elif not name.endswith((EXTRACTED_SUFFIX, SELECTED_SUFFIX)):
+        else:
             ignored.append(entry)
 
     by_output: dict[Path, list[Path]] = {}

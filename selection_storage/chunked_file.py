@@ -28,10 +28,9 @@ from typing import Any
 import selection_core as sc
 from selection_core.batch import ProgressCallback, Summary
 from selection_core.evidence import MAX_CLOSEST_CALLS, ShownEvidence, article_row, merge_evidence
-from selection_core.layout import RUN_PREFIX, RUN_SUFFIX
 from selection_core.select import Selection
 from selection_storage.batch import WrittenFile
-from selection_storage.chunks import canonical_error, plan_batch, score_run
+from selection_storage.chunks import plan_batch, refuse_as_whole, score_run
 from selection_storage.files import read_span, sha256_file
 from selection_storage.parts import PartJoiner
 from selection_storage.paths import resolve_output_path, resolve_report_path
@@ -103,23 +102,24 @@ def select_file(
     close_calls = MAX_CLOSEST_CALLS if shown else 0
     summary = sc.summarize(())
     found: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
-    joiner = PartJoiner(plan.envelope, total > 0, out, report)
+    fmt = plan.format
+    joiner = PartJoiner(plan.envelope, total > 0, out, report, fmt)
     try:
         for run in plan.layout.runs:
-            data = read_span(inp, plan.identity, run.begin, run.end, RUN_PREFIX, RUN_SUFFIX)
+            data = read_span(inp, plan.identity, run.begin, run.end, fmt.run_prefix, fmt.run_suffix)
             try:
                 scored = score_run(
                     data,
                     inp,
-                    run.start,
-                    run.stop,
+                    run,
+                    fmt,
                     article_row if shown else _no_row,
                     table_rows,
                     close_calls,
                     bool(report),
                 )
             except sc.InvalidBatchError:
-                canonical_error(inp)  # raises the one-piece path's message
+                refuse_as_whole(plan)  # raises the whole batch's refusal
                 raise
             del data
             joiner.write_run(scored.output, scored.report)

@@ -48,12 +48,13 @@ from typing import Any, Final, cast
 
 import selection_core as sc
 from selection_core.evidence import MAX_CLOSEST_CALLS, close_call_entries
-from selection_core.layout import RUN_PREFIX, RUN_SUFFIX, Run, RunLayout
+from selection_core.formats import FORMATS, JSON_BATCH, JSON_LINES, BatchFormat, format_of
+from selection_core.layout import Run, RunLayout
 from selection_storage.atomic import process_alive, temporary_name
 from selection_storage.files import FileIdentity, read_input, read_span, sha256_bytes
 from selection_storage.parts import discard_parts, render_articles_in_batches, write_part
 from selection_storage.report import report_lines
-from selection_storage.scan import scan_file
+from selection_storage.scan import scan_file, scan_lines
 
 #: Chunks per worker when no chunk size is given: enough to even out uneven
 #: chunks, few enough that the fixed cost of a task run, paid by the flow's own
@@ -111,11 +112,12 @@ def auto_chunk_size(n_articles: int, workers: int) -> int:
 
 @dataclass(frozen=True)
 class BatchPlan:
-    """What the flow knows of a batch before it is scored: the envelope and where each article lies.
+    """What the flow knows of a batch before it is scored: its format, the envelope and where its runs lie.
 
-    ``layout`` is None when the articles could not be delimited without parsing
-    (a root key spelled with escapes, say); the batch was then parsed whole and
-    ``doc`` holds it, to be scored in one piece.
+    ``layout`` is None when the articles of a JSON batch could not be delimited
+    without parsing; the batch was then parsed whole and ``doc`` holds it, to be
+    scored in one piece. (Only an invalid batch gets there in practice: the scan
+    delimits every valid one. The lines of a JSON Lines batch are always delimited.)
     """
 
     path: Path
@@ -125,6 +127,7 @@ class BatchPlan:
     envelope: dict[str, Any]
     layout: RunLayout | None
     doc: dict[str, Any] | None = None
+    format: BatchFormat = JSON_BATCH
 
     @property
     def article_count(self) -> int:
@@ -135,12 +138,20 @@ class BatchPlan:
 
 
 def canonical_error(path: Path) -> None:
-    """Parse the whole input as the one-piece path does; raise its error, if it has one.
-
-    Every refusal of the chunked path goes through here, so a user gets the same
-    one line (with the place in the whole file) whichever runner ran.
-    """
+    """Parse the whole input as the one-piece path does; raise its error, if it has one."""
     sc.parse_batch(read_input(path), str(path))
+
+
+def refuse_as_whole(plan: BatchPlan) -> None:
+    """Raise the refusal of the whole batch, when a run of it was refused (then re-raise the run's own).
+
+    Every refusal of a run goes through here, so a user gets the same one line
+    whichever runner ran and however the batch was cut: for a JSON batch, the
+    whole-document parse's (with the place in the whole file); a JSON Lines run's
+    refusal already names its line in the file.
+    """
+    if plan.format.restate_refusal:
+        canonical_error(plan.path)
 
 
 def plan_batch(input_path: str | os.PathLike[str], max_run_articles: int | None = None) -> BatchPlan:
@@ -157,6 +168,10 @@ def plan_batch(input_path: str | os.PathLike[str], max_run_articles: int | None 
         ReadError: a transient read error.
     """
     path = Path(input_path)
+    fmt = format_of(path.name)
+    if fmt is JSON_LINES:
+        lines = scan_lines(path, RUN_BYTES, max_run_articles or RUN_ARTICLES)
+        return BatchPlan(path, lines.identity, lines.sha256, lines.identity.size, {}, lines.layout, None, fmt)
     scanned = scan_file(path, RUN_BYTES, max_run_articles or RUN_ARTICLES)
     if scanned.identity.size == 0:
         canonical_error(path)  # refuses the empty file
@@ -205,6 +220,7 @@ class ChunkJob:
         "stop",
         "table_rows",
         "close_calls",
+        "format_name",
     )
 
     def __init__(
@@ -223,8 +239,10 @@ class ChunkJob:
         owner_pid: int,
         owner_host: str,
         close_calls: int = MAX_CLOSEST_CALLS,
+        format_name: str = JSON_BATCH.name,
     ) -> None:
         self.input_path = input_path
+        self.format_name = format_name
         self.owner_pid = owner_pid
         self.owner_host = owner_host
         self.output_path = output_path
@@ -321,6 +339,7 @@ def plan_jobs(
                 owner_pid=pid,
                 owner_host=socket.gethostname(),
                 close_calls=close_calls,
+                format_name=plan.format.name,
             )
         )
     return jobs
@@ -379,31 +398,29 @@ class ScoredRun:
 def score_run(
     data: bytes | bytearray,
     path: Path,
-    start: int,
-    stop: int,
+    run: Run,
+    fmt: BatchFormat,
     row: RowBuilder,
     table_rows: int,
     close_calls: int,
     with_report: bool,
 ) -> ScoredRun:
-    """Parse, validate and score articles ``start .. stop - 1`` of a batch, from their bytes wrapped as a batch.
+    """Parse, validate and score the articles of ``run``, from their bytes.
 
-    ``data`` is :data:`RUN_PREFIX` + the run's bytes + :data:`RUN_SUFFIX`. The rows
+    ``data`` is the run's bytes wrapped in the format's ``run_prefix``/``run_suffix``. The rows
     of the scores table are built for the articles among the batch's first
     ``table_rows``, and at most ``close_calls`` close calls are kept.
 
     Raises:
         InvalidBatchError: the run is not valid (:func:`canonical_error` gives the whole-document message).
     """
-    doc = sc.parse_batch(cast(bytes, data), f"{path} (articles {start}..{stop - 1})")
-    articles = doc["articles"]
-    if len(articles) != stop - start:
-        raise sc.InvalidBatchError(f"{path}: articles {start}..{stop - 1} are not where they were found")
+    start, stop = run.start, run.stop
+    articles = fmt.parse_run(cast(bytes, data), str(path), run)
     selections = [sc.select_article(article, start + offset) for offset, article in enumerate(articles)]
-    sc.apply_selections(doc, selections, start=start)
+    sc.apply_selections({"articles": articles}, selections, start=start)
     shown = max(0, min(stop, table_rows) - start)
     return ScoredRun(
-        output=render_articles_in_batches(articles),
+        output=render_articles_in_batches(articles, fmt),
         report=report_lines(articles, selections) if with_report else None,
         summary=sc.summarize(selections),
         rows=[row(articles[i], selections[i]) for i in range(shown)],
@@ -429,9 +446,11 @@ def score_chunk(chunk: ChunkJob, row: RowBuilder) -> ChunkOutcome:
         ReadError, WriteError, OutputPathError: as reading and writing files.
     """
     path = Path(chunk.input_path)
-    data = read_span(path, chunk.identity, chunk.span[0], chunk.span[1], RUN_PREFIX, RUN_SUFFIX)
+    fmt = FORMATS[chunk.format_name]
+    data = read_span(path, chunk.identity, chunk.span[0], chunk.span[1], fmt.run_prefix, fmt.run_suffix)
     with_report = chunk.report_path is not None and chunk.report_part is not None
-    scored = score_run(data, path, chunk.start, chunk.stop, row, chunk.table_rows, chunk.close_calls, with_report)
+    run = Run(chunk.start, chunk.stop, chunk.span[0], chunk.span[1])
+    scored = score_run(data, path, run, fmt, row, chunk.table_rows, chunk.close_calls, with_report)
     del data
     if scored.report is not None and chunk.report_path is not None and chunk.report_part is not None:
         write_part(Path(chunk.report_path), chunk.report_part, scored.report)

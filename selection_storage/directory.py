@@ -6,7 +6,10 @@ import os
 from pathlib import Path
 
 from selection_core.errors import InvalidBatchError
-from selection_storage.paths import DATA_ROOT_ENV, EXTRACTED_SUFFIX, selected_path
+from selection_storage.paths import DATA_ROOT_ENV, EXTRACTED_LINES_SUFFIX, EXTRACTED_SUFFIX, selected_path
+
+#: The names the directory scan picks up: extracted batches, JSON and JSON Lines.
+BATCH_SUFFIXES = (EXTRACTED_SUFFIX, EXTRACTED_LINES_SUFFIX)
 
 
 def is_outdated(output: Path, input_mtime_ns: int) -> bool:
@@ -29,7 +32,7 @@ def is_stale(input_path: Path) -> bool:
 
 
 def find_batches(directory: Path) -> list[Path]:
-    """Every ``*_extracted.json`` file under ``directory``, recursively, in sorted order.
+    """Every ``*_extracted.json`` and ``*_extracted.jsonl`` file under ``directory``, recursively, in sorted order.
 
     Symlinked directories are not entered, and hidden directories (``.name``)
     are skipped, so a walk stays inside the tree it was given and terminates.
@@ -45,10 +48,10 @@ def find_batches(directory: Path) -> list[Path]:
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(directory, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        found.extend(Path(dirpath) / name for name in filenames if name.endswith(EXTRACTED_SUFFIX))
+        found.extend(Path(dirpath) / name for name in filenames if name.endswith(BATCH_SUFFIXES))
     return sorted(found)
 
 
 def find_stale_batches(directory: str | os.PathLike[str]) -> list[Path]:
-    """The ``*_extracted.json`` files under ``directory`` whose ``_selected.json`` is missing or older, sorted."""
+    """The ``*_extracted.json(l)`` files under ``directory`` whose ``_selected.json(l)`` is missing or older, sorted."""
     return [path for path in find_batches(Path(directory)) if is_stale(path)]

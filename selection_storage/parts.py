@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-import selection_core as sc
+from selection_core.formats import BatchFormat
 from selection_storage.atomic import StagedFile, clean_stale_temporaries, commit_in_order
 from selection_storage.batch import WrittenFile
 
@@ -47,10 +47,12 @@ def write_part(target: Path, part: str, pieces: Iterable[bytes]) -> None:
     StagedFile(target, path, durable=False).write_all(pieces)  # the assembled file is fsynced
 
 
-def render_articles_in_batches(articles: Sequence[dict[str, Any]], per_write: int = 256) -> Iterable[bytes]:
-    """The articles rendered as in a written batch (separators between them), ``per_write`` at a time."""
+def render_articles_in_batches(
+    articles: Sequence[dict[str, Any]], fmt: BatchFormat, per_write: int = 256
+) -> Iterable[bytes]:
+    """The articles rendered as in a written batch of ``fmt`` (separators between them), ``per_write`` at a time."""
     for i in range(0, len(articles), per_write):
-        yield (sc.ARTICLE_SEPARATOR if i else b"") + sc.render_articles(articles[i : i + per_write])
+        yield (fmt.separator if i else b"") + fmt.render(articles[i : i + per_write])
 
 
 def discard_parts(chunks: Iterable[HasParts]) -> None:
@@ -89,12 +91,20 @@ class PartJoiner:
     The parts are never removed here.
     """
 
-    def __init__(self, envelope: dict[str, Any], any_articles: bool, output_path: Path, report_path: Path | None):
+    def __init__(
+        self,
+        envelope: dict[str, Any],
+        any_articles: bool,
+        output_path: Path,
+        report_path: Path | None,
+        fmt: BatchFormat,
+    ):
         for target in (output_path, report_path):
             if target is not None:
                 clean_stale_temporaries(target)
         self.output_path = output_path
-        self._head, self._tail = sc.envelope_parts(envelope, any_articles)
+        self._head, self._tail = fmt.envelope_parts(envelope, any_articles)
+        self._separator = fmt.separator
         self._digest = hashlib.sha256()
         self._size = 0
         self._parts = 0
@@ -134,7 +144,7 @@ class PartJoiner:
                 assert outcome.report_part is not None
                 _copy_part(outcome.report_part, self._report, None)
             if self._parts:
-                self._append(sc.ARTICLE_SEPARATOR)
+                self._append(self._separator)
             self._size += _copy_part(outcome.output_part, self._output, self._digest)
             self._parts += 1
         except Exception as exc:  # noqa: BLE001 - kept, and the parts are joined again by assemble_parts
@@ -154,7 +164,7 @@ class PartJoiner:
                 for piece in report:
                     self._report.write(piece)
             if self._parts:
-                self._append(sc.ARTICLE_SEPARATOR)
+                self._append(self._separator)
             for piece in output:
                 self._append(piece)
             self._parts += 1
@@ -183,14 +193,18 @@ class PartJoiner:
 
 
 def join_parts(
-    envelope: dict[str, Any], outcomes: Sequence[ChunkOutcome], output_path: Path, report_path: Path | None
+    envelope: dict[str, Any],
+    outcomes: Sequence[ChunkOutcome],
+    output_path: Path,
+    report_path: Path | None,
+    fmt: BatchFormat,
 ) -> PartJoiner:
     """A joiner holding every part of ``outcomes``, in order.
 
     Raises:
         The first error met while joining (the joiner's staged files are removed).
     """
-    joiner = PartJoiner(envelope, any(len(o) for o in outcomes), output_path, report_path)
+    joiner = PartJoiner(envelope, any(len(o) for o in outcomes), output_path, report_path, fmt)
     for outcome in outcomes:
         joiner.add(outcome)
         if not joiner.usable:
@@ -204,6 +218,7 @@ def assemble_parts(
     outcomes: Sequence[ChunkOutcome],
     output_path: Path,
     report_path: Path | None,
+    fmt: BatchFormat,
     joined: PartJoiner | None = None,
 ) -> WrittenFile:
     """Write the selected batch (and the report) from the chunks' parts, atomically and as one group.
@@ -218,7 +233,7 @@ def assemble_parts(
         The written output, with the SHA-256 of its bytes.
     """
     if joined is None or not joined.usable:
-        joined = join_parts(envelope, outcomes, output_path, report_path)
+        joined = join_parts(envelope, outcomes, output_path, report_path, fmt)
     written = joined.complete()
     discard_parts(outcomes)
     return written

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Final
 
 from selection_core.errors import InvalidBatchError, OutputPathError, UnsafePathError
+from selection_core.jsonl import is_jsonl
 
 #: What an extracted batch's name ends with (what the scheduled directory scan picks up).
 EXTRACTED_SUFFIX: Final[str] = "_extracted.json"
@@ -28,15 +29,21 @@ EXTRACTED_SUFFIX: Final[str] = "_extracted.json"
 #: What the stem of a selected batch's default name ends with.
 SELECTED_SUFFIX: Final[str] = "_selected.json"
 
+#: The same two, for a JSON Lines batch.
+EXTRACTED_LINES_SUFFIX: Final[str] = "_extracted.jsonl"
+SELECTED_LINES_SUFFIX: Final[str] = "_selected.jsonl"
+
 
 def selected_path(input_path: str | os.PathLike[str]) -> Path:
-    """``<stem>_selected.json`` beside the input.
+    """``<stem>_selected.json`` beside the input; ``<stem>_selected.jsonl`` for a JSON Lines batch.
 
     >>> selected_path("data/batch_extracted.json").as_posix()
     'data/batch_extracted_selected.json'
+    >>> selected_path("data/batch_extracted.jsonl").as_posix()
+    'data/batch_extracted_selected.jsonl'
     """
     p = Path(input_path)
-    return p.with_name(f"{p.stem}{SELECTED_SUFFIX}")
+    return p.with_name(f"{p.stem}{SELECTED_LINES_SUFFIX if is_jsonl(p.name) else SELECTED_SUFFIX}")
 
 
 def _resolved(path: Path, what: str) -> Path:
@@ -65,6 +72,10 @@ def resolve_output_path(
     inp = Path(input_path)
     out = selected_path(inp) if output_path is None else Path(output_path)
     out_resolved, inp_resolved = _resolved(out, option), _resolved(inp, "input")
+    if option == "--output" and is_jsonl(inp.name) != is_jsonl(out.name) and out.suffix in (".json", ".jsonl"):
+        # A batch is written in its own format: a selection never converts one.
+        kind, want = ("JSON Lines", ".jsonl") if is_jsonl(inp.name) else ("JSON", ".json")
+        raise OutputPathError(f"{out}: the input is a {kind} batch, written back as {kind}; name the output *{want}")
     try:
         same = out.exists() and inp.exists() and os.path.samefile(inp, out)
     except OSError:

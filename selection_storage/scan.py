@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Final
@@ -241,21 +242,57 @@ def scan_file(
     """
     if max_run_bytes < 1:
         raise ValueError(f"max_run_bytes must be at least 1, got {max_run_bytes}")
+    return _read_through(path, block, lambda w: _scan(w, _RunCutter(max_run_bytes, max_run_articles)))
+
+
+def _read_through(path: Path, block: int, find: Callable[[_Window], tuple[RunLayout, bytes]]) -> ScannedFile:
+    """Open the input, ``find`` its layout through a window on it, read (and hash) the rest, check its version."""
     with open_input(path) as fh:
         try:
             identity = FileIdentity.of(os.fstat(fh.fileno()))
             w = _Window(fh, block)
             try:
                 layout: RunLayout | None
-                layout, envelope = _scan(w, _RunCutter(max_run_bytes, max_run_articles))
+                layout, envelope = find(w)
             except _GiveUp:
                 layout, envelope = None, b""
-                w.drain()
+            w.drain()
         except OSError as exc:
             raise read_error(path, exc) from None
     if w.read_bytes != identity.size or FileIdentity.of(os.stat(path)) != identity:
         raise InputChangedError(f"{path}: the file changed while it was being read; run again once it is complete")
     return ScannedFile(identity, w.digest.hexdigest(), layout, envelope)
+
+
+def _line_runs(w: _Window, cutter: _RunCutter) -> RunLayout:
+    """Delimit the lines of a JSON Lines file (each with its newline; the last one may have none)."""
+    pos = 0
+    while True:
+        nl = w.buf.find(b"\n", pos - w.base)
+        if nl >= 0:
+            end = w.base + nl + 1
+            cutter.add(pos, end)
+            pos = end
+        elif not w.refill(pos):
+            if pos < w.base + len(w.buf):
+                cutter.add(pos, w.base + len(w.buf))
+            cutter.close()
+            return RunLayout(-1, -1, tuple(cutter.runs))
+
+
+def scan_lines(
+    path: Path, max_run_bytes: int, max_run_articles: int | None = None, block: int = READ_BLOCK
+) -> ScannedFile:
+    """:func:`scan_file` for a JSON Lines batch: runs of whole lines (every line is an article), no envelope.
+
+    ``open``/``close`` of the layout are -1: there is no array. A line that is not
+    an article (a blank one, say) is found and refused, with its number, when its
+    run is parsed.
+
+    Raises:
+        As :func:`scan_file`.
+    """
+    return _read_through(path, block, lambda w: (_line_runs(w, _RunCutter(max_run_bytes, max_run_articles)), b""))
 
 
 def describe(scanned: ScannedFile) -> dict[str, Any]:

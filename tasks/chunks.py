@@ -16,6 +16,7 @@ from typing import Any, Final
 from prefect import task
 
 from selection_core.evidence import article_row, counts_text, read_as_text
+from selection_core.formats import BatchFormat
 from selection_storage import chunks
 from selection_storage.batch import WrittenFile
 from selection_storage.chunked_file import RunResult, select_file
@@ -94,6 +95,7 @@ def assemble_batch(
     outcomes: Sequence[ChunkOutcome],
     output_path: Path,
     report_path: Path | None,
+    fmt: BatchFormat,
     joined: PartJoiner | None = None,
 ) -> WrittenFile:
     """Write the selected batch (and the report) from the chunks' parts, atomically and as one group.
@@ -104,7 +106,7 @@ def assemble_batch(
     Returns:
         The written output, with the SHA-256 of its bytes.
     """
-    written = assemble_parts(envelope, outcomes, output_path, report_path, joined)
+    written = assemble_parts(envelope, outcomes, output_path, report_path, fmt, joined)
     run_logger().info("Wrote %s: %d bytes, sha256 %s", output_path, written.size_bytes, written.sha256)
     return written
 

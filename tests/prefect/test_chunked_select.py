@@ -70,7 +70,7 @@ def _chunked_steps(source: Path, output: Path, report: Path | None, chunk_size: 
     assert plan.layout is not None
     jobs = plan_jobs(plan, chunk_size, output, report, table_rows=5)
     outcomes = [chunks.select_chunk.fn(job) for job in jobs]
-    chunks.assemble_batch.fn(plan.envelope, outcomes, output, report)
+    chunks.assemble_batch.fn(plan.envelope, outcomes, output, report, plan.format)
     return output.read_bytes()
 
 

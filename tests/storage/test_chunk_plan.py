@@ -83,7 +83,7 @@ def test_chunks_scored_and_joined_write_the_bytes_of_the_whole_batch(
     outcomes = [score_chunk(job, _index_row) for job in jobs]
     assert [row["index"] for o in outcomes for row in o.rows] == list(range(min(5, plan.article_count)))
     assert sum(len(o) for o in outcomes) == plan.article_count
-    written = assemble_parts(plan.envelope, outcomes, output, report)
+    written = assemble_parts(plan.envelope, outcomes, output, report, plan.format)
     assert output.read_bytes() == expected_output(source)
     assert report.read_bytes() == _expected_report(source)
     assert written.sha256 == sha256_file(output) and written.size_bytes == output.stat().st_size
@@ -94,13 +94,13 @@ def test_a_joiner_fed_as_chunks_complete_is_completed_by_the_assembly(source: Pa
     output = tmp_path / "out.json"
     plan = plan_batch(source, 1)
     jobs = plan_jobs(plan, 40, output, None, table_rows=0)
-    joiner = PartJoiner(plan.envelope, plan.article_count > 0, output, None)
+    joiner = PartJoiner(plan.envelope, plan.article_count > 0, output, None, plan.format)
     outcomes = []
     for job in jobs:
         outcomes.append(score_chunk(job, _index_row))
         joiner.add(outcomes[-1])
     assert joiner.usable and joiner.error is None
-    written = assemble_parts(plan.envelope, outcomes, output, None, joined=joiner)
+    written = assemble_parts(plan.envelope, outcomes, output, None, plan.format, joined=joiner)
     assert output.read_bytes() == expected_output(source)
     assert written.sha256 == sha256_file(output)
     assert leftover_files(tmp_path, {source, output}) == []
@@ -111,14 +111,14 @@ def test_a_joiner_that_failed_is_unusable_and_the_assembly_joins_the_parts_again
     plan = plan_batch(source, 1)
     jobs = plan_jobs(plan, 50, output, report, table_rows=0)
     outcomes = [score_chunk(job, _index_row) for job in jobs]
-    joiner = PartJoiner(plan.envelope, True, output, report)
+    joiner = PartJoiner(plan.envelope, True, output, report, plan.format)
     joiner.add(ChunkOutcome(0, 1, outcomes[0].summary, [], str(tmp_path / "missing-part"), outcomes[0].report_part))
     assert not joiner.usable and isinstance(joiner.error, FileNotFoundError)
     parts = {Path(p) for o in outcomes for p in (o.output_part, o.report_part) if p is not None}
     assert leftover_files(tmp_path, {source} | parts) == []  # its staged files are gone, the parts stay
     with pytest.raises(RuntimeError, match="failed earlier"):
         joiner.complete()
-    assemble_parts(plan.envelope, outcomes, output, report, joined=joiner)
+    assemble_parts(plan.envelope, outcomes, output, report, plan.format, joined=joiner)
     assert output.read_bytes() == expected_output(source)
     assert report.read_bytes() == _expected_report(source)
     assert leftover_files(tmp_path, {source, output, report}) == []
