@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from flows.params import DEFAULT_MAX_TABLE_ROWS
-from flows.runners import TaskRunnerName, resolve_task_runner, runs_in_chunks
+from flows.runners import TaskRunnerName, resolve_task_runner
 from selection_cli.console import after_the_run, leave_repeated_errors_to_the_last_line
 from selection_cli.environment import apply_kernel_setting, prepare_embedded_api
 from selection_core.errors import SelectionError, error_line
@@ -24,12 +24,12 @@ PROG = "content-selection run"
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the arguments of ``run`` to ``parser`` (the main CLI's subparser)."""
-    parser.add_argument("input", metavar="INPUT", help="the *_extracted.json batch to select from")
+    parser.add_argument("input", metavar="INPUT", help="the *_extracted.json (or .jsonl) batch to select from")
     parser.add_argument(
         "-o",
         "--output",
         metavar="PATH",
-        help="where to write the selected batch (default: <stem>_selected.json beside INPUT)",
+        help="where to write the selected batch (default: <stem>_selected.json, or .jsonl, beside INPUT)",
     )
     parser.add_argument("--report", metavar="PATH", help="also write the per-article explanation as JSON Lines")
     parser.add_argument(
@@ -63,8 +63,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
         type=int,
         default=None,
         metavar="N",
-        help="articles per chunk, one task run each (default: the whole batch in-process; "
-        "about 4 chunks per worker with process or dask)",
+        help="most articles per chunk (default: runs of at most 8 MiB of input, one after the other, "
+        "in-process; about 4 chunks per worker, at most 64 MiB each, with process or dask)",
     )
     return parser
 
@@ -122,8 +122,8 @@ def run_command(args: argparse.Namespace) -> int:
         "chunk_size": chunk_size,
     }
     try:
-        runner, _ = resolve_task_runner(task_runner, dask_address)
-        check_run_input(parameters, whole=not runs_in_chunks(runner, chunk_size))
+        resolve_task_runner(task_runner, dask_address)
+        check_run_input(parameters)
     except SelectionError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -144,29 +144,24 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def check_run_input(parameters: dict[str, object], whole: bool) -> None:
-    """Refuse, before Prefect starts, what the flow would refuse: a path outside the
-    data root or otherwise refused, and an input that cannot be read or is not a batch.
+def check_run_input(parameters: dict[str, object]) -> None:
+    """Refuse, before Prefect starts, what the flow would refuse first: a path outside the
+    data root or otherwise refused, and an input that cannot be read or whose layout is not a batch's.
 
-    The same checks as the flow's (``check-paths``, then reading the batch) and as
-    ``content-selection select`` (the paths first, then the input), so the message
-    is the same words. When the run scores the batch ``whole`` (in this process, the
-    default), the batch is parsed and validated here as the run will, which costs
-    one more read and parse of the file beside the scoring. A run in chunks
-    (``--chunk-size``, ``--task-runner process|dask``) exists not to hold a big
-    batch in one process, so it only gets the layout scan here
-    (:func:`selection_storage.chunks.plan_batch`: the file is read, the envelope
-    validated and the articles delimited); its chunks validate their articles.
-    A transient read error is left to the run, which retries it.
+    The same checks as the flow's (``check-paths``, then the first pass over the
+    batch) and as ``content-selection select`` (the paths first, then the input), so
+    the message is the same words. The first pass (:func:`selection_storage.chunks.plan_batch`)
+    reads the file once, block by block, without holding it: the envelope is
+    validated and the articles delimited, not parsed. An invalid article is found
+    by the run, which says so on its last line. A transient read error is left to
+    the run, which retries it.
 
     Raises:
         SelectionError: what the flow would end Failed with (``UnsafePathError``,
             ``OutputPathError``, ``InvalidBatchError``).
     """
-    from selection_core.batch import parse_batch
     from selection_core.errors import ReadError
     from selection_storage.chunks import plan_batch
-    from selection_storage.files import read_input
     from selection_storage.paths import resolve_run_paths
 
     paths = resolve_run_paths(
@@ -177,10 +172,7 @@ def check_run_input(parameters: dict[str, object], whole: bool) -> None:
         option="--data-root",
     )
     try:
-        if whole:
-            parse_batch(read_input(paths.input), str(paths.input))
-        else:
-            plan_batch(paths.input)
+        plan_batch(paths.input)
     except ReadError:
         pass  # may be cured by the run's retries
 

@@ -12,9 +12,14 @@ from selection_core.evidence import counts_text
 
 def add_select_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the arguments of ``select`` to ``parser`` (the main CLI's subparser)."""
-    parser.add_argument("input", metavar="INPUT", help='batch JSON file: {"articles": [...]}')
     parser.add_argument(
-        "-o", "--output", metavar="PATH", help="output file (default: <input stem>_selected.json beside the input)"
+        "input", metavar="INPUT", help='batch file: JSON, {"articles": [...]}, or JSON Lines (*.jsonl), one per line'
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        help="output file, in the input's format (default: <input stem>_selected.json, or .jsonl, beside the input)",
     )
     parser.add_argument("--report", metavar="PATH", help="also write one JSON explanation per article (JSON Lines)")
     return parser
