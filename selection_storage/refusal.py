@@ -1,0 +1,242 @@
+"""The refusal of a whole JSON batch, computed one run of articles at a time (bounded memory).
+
+:func:`whole_file_refusal` raises exactly the error that
+``selection_core.parse_batch(read_input(path), str(path))`` would raise (same
+check, same place in the whole file, same words), or returns None when the
+whole document is valid, but never holds more than the envelope (the document
+without its articles, ``RunLayout.open``/``close``) and one run of articles.
+The messages are built by the functions of :mod:`selection_core.batch` that
+``parse_batch`` uses, given the run's first article index and where the run
+starts in the whole file (:class:`~selection_core.batch.TextPoint`).
+
+``parse_batch`` decides in this order, and so does this module:
+
+1. the first bytes (empty, byte-order mark, UTF-16): the envelope starts with them;
+2. invalid UTF-8 anywhere, at the first bad byte (orjson checks the UTF-8 of the
+   whole input before it parses, so a bad byte near the end beats an earlier
+   syntax error): every piece is decoded in document order;
+3. the first JSON error in document order: before the articles, in a run, after
+   the articles;
+4. the first article that is not an object;
+5. nesting deeper than ``MAX_DEPTH``: ``walk_values`` visits the root's values from
+   the last to the first, so a key after ``articles`` first, then the articles
+   from the last to the first, then the keys before ``articles``;
+6. only when the document holds a float or its key count differs from its
+   members (summed over the pieces: each piece's count is at least its members,
+   so the sums differ only where one piece's do), the first exact problem
+   (duplicate key, inexact float, integer beyond 64 bits) in document order: a
+   duplicate key of the root, then the keys before ``articles``, the runs, the
+   keys after. This is the one step that reads the runs a second time.
+
+Pieces join where the text is ASCII (``[``, ``]``, commas and whitespace), so a
+piece decodes, parses and counts as it would inside the whole document.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from selection_core.batch import (
+    TextPoint,
+    Walk,
+    check_articles,
+    check_exact,
+    check_start,
+    exact_key_count,
+    exact_node_error,
+    exact_tree,
+    fast_key_count,
+    shifted_json_error,
+    too_deep_error,
+    top_values,
+    utf8_error,
+    walk_values,
+)
+from selection_core.errors import InvalidBatchError
+from selection_core.layout import RUN_PREFIX, RUN_SUFFIX, Run, RunLayout
+from selection_storage.files import FileIdentity, read_span
+
+__all__ = ["whole_file_refusal"]
+
+#: Largest read of the whitespace and commas between runs (only counted, for the lines).
+GAP_BLOCK: Final[int] = 1 << 20
+
+# Where a run starts in the text orjson parses: just after RUN_PREFIX.
+_RUN_START: Final[TextPoint] = TextPoint().advance(RUN_PREFIX)
+
+
+@dataclass
+class _KeyTally:
+    """Whether the whole document's key count (``count_keys``) differs from its members, piece by piece.
+
+    ``count_keys`` takes its fast path only where every piece allows it. A piece
+    whose fast count equals its members has an exact count equal too (fast >=
+    exact >= members), so the exact count is computed only where it can differ.
+    """
+
+    fast_ok: bool = True
+    fast_differs: bool = False
+    exact_differs: bool = False
+    has_float: bool = False
+
+    def add(self, data: bytes | bytearray, members: int, has_float: bool) -> None:
+        self.has_float = self.has_float or has_float
+        fast = fast_key_count(data)
+        if fast is None:
+            self.fast_ok = False
+        elif fast == members:
+            return
+        else:
+            self.fast_differs = True
+        self.exact_differs = self.exact_differs or exact_key_count(data) != members
+
+    @property
+    def needs_exact(self) -> bool:
+        return self.has_float or (self.fast_differs if self.fast_ok else self.exact_differs)
+
+
+@dataclass
+class _Scan:
+    """What the first pass over the runs found, kept in the order ``parse_batch`` decides."""
+
+    source: str
+    syntax: InvalidBatchError | None = None  # the first JSON error before or in the articles
+    not_object: InvalidBatchError | None = None  # the first article that is not an object
+    deep_article: str | None = None  # the last article nested too deeply
+    parse_runs: bool = True  # False once only invalid UTF-8 can still change the answer
+
+    def run(self, buf: bytearray, run: Run, origin: TextPoint, tally: _KeyTally) -> None:
+        """Check one run (``RUN_PREFIX + bytes + RUN_SUFFIX``, valid UTF-8) starting at ``origin``."""
+        if not self.parse_runs:
+            return
+        try:
+            doc = orjson.loads(buf)
+        except orjson.JSONDecodeError as exc:
+            self.syntax = shifted_json_error(self.source, exc, _RUN_START, origin)
+            self.parse_runs = False
+            return
+        if self.not_object is not None:  # a later JSON error still beats it
+            return
+        try:
+            check_articles(doc["articles"], self.source, run.start)
+        except InvalidBatchError as exc:
+            self.not_object = exc
+            return
+        walk = walk_values(top_values(doc.items(), run.start))
+        if walk.too_deep is not None:
+            self.deep_article = walk.too_deep
+        elif self.deep_article is None:
+            tally.add(buf, len(doc) + walk.members, walk.has_float)
+
+
+def whole_file_refusal(path: Path, identity: FileIdentity, layout: RunLayout) -> None:
+    """Raise the InvalidBatchError that parse_batch(read_input(path), str(path)) would raise, reading one run at a time;
+    return None if the whole document is valid.
+
+    ``layout`` is the file's layout (the scan succeeded). Reads the envelope, then
+    each run once (and once more only for the exact check of step 6 in the module
+    docstring), with :func:`~selection_storage.files.read_span`.
+
+    Raises:
+        InvalidBatchError: the whole document's refusal.
+        InputChangedError, ReadError: as ``read_span``.
+    """
+    source = str(path)
+    head_size = layout.open + 1
+    envelope = read_span(path, identity, layout.close, identity.size, bytes(read_span(path, identity, 0, head_size)))
+    check_start(envelope, source)
+    try:
+        head_end = TextPoint().advance(envelope, 0, head_size)
+    except UnicodeDecodeError as exc:
+        raise utf8_error(source, envelope, exc.start) from None
+    tail_bad = _utf8_bad(envelope, head_size)
+    scan = _Scan(source, parse_runs=tail_bad is None)
+    tally = _KeyTally()
+    env_doc: dict[str, Any] | None = None
+    tail_exc: orjson.JSONDecodeError | None = None
+    if tail_bad is None:
+        try:
+            env_doc = orjson.loads(envelope)
+        except orjson.JSONDecodeError as exc:
+            if exc.pos < head_end.char:
+                scan.syntax = shifted_json_error(source, exc, TextPoint(), TextPoint())
+                scan.parse_runs = False
+            else:
+                tail_exc = exc
+    point, done = head_end, head_size
+    for run in layout.runs:
+        point = _advance_gap(path, identity, done, run.begin, point)
+        buf = read_span(path, identity, run.begin, run.end, RUN_PREFIX, RUN_SUFFIX)
+        try:
+            after = point.advance(buf, len(RUN_PREFIX), len(buf) - len(RUN_SUFFIX))
+        except UnicodeDecodeError as exc:
+            raise utf8_error(source, buf, len(RUN_PREFIX) + exc.start, len(RUN_PREFIX), point) from None
+        scan.run(buf, run, point, tally)
+        del buf
+        point, done = after, run.end
+    point = _advance_gap(path, identity, done, layout.close, point)
+    if tail_bad is not None:
+        raise utf8_error(source, envelope, head_size + tail_bad, head_size, point)
+    if scan.syntax is not None:
+        raise scan.syntax
+    if tail_exc is not None:
+        raise shifted_json_error(source, tail_exc, head_end, point)
+    if scan.not_object is not None:
+        raise scan.not_object
+    assert env_doc is not None  # parsed, since neither its UTF-8 nor its JSON failed
+    before, after_articles = _envelope_walks(env_doc)
+    for place in (after_articles.too_deep, scan.deep_article, before.too_deep):
+        if place is not None:
+            raise too_deep_error(source, place)
+    tally.add(
+        envelope, len(env_doc) + before.members + after_articles.members, before.has_float or after_articles.has_float
+    )
+    if tally.needs_exact:
+        _exact_check(path, identity, layout, envelope, source)
+
+
+def _utf8_bad(data: bytes | bytearray, start: int) -> int | None:
+    """Offset (from ``start``) of the first invalid UTF-8 in ``data[start:]``, or None."""
+    try:
+        str(memoryview(data)[start:], "utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return None
+
+
+def _advance_gap(path: Path, identity: FileIdentity, start: int, end: int, point: TextPoint) -> TextPoint:
+    """``point`` moved over the file's bytes ``start .. end`` (whitespace and commas), read in blocks."""
+    while start < end:
+        stop = min(end, start + GAP_BLOCK)
+        point = point.advance(read_span(path, identity, start, stop))
+        start = stop
+    return point
+
+
+def _split_at_articles(pairs: list[tuple[str, Any]]) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+    """The root's members before and after its one ``articles`` key."""
+    cut = [key for key, _ in pairs].index("articles")
+    return pairs[:cut], pairs[cut + 1 :]
+
+
+def _envelope_walks(env_doc: dict[str, Any]) -> tuple[Walk, Walk]:
+    before, after = _split_at_articles(list(env_doc.items()))
+    return walk_values(top_values(before)), walk_values(top_values(after))
+
+
+def _exact_check(path: Path, identity: FileIdentity, layout: RunLayout, envelope: bytearray, source: str) -> None:
+    """Step 6 of the module docstring: the first exact problem in document order."""
+    tree = exact_tree(envelope, source)
+    root_error = exact_node_error(tree, (), source)
+    if root_error is not None:
+        raise root_error
+    before, after = _split_at_articles(list(tree.items()))
+    check_exact([(value, (key,)) for key, value in before], source)
+    for run in layout.runs:
+        articles = exact_tree(read_span(path, identity, run.begin, run.end, RUN_PREFIX, RUN_SUFFIX), source)["articles"]
+        check_exact([(article, ("articles", run.start + i)) for i, article in enumerate(articles)], source)
+    check_exact([(value, (key,)) for key, value in after], source)
