@@ -48,16 +48,30 @@ class Obj(list):  # type: ignore[type-arg]
     """An object as its (key, value) pairs, so that a key may repeat or be raw."""
 
 
-STYLES = ("compact", "spaced", "indented")
+@dataclass(frozen=True)
+class Style:
+    """How a document is written: separators, colon, and the newline of an indented layout (None: one line)."""
+
+    comma: bytes
+    colon: bytes
+    newline: bytes | None = None
 
 
-def dump(value: Any, style: str, level: int = 0) -> bytes:
+STYLES = (
+    Style(b",", b":"),
+    Style(b", ", b": "),
+    Style(b",", b": ", b"\n"),
+    Style(b",", b" : ", b"\r\n"),  # a space before the colon: the exact key count
+    Style(b" ,\t", b"\t:", None),
+)
+
+
+def dump(value: Any, style: Style, level: int = 0) -> bytes:
     if isinstance(value, Raw):
         return value.text
     if isinstance(value, Obj):
         parts = [
-            dump(k if isinstance(k, Raw) else str(k), style) + _colon(style) + dump(v, style, level + 1)
-            for k, v in value
+            dump(k if isinstance(k, Raw) else str(k), style) + style.colon + dump(v, style, level + 1) for k, v in value
         ]
         return _wrap(b"{", b"}", parts, style, level)
     if isinstance(value, list):
@@ -65,21 +79,17 @@ def dump(value: Any, style: str, level: int = 0) -> bytes:
     return json.dumps(value, ensure_ascii=False).encode()
 
 
-def _colon(style: str) -> bytes:
-    return b":" if style == "compact" else b": "
-
-
-def _wrap(opening: bytes, closing: bytes, parts: list[bytes], style: str, level: int) -> bytes:
+def _wrap(opening: bytes, closing: bytes, parts: list[bytes], style: Style, level: int) -> bytes:
     if not parts:
         return opening + closing
-    if style == "indented":
-        inner = b"\n" + b"  " * (level + 1)
-        return opening + inner + (b"," + inner).join(parts) + b"\n" + b"  " * level + closing
-    return opening + (b"," if style == "compact" else b", ").join(parts) + closing
+    if style.newline is not None:
+        inner = style.newline + b"  " * (level + 1)
+        return opening + inner + (style.comma + inner).join(parts) + style.newline + b"  " * level + closing
+    return opening + style.comma.join(parts) + closing
 
 
-TEXT = st.text(st.sampled_from('ab z\t"\\é€😀\u2028'), max_size=6)
-KEYS = st.sampled_from(["a", "b", "text", "é", "k😀", "run"])
+TEXT = st.text(st.sampled_from('ab z:\t"\\é€😀\u2028'), max_size=6)
+KEYS = st.sampled_from(["a", "b", "text", "é", "k😀", "run", 'q"', ":c"])
 LEAVES = st.one_of(
     TEXT,
     st.integers(-(2**63), 2**64 - 1),
@@ -172,9 +182,8 @@ def batches(draw: st.DrawFn) -> bytes:
     root = Obj([*before, ("articles", articles), *after])
     for problem in draw(st.lists(PROBLEMS, max_size=3)):
         _inject(root, problem, draw(st.integers(0, 1000)))
-    style = draw(st.sampled_from(STYLES))
-    data = dump(root, style)
-    return data + b"\n" if draw(st.booleans()) else data
+    space = st.sampled_from([b"", b" ", b"\n", b"\r\n\t"])
+    return draw(space) + dump(root, draw(st.sampled_from(STYLES))) + draw(space)
 
 
 # ------------------------------------------------------------------ the oracle
