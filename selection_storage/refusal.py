@@ -239,4 +239,5 @@ def _exact_check(path: Path, identity: FileIdentity, layout: RunLayout, envelope
     for run in layout.runs:
         articles = exact_tree(read_span(path, identity, run.begin, run.end, RUN_PREFIX, RUN_SUFFIX), source)["articles"]
         check_exact([(article, ("articles", run.start + i)) for i, article in enumerate(articles)], source)
+        del articles  # one run at a time: not alive while the next one is read
     check_exact([(value, (key,)) for key, value in after], source)

@@ -22,8 +22,12 @@ from hypothesis import strategies as st
 import selection_core as sc
 import selection_core.batch
 import selection_storage.files
+import selection_storage.refusal
 from selection_core.layout import runs_of, scan_layout
 from selection_storage import FileIdentity, InputChangedError, whole_file_refusal
+from selection_storage.refusal import GAP_BLOCK
+from tests.support import ROOT
+from tests.support.faultkit import load_bad_corpus_script
 
 PROFILE = settings(
     max_examples=400,
@@ -255,13 +259,21 @@ CASES = [
     pytest.param(b'{"r": 1, "articles": [{"a": 1e-400}], "r": 2}', id="exact-root-duplicate-first"),
     pytest.param(b'{"articles": [{"a": 1}, {"n": 18446744073709551616}]}', id="exact-big-int"),
     pytest.param(b'{"articles": [{"a": 0.5}], "x": 1e400}', id="infinity-after"),
+    pytest.param(b'{"articles": [ \n\n ],\n  "x": tru}', id="no-articles-syntax-after"),
+    pytest.param(b'{"\\u0061rticles": [{"a": 1}, 7], "x": 1}', id="articles-key-escaped"),
+    pytest.param(b'{"articles":[{"a":1}   ,\n\n   {"b":1} , {"c":tru}]}', id="wide-separators"),
+    pytest.param(b'\r\n {"articles": [{"a": 1}],\r\n "b": [1 2]} \n', id="crlf-and-outer-space"),
 ]
 
 
 @pytest.mark.parametrize("data", CASES)
 @pytest.mark.parametrize("run_size", [1, 2, 100])
-def test_named_cases(tmp_path: Path, data: bytes, run_size: int) -> None:
+@pytest.mark.parametrize("gap_block", [GAP_BLOCK, 2], ids=["gap-block", "gap-2-bytes"])
+def test_named_cases(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes, run_size: int, gap_block: int
+) -> None:
     assert scan_layout(data) is not None
+    monkeypatch.setattr(selection_storage.refusal, "GAP_BLOCK", gap_block)
     path, identity = _written(tmp_path, data)
     assert refusal_message(path, identity, data, run_size) == expected_message(data, path)
 
@@ -309,3 +321,25 @@ def test_a_file_changed_since_the_plan_is_not_refused_as_invalid(tmp_path: Path)
     path.write_bytes(data + b" ")
     with pytest.raises(InputChangedError):
         whole_file_refusal(path, identity, layout)
+
+
+BAD_DIR = ROOT / "tests" / "data" / "bad"
+FILE_CASES = [
+    case
+    for case in json.loads((BAD_DIR / "cases.json").read_text(encoding="utf-8"))["cases"]
+    if case["kind"] in ("file", "generated")
+]
+
+
+@pytest.mark.parametrize("case", FILE_CASES, ids=[case["id"] for case in FILE_CASES])
+def test_the_hostile_input_corpus(tmp_path: Path, case: dict[str, Any]) -> None:
+    """Every case of ``tests/data/bad`` that the layout scan delimits (the others are out of scope)."""
+    if case["kind"] == "generated":
+        data = load_bad_corpus_script().generated_bytes(case["id"])
+    else:
+        data = (BAD_DIR / case["file"]).read_bytes()
+    if scan_layout(data) is None:
+        pytest.skip("the layout scan gives up: the whole document is parsed instead")
+    path, identity = _written(tmp_path, data)
+    for run_size in (1, 3):
+        assert refusal_message(path, identity, data, run_size) == expected_message(data, path)
