@@ -133,6 +133,39 @@ class _Scan:
             tally.add(buf, len(doc) + walk.members, walk.has_float)
 
 
+@dataclass
+class _Envelope:
+    """The document without its articles (``data[:open + 1] + data[close:]``), checked as far as it alone can be."""
+
+    data: bytearray
+    head_size: int  # bytes before the articles (up to their ``[``)
+    head_end: TextPoint  # where the head ends, in the whole document as in the envelope
+    tail_bad: int | None  # offset in the tail of its first invalid UTF-8, if any
+    doc: dict[str, Any] | None  # parsed, when it is valid UTF-8 and JSON
+    head_syntax: InvalidBatchError | None  # a JSON error before the articles
+    tail_exc: orjson.JSONDecodeError | None  # a JSON error after them (placed once the runs are counted)
+
+    @classmethod
+    def read(cls, path: Path, identity: FileIdentity, layout: RunLayout, source: str) -> _Envelope:
+        head_size = layout.open + 1
+        data = read_span(path, identity, layout.close, identity.size, bytes(read_span(path, identity, 0, head_size)))
+        check_start(data, source)
+        try:
+            head_end = TextPoint().advance(data, 0, head_size)
+        except UnicodeDecodeError as exc:
+            raise utf8_error(source, data, exc.start) from None
+        envelope = cls(data, head_size, head_end, _utf8_bad(data, head_size), None, None, None)
+        if envelope.tail_bad is None:
+            try:
+                envelope.doc = orjson.loads(data)
+            except orjson.JSONDecodeError as exc:
+                if exc.pos < head_end.char:
+                    envelope.head_syntax = shifted_json_error(source, exc, TextPoint(), TextPoint())
+                else:
+                    envelope.tail_exc = exc
+        return envelope
+
+
 def whole_file_refusal(path: Path, identity: FileIdentity, layout: RunLayout) -> None:
     """Raise the InvalidBatchError that parse_batch(read_input(path), str(path)) would raise, reading one run at a time;
     return None if the whole document is valid.
@@ -146,28 +179,11 @@ def whole_file_refusal(path: Path, identity: FileIdentity, layout: RunLayout) ->
         InputChangedError, ReadError: as ``read_span``.
     """
     source = str(path)
-    head_size = layout.open + 1
-    envelope = read_span(path, identity, layout.close, identity.size, bytes(read_span(path, identity, 0, head_size)))
-    check_start(envelope, source)
-    try:
-        head_end = TextPoint().advance(envelope, 0, head_size)
-    except UnicodeDecodeError as exc:
-        raise utf8_error(source, envelope, exc.start) from None
-    tail_bad = _utf8_bad(envelope, head_size)
-    scan = _Scan(source, parse_runs=tail_bad is None)
+    envelope = _Envelope.read(path, identity, layout, source)
+    scan = _Scan(source, syntax=envelope.head_syntax)
+    scan.parse_runs = envelope.tail_bad is None and envelope.head_syntax is None
     tally = _KeyTally()
-    env_doc: dict[str, Any] | None = None
-    tail_exc: orjson.JSONDecodeError | None = None
-    if tail_bad is None:
-        try:
-            env_doc = orjson.loads(envelope)
-        except orjson.JSONDecodeError as exc:
-            if exc.pos < head_end.char:
-                scan.syntax = shifted_json_error(source, exc, TextPoint(), TextPoint())
-                scan.parse_runs = False
-            else:
-                tail_exc = exc
-    point, done = head_end, head_size
+    point, done = envelope.head_end, envelope.head_size
     for run in layout.runs:
         point = _advance_gap(path, identity, done, run.begin, point)
         buf = read_span(path, identity, run.begin, run.end, RUN_PREFIX, RUN_SUFFIX)
@@ -176,27 +192,26 @@ def whole_file_refusal(path: Path, identity: FileIdentity, layout: RunLayout) ->
         except UnicodeDecodeError as exc:
             raise utf8_error(source, buf, len(RUN_PREFIX) + exc.start, len(RUN_PREFIX), point) from None
         scan.run(buf, run, point, tally)
-        del buf
+        del buf  # one run at a time: not alive while the next one is read
         point, done = after, run.end
     point = _advance_gap(path, identity, done, layout.close, point)
-    if tail_bad is not None:
-        raise utf8_error(source, envelope, head_size + tail_bad, head_size, point)
+    if envelope.tail_bad is not None:
+        raise utf8_error(source, envelope.data, envelope.head_size + envelope.tail_bad, envelope.head_size, point)
     if scan.syntax is not None:
         raise scan.syntax
-    if tail_exc is not None:
-        raise shifted_json_error(source, tail_exc, head_end, point)
+    if envelope.tail_exc is not None:
+        raise shifted_json_error(source, envelope.tail_exc, envelope.head_end, point)
     if scan.not_object is not None:
         raise scan.not_object
-    assert env_doc is not None  # parsed, since neither its UTF-8 nor its JSON failed
-    before, after_articles = _envelope_walks(env_doc)
+    assert envelope.doc is not None  # parsed, since neither its UTF-8 nor its JSON failed
+    before, after_articles = _envelope_walks(envelope.doc)
     for place in (after_articles.too_deep, scan.deep_article, before.too_deep):
         if place is not None:
             raise too_deep_error(source, place)
-    tally.add(
-        envelope, len(env_doc) + before.members + after_articles.members, before.has_float or after_articles.has_float
-    )
+    members = len(envelope.doc) + before.members + after_articles.members
+    tally.add(envelope.data, members, before.has_float or after_articles.has_float)
     if tally.needs_exact:
-        _exact_check(path, identity, layout, envelope, source)
+        _exact_check(path, identity, layout, envelope.data, source)
 
 
 def _utf8_bad(data: bytes | bytearray, start: int) -> int | None:

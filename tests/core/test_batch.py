@@ -6,6 +6,8 @@ the run-by-run refusal built from these pieces in ``tests/storage/test_refusal.p
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 import pytest
 from hypothesis import given, settings
@@ -112,7 +114,7 @@ def test_the_first_bytes_decide_as_the_whole_does(data: bytes) -> None:
 
 
 def test_walk_finds_the_last_value_too_deep_first_with_whole_batch_indices() -> None:
-    deep = [0]
+    deep: Any = [0]
     for _ in range(MAX_DEPTH):
         deep = [deep]
     doc = {"articles": [{"a": 1}, {"a": deep}, {"a": deep}, {"a": 0.5}]}
