@@ -423,18 +423,6 @@ def parse_batch(data: bytes, source: str = "<input>") -> dict[str, Any]:
     return doc
 
 
-def fast_key_count(data: bytes | bytearray) -> int | None:
-    """The fast count of :func:`count_keys`, or None where it does not apply."""
-    if b'\\":' not in data and _KEY_SPACE_COLON.search(data) is None:
-        return data.count(b'":')
-    return None
-
-
-def exact_key_count(data: bytes | bytearray) -> int:
-    """The exact count of :func:`count_keys`: the strings scanned one by one."""
-    return sum(1 for m in _STRING_OR_KEY.finditer(data) if m.group(1))
-
-
 def count_keys(data: bytes | bytearray) -> int:
     """Number of object keys written in the JSON text (duplicates included).
 
@@ -445,8 +433,9 @@ def count_keys(data: bytes | bytearray) -> int:
     and equal to the members orjson kept only if there is no duplicate.
     Otherwise the strings are scanned one by one (exact).
     """
-    fast = fast_key_count(data)
-    return exact_key_count(data) if fast is None else fast
+    if b'\\":' not in data and _KEY_SPACE_COLON.search(data) is None:
+        return data.count(b'":')
+    return sum(1 for m in _STRING_OR_KEY.finditer(data) if m.group(1))
 
 
 def select_articles(

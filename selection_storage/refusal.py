@@ -22,11 +22,11 @@ starts in the whole file (:class:`~selection_core.batch.TextPoint`).
    the last to the first, so a key after ``articles`` first, then the articles
    from the last to the first, then the keys before ``articles``;
 6. only when the document holds a float or its key count differs from its
-   members (summed over the pieces: each piece's count is at least its members,
-   so the sums differ only where one piece's do), the first exact problem
-   (duplicate key, inexact float, integer beyond 64 bits) in document order: a
-   duplicate key of the root, then the keys before ``articles``, the runs, the
-   keys after. This is the one step that reads the runs a second time.
+   members, the first exact problem (duplicate key, inexact float, integer beyond
+   64 bits) in document order: a duplicate key of the root, then the keys before
+   ``articles``, the runs, the keys after. Only a piece that passes the same test
+   on its own can hold one (``_suspicious``), so a run is checked exactly while it
+   is read, and the file is read once.
 
 Pieces join where the text is ASCII (``[``, ``]``, commas and whitespace), so a
 piece decodes, parses and counts as it would inside the whole document.
@@ -46,10 +46,9 @@ from selection_core.batch import (
     check_articles,
     check_exact,
     check_start,
-    exact_key_count,
+    count_keys,
     exact_node_error,
     exact_tree,
-    fast_key_count,
     shifted_json_error,
     too_deep_error,
     top_values,
@@ -70,36 +69,6 @@ _RUN_START: Final[TextPoint] = TextPoint().advance(RUN_PREFIX)
 
 
 @dataclass
-class _KeyTally:
-    """Whether the whole document's key count (``count_keys``) differs from its members, piece by piece.
-
-    ``count_keys`` takes its fast path only where every piece allows it. A piece
-    whose fast count equals its members has an exact count equal too (fast >=
-    exact >= members), so the exact count is computed only where it can differ.
-    """
-
-    fast_ok: bool = True
-    fast_differs: bool = False
-    exact_differs: bool = False
-    has_float: bool = False
-
-    def add(self, data: bytes | bytearray, members: int, has_float: bool) -> None:
-        self.has_float = self.has_float or has_float
-        fast = fast_key_count(data)
-        if fast is None:
-            self.fast_ok = False
-        elif fast == members:
-            return
-        else:
-            self.fast_differs = True
-        self.exact_differs = self.exact_differs or exact_key_count(data) != members
-
-    @property
-    def needs_exact(self) -> bool:
-        return self.has_float or (self.fast_differs if self.fast_ok else self.exact_differs)
-
-
-@dataclass
 class _Scan:
     """What the first pass over the runs found, kept in the order ``parse_batch`` decides."""
 
@@ -107,9 +76,10 @@ class _Scan:
     syntax: InvalidBatchError | None = None  # the first JSON error before or in the articles
     not_object: InvalidBatchError | None = None  # the first article that is not an object
     deep_article: str | None = None  # the last article nested too deeply
+    exact: InvalidBatchError | None = None  # the first exact problem of the runs
     parse_runs: bool = True  # False once only invalid UTF-8 can still change the answer
 
-    def run(self, buf: bytearray, run: Run, origin: TextPoint, tally: _KeyTally) -> None:
+    def run(self, buf: bytearray, run: Run, origin: TextPoint) -> None:
         """Check one run (``RUN_PREFIX + bytes + RUN_SUFFIX``, valid UTF-8) starting at ``origin``."""
         if not self.parse_runs:
             return
@@ -129,8 +99,27 @@ class _Scan:
         walk = walk_values(top_values(doc.items(), run.start))
         if walk.too_deep is not None:
             self.deep_article = walk.too_deep
-        elif self.deep_article is None:
-            tally.add(buf, len(doc) + walk.members, walk.has_float)
+        elif self.deep_article is None and self.exact is None and _suspicious(buf, len(doc) + walk.members, walk):
+            # While the run is here, rather than reading it again: if an earlier check
+            # fails later in the file, this work is wasted, but batches rarely hold floats.
+            try:
+                articles = exact_tree(buf, self.source)["articles"]
+                check_exact([(a, ("articles", run.start + i)) for i, a in enumerate(articles)], self.source)
+            except InvalidBatchError as exc:
+                self.exact = exc
+
+
+def _suspicious(data: bytes | bytearray, members: int, walk: Walk) -> bool:
+    """Whether a piece may hold an exact problem (``parse_batch``'s test, on the piece).
+
+    A piece without a float whose key count is its member count has none: a
+    duplicate key makes the count exceed the members (every count, fast or exact,
+    is at least the members), an inexact number or an integer beyond 64 bits is a
+    float to orjson. So the first exact problem of the pieces that pass this test,
+    in document order, is the whole document's, and where no piece passes, the
+    whole document's own test may differ but its exact check finds nothing.
+    """
+    return walk.has_float or count_keys(data) != members
 
 
 @dataclass
@@ -171,8 +160,8 @@ def whole_file_refusal(path: Path, identity: FileIdentity, layout: RunLayout) ->
     return None if the whole document is valid.
 
     ``layout`` is the file's layout (the scan succeeded). Reads the envelope, then
-    each run once (and once more only for the exact check of step 6 in the module
-    docstring), with :func:`~selection_storage.files.read_span`.
+    each run once, in order, with :func:`~selection_storage.files.read_span` (and the
+    commas and whitespace between runs in blocks of at most :data:`GAP_BLOCK` bytes).
 
     Raises:
         InvalidBatchError: the whole document's refusal.
@@ -182,7 +171,6 @@ def whole_file_refusal(path: Path, identity: FileIdentity, layout: RunLayout) ->
     envelope = _Envelope.read(path, identity, layout, source)
     scan = _Scan(source, syntax=envelope.head_syntax)
     scan.parse_runs = envelope.tail_bad is None and envelope.head_syntax is None
-    tally = _KeyTally()
     point, done = envelope.head_end, envelope.head_size
     for run in layout.runs:
         point = _advance_gap(path, identity, done, run.begin, point)
@@ -191,7 +179,7 @@ def whole_file_refusal(path: Path, identity: FileIdentity, layout: RunLayout) ->
             after = point.advance(buf, len(RUN_PREFIX), len(buf) - len(RUN_SUFFIX))
         except UnicodeDecodeError as exc:
             raise utf8_error(source, buf, len(RUN_PREFIX) + exc.start, len(RUN_PREFIX), point) from None
-        scan.run(buf, run, point, tally)
+        scan.run(buf, run, point)
         del buf  # one run at a time: not alive while the next one is read
         point, done = after, run.end
     point = _advance_gap(path, identity, done, layout.close, point)
@@ -203,15 +191,7 @@ def whole_file_refusal(path: Path, identity: FileIdentity, layout: RunLayout) ->
         raise shifted_json_error(source, envelope.tail_exc, envelope.head_end, point)
     if scan.not_object is not None:
         raise scan.not_object
-    assert envelope.doc is not None  # parsed, since neither its UTF-8 nor its JSON failed
-    before, after_articles = _envelope_walks(envelope.doc)
-    for place in (after_articles.too_deep, scan.deep_article, before.too_deep):
-        if place is not None:
-            raise too_deep_error(source, place)
-    members = len(envelope.doc) + before.members + after_articles.members
-    tally.add(envelope.data, members, before.has_float or after_articles.has_float)
-    if tally.needs_exact:
-        _exact_check(path, identity, layout, envelope.data, source)
+    _envelope_exact_check(envelope, scan, source)
 
 
 def _utf8_bad(data: bytes | bytearray, start: int) -> int | None:
@@ -232,27 +212,24 @@ def _advance_gap(path: Path, identity: FileIdentity, start: int, end: int, point
     return point
 
 
-def _split_at_articles(pairs: list[tuple[str, Any]]) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
-    """The root's members before and after its one ``articles`` key."""
+def _envelope_exact_check(envelope: _Envelope, scan: _Scan, source: str) -> None:
+    """Steps 5 and 6 of the module docstring, around what the runs found."""
+    assert envelope.doc is not None  # parsed, since neither its UTF-8 nor its JSON failed
+    pairs = list(envelope.doc.items())
     cut = [key for key, _ in pairs].index("articles")
-    return pairs[:cut], pairs[cut + 1 :]
-
-
-def _envelope_walks(env_doc: dict[str, Any]) -> tuple[Walk, Walk]:
-    before, after = _split_at_articles(list(env_doc.items()))
-    return walk_values(top_values(before)), walk_values(top_values(after))
-
-
-def _exact_check(path: Path, identity: FileIdentity, layout: RunLayout, envelope: bytearray, source: str) -> None:
-    """Step 6 of the module docstring: the first exact problem in document order."""
-    tree = exact_tree(envelope, source)
-    root_error = exact_node_error(tree, (), source)
-    if root_error is not None:
-        raise root_error
-    before, after = _split_at_articles(list(tree.items()))
-    check_exact([(value, (key,)) for key, value in before], source)
-    for run in layout.runs:
-        articles = exact_tree(read_span(path, identity, run.begin, run.end, RUN_PREFIX, RUN_SUFFIX), source)["articles"]
-        check_exact([(article, ("articles", run.start + i)) for i, article in enumerate(articles)], source)
-        del articles  # one run at a time: not alive while the next one is read
-    check_exact([(value, (key,)) for key, value in after], source)
+    before, after = walk_values(top_values(pairs[:cut])), walk_values(top_values(pairs[cut + 1 :]))
+    for place in (after.too_deep, scan.deep_article, before.too_deep):
+        if place is not None:
+            raise too_deep_error(source, place)
+    both = Walk(before.members + after.members, before.has_float or after.has_float, None)
+    if _suspicious(envelope.data, len(envelope.doc) + both.members, both):
+        tree = exact_tree(envelope.data, source)
+        root_error = exact_node_error(tree, (), source)  # a duplicate key of the root comes first
+        if root_error is not None:
+            raise root_error
+        check_exact([(value, (key,)) for key, value in list(tree.items())[:cut]], source)
+        if scan.exact is not None:
+            raise scan.exact
+        check_exact([(value, (key,)) for key, value in list(tree.items())[cut + 1 :]], source)
+    elif scan.exact is not None:
+        raise scan.exact

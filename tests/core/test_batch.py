@@ -20,9 +20,7 @@ from selection_core.batch import (
     check_exact,
     check_start,
     count_keys,
-    exact_key_count,
     exact_tree,
-    fast_key_count,
     shifted_json_error,
     top_values,
     utf8_error,
@@ -133,14 +131,12 @@ def test_exact_problems_are_found_in_document_order() -> None:
 
 
 @pytest.mark.parametrize(
-    "data, fast",
+    "data, count",
     [
         pytest.param(b'{"a": 1, "b": ":x"}', 3, id="fast-counts-a-string-starting-with-colon"),
-        pytest.param(b'{"a" : 1}', None, id="space-before-colon"),
-        pytest.param(b'{"a": "\\":"}', None, id="escaped-quote-before-colon"),
+        pytest.param(b'{"a" : 1, "a": 2}', 2, id="space-before-colon-exact"),
+        pytest.param(b'{"a": "\\":", "b": 1}', 2, id="escaped-quote-before-colon-exact"),
     ],
 )
-def test_key_counts(data: bytes, fast: int | None) -> None:
-    assert fast_key_count(data) == fast
-    assert exact_key_count(data) == len(orjson.loads(data))
-    assert count_keys(data) == (exact_key_count(data) if fast is None else fast)
+def test_key_counts_are_at_least_the_members(data: bytes, count: int) -> None:
+    assert count_keys(data) == count >= len(orjson.loads(data))

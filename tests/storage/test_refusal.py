@@ -285,33 +285,38 @@ def test_valid_document_returns_none(tmp_path: Path) -> None:
 
 
 def test_never_reads_or_parses_the_whole_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Only the envelope, one run and bounded blocks of separators are read; nothing parses the whole file."""
+    """The envelope, each run once, and the separators between them: nothing reads or parses the whole file."""
     articles = [{"a": "x" * 200, "n": i} for i in range(40)]
     data = json.dumps({"run": 7, "articles": articles, "end": 1}, indent=2).encode()
     data = data.replace(b'"n": 39', b'"n": 39, "n": 40')  # a duplicate key, found only by the exact check
     path, identity = _written(tmp_path, data)
     layout = runs_of(scan_layout(data), 4)  # type: ignore[arg-type]
-    largest = max(max(r.end - r.begin for r in layout.runs), layout.open + 1 + len(data) - layout.close)
 
     def forbidden(*args: object, **kwargs: object) -> None:
         raise AssertionError("the whole file was read or parsed")
 
-    reads: list[int] = []
+    reads: list[tuple[int, int]] = []
     real_read_span = selection_storage.files.read_span
 
     def spy(path: Path, identity: FileIdentity, start: int, end: int, *rest: bytes) -> bytearray:
-        reads.append(end - start)
+        reads.append((start, end))
         return real_read_span(path, identity, start, end, *rest)
 
     monkeypatch.setattr(selection_storage.files, "read_input", forbidden)
     monkeypatch.setattr(selection_core.batch, "parse_batch", forbidden)
     monkeypatch.setattr(sc, "parse_batch", forbidden)
-    monkeypatch.setattr("selection_storage.refusal.read_span", spy)
+    monkeypatch.setattr(selection_storage.refusal, "read_span", spy)
     with pytest.raises(sc.InvalidBatchError) as caught:
         whole_file_refusal(path, identity, layout)
     monkeypatch.undo()
     assert str(caught.value) == expected_message(data, path)
-    assert reads and max(reads) <= largest < len(data) // 4
+    runs = [(run.begin, run.end) for run in layout.runs]
+    assert [span for span in reads if span in runs] == runs  # each run once, in order
+    gaps = [(a.end, b.begin) for a, b in zip(layout.runs, layout.runs[1:], strict=False)]
+    envelope = [(0, layout.open + 1), (layout.close, len(data))]
+    head_gap, tail_gap = (layout.open + 1, runs[0][0]), (runs[-1][1], layout.close)
+    assert sorted(reads) == sorted([*envelope, head_gap, *runs, *gaps, tail_gap])
+    assert max(end - start for start, end in reads) < len(data) // 4
 
 
 def test_a_file_changed_since_the_plan_is_not_refused_as_invalid(tmp_path: Path) -> None:
