@@ -30,13 +30,23 @@ starts in the whole file (:class:`~selection_core.batch.TextPoint`).
 
 Pieces join where the text is ASCII (``[``, ``]``, commas and whitespace), so a
 piece decodes, parses and counts as it would inside the whole document.
+
+One known difference, on purpose: orjson parses into a buffer sized from the
+input's length, and guesses how many values it holds from whether the root's
+``{`` is followed by two whitespace characters (an indented document: fewer
+values per byte). A valid document much denser than that guess (hundreds of
+empty brackets in a row) makes the whole-document parse fail with "failed to
+allocate memory" at some place, an answer about the parser's buffer, not about
+the input, that no piece can reproduce (a run is parsed as ``RUN_PREFIX`` + run,
+which orjson reads as compact). There this module gives the input's own first
+refusal, or None (``tests/storage/test_refusal.py`` pins the case).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import orjson
 
@@ -59,7 +69,10 @@ from selection_core.errors import InvalidBatchError
 from selection_core.layout import RUN_PREFIX, RUN_SUFFIX, Run, RunLayout
 from selection_storage.files import FileIdentity, read_span
 
-__all__ = ["whole_file_refusal"]
+__all__ = ["ORJSON_BUFFER_FULL", "whole_file_refusal"]
+
+#: orjson's message when a document is denser than the buffer it sized from its length.
+ORJSON_BUFFER_FULL: Final[str] = "failed to allocate memory"
 
 #: Largest read of the whitespace and commas between runs (only counted, for the lines).
 GAP_BLOCK: Final[int] = 1 << 20
@@ -146,13 +159,31 @@ class _Envelope:
         envelope = cls(data, head_size, head_end, _utf8_bad(data, head_size), None, None, None)
         if envelope.tail_bad is None:
             try:
-                envelope.doc = orjson.loads(data)
+                envelope.doc = _load_envelope(data)
             except orjson.JSONDecodeError as exc:
                 if exc.pos < head_end.char:
                     envelope.head_syntax = shifted_json_error(source, exc, TextPoint(), TextPoint())
                 else:
                     envelope.tail_exc = exc
         return envelope
+
+
+def _load_envelope(data: bytearray) -> dict[str, Any]:
+    """orjson's parse of the envelope, with a buffer that cannot run out.
+
+    Cut out of a document, the envelope may be far denser than the document
+    (a long value of empty brackets, the articles gone), and orjson may run out
+    of the buffer it sized from the length (the module docstring) where the whole
+    document does not. Whitespace after the root grows that buffer and moves no
+    place before it: at most one value per two bytes, 16 bytes each, grown by
+    half at a time, fits in the buffer of twice the length.
+    """
+    try:
+        return cast(dict[str, Any], orjson.loads(data))
+    except orjson.JSONDecodeError as exc:
+        if ORJSON_BUFFER_FULL not in exc.msg:
+            raise
+    return cast(dict[str, Any], orjson.loads(data + b" " * len(data)))
 
 
 def whole_file_refusal(path: Path, identity: FileIdentity, layout: RunLayout) -> None:
