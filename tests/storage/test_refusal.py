@@ -31,7 +31,7 @@ from tests.support import ROOT
 from tests.support.faultkit import load_bad_corpus_script
 
 PROFILE = settings(
-    max_examples=400,
+    max_examples=300,
     derandomize=True,
     database=None,
     deadline=None,
