@@ -55,6 +55,7 @@ _TYPE_NAMES = {
     type(None): "null",
 }
 _FIX_SHAPE = 'expected {"articles": [ {...}, ... ]}'
+_FIX_ARTICLE = "every article must be a JSON object"
 
 
 def _type_name(value: Any) -> str:
@@ -77,45 +78,70 @@ def path_text(path: Sequence[str | int]) -> str:
     return out
 
 
-def _walk(doc: dict[str, Any], source: str) -> tuple[int, bool]:
-    """Count object members, and tell whether the document holds any float.
+@dataclass(frozen=True)
+class Walk:
+    """What :func:`walk_values` found: object members, whether any float, the first place too deep.
 
-    A float may be an integer beyond 64 bits that orjson silently converted, or
-    a literal that a double cannot hold exactly (``1e-400``, 25 digits): those
-    documents get the exact check. Also refuses nesting deeper than orjson can
-    write back (``MAX_DEPTH``). Iterative, so that deeply nested input cannot
-    exhaust the Python stack.
+    ``too_deep`` is the place of the item (a top-level key's path or ``$.articles[i]``
+    in a batch, a key's path in a JSON Lines line) holding the first value the
+    walk met that is nested more than :data:`MAX_DEPTH` levels deep, or None;
+    the walk stops there, so the counts are then partial.
     """
-    stack: list[tuple[Any, int, str]] = []
-    for key, value in doc.items():
+
+    members: int
+    has_float: bool
+    too_deep: str | None
+
+
+#: A value to walk: the value, its depth (the root counts as 1) and the place a message names.
+WalkItem = tuple[Any, int, str]
+
+
+def top_values(pairs: Iterable[tuple[str, Any]], first_index: int = 0) -> list[WalkItem]:
+    """The root's values as :func:`walk_values` takes them, ``articles`` expanded into its articles.
+
+    ``first_index`` is the index in the whole batch of the first article, when
+    ``pairs`` are those of one run of it (``$.articles[i]`` names whole-batch indices).
+    """
+    items: list[WalkItem] = []
+    for key, value in pairs:
         if key == "articles" and isinstance(value, list):
-            stack.extend((v, ARTICLE_DEPTH, f"$.articles[{i}]") for i, v in enumerate(value))
+            items.extend((v, ARTICLE_DEPTH, f"$.articles[{first_index + i}]") for i, v in enumerate(value))
         else:
-            stack.append((value, 2, path_text([key])))
-    return walk_nodes(stack, len(doc), source)
+            items.append((value, 2, path_text([key])))
+    return items
 
 
-def walk_nodes(stack: list[tuple[Any, int, str]], members: int, source: str) -> tuple[int, bool]:
-    """:func:`_walk` from ``(value, depth, place)`` entries: ``members`` plus the members of every object
-    below, and whether any float is there; refuses, naming the entry's place, a value nested deeper than
-    :data:`MAX_DEPTH` (``stack`` is consumed)."""
+def walk_values(items: list[WalkItem]) -> Walk:
+    """Count object members below ``items``, tell whether they hold any float, find nesting too deep.
+
+    The values are visited from the LAST item to the first, each one whole
+    before the one before it, so :attr:`Walk.too_deep` is the place of the last
+    item nested too deeply. Iterative, so that deeply nested input cannot
+    exhaust the Python stack. ``items`` is consumed.
+    """
+    members = 0
     has_float = False
+    stack = items
     while stack:
         node, depth, place = stack.pop()
         if isinstance(node, dict):
             if depth > MAX_DEPTH:
-                break
+                return Walk(members, has_float, place)
             members += len(node)
             stack.extend((v, depth + 1, place) for v in node.values() if isinstance(v, (dict, list, float)))
         elif isinstance(node, list):
             if depth > MAX_DEPTH:
-                break
+                return Walk(members, has_float, place)
             stack.extend((v, depth + 1, place) for v in node if isinstance(v, (dict, list, float)))
         elif isinstance(node, float):
             has_float = True
-    else:
-        return members, has_float
-    raise InvalidBatchError(
+    return Walk(members, has_float, None)
+
+
+def too_deep_error(source: str, place: str) -> InvalidBatchError:
+    """The refusal of a value nested more than :data:`MAX_DEPTH` levels deep."""
+    return InvalidBatchError(
         f"{source}: {place} is nested more than {MAX_DEPTH} levels deep, more than can be written back "
         "exactly; flatten that value"
     )
@@ -156,103 +182,264 @@ def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return d
 
 
-def find_exact_problem(data: bytes, source: str) -> None:
-    """Slow path, only for suspicious documents: re-parse exactly and explain.
+def exact_tree(data: bytes | bytearray, source: str) -> Any:
+    """The document parsed exactly: every key kept (:class:`_DupDict` marks a duplicate),
+    integers of any size, and the text of every float literal a double would change.
 
-    The standard library parser keeps every key, integers of any size and the
-    text of every float literal. Its recursion follows the interpreter's limit,
+    The standard library parser's recursion follows the interpreter's limit,
     which is raised for the call to cover orjson's own nesting limit (1024).
     """
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 4 * 1024 + 200))
     try:
-        exact = json.loads(data, object_pairs_hook=_pairs_hook, parse_float=_exact_float)
+        return json.loads(data, object_pairs_hook=_pairs_hook, parse_float=_exact_float)
     except RecursionError:
         raise InvalidBatchError(f"{source}: nested too deeply to check exactly; flatten the document") from None
     finally:
         sys.setrecursionlimit(limit)
-    stack: list[tuple[Any, tuple[str | int, ...]]] = [(exact, ())]
+
+
+#: A value of an exact tree and its path from the root.
+ExactItem = tuple[Any, tuple[str | int, ...]]
+
+
+def exact_node_error(node: Any, path: tuple[str | int, ...], source: str) -> InvalidBatchError | None:
+    """The refusal of one node of an :func:`exact_tree` itself (not of what it holds), or None."""
+    if isinstance(node, _DupDict):
+        return InvalidBatchError(
+            f"{source}: {path_text(path)} has the key {json.dumps(node.duplicate, ensure_ascii=False)} "
+            "more than once, so one of its values would be lost; remove or rename the duplicate"
+        )
+    if isinstance(node, _InexactNumber):
+        shown = node if len(node) <= 40 else node[:37] + "..."
+        return InvalidBatchError(
+            f"{source}: {path_text(path)} is the number {shown}, which a 64-bit float cannot hold "
+            f"exactly (it would be written as {float(node)!r}); store it as a string"
+        )
+    if isinstance(node, int) and not isinstance(node, bool) and not _INT64_MIN <= node <= _UINT64_MAX:
+        return InvalidBatchError(
+            f"{source}: {path_text(path)} is an integer beyond 64 bits ({str(node)[:30]}...), which "
+            "cannot be kept exactly; store it as a string"
+        )
+    return None
+
+
+def check_exact(items: Iterable[ExactItem], source: str) -> None:
+    """Raise the first exact problem in ``items`` and below them, in document order (``items`` in order)."""
+    stack: list[ExactItem] = list(items)
+    stack.reverse()
     while stack:
         node, path = stack.pop()
-        if isinstance(node, _DupDict):
-            raise InvalidBatchError(
-                f"{source}: {path_text(path)} has the key {json.dumps(node.duplicate, ensure_ascii=False)} "
-                "more than once, so one of its values would be lost; remove or rename the duplicate"
-            )
+        error = exact_node_error(node, path, source)
+        if error is not None:
+            raise error
         if isinstance(node, dict):
             stack.extend((v, (*path, k)) for k, v in reversed(list(node.items())))
         elif isinstance(node, list):
             stack.extend((v, (*path, i)) for i, v in reversed(list(enumerate(node))))
-        elif isinstance(node, _InexactNumber):
-            shown = node if len(node) <= 40 else node[:37] + "..."
-            raise InvalidBatchError(
-                f"{source}: {path_text(path)} is the number {shown}, which a 64-bit float cannot hold "
-                f"exactly (it would be written as {float(node)!r}); store it as a string"
-            )
-        elif isinstance(node, int) and not isinstance(node, bool) and not _INT64_MIN <= node <= _UINT64_MAX:
-            raise InvalidBatchError(
-                f"{source}: {path_text(path)} is an integer beyond 64 bits ({str(node)[:30]}...), which "
-                "cannot be kept exactly; store it as a string"
-            )
 
 
-def _utf8_error_offset(data: bytes) -> int | None:
-    """Byte offset of the first invalid UTF-8 sequence, or None if the bytes are UTF-8."""
+def find_exact_problem(data: bytes | bytearray, source: str) -> None:
+    """Slow path, only for suspicious text (:func:`exact_check_needed`): re-parse exactly and explain."""
+    check_exact([(exact_tree(data, source), ())], source)
+
+
+def exact_check_needed(data: bytes | bytearray, members: int, has_float: bool) -> bool:
+    """Whether the JSON text ``data`` may hold an exact problem, given what a walk of its parse found:
+    ``members``, the members of all its objects, and whether it holds any float.
+
+    A float may be an integer beyond 64 bits that orjson silently converted, or
+    a literal that a double cannot hold exactly (``1e-400``, 25 digits). A text
+    without a float whose key count is its member count has no exact problem: a
+    duplicate key makes the count exceed the members (every count, fast or exact,
+    is at least the members), an inexact number or an integer beyond 64 bits is a
+    float to orjson. So of pieces of a document, only those that pass this test
+    on their own can hold one, and where none does, the whole document's own test
+    may differ but its exact check finds nothing.
+    """
+    return has_float or count_keys(data) != members
+
+
+def check_values(data: bytes | bytearray, items: list[WalkItem], members: int, source: str) -> None:
+    """The checks of a parsed object's values, after its shape: nesting deeper than :data:`MAX_DEPTH`
+    (:func:`walk_values`' order), then, only where :func:`exact_check_needed`, the first exact problem.
+
+    ``data`` is the object's text, ``items`` its values as :func:`walk_values` takes
+    them (consumed), ``members`` the object's own member count.
+    """
+    walk = walk_values(items)
+    if walk.too_deep is not None:
+        raise too_deep_error(source, walk.too_deep)
+    if exact_check_needed(data, members + walk.members, walk.has_float):
+        find_exact_problem(data, source)
+
+
+def utf8_error_offset(data: bytes | bytearray, start: int = 0) -> int | None:
+    """Offset (from ``start``) of the first invalid UTF-8 sequence in ``data[start:]``, or None if it is UTF-8."""
     try:
-        data.decode("utf-8")
+        str(memoryview(data)[start:], "utf-8")
     except UnicodeDecodeError as exc:
         return exc.start
     return None
 
 
-def check_file_start(data: bytes, source: str) -> None:
-    """Refuse a file that starts with a UTF-8 byte-order mark or looks like UTF-16 (``data``: its first bytes)."""
+@dataclass(frozen=True)
+class TextPoint:
+    """A point in a document's text, where a piece of it starts: what a refusal's place is counted from.
+
+    ``byte`` and ``char`` are the offsets of the point in bytes and in characters
+    (code points, as orjson counts them); ``line`` is its line (from 1) and
+    ``line_byte``/``line_char`` the offsets where that line starts. The default
+    is the start of a document.
+
+    >>> TextPoint().advance("é\\nab".encode())
+    TextPoint(byte=5, char=4, line=2, line_byte=3, line_char=2)
+    """
+
+    byte: int = 0
+    char: int = 0
+    line: int = 1
+    line_byte: int = 0
+    line_char: int = 0
+
+    def advance(self, data: bytes | bytearray, start: int = 0, end: int | None = None) -> TextPoint:
+        """The point just after ``data[start:end]``, which starts at this point.
+
+        Raises:
+            UnicodeDecodeError: the bytes are not UTF-8 (its ``start`` is relative to ``start``).
+        """
+        end = len(data) if end is None else end
+        text = str(memoryview(data)[start:end], "utf-8")
+        newlines = text.count("\n")
+        if not newlines:
+            return TextPoint(self.byte + end - start, self.char + len(text), self.line, self.line_byte, self.line_char)
+        return TextPoint(
+            self.byte + end - start,
+            self.char + len(text),
+            self.line + newlines,
+            self.byte + data.rfind(b"\n", start, end) + 1 - start,
+            self.char + text.rfind("\n") + 1,
+        )
+
+
+def check_start(data: bytes | bytearray, source: str) -> None:
+    """The refusals decided by a document's first bytes: empty, a byte-order mark, UTF-16.
+
+    Any prefix of at least 3 bytes of a document decides as the whole does (a
+    JSON Lines file, which may be empty, passes its first 3 bytes when it is not).
+    """
+    if not data:
+        raise InvalidBatchError(f"{source}: the file is empty (0 bytes); {_FIX_SHAPE}")
     if data.startswith(b"\xef\xbb\xbf"):
         raise InvalidBatchError(f"{source}: starts with a UTF-8 byte-order mark (BOM); save it as UTF-8 without BOM")
     if data.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(data) >= 2 and (data[0] == 0 or data[1] == 0)):
         raise InvalidBatchError(f"{source}: looks like UTF-16, not UTF-8; convert it to UTF-8")
 
 
-def invalid_json(
-    data: bytes, exc: orjson.JSONDecodeError, source: str, line: int | None = None, offset: int = 0
+def utf8_error(
+    source: str, data: bytes | bytearray, bad: int, start: int = 0, origin: TextPoint = TextPoint()
 ) -> InvalidBatchError:
-    """The error for text that orjson refused: a whole document, or (``line`` given) that line of a
-    JSON Lines file, whose first byte is at ``offset`` in the file; the character is then counted
-    within the line, and the byte offset within the file."""
-    first_line, within = (1, "") if line is None else (line, " of the line")
-    if "UTF-8" in exc.msg or "utf-8" in exc.msg or "surrogate" in exc.msg:
-        bad = _utf8_error_offset(data)
-        if bad is not None:
-            at_line = first_line + data.count(b"\n", 0, bad)
-            column = bad - (data.rfind(b"\n", 0, bad) + 1) + 1
-            return InvalidBatchError(
-                f"{source}: not valid UTF-8 at line {at_line} column {column} (byte offset {offset + bad}); "
-                "save it as UTF-8"
-            )
+    """The refusal of the invalid UTF-8 sequence at ``data[bad]``, in a piece of a document.
+
+    The piece is ``data[start:]`` and starts at ``origin`` in the whole document
+    (by default, ``data`` is the whole document). Line, column and offset count bytes.
+    """
+    newline = data.rfind(b"\n", start, bad)
+    line = origin.line + data.count(b"\n", start, bad)
+    column = bad - newline if newline >= 0 else origin.byte + bad - start - origin.line_byte + 1
+    offset = origin.byte + bad - start
+    return InvalidBatchError(
+        f"{source}: not valid UTF-8 at line {line} column {column} (byte offset {offset}); save it as UTF-8"
+    )
+
+
+def _is_utf8_message(msg: str) -> bool:
+    return "UTF-8" in msg or "utf-8" in msg or "surrogate" in msg
+
+
+def json_error(source: str, msg: str, line: int, column: int, char: int, within: str = "") -> InvalidBatchError:
+    """The refusal of a document orjson rejected (not for invalid UTF-8: :func:`utf8_error`).
+
+    ``within`` says what ``char`` is counted from when it is not the document's
+    start (``" of the line"`` for a line of a JSON Lines file).
+    """
+    if _is_utf8_message(msg):
         hint = (
             "a \\uD800-\\uDFFF escape must be one half of a valid pair: fix or remove it"
-            if "surrogate" in exc.msg
+            if "surrogate" in msg
             else "save it as UTF-8"
         )
-    elif "infinity" in exc.msg:
+    elif "infinity" in msg:
         hint = "a number is too large for a 64-bit float: store it as a string"
-    elif "recursion" in exc.msg or "depth" in exc.msg:
+    elif "recursion" in msg or "depth" in msg:
         hint = "the document is nested too deeply: flatten it"
     else:
         hint = "fix the JSON syntax"
     return InvalidBatchError(
-        f"{source}: not valid JSON at line {first_line + exc.lineno - 1} column {exc.colno} "
-        f"(character {exc.pos}{within}): {exc.msg}; {hint}"
+        f"{source}: not valid JSON at line {line} column {column} (character {char}{within}): {msg}; {hint}"
     )
 
 
-def not_an_object(source: str, place: str, value: Any, fix: str) -> InvalidBatchError:
-    """The error for an article that is not an object: ``{source}: {place} is a string; {fix}``."""
+def shifted_json_error(
+    source: str, exc: orjson.JSONDecodeError, local: TextPoint, origin: TextPoint
+) -> InvalidBatchError:
+    """:func:`json_error` for an error orjson found in a text holding a piece of a document.
+
+    The piece starts at ``local`` in the text orjson parsed (after a wrapper such
+    as ``RUN_PREFIX``) and at ``origin`` in the whole document; the error's line,
+    column and character are moved to the whole document's (orjson counts
+    characters, and a column from the last newline, as :mod:`json` does).
+    """
+    char = origin.char + exc.pos - local.char
+    if exc.lineno == local.line:  # no newline of the piece before the error
+        line, column = origin.line, char - origin.line_char + 1
+    else:
+        line, column = origin.line + exc.lineno - local.line, exc.colno
+    return json_error(source, exc.msg, line, column, char)
+
+
+def invalid_json(
+    source: str, data: bytes, exc: orjson.JSONDecodeError, line: int | None = None, offset: int = 0
+) -> InvalidBatchError:
+    """The refusal of ``data``, which orjson rejected with ``exc``: a whole document, or (``line`` given)
+    that line of a JSON Lines file (without its newline), whose first byte is at ``offset`` in the file;
+    the character is then counted within the line, and the byte offset within the file.
+
+    orjson checks the UTF-8 of the whole input before it parses, so invalid UTF-8
+    anywhere is the refusal, at its first bad byte.
+    """
+    if _is_utf8_message(exc.msg):
+        bad = utf8_error_offset(data)
+        if bad is not None:
+            origin = TextPoint() if line is None else TextPoint(byte=offset, line=line, line_byte=offset)
+            return utf8_error(source, data, bad, 0, origin)
+    if line is None:
+        return json_error(source, exc.msg, exc.lineno, exc.colno, exc.pos)
+    return json_error(source, exc.msg, line + exc.lineno - 1, exc.colno, exc.pos, " of the line")
+
+
+def wrong_type_error(source: str, place: str, value: Any, fix: str) -> InvalidBatchError:
+    """The refusal of a value of the wrong type: ``{source}: {place} is a string; {fix}``."""
     return InvalidBatchError(f"{source}: {place} is {_type_name(value)}; {fix}")
+
+
+def check_articles(articles: Sequence[Any], source: str, first_index: int = 0) -> None:
+    """Refuse the first article that is not an object (``first_index``: the index of ``articles[0]``)."""
+    for i, article in enumerate(articles):
+        if not isinstance(article, dict):
+            raise wrong_type_error(source, f"$.articles[{first_index + i}]", article, _FIX_ARTICLE)
 
 
 def parse_batch(data: bytes, source: str = "<input>") -> dict[str, Any]:
     """Parse and validate a batch document from its bytes.
+
+    The checks, in this order (``selection_storage.refusal`` makes the same
+    decisions run by run, with the functions above): the first bytes; invalid
+    UTF-8 anywhere (orjson checks the UTF-8 of the whole input before it
+    parses, so a bad byte anywhere beats an earlier syntax error); the first
+    JSON error; the shape; the first article that is not an object; nesting
+    (:func:`walk_values`' order); and, only for documents with a float or a
+    key count that differs, the first exact problem in document order.
 
     Raises:
         InvalidBatchError: with a one-line message naming ``source``, the place
@@ -261,30 +448,24 @@ def parse_batch(data: bytes, source: str = "<input>") -> dict[str, Any]:
     >>> parse_batch(b'{"articles": [], "run": 7}')
     {'articles': [], 'run': 7}
     """
-    if not data:
-        raise InvalidBatchError(f"{source}: the file is empty (0 bytes); {_FIX_SHAPE}")
-    check_file_start(data, source)
+    check_start(data, source)
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise invalid_json(data, exc, source) from None
+        raise invalid_json(source, data, exc) from None
     if not isinstance(doc, dict):
-        raise InvalidBatchError(f"{source}: the root is {_type_name(doc)}; {_FIX_SHAPE}")
+        raise wrong_type_error(source, "the root", doc, _FIX_SHAPE)
     if "articles" not in doc:
         raise InvalidBatchError(f'{source}: the root object has no "articles" key; {_FIX_SHAPE}')
     articles = doc["articles"]
     if not isinstance(articles, list):
-        raise InvalidBatchError(f"{source}: $.articles is {_type_name(articles)}; {_FIX_SHAPE}")
-    for i, article in enumerate(articles):
-        if not isinstance(article, dict):
-            raise not_an_object(source, f"$.articles[{i}]", article, "every article must be a JSON object")
-    members, has_float = _walk(doc, source)
-    if has_float or count_keys(data) != members:
-        find_exact_problem(data, source)
+        raise wrong_type_error(source, "$.articles", articles, _FIX_SHAPE)
+    check_articles(articles, source)
+    check_values(data, top_values(doc.items()), len(doc), source)
     return doc
 
 
-def count_keys(data: bytes) -> int:
+def count_keys(data: bytes | bytearray) -> int:
     """Number of object keys written in the JSON text (duplicates included).
 
     Fast path, an upper bound: where no '"' is preceded by a backslash right

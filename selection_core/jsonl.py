@@ -47,13 +47,13 @@ import orjson
 
 from .batch import (
     ARTICLE_DEPTH,
-    check_file_start,
-    count_keys,
-    find_exact_problem,
+    check_start,
+    check_values,
+    exact_check_needed,
     invalid_json,
-    not_an_object,
     path_text,
-    walk_nodes,
+    walk_values,
+    wrong_type_error,
 )
 from .errors import InvalidBatchError
 from .layout import array_spans
@@ -107,10 +107,10 @@ def parse_lines(
     ...
     selection_core.errors.InvalidBatchError: b.jsonl: line 2 is blank; remove it (...)
     """
-    if first_offset == 0:
-        check_file_start(data[:3], source)
     if not data:
         return []
+    if first_offset == 0:
+        check_start(data[:3], source)  # not empty: only the byte-order mark and UTF-16 checks can refuse
     articles: list[dict[str, Any]] = []
     start, end = 0, len(data)
     while start < end:  # in pieces of whole lines: less memory, and faster than one piece of a whole big file
@@ -121,12 +121,9 @@ def parse_lines(
             return _parse_line_by_line(data, source, first_line, first_offset)
         articles += values
         start = stop + 1
-    try:
-        members, has_float = walk_nodes([(a, ARTICLE_DEPTH, "") for a in articles], 0, source)
-    except InvalidBatchError:  # worded with its line below
-        return _parse_line_by_line(data, source, first_line, first_offset)
-    if has_float or count_keys(data) != members:
-        return _parse_line_by_line(data, source, first_line, first_offset)
+    walk = walk_values([(a, ARTICLE_DEPTH, "") for a in articles])
+    if walk.too_deep is not None or exact_check_needed(data, walk.members, walk.has_float):
+        return _parse_line_by_line(data, source, first_line, first_offset)  # the error is worded with its line there
     return articles
 
 
@@ -196,15 +193,11 @@ def _parse_line(line: bytes, source: str, number: int, offset: int) -> dict[str,
                 f"{source}: line {number} ends inside its article, at column {exc.colno}; "
                 "write each article whole on one line (a JSON Lines batch is not indented)"
             ) from None
-        raise invalid_json(line, exc, source, number, offset) from None
+        raise invalid_json(source, line, exc, number, offset) from None
     if not isinstance(article, dict):
-        raise not_an_object(source, f"line {number}", article, _FIX_LINE)
-    where = f"{source}: line {number}"
-    members, has_float = walk_nodes(
-        [(value, ARTICLE_DEPTH + 1, path_text([key])) for key, value in article.items()], len(article), where
-    )
-    if has_float or count_keys(line) != members:
-        find_exact_problem(line, where)
+        raise wrong_type_error(source, f"line {number}", article, _FIX_LINE)
+    items = [(value, ARTICLE_DEPTH + 1, path_text([key])) for key, value in article.items()]
+    check_values(line, items, len(article), f"{source}: line {number}")
     return article
 
 

@@ -12,6 +12,7 @@ Modules, each one concept:
 * :mod:`~selection_storage.chunks`: the plan of a batch scored in runs and chunks, and the scoring of one;
 * :mod:`~selection_storage.chunked_file`: a batch file selected one run at a time in this process (:func:`select_file`);
 * :mod:`~selection_storage.whole_file`: a batch file selected in one piece (the reference and the fallback);
+* :mod:`~selection_storage.refusal`: the whole file's refusal, computed one run of articles at a time;
 * :mod:`~selection_storage.parts`: the chunks' part files and their assembly into the output;
 * :mod:`~selection_storage.directory`: the batches of a directory that need a selection;
 * :mod:`~selection_storage.lookup`: one article of a batch file, found without loading the batch.
@@ -68,6 +69,7 @@ from selection_storage.paths import (
     resolve_run_paths,
     selected_path,
 )
+from selection_storage.refusal import whole_file_refusal
 from selection_storage.report import report_lines, write_report
 from selection_storage.transient import TRANSIENT_ERRNOS, is_transient_io_error
 from selection_storage.whole_file import OnePieceResult, select_file_in_one_piece
@@ -126,6 +128,7 @@ __all__ = [
     "sha256_bytes",
     "sha256_file",
     "temporary_name",
+    "whole_file_refusal",
     "write_atomic",
     "write_atomic_group",
     "write_report",
