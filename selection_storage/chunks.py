@@ -32,7 +32,7 @@ Failures never leave a part behind: the flow removes every part of the run when
 any step fails, and a part left by a killed run is a temporary file of the
 output (its name carries the flow process's id), removed by the next write to
 that output. Invalid input found by a worker is reported as the whole-document
-parse reports it (:func:`canonical_error`): the same one line, with the place
+parse reports it (:func:`refuse_as_whole`): the same one line, with the place
 in the whole file.
 """
 
@@ -53,6 +53,7 @@ from selection_core.layout import Run, RunLayout
 from selection_storage.atomic import process_alive, temporary_name
 from selection_storage.files import FileIdentity, read_input, read_span, sha256_bytes
 from selection_storage.parts import discard_parts, render_articles_in_batches, write_part
+from selection_storage.refusal import whole_file_refusal
 from selection_storage.report import report_lines
 from selection_storage.scan import scan_file, scan_lines
 
@@ -150,8 +151,8 @@ def refuse_as_whole(plan: BatchPlan) -> None:
     whole-document parse's (with the place in the whole file); a JSON Lines run's
     refusal already names its line in the file.
     """
-    if plan.format.restate_refusal:
-        canonical_error(plan.path)
+    if plan.format.restate_refusal and plan.layout is not None:
+        whole_file_refusal(plan.path, plan.identity, plan.layout)  # one run at a time, never the whole batch
 
 
 def plan_batch(input_path: str | os.PathLike[str], max_run_articles: int | None = None) -> BatchPlan:
@@ -178,6 +179,8 @@ def plan_batch(input_path: str | os.PathLike[str], max_run_articles: int | None 
     envelope = _parse_envelope(path, scanned.envelope) if scanned.layout is not None else None
     if scanned.layout is not None and envelope is not None:
         return BatchPlan(path, scanned.identity, scanned.sha256, scanned.identity.size, envelope, scanned.layout)
+    if scanned.layout is not None:  # an invalid envelope: the whole batch's refusal, one run at a time
+        whole_file_refusal(path, scanned.identity, scanned.layout)
     data = read_input(path)
     doc = sc.parse_batch(data, str(path))
     envelope = {k: ([] if k == "articles" else v) for k, v in doc.items()}
@@ -412,7 +415,7 @@ def score_run(
     ``table_rows``, and at most ``close_calls`` close calls are kept.
 
     Raises:
-        InvalidBatchError: the run is not valid (:func:`canonical_error` gives the whole-document message).
+        InvalidBatchError: the run is not valid (:func:`refuse_as_whole` gives the whole batch's message).
     """
     start, stop = run.start, run.stop
     articles = fmt.parse_run(cast(bytes, data), str(path), run)
@@ -441,7 +444,7 @@ def score_chunk(chunk: ChunkJob, row: RowBuilder) -> ChunkOutcome:
 
     Raises:
         InputChangedError: the input is no longer the planned version.
-        InvalidBatchError: the chunk is not valid (:func:`canonical_error` gives the
+        InvalidBatchError: the chunk is not valid (:func:`refuse_as_whole` gives the
             whole-document message).
         ReadError, WriteError, OutputPathError: as reading and writing files.
     """

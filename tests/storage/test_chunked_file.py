@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,3 +92,31 @@ def test_a_batch_the_scan_gives_up_on_is_selected_in_one_piece_and_says_so(
     assert (tmp_path / "out.json").read_bytes() == (tmp_path / "whole.json").read_bytes()
     assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "whole.jsonl").read_bytes()
     assert result.summary == whole.summary and result.input_sha256 == sha256_file(AEB)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (b'"url": "', b'"url": tru, "x": "'),  # a syntax error
+        (b'"id": "', b'"id": 123456789012345678901234567890, "x": "'),  # an integer beyond 64 bits
+    ],
+    ids=["syntax", "big-int"],
+)
+def test_a_bad_article_deep_in_the_batch_is_refused_in_the_whole_batch_s_words_without_reading_it_whole(
+    tmp_path: Path, mocker: Any, old: bytes, new: bytes
+) -> None:
+    data = AEB.read_bytes()
+    at = data.index(old, len(data) * 9 // 10)  # an article near the end
+    source = tmp_path / "b_extracted.json"
+    source.write_bytes(data[:at] + new + data[at + len(old) :])
+    with pytest.raises(sc.InvalidBatchError) as whole:
+        select_file_in_one_piece(source, tmp_path / "whole.json")
+    import selection_storage.chunks
+    import selection_storage.files
+
+    for module in (selection_storage.chunks, selection_storage.files, selection_storage.whole_file):
+        mocker.patch.object(module, "read_input", side_effect=AssertionError("the whole batch was read"))
+    with pytest.raises(sc.InvalidBatchError) as streamed:
+        select_file(source, tmp_path / "out.json", tmp_path / "r.jsonl", run_articles=10)
+    assert str(streamed.value) == str(whole.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b_extracted.json"]
