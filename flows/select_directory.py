@@ -137,10 +137,10 @@ def select_directory(
     dask_address: DaskAddress = None,
     chunk_size: OptionalCount = None,
 ) -> DirectoryRunSummary:
-    """Select every batch under a directory that has no up-to-date `_selected.json`.
+    """Select every batch under a directory that has no up-to-date `_selected.json` (or `.jsonl`).
 
     Args:
-        directory: Folder scanned recursively for `*_extracted.json` files. Leave
+        directory: Folder scanned recursively for `*_extracted.json` and `*_extracted.jsonl` files. Leave
             empty to scan the data root (the data_root parameter or the
             CONTENT_SELECTION_DATA_ROOT environment variable).
         max_table_rows: Most rows of each batch's `selection-scores` table artifact.

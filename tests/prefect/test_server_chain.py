@@ -128,6 +128,34 @@ class TestChainFromDeployments:
         assert (inbox / "news_extracted_selected.json").read_bytes() == expected.read_bytes()
         assert [r for r in server.flow_runs("select-content/triggered") if "broken" in r.parameters["input_path"]] == []
 
+    def test_a_json_lines_batch_written_by_extract_articles_is_selected_by_the_trigger(
+        self, server: Server, served: Path, tmp_path: Path
+    ) -> None:
+        pages = served / "lines-pages"
+        pages.mkdir()
+        for page in sorted(PAGES.glob("*.html.gz"))[3:6]:
+            shutil.copy(page, pages / page.name)
+        extracted = served / "lines_extracted.jsonl"
+        extract = (
+            "import sys; from flows.extract_articles import extract_articles; "
+            "extract_articles(pages=sys.argv[1], output_path=sys.argv[2], workers=1)"
+        )
+        run([sys.executable, "-c", extract, str(pages), str(extracted)], server.env)
+        assert extracted.is_file() and extracted.with_name("lines_extracted.extraction.json").is_file()
+
+        triggered = server.final_run("select-content/triggered", str(extracted))
+
+        assert triggered.state.is_completed(), triggered.state.message
+        assert started_by(triggered) == TRIGGER_NAME
+        expected = tmp_path / "expected.jsonl"
+        run(
+            [sys.executable, "-m", "selection_cli.main", "select", str(extracted), "--output", str(expected)],
+            server.env,
+        )
+        selected = served / "lines_extracted_selected.jsonl"
+        assert selected.read_bytes() == expected.read_bytes()
+        assert len(selected.read_bytes().splitlines()) == 3
+
     def test_a_completed_upstream_run_starts_the_selection_of_its_output(self, server: Server, served: Path) -> None:
         target = served / "upstream" / "crawl_extracted.json"
         target.parent.mkdir()
