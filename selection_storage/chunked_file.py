@@ -33,7 +33,7 @@ from selection_storage.batch import WrittenFile
 from selection_storage.chunks import plan_batch, refuse_as_whole, score_run
 from selection_storage.files import read_span, sha256_file
 from selection_storage.parts import PartJoiner
-from selection_storage.paths import resolve_output_path, resolve_report_path
+from selection_storage.paths import resolve_report_path, resolve_selected_path
 from selection_storage.whole_file import select_file_in_one_piece
 
 
@@ -89,7 +89,7 @@ def select_file(
     if run_articles is not None and run_articles < 1:
         raise ValueError("run_articles must be at least 1")
     inp = Path(input_path)
-    out = resolve_output_path(inp, output_path)
+    out = resolve_selected_path(inp, output_path)
     report = resolve_report_path(inp, out, report_path)
     plan = plan_batch(inp, run_articles)
     if plan.layout is None:  # its articles could not be delimited without parsing: one piece

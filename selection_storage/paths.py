@@ -46,6 +46,26 @@ def selected_path(input_path: str | os.PathLike[str]) -> Path:
     return p.with_name(f"{p.stem}{SELECTED_LINES_SUFFIX if is_jsonl(p.name) else SELECTED_SUFFIX}")
 
 
+def resolve_selected_path(
+    input_path: str | os.PathLike[str], output_path: str | os.PathLike[str] | None = None
+) -> Path:
+    """:func:`resolve_output_path` for a selected batch, which is written in the input's format.
+
+    A selection never converts a batch, so an output named for the other format
+    (``.json`` for a JSON Lines input, ``.jsonl`` for a JSON one) is refused; any
+    other name is the user's choice.
+
+    Raises:
+        OutputPathError: as :func:`resolve_output_path`, or the output is named for the other format.
+    """
+    out = resolve_output_path(input_path, output_path)
+    lines = is_jsonl(Path(input_path).name)
+    if lines != is_jsonl(out.name) and out.suffix in (".json", ".jsonl"):
+        kind, want = ("JSON Lines", ".jsonl") if lines else ("JSON", ".json")
+        raise OutputPathError(f"{out}: the input is a {kind} batch, written back as {kind}; name the output *{want}")
+    return out
+
+
 def _resolved(path: Path, what: str) -> Path:
     try:
         return path.resolve(strict=False)
@@ -72,10 +92,6 @@ def resolve_output_path(
     inp = Path(input_path)
     out = selected_path(inp) if output_path is None else Path(output_path)
     out_resolved, inp_resolved = _resolved(out, option), _resolved(inp, "input")
-    if option == "--output" and is_jsonl(inp.name) != is_jsonl(out.name) and out.suffix in (".json", ".jsonl"):
-        # A batch is written in its own format: a selection never converts one.
-        kind, want = ("JSON Lines", ".jsonl") if is_jsonl(inp.name) else ("JSON", ".json")
-        raise OutputPathError(f"{out}: the input is a {kind} batch, written back as {kind}; name the output *{want}")
     try:
         same = out.exists() and inp.exists() and os.path.samefile(inp, out)
     except OSError:
@@ -258,13 +274,13 @@ def resolve_run_paths(
                 f"set {DATA_ROOT_ENV} (or {option}) to the directory that holds the batches"
             )
         source = Path(input_path).expanduser().absolute()
-        output = resolve_output_path(source, Path(output_path) if output_path else None)
+        output = resolve_selected_path(source, Path(output_path) if output_path else None)
         report = resolve_report_path(source, output, report_path or None)
         return RunPaths(input=source, output=output, report=report, data_root=None)
 
     source = root.confine(input_path, "input")
     wanted_output = root.confine(output_path, "output") if output_path else None
-    output = resolve_output_path(source, wanted_output)
+    output = resolve_selected_path(source, wanted_output)
     # The default output is beside the input; check it too (it may be a symlink).
     output = root.confine(output, "output")
     wanted_report = root.confine(report_path, "report") if report_path else None

@@ -25,7 +25,7 @@ from selection_core.evidence import ShownEvidence, batch_evidence
 from selection_core.select import Selection
 from selection_storage.atomic import write_atomic, write_atomic_group
 from selection_storage.files import read_input
-from selection_storage.paths import resolve_output_path, resolve_report_path
+from selection_storage.paths import resolve_report_path, resolve_selected_path
 from selection_storage.report import report_lines
 
 
@@ -53,7 +53,7 @@ def select_file_in_one_piece(
     ``evidence_rows``, the result has what the flows' artifacts show of the batch
     (:func:`selection_core.evidence.batch_evidence`, that many table rows)."""
     inp = Path(input_path)
-    out = resolve_output_path(inp, output_path)
+    out = resolve_selected_path(inp, output_path)
     report = resolve_report_path(inp, out, report_path)
     doc = parse_batch(read_input(inp), str(inp))
     selections = select_articles(doc["articles"], progress)
