@@ -45,9 +45,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, NamedTuple
 
-from selection_core.batch import ARTICLE_SEPARATOR, dump_batch, envelope_parts, render_articles
+from selection_core.batch import dump_batch
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
 from selection_core.evidence import counts_text
+from selection_core.formats import format_of
 from selection_core.jsonl import render_lines
 from selection_extraction.extractors import Extractor, library_version
 from selection_extraction.pages import Page, PageSet
@@ -309,7 +310,7 @@ class ArticleSpool:
     def __init__(self, target: Path, watch: ArticleWatcher | None = None) -> None:
         self.target = Path(target)
         self.count = 0
-        self._lines = record_path(self.target) is not None  # JSON Lines
+        self._format = format_of(self.target.name)
         self._watch = watch
         try:
             self._file = tempfile.TemporaryFile(dir=self.target.parent)
@@ -329,10 +330,7 @@ class ArticleSpool:
         """Append the next article of the batch."""
         if self._watch is not None:
             self._watch(self.count, article)
-        if self._lines:
-            piece = render_lines([article])
-        else:
-            piece = (ARTICLE_SEPARATOR if self.count else b"") + render_articles([article])
+        piece = (self._format.separator if self.count else b"") + self._format.render([article])
         try:
             self._file.write(piece)
         except OSError as exc:
@@ -349,7 +347,7 @@ class ArticleSpool:
             OutputPathError: the location is refused.
             WriteError: writing failed.
         """
-        head, tail = (b"", b"") if self._lines else envelope_parts(root, self.count > 0)
+        head, tail = self._format.envelope_parts(root, self.count > 0)
         digest = hashlib.sha256()
         size = 0
 

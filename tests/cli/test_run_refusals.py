@@ -54,8 +54,8 @@ def _message(stderr: str) -> str:
     [
         pytest.param(None, id="missing-file"),
         pytest.param(b'{"articles": [', id="truncated-json"),
-        pytest.param(b'{"articles": [{"id": "a"}, 5]}', id="article-not-an-object"),
         pytest.param(b'{"articles": {}}', id="articles-not-an-array"),
+        pytest.param(b'{"articles": [], "run": tru}', id="bad-envelope"),
     ],
 )
 def test_run_refuses_a_bad_input_once_without_starting_prefect(tmp_path: Path, content: bytes | None) -> None:
@@ -73,6 +73,21 @@ def test_run_refuses_a_bad_input_once_without_starting_prefect(tmp_path: Path, c
     assert "Traceback" not in run.stderr
     assert not (tmp_path / "b_extracted_selected.json").exists()
     assert not (tmp_path / "prefect-home").exists()  # nothing of Prefect's was set up
+
+
+def test_a_bad_article_is_refused_by_the_run_on_its_last_line_in_select_s_words(tmp_path: Path) -> None:
+    # The check before Prefect is the first pass only (it reads the file once, without holding it,
+    # and does not parse the articles): validating every article there would parse the whole batch
+    # twice on every good run. The run itself refuses the article, once, on its last line.
+    batch = tmp_path / "b_extracted.json"
+    batch.write_bytes(b'{"articles": [{"id": "a"}, 5]}')
+    run = _command(["run", str(batch)], tmp_path)
+    select = _command(["select", str(batch)], tmp_path)
+    assert run.returncode == select.returncode == EXIT_INVALID_INPUT, run.stderr
+    last = run.stderr.splitlines()[-1]
+    assert last.split(": error: ", 1)[1] == _message(select.stderr)
+    assert run.stderr.count("$.articles[1] is a number") == 1 and "Traceback" not in run.stderr
+    assert not (tmp_path / "b_extracted_selected.json").exists()
 
 
 def test_a_chunked_run_refuses_a_truncated_batch_before_prefect(tmp_path: Path) -> None:
