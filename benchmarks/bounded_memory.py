@@ -342,6 +342,7 @@ def plot(table: dict[tuple, dict[str, Any]], previous: list[dict[str, Any]], for
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     fig, axes = plt.subplots(1, len(formats), figsize=(6 * len(formats), 4.5), squeeze=False, sharey=True)
     colours = {c: f"C{i}" for i, c in enumerate(COMMANDS)}
@@ -368,6 +369,7 @@ def plot(table: dict[tuple, dict[str, Any]], previous: list[dict[str, Any]], for
         if sizes:
             ax.loglog(sizes, [s * 1e6 / MIB for s in sizes], ":", color="grey", label="input size")
         ax.set(xlabel="input, MB", ylabel="peak RSS of the process tree, MiB", title=f"{fmt} batch")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # the decades only: minor labels overlap
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
@@ -397,7 +399,13 @@ def main(argv_: list[str] | None = None) -> int:
     ap.add_argument("--previous", type=Path, help="bounded_memory.json of an earlier run: plotted as the old curve")
     ap.add_argument("--json", type=Path, default=OUT / "bounded_memory.json")
     ap.add_argument("--plot", type=Path, default=PLOT)
+    ap.add_argument("--replot", type=Path, help="draw the plot again from a run's JSON (measures nothing)")
     args = ap.parse_args(argv_)
+    if args.replot:
+        recorded = json.loads(args.replot.read_text())
+        plot(dict(enumerate(recorded["best"])), previous_rows(args.previous), args.formats, args.plot)
+        print(f"plot: {args.plot}")
+        return 0
     if args.baseline and not (args.baseline / "selection_cli/main.py").exists():
         ap.error(f"--baseline {args.baseline}: no selection_cli/main.py there")
     if args.baseline and not list((args.baseline / "selection_core").glob("*.so")):

@@ -69,10 +69,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--distinct", action="store_true")
     ap.add_argument("--json", type=Path, default=ROOT / "benchmarks/out/select_speed.json")
+    ap.add_argument("--build-into", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.build_into:
+        build(args.build_into, args.repeat, args.distinct)
+        return 0
     with tempfile.TemporaryDirectory(prefix="cs-bench-") as tmp:
         inp = Path(tmp) / "bench_extracted.json"
-        size = build(inp, args.repeat, args.distinct)
+        # Built in a process of its own: a child's peak RSS (ru_maxrss) starts from its parent's
+        # RSS at the fork, so a parent that held the built document would inflate every peak.
+        command = [sys.executable, __file__, "--build-into", str(inp), "--repeat", str(args.repeat)]
+        subprocess.run([*command, *(["--distinct"] if args.distinct else [])], check=True)
+        size = inp.stat().st_size
         runs: dict[str, list[dict]] = {"floor": [], "select": []}
         for _ in range(args.rounds):
             for job in ("floor", "select"):
