@@ -13,9 +13,10 @@ that reads, scores and writes the batch one run of articles after the other
 reading, scoring and writing its own articles -> assemble-batch -> artifacts (see
 :mod:`selection_storage.chunks`): the chunks' parts are joined in article order, so
 the written bytes are the same whichever runner and chunk size. Only a batch whose
-articles cannot be delimited without parsing is read and scored in one piece
-(``extract-batch`` -> ``select-extractors`` -> ``persist-batch``), and the log and
-the summary say so.
+articles cannot be delimited without parsing is read and scored in one piece (inside
+``select-batch-in-runs`` in-process; after ``plan-batch``, which parsed it, as
+``select-extractors`` -> ``persist-batch`` -> [``write-report``] on a parallel runner),
+and the log and the summary say so.
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ def _select_in_chunks(
     evidence = merge_evidence(((o.rows, o.close_calls) for o in outcomes), max_table_rows)
     logger.info("Selected %d articles: %s", summary.articles, counts_text(summary.by_extractor))
     where = f"in parallel on the {runner_name.value} task runner"
-    return written, evidence, summary, read_as_text(len(jobs), False, where).replace("runs of", "chunks of")
+    return written, evidence, summary, read_as_text(len(jobs), False, where, "chunk")
 
 
 def select_whole(doc: dict[str, Any], paths: RunPaths, max_table_rows: int) -> Scored:

@@ -18,6 +18,7 @@ from flows.runners import TaskRunnerName, resolve_task_runner
 from selection_cli.console import after_the_run, leave_repeated_errors_to_the_last_line
 from selection_cli.environment import apply_kernel_setting, prepare_embedded_api
 from selection_core.errors import SelectionError, error_line
+from selection_storage.chunks import CHUNK_BYTES, RUN_BYTES
 
 PROG = "content-selection run"
 
@@ -63,8 +64,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
         type=int,
         default=None,
         metavar="N",
-        help="most articles per chunk (default: runs of at most 8 MiB of input, one after the other, "
-        "in-process; about 4 chunks per worker, at most 64 MiB each, with process or dask)",
+        help=f"most articles per chunk (default: runs of at most {RUN_BYTES >> 20} MiB of input, one after the other, "
+        f"in-process; about 4 chunks per worker, at most {CHUNK_BYTES >> 20} MiB each, with process or dask)",
     )
     return parser
 
@@ -93,9 +94,10 @@ def run_command(args: argparse.Namespace) -> int:
     refused path, 74 I/O error, 1 anything else). Options missing from ``args``
     take their defaults.
 
-    The paths and the input are checked before Prefect is imported (see
-    :func:`check_run_input`): a bad input is refused at once, in the words of
-    ``content-selection select``, without starting the embedded server.
+    The paths and the input's layout are checked before Prefect is imported (see
+    :func:`check_run_input`): a bad one is refused at once, in the words of
+    ``content-selection select``, without starting the embedded server; an invalid
+    article is refused by the run, on its last line.
     """
     output = getattr(args, "output", None)
     report = getattr(args, "report", None)

@@ -322,17 +322,21 @@ def scores_description(batch_name: str, shown: int, total: int, max_rows: int) -
     return text
 
 
-def read_as_text(pieces: int, one_piece: bool, where: str = "one after the other in this process") -> str:
-    """How a run read its batch, for its log and its summary artifact.
+def read_as_text(
+    pieces: int, one_piece: bool, where: str = "one after the other in this process", unit: str = "run"
+) -> str:
+    """How a run read its batch (in ``pieces`` runs, or chunks, of articles), for its log and its summary artifact.
 
     >>> read_as_text(3, False)
     'in 3 runs of articles, one after the other in this process'
+    >>> read_as_text(1, False, "in parallel on the process task runner", "chunk")
+    'in 1 chunk of articles, in parallel on the process task runner'
     >>> read_as_text(1, True)[:20]
     'in one piece: its ar'
     """
     if one_piece:
         return f"in one piece: {ONE_PIECE_REASON}"
-    return f"in {pieces} run{'' if pieces == 1 else 's'} of articles, {where}"
+    return f"in {pieces} {unit}{'' if pieces == 1 else 's'} of articles, {where}"
 
 
 def summary_markdown(

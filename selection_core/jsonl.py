@@ -68,12 +68,13 @@ _PIECE_BYTES: Final[int] = 1 << 20
 
 
 def is_jsonl(name: str) -> bool:
-    """Whether a batch of this file name is JSON Lines (it ends with :data:`JSONL_SUFFIX`).
+    """Whether a batch of this file name is JSON Lines (it ends with :data:`JSONL_SUFFIX`, in any case,
+    as the inbox reads a manifest's name).
 
-    >>> is_jsonl("crawl_extracted.jsonl"), is_jsonl("crawl_extracted.json")
-    (True, False)
+    >>> is_jsonl("crawl_extracted.jsonl"), is_jsonl("CRAWL.JSONL"), is_jsonl("crawl_extracted.json")
+    (True, True, False)
     """
-    return name.endswith(JSONL_SUFFIX)
+    return name.lower().endswith(JSONL_SUFFIX)
 
 
 def parse_lines(

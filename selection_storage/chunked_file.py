@@ -34,7 +34,7 @@ from selection_storage.chunks import plan_batch, refuse_as_whole, score_run
 from selection_storage.files import read_span, sha256_file
 from selection_storage.parts import PartJoiner
 from selection_storage.paths import resolve_report_path, resolve_selected_path
-from selection_storage.whole_file import select_file_in_one_piece
+from selection_storage.whole_file import select_document
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,8 @@ class RunResult:
     ``runs`` is the number of runs of articles it was read in (1 with ``one_piece``
     when the batch had to be read whole); ``written`` is the output with the SHA-256
     of its bytes, ``input_sha256`` that of the input's, and ``evidence`` what the
-    flows' artifacts show of the batch when it was asked for (``evidence_rows``).
+    flows' artifacts show of the batch when it was asked for (``evidence_rows``);
+    ``input_size`` is the input's size in bytes.
     """
 
     input_path: Path
@@ -54,6 +55,7 @@ class RunResult:
     runs: int
     one_piece: bool
     input_sha256: str
+    input_size: int
     written: WrittenFile
     evidence: ShownEvidence | None = None
 
@@ -92,10 +94,13 @@ def select_file(
     out = resolve_selected_path(inp, output_path)
     report = resolve_report_path(inp, out, report_path)
     plan = plan_batch(inp, run_articles)
-    if plan.layout is None:  # its articles could not be delimited without parsing: one piece
-        whole = select_file_in_one_piece(inp, out, report, progress, evidence_rows)
+    if plan.doc is not None:  # its articles could not be delimited without parsing: the document the plan parsed
+        whole = select_document(plan.doc, inp, out, report, progress, evidence_rows)
         written = WrittenFile(out, sha256_file(out), out.stat().st_size)
-        return RunResult(inp, out, report, whole.summary, 1, True, plan.sha256, written, whole.evidence)
+        return RunResult(
+            inp, out, report, whole.summary, 1, True, plan.sha256, plan.size_bytes, written, whole.evidence
+        )
+    assert plan.layout is not None
     total = plan.article_count
     shown = evidence_rows is not None
     table_rows = max(evidence_rows or 0, 0)
@@ -135,4 +140,5 @@ def select_file(
     if progress is not None and total == 0:
         progress(0, 0)
     evidence = merge_evidence(found, evidence_rows) if shown else None
-    return RunResult(inp, out, report, summary, len(plan.layout.runs), False, plan.sha256, written, evidence)
+    runs = len(plan.layout.runs)
+    return RunResult(inp, out, report, summary, runs, False, plan.sha256, plan.size_bytes, written, evidence)

@@ -67,9 +67,9 @@ MIN_AUTO_CHUNK_SIZE: Final[int] = 500
 MAX_AUTO_CHUNK_SIZE: Final[int] = 25_000
 
 #: Most bytes of input in one run of articles, the piece a batch is read, parsed, scored and
-#: written in: parsed, a run takes about five times its bytes, so a run of 8 MiB keeps a
-#: sequential run's memory near 60 MiB above the interpreter's whatever the batch's size
-#: (docs/performance.md, "Memory at any batch size"). An article larger than this is a run of its own.
+#: written in: parsed, a run takes a few times its bytes, so what a sequential run holds is a
+#: small constant whatever the batch's size (measured: docs/performance.md, "Memory at any
+#: batch size"). An article larger than this is a run of its own.
 RUN_BYTES: Final[int] = 8 << 20
 
 #: Most articles in one run: the smallest automatic chunk, so that runs can always be

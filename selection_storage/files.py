@@ -121,6 +121,8 @@ def read_span(
                 raise _changed(p)
             view = view[got:]
             offset += got
+        if FileIdentity.of(os.fstat(fd)) != identity:  # rewritten while it was read: these bytes may mix versions
+            raise _changed(p)
         return out
     except OSError as exc:
         if isinstance(exc, SelectionError):

@@ -1,30 +1,26 @@
 """One article of a batch file, found without loading the batch (for ``content-selection explain``).
 
-The articles are delimited in the file's bytes as for a chunked run
-(:func:`selection_core.layout.scan_layout`, over a read-only mapping of the file), the
-envelope is validated, and only the bytes of the article asked for are parsed, in full,
-as a batch of their own. An id is looked for chunk by chunk (:data:`LOOKUP_CHUNK_ARTICLES`
-articles parsed at a time), so memory is bounded by a chunk whatever the batch's size. The
-rest of the batch is not validated: ``select`` and ``run`` do that. A batch whose articles
-cannot be delimited without parsing (or whose envelope is invalid) is parsed whole, which
-also gives the one-line message of ``select`` for an invalid batch.
+The batch is planned as a run plans it (:func:`selection_storage.chunks.plan_batch`: read
+once, block by block, its runs of articles found without parsing them, its envelope
+validated), in either format, and only the run that holds the article asked for is parsed,
+in full. An id is looked for run by run (at most :data:`LOOKUP_CHUNK_ARTICLES` articles
+parsed at a time), so memory is bounded by a run whatever the batch's size. The rest of the
+batch is not validated: ``select`` and ``run`` do that. A refusal is the whole batch's, as
+``select`` words it.
 """
 
 from __future__ import annotations
 
 import json
-import mmap
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import selection_core as sc
-from selection_core.layout import RUN_PREFIX, RUN_SUFFIX, BatchLayout, envelope_bytes, scan_layout
-from selection_storage.chunks import canonical_error
-from selection_storage.files import open_input, read_error, read_input
+from selection_core.layout import Run
+from selection_storage.chunks import BatchPlan, plan_batch, refuse_as_whole
+from selection_storage.files import read_span
 
 #: Articles parsed at a time while an id is looked for.
 LOOKUP_CHUNK_ARTICLES: Final[int] = 1000
@@ -64,30 +60,14 @@ def _pick(path: Path, articles: list[dict[str, Any]], index: int | None, article
     raise _not_found(path, total, index, article_id)
 
 
-@contextmanager
-def _mapped(path: Path) -> Iterator[bytes]:
-    """The file's bytes through a read-only mapping (``b""`` for an empty file)."""
-    with open_input(path) as fh:
-        try:
-            if os.fstat(fh.fileno()).st_size == 0:
-                yield b""
-                return
-            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                yield cast(bytes, mapped)
-        except OSError as exc:
-            if isinstance(exc, sc.SelectionError):
-                raise
-            raise read_error(path, exc) from exc
-
-
-def _run(path: Path, data: bytes, layout: BatchLayout, start: int, stop: int) -> list[dict[str, Any]]:
-    """Articles ``start .. stop - 1``, parsed and validated as a batch of their own."""
-    begin, end = layout.run_span(start, stop)
-    where = f"{path} (articles {start}..{stop - 1})"
+def _articles_of(plan: BatchPlan, run: Run) -> list[dict[str, Any]]:
+    """The articles of one run of the plan, parsed and validated (refused in the whole batch's words)."""
+    fmt = plan.format
+    data = read_span(plan.path, plan.identity, run.begin, run.end, fmt.run_prefix, fmt.run_suffix)
     try:
-        return cast(list[dict[str, Any]], sc.parse_batch(RUN_PREFIX + data[begin:end] + RUN_SUFFIX, where)["articles"])
+        return fmt.parse_run(bytes(data), str(plan.path), run)
     except sc.InvalidBatchError:
-        canonical_error(path)  # the whole-document message, with the place in the whole file
+        refuse_as_whole(plan)
         raise
 
 
@@ -96,6 +76,8 @@ def find_article(
 ) -> FoundArticle:
     """The article at ``index``, or the first whose ``id`` is ``article_id`` (give exactly one).
 
+    Works on JSON and JSON Lines batches alike (``index`` of a JSON Lines batch is its line number minus one).
+
     Raises:
         InvalidBatchError: the file is missing, unreadable or not a valid batch (as far as it was read).
         ArticleNotFoundError: no article at that index, or none with that id.
@@ -103,28 +85,16 @@ def find_article(
     """
     if (index is None) == (article_id is None):
         raise ValueError("give exactly one of index and article_id")
-    path = Path(input_path)
-    with _mapped(path) as data:
-        layout = scan_layout(data)
-        if layout is not None and _valid_envelope(path, envelope_bytes(data, layout)):
-            total = layout.articles
-            if index is not None:
-                if not 0 <= index < total:
-                    raise _not_found(path, total, index, None)
-                return FoundArticle(index, _run(path, data, layout, index, index + 1)[0], total)
-            for start in range(0, total, LOOKUP_CHUNK_ARTICLES):
-                stop = min(start + LOOKUP_CHUNK_ARTICLES, total)
-                for offset, article in enumerate(_run(path, data, layout, start, stop)):
-                    if _id_matches(article.get("id"), cast(str, article_id)):
-                        return FoundArticle(start + offset, article, total)
-            raise _not_found(path, total, None, article_id)
-    doc = sc.parse_batch(read_input(path), str(path))  # not delimited: the whole document decides
-    return _pick(path, doc["articles"], index, article_id)
-
-
-def _valid_envelope(path: Path, data: bytes) -> bool:
-    try:
-        sc.parse_batch(data, str(path))
-    except sc.InvalidBatchError:
-        return False
-    return True
+    plan = plan_batch(Path(input_path), LOOKUP_CHUNK_ARTICLES)
+    if plan.doc is not None:  # not delimited: the whole document decides
+        return _pick(plan.path, plan.doc["articles"], index, article_id)
+    assert plan.layout is not None
+    total = plan.article_count
+    for run in plan.layout.runs:
+        if index is not None and run.start <= index < run.stop:
+            return FoundArticle(index, _articles_of(plan, run)[index - run.start], total)
+        if article_id is not None:
+            for offset, article in enumerate(_articles_of(plan, run)):
+                if _id_matches(article.get("id"), article_id):
+                    return FoundArticle(run.start + offset, article, total)
+    raise _not_found(plan.path, total, index, article_id)

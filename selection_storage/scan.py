@@ -75,7 +75,10 @@ class _Window:
         """Read the next block (dropping bytes before ``keep``); False at the end of the file."""
         if self.eof:
             return False
-        block = self._fh.read(self._block)
+        # Read at least as much as is pending (the value being delimited), so that a value of
+        # any size costs a number of refills (copies and rescans) logarithmic in its size,
+        # not linear: the work stays linear in the file's size.
+        block = self._fh.read(max(self._block, self.base + len(self.buf) - keep))
         if not block:
             self.eof = True
             return False

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from selection_core.batch import (
     ProgressCallback,
@@ -56,6 +57,18 @@ def select_file_in_one_piece(
     out = resolve_selected_path(inp, output_path)
     report = resolve_report_path(inp, out, report_path)
     doc = parse_batch(read_input(inp), str(inp))
+    return select_document(doc, inp, out, report, progress, evidence_rows)
+
+
+def select_document(
+    doc: dict[str, Any],
+    inp: Path,
+    out: Path,
+    report: Path | None,
+    progress: ProgressCallback | None = None,
+    evidence_rows: int | None = None,
+) -> OnePieceResult:
+    """Select and write a batch already parsed and validated (``doc``, updated in place), to checked paths."""
     selections = select_articles(doc["articles"], progress)
     payload = iter_dump_batch(apply_selections(doc, selections))
     if report is None:
@@ -65,5 +78,4 @@ def select_file_in_one_piece(
         # while writing either leaves neither.
         write_atomic_group([(report, report_lines(doc["articles"], selections)), (out, payload)])
     evidence = None if evidence_rows is None else batch_evidence(doc, selections, evidence_rows)
-    del doc
     return OnePieceResult(inp, out, report, summarize(selections), selections, evidence)

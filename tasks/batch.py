@@ -1,4 +1,4 @@
-"""The file steps of a one-piece run: read and validate a batch, write the selected batch and the report.
+"""The file steps of a one-piece run on a parallel runner: write the selected batch and the report.
 
 Each task is one call into :mod:`selection_storage.batch` (or
 :mod:`selection_storage.report`) and is retried, with backoff, only when the
@@ -15,33 +15,12 @@ from typing import Any
 from prefect import task
 
 import selection_core as sc
-from selection_storage.batch import LoadedBatch, WrittenFile, load_batch, write_selected
+from selection_storage.batch import WrittenFile, write_selected
 from selection_storage.report import write_report
 from tasks.logs import run_logger
 from tasks.options import io_task_options
 
-__all__ = ["LoadedBatch", "WrittenFile", "extract_batch", "persist_batch", "write_selection_report"]
-
-
-@task(name="extract-batch", **io_task_options())
-def extract_batch(input_path: Path) -> LoadedBatch:
-    """Read the batch the extraction flow wrote and validate it with the core.
-
-    Args:
-        input_path: The ``*_extracted.json`` file.
-
-    Returns:
-        The parsed document, with the SHA-256 and size of the bytes read.
-
-    Raises:
-        InvalidBatchError: missing, unreadable, not JSON or wrong shape (not retried).
-        OSError: a transient read error, retried with backoff.
-    """
-    batch = load_batch(input_path)
-    run_logger().info(
-        "Read %s: %d articles, %d bytes, sha256 %s", input_path, batch.article_count, batch.size_bytes, batch.sha256
-    )
-    return batch
+__all__ = ["WrittenFile", "persist_batch", "write_selection_report"]
 
 
 @task(name="persist-batch", **io_task_options())

@@ -60,11 +60,7 @@ def plan_batch(input_path: Path, run_articles: int | None = None) -> BatchPlan:
         InvalidBatchError: the batch is not valid (as the whole-document parse reports it).
         ReadError: a transient read error, retried with backoff.
     """
-    plan = chunks.plan_batch(input_path, run_articles)
-    if plan.doc is not None:
-        run_logger().info(
-            "The articles of %s could not be delimited without parsing; scoring it in one piece", plan.path
-        )
+    plan = chunks.plan_batch(input_path, run_articles)  # read in one piece: the flow says so (select_whole)
     run_logger().info(
         "Read %s: %d articles, %d bytes, sha256 %s", plan.path, plan.article_count, plan.size_bytes, plan.sha256
     )

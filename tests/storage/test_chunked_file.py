@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ import pytest
 
 import selection_core as sc
 from selection_storage import select_file, select_file_in_one_piece
-from selection_storage.files import sha256_file
+from selection_storage.files import InputChangedError, sha256_file
 from tests.support import DATA
 
 AEB = DATA / "aeb_batch_extracted.json"
@@ -119,4 +120,26 @@ def test_a_bad_article_deep_in_the_batch_is_refused_in_the_whole_batch_s_words_w
     with pytest.raises(sc.InvalidBatchError) as streamed:
         select_file(source, tmp_path / "out.json", tmp_path / "r.jsonl", run_articles=10)
     assert str(streamed.value) == str(whole.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b_extracted.json"]
+
+
+def test_an_input_rewritten_while_a_run_is_read_is_refused_and_nothing_is_written(tmp_path: Path, mocker: Any) -> None:
+    source = tmp_path / "b_extracted.json"
+    shutil.copyfile(AEB, source)
+    real = os.preadv
+    reads = {"n": 0}
+
+    def preadv_then_rewrite(fd: int, buffers: Any, offset: int) -> int:  # a writer rewrites the file in place
+        got = real(fd, buffers, offset)
+        reads["n"] += 1
+        if reads["n"] == 3:  # the last run's read
+            with open(source, "r+b") as fh:
+                fh.seek(len(AEB.read_bytes()) - 200)
+                fh.write(b" ")
+            os.utime(source, ns=(1, 1))  # a new modification time, as any write gives
+        return got
+
+    mocker.patch("selection_storage.files.os.preadv", side_effect=preadv_then_rewrite)
+    with pytest.raises(InputChangedError, match="changed while it was being read"):
+        select_file(source, tmp_path / "out.json", run_articles=70)  # 3 runs
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b_extracted.json"]

@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 import selection_core as sc
+import selection_core.formats
 import selection_storage.lookup as lookup
 from selection_storage.lookup import find_article
 from tests.support.prefect_fixtures import make_batch
@@ -34,15 +35,31 @@ def parsed(mocker) -> list[int]:
         sizes.append(len(data))
         return real(data, *args, **kwargs)
 
-    mocker.patch.object(lookup.sc, "parse_batch", side_effect=spy)
+    mocker.patch.object(lookup.sc, "parse_batch", side_effect=spy)  # the envelope
+    mocker.patch.object(selection_core.formats, "parse_batch", side_effect=spy)  # the runs
     return sizes
 
 
-def test_by_index_only_the_article_is_parsed(batch: Path, parsed: list[int]) -> None:
+def test_by_index_only_the_run_that_holds_it_is_parsed(
+    batch: Path, parsed: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lookup, "LOOKUP_CHUNK_ARTICLES", 4)
     found = find_article(batch, index=12)
     assert (found.index, found.total, found.article) == (12, 25, make_batch(25)["articles"][12])
-    article_bytes = len(orjson.dumps(found.article)) * 2  # indented, still one article
-    assert parsed and max(parsed) < article_bytes < batch.stat().st_size  # the envelope, then the one article
+    run_bytes = len(orjson.dumps(found.article)) * 2 * 4  # indented, four articles
+    assert len(parsed) == 2 and max(parsed) < run_bytes < batch.stat().st_size  # the envelope, then one run
+
+
+def test_a_json_lines_batch_by_index_and_by_id(tmp_path: Path) -> None:
+    articles = make_batch(9)["articles"]
+    path = tmp_path / "b_extracted.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(a) + b"\n" for a in articles))
+    assert find_article(path, index=8).article == articles[8]
+    found = find_article(path, article_id=articles[5]["id"])
+    assert (found.index, found.total) == (5, 9)
+    path.write_bytes(path.read_bytes() + b"[1]\n")
+    with pytest.raises(sc.InvalidBatchError, match=r"line 10 is an array"):
+        find_article(path, article_id="none")
 
 
 @pytest.mark.parametrize(

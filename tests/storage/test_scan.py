@@ -113,3 +113,25 @@ def test_a_file_that_grows_while_it_is_read_is_noticed(tmp_path: Path, monkeypat
     monkeypatch.setattr(scan._Window, "refill", refill_then_append)
     with pytest.raises(InputChangedError, match="changed while it was being read"):
         scan_file(path, 1 << 20, block=1 << 16)
+
+
+def test_a_huge_article_costs_a_number_of_refills_logarithmic_in_its_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import selection_storage.scan as scan
+
+    big = b'{"articles": [{"text": "' + b"x" * 3_000_000 + b'"}, {"a": 1}]}'
+    path = tmp_path / "big.json"
+    path.write_bytes(big)
+    refills: list[int] = []
+    real = scan._Window.refill
+
+    def counting(self: scan._Window, keep: int) -> bool:
+        refills.append(keep)
+        return real(self, keep)
+
+    monkeypatch.setattr(scan._Window, "refill", counting)
+    scanned = scan_file(path, 1 << 20, block=1024)
+    assert scanned.layout is not None and scanned.layout.articles == 2
+    assert len(refills) < 40  # a fixed 1 KiB block would take about 3000 refills, each copying and rescanning
+    assert scanned.sha256 == hashlib.sha256(big).hexdigest()
