@@ -53,7 +53,7 @@ from selection_core.layout import Run, RunLayout
 from selection_storage.atomic import process_alive, temporary_name
 from selection_storage.files import FileIdentity, read_input, read_span, sha256_bytes
 from selection_storage.parts import discard_parts, render_articles_in_batches, write_part
-from selection_storage.refusal import whole_file_refusal
+from selection_storage.refusal import prefix_refusal, whole_file_refusal
 from selection_storage.report import report_lines
 from selection_storage.scan import scan_file, scan_lines
 
@@ -181,6 +181,8 @@ def plan_batch(input_path: str | os.PathLike[str], max_run_articles: int | None 
         return BatchPlan(path, scanned.identity, scanned.sha256, scanned.identity.size, envelope, scanned.layout)
     if scanned.layout is not None:  # an invalid envelope: the whole batch's refusal, one run at a time
         whole_file_refusal(path, scanned.identity, scanned.layout)
+    if scanned.partial is not None:  # the lexer gave up inside the articles: the refusal from there on
+        prefix_refusal(path, scanned.identity, *scanned.partial)
     data = read_input(path)
     doc = sc.parse_batch(data, str(path))
     envelope = {k: ([] if k == "articles" else v) for k, v in doc.items()}

@@ -1,5 +1,8 @@
 """The refusal of a whole JSON batch, computed one run of articles at a time (bounded memory).
 
+Two cases: the batch was delimited (:func:`whole_file_refusal`), or the lexer gave up
+inside its ``articles`` array (:func:`prefix_refusal`, at the end of this module).
+
 :func:`whole_file_refusal` raises exactly the error that
 ``selection_core.parse_batch(read_input(path), str(path))`` would raise (same
 check, same place in the whole file, same words), or returns None when the
@@ -246,3 +249,103 @@ def _envelope_exact_check(envelope: _Envelope, scan: _Scan, source: str) -> None
         check_exact([(value, (key,)) for key, value in list(tree.items())[cut + 1 :]], source)
     elif scan.exact is not None:
         raise scan.exact
+
+
+#: Characters an orjson error must lie before the end of a cut piece to be the whole document's:
+#: an error nearer the end may be the cut's (a literal or number that goes on after it).
+CUT_MARGIN: Final[int] = 64
+
+
+def prefix_refusal(path: Path, identity: FileIdentity, opened: int, runs: tuple[Run, ...]) -> None:
+    """The whole document's refusal when its articles could be delimited only up to a point.
+
+    The lexer delimited the ``articles`` array's ``[`` (at ``opened``) and the articles
+    of ``runs``, then gave up inside the array (an article cut short at the end of the
+    file, unbalanced brackets, a missing comma). The lexer is exact on valid JSON, so
+    the document holds a JSON error: the first invalid UTF-8 anywhere (orjson checks
+    the whole input first), else the first JSON error in document order, in the head,
+    in a run, or after the last delimited article. That last one is found by parsing
+    the rest of the file behind ``{"articles":[0`` (orjson in the state it is in after
+    an article), in pieces that double until the error lies well before a piece's end,
+    so a batch cut short costs one article's memory, not the batch's.
+
+    Raises:
+        InvalidBatchError: the whole document's refusal.
+        InputChangedError, ReadError: as ``read_span``.
+
+    Returns None when no refusal was found this way (then only the whole-document parse can decide).
+    """
+    source = str(path)
+    head_size = opened + 1
+    head = read_span(path, identity, 0, head_size)
+    check_start(head if identity.size >= 3 else read_span(path, identity, 0, identity.size), source)
+    _check_utf8(path, identity, source)
+    head_end = TextPoint().advance(head)
+    try:
+        orjson.loads(head + b"]}")
+    except orjson.JSONDecodeError as exc:
+        if exc.pos < head_end.char:
+            raise shifted_json_error(source, exc, TextPoint(), TextPoint()) from None
+    scan = _Scan(source)
+    point, done = head_end, head_size
+    for run in runs:
+        point = _advance_gap(path, identity, done, run.begin, point)
+        buf = read_span(path, identity, run.begin, run.end, RUN_PREFIX, RUN_SUFFIX)
+        after = point.advance(buf, len(RUN_PREFIX), len(buf) - len(RUN_SUFFIX))
+        scan.run(buf, run, point)
+        del buf
+        if scan.syntax is not None:
+            raise scan.syntax
+        point, done = after, run.end
+    return _rest_refusal(path, identity, source, done, point, after_article=bool(runs))
+
+
+def _whole_characters(data: bytes | bytearray, start: int = 0) -> int:
+    """The end of ``data`` cut before a last character that may go on after it (UTF-8: at most 4 bytes)."""
+    end = len(data)
+    for back in range(1, min(4, end - start) + 1):
+        byte = data[end - back]
+        if byte < 0x80:
+            break
+        if byte >= 0xC0:  # a lead byte: its character may be cut
+            return end - back
+    return end
+
+
+def _check_utf8(path: Path, identity: FileIdentity, source: str) -> None:
+    """Refuse the first invalid UTF-8 of the file, read in blocks cut where no character is split."""
+    point, start = TextPoint(), 0
+    while start < identity.size:
+        block = read_span(path, identity, start, min(identity.size, start + max(GAP_BLOCK, 8)))
+        end = len(block) if start + len(block) == identity.size else _whole_characters(block) or len(block)
+        try:
+            point = point.advance(block, 0, end)
+        except UnicodeDecodeError as exc:
+            raise utf8_error(source, block, exc.start, 0, point) from None
+        start += end
+
+
+def _rest_refusal(
+    path: Path, identity: FileIdentity, source: str, start: int, origin: TextPoint, after_article: bool
+) -> None:
+    """The first JSON error of the file from ``start`` on (just after an article, or after ``[``)."""
+    prefix = RUN_PREFIX + (b"0" if after_article else b"")
+    local = TextPoint().advance(prefix)
+    size = GAP_BLOCK
+    while True:
+        stop = min(identity.size, start + size)
+        piece = read_span(path, identity, start, stop, prefix)
+        if stop < identity.size:  # never a character cut in two (the file's UTF-8 was checked whole)
+            del piece[_whole_characters(piece, len(prefix)) :]
+        try:
+            orjson.loads(piece)
+        except orjson.JSONDecodeError as exc:
+            if ORJSON_BUFFER_FULL in exc.msg:
+                return None
+            chars = local.advance(piece, len(prefix)).char
+            if stop == identity.size or exc.pos < chars - CUT_MARGIN:
+                raise shifted_json_error(source, exc, local, origin) from None
+        else:
+            if stop == identity.size:
+                return None
+        size *= 2

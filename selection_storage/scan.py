@@ -40,19 +40,31 @@ class _GiveUp(Exception):
     """The articles cannot be delimited without parsing (the whole-document parse decides)."""
 
 
+class _GiveUpInArray(_GiveUp):
+    """The lexer gave up inside the ``articles`` array whose ``[`` is at ``opened``, after the articles of ``runs``."""
+
+    def __init__(self, opened: int, runs: tuple[Run, ...]) -> None:
+        super().__init__(opened)
+        self.opened = opened
+        self.runs = runs
+
+
 @dataclass(frozen=True)
 class ScannedFile:
     """What the first pass found: the file's version and SHA-256, its runs, and its envelope's bytes.
 
     ``layout`` is None when the articles could not be delimited; ``envelope`` is
-    then empty. Otherwise ``envelope`` is the document with an empty
-    ``articles`` array (:func:`selection_core.layout.envelope_bytes`).
+    then empty, and ``partial`` says how far they were when the lexer gave up inside
+    the ``articles`` array: the offset of its ``[`` and the runs delimited before
+    (for :func:`selection_storage.refusal.prefix_refusal`). Otherwise ``envelope`` is
+    the document with an empty ``articles`` array (:func:`selection_core.layout.envelope_bytes`).
     """
 
     identity: FileIdentity
     sha256: str
     layout: RunLayout | None
     envelope: bytes
+    partial: tuple[int, tuple[Run, ...]] | None = None
 
 
 class _Window:
@@ -213,7 +225,11 @@ def _scan(w: _Window, cutter: _RunCutter) -> tuple[RunLayout, bytes]:
                 raise _GiveUp
             opened = p
             head = w.bytes_between(0, p + 1)
-            closed = _articles(w, p, cutter)
+            try:
+                closed = _articles(w, p, cutter)
+            except _GiveUp:
+                cutter.close()
+                raise _GiveUpInArray(opened, tuple(cutter.runs)) from None
             keep = closed
             p = closed + 1
         else:
@@ -254,17 +270,20 @@ def _read_through(path: Path, block: int, find: Callable[[_Window], tuple[RunLay
         try:
             identity = FileIdentity.of(os.fstat(fh.fileno()))
             w = _Window(fh, block)
+            partial = None
             try:
                 layout: RunLayout | None
                 layout, envelope = find(w)
-            except _GiveUp:
+            except _GiveUp as gave_up:
                 layout, envelope = None, b""
+                if isinstance(gave_up, _GiveUpInArray):
+                    partial = (gave_up.opened, gave_up.runs)
             w.drain()
         except OSError as exc:
             raise read_error(path, exc) from None
     if w.read_bytes != identity.size or FileIdentity.of(os.stat(path)) != identity:
         raise InputChangedError(f"{path}: the file changed while it was being read; run again once it is complete")
-    return ScannedFile(identity, w.digest.hexdigest(), layout, envelope)
+    return ScannedFile(identity, w.digest.hexdigest(), layout, envelope, partial)
 
 
 def _line_runs(w: _Window, cutter: _RunCutter) -> RunLayout:
