@@ -28,14 +28,13 @@ from selection_storage.atomic import (
     write_atomic,
     write_atomic_group,
 )
-from selection_storage.batch import LoadedBatch, WrittenFile, load_batch, write_selected
+from selection_storage.batch import WrittenFile, write_selected
 from selection_storage.chunked_file import RunResult, select_file
 from selection_storage.chunks import (
     BatchPlan,
     ChunkJob,
     ChunkOutcome,
     auto_chunk_size,
-    canonical_error,
     chunk_bounds,
     plan_batch,
     plan_jobs,
@@ -86,7 +85,6 @@ __all__ = [
     "FileIdentity",
     "FoundArticle",
     "InputChangedError",
-    "LoadedBatch",
     "PartJoiner",
     "RunPaths",
     "RunResult",
@@ -94,7 +92,6 @@ __all__ = [
     "WrittenFile",
     "assemble_parts",
     "auto_chunk_size",
-    "canonical_error",
     "chunk_bounds",
     "clean_stale_temporaries",
     "DataRoot",
@@ -108,7 +105,6 @@ __all__ = [
     "is_stale",
     "is_transient_io_error",
     "join_parts",
-    "load_batch",
     "open_input",
     "plan_batch",
     "plan_jobs",

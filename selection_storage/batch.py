@@ -1,34 +1,18 @@
-"""A batch read and validated whole, and a selected batch written whole (the one-piece path of a run).
+"""A selected batch written whole (the one-piece path of a run on a parallel runner).
 
-What the Prefect tasks ``extract-batch``, ``persist-batch`` and ``write-report``
-call: each function reads or writes once, with the fingerprint (SHA-256 and size)
-of the bytes it read or wrote.
+What the Prefect task ``persist-batch`` calls: it writes once, with the fingerprint
+(SHA-256 and size) of the bytes it wrote.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import selection_core as sc
 from selection_storage.atomic import write_atomic
-from selection_storage.files import read_input, sha256_bytes
-
-
-@dataclass(frozen=True)
-class LoadedBatch:
-    """A validated batch and the fingerprint of the bytes it was read from."""
-
-    path: Path
-    doc: dict[str, Any]
-    sha256: str
-    size_bytes: int
-
-    @property
-    def article_count(self) -> int:
-        return len(self.doc["articles"])
+from selection_storage.files import sha256_bytes
 
 
 @dataclass(frozen=True)
@@ -38,18 +22,6 @@ class WrittenFile:
     path: Path
     sha256: str
     size_bytes: int
-
-
-def load_batch(input_path: str | os.PathLike[str]) -> LoadedBatch:
-    """Read the batch and validate it with the core.
-
-    Raises:
-        InvalidBatchError: missing, unreadable, not JSON or wrong shape.
-        ReadError: a transient read error.
-    """
-    data = read_input(input_path)
-    doc = sc.parse_batch(data, str(input_path))
-    return LoadedBatch(path=Path(input_path), doc=doc, sha256=sha256_bytes(data), size_bytes=len(data))
 
 
 def write_selected(doc: dict[str, Any], selections: list[sc.Selection], output_path: Path) -> WrittenFile:

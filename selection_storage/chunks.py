@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any, Final, cast
 
 import selection_core as sc
+from selection_core.batch import check_start
 from selection_core.evidence import MAX_CLOSEST_CALLS, close_call_entries
 from selection_core.formats import FORMATS, JSON_BATCH, JSON_LINES, BatchFormat, format_of
 from selection_core.layout import Run, RunLayout
@@ -138,11 +139,6 @@ class BatchPlan:
         return len(self.doc["articles"])
 
 
-def canonical_error(path: Path) -> None:
-    """Parse the whole input as the one-piece path does; raise its error, if it has one."""
-    sc.parse_batch(read_input(path), str(path))
-
-
 def refuse_as_whole(plan: BatchPlan) -> None:
     """Raise the refusal of the whole batch, when a run of it was refused (then re-raise the run's own).
 
@@ -175,7 +171,7 @@ def plan_batch(input_path: str | os.PathLike[str], max_run_articles: int | None 
         return BatchPlan(path, lines.identity, lines.sha256, lines.identity.size, {}, lines.layout, None, fmt)
     scanned = scan_file(path, RUN_BYTES, max_run_articles or RUN_ARTICLES)
     if scanned.identity.size == 0:
-        canonical_error(path)  # refuses the empty file
+        check_start(b"", str(path))  # refuses the empty file, in parse_batch's words
     envelope = _parse_envelope(path, scanned.envelope) if scanned.layout is not None else None
     if scanned.layout is not None and envelope is not None:
         return BatchPlan(path, scanned.identity, scanned.sha256, scanned.identity.size, envelope, scanned.layout)

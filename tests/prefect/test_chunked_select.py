@@ -37,7 +37,7 @@ from selection_cli.main import main as select_main
 from selection_cli.run import run_main
 from selection_core.evidence import article_label, close_call_entries, merge_evidence, score_rows
 from selection_storage import parts
-from selection_storage.chunks import canonical_error, plan_jobs
+from selection_storage.chunks import plan_jobs, refuse_as_whole
 from selection_storage.files import InputChangedError
 from selection_storage.parts import discard_parts
 from selection_storage.report import report_lines
@@ -69,7 +69,11 @@ def _chunked_steps(source: Path, output: Path, report: Path | None, chunk_size: 
     plan = chunks.plan_batch.fn(source, 1)
     assert plan.layout is not None
     jobs = plan_jobs(plan, chunk_size, output, report, table_rows=5)
-    outcomes = [chunks.select_chunk.fn(job) for job in jobs]
+    try:
+        outcomes = [chunks.select_chunk.fn(job) for job in jobs]
+    except sc.InvalidBatchError:
+        refuse_as_whole(plan)  # as the flow does: the whole batch's refusal
+        raise
     chunks.assemble_batch.fn(plan.envelope, outcomes, output, report, plan.format)
     return output.read_bytes()
 
@@ -93,11 +97,9 @@ def test_the_chunked_steps_refuse_exactly_what_the_whole_parse_refuses(
     if refusal is None:
         assert _chunked_steps(source, output, None, chunk_size) == expected_output(source)
         return
-    with pytest.raises(sc.InvalidBatchError):
+    with pytest.raises(sc.InvalidBatchError) as chunked:
         _chunked_steps(source, output, None, chunk_size)
-    with pytest.raises(sc.InvalidBatchError) as canonical:
-        canonical_error(source)
-    assert str(canonical.value) == refusal
+    assert str(chunked.value) == refusal
 
 
 def test_the_golden_batch_through_the_chunked_steps(tmp_path: Path) -> None:

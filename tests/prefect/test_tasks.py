@@ -10,7 +10,6 @@ import pytest
 import selection_core as sc
 from selection_core.errors import InvalidBatchError
 from selection_core.evidence import report_entry
-from selection_storage.batch import load_batch
 from selection_storage.directory import find_stale_batches as storage_scan
 from selection_storage.files import sha256_file
 from tasks.artifacts import component_versions
@@ -50,21 +49,21 @@ def test_plan_refuses_invalid_batches(batch_factory, raw: bytes) -> None:
 
 def test_select_persist_and_report_match_the_core(batch_factory, tmp_path: Path) -> None:
     path = batch_factory(n_articles=5)
-    batch = load_batch(path)
-    selections = select_extractors.fn(batch.doc, batch_name=path.name)
+    doc = sc.parse_batch(path.read_bytes())
+    selections = select_extractors.fn(doc, batch_name=path.name)
     assert [s.index for s in selections] == list(range(5))
     output = tmp_path / "out.json"
-    written = persist_batch.fn(batch.doc, selections, output)
+    written = persist_batch.fn(doc, selections, output)
     assert output.read_bytes() == expected_output(path)
     assert written.sha256 == sha256_file(output)
     assert written.size_bytes == output.stat().st_size
     # Applying the same selections again (a retry) writes the same bytes.
-    persist_batch.fn(batch.doc, selections, output)
+    persist_batch.fn(doc, selections, output)
     assert output.read_bytes() == expected_output(path)
 
-    report = write_selection_report.fn(batch.doc, selections, tmp_path / "report.jsonl")
+    report = write_selection_report.fn(doc, selections, tmp_path / "report.jsonl")
     lines = report.read_bytes().splitlines()
-    articles = batch.doc["articles"]
+    articles = doc["articles"]
     assert [orjson.loads(line) for line in lines] == [report_entry(a, s) for a, s in zip(articles, selections)]
     assert [orjson.loads(line)["id"] for line in lines] == [a["id"] for a in articles]
 
