@@ -38,7 +38,8 @@ from uuid import UUID
 
 import pytest
 
-import selection_storage.batch
+import selection_storage.atomic
+import selection_storage.scan
 from flows.select_content import select_content
 from selection_core.errors import OutputPathError, UnsafePathError, WriteError
 from tests.support.faultkit import TMP_NAME, CrashRig, child_env, listing, synthetic_batch, temporaries
@@ -214,14 +215,26 @@ def test_paths_that_leave_the_data_root_are_refused_before_anything_is_read_or_w
     root, outside, batch = rooted
     params = {k: v for k, v in build(root, outside, batch).items() if k != "_"}
     before = {d: listing(d) for d in (root, root / "day1", outside)}
-    read = mocker.spy(selection_storage.batch, "read_input")
-    write = mocker.spy(selection_storage.batch, "write_atomic")
+    read, write = _read_and_write_spies(mocker)
     state = select_content(**params, data_root=str(root), require_data_root=True, return_state=True)
     assert state.is_failed()
     with pytest.raises(UnsafePathError, match="outside the data root"):
         state.result()
     assert read.call_count == 0 and write.call_count == 0
     assert {d: listing(d) for d in (root, root / "day1", outside)} == before
+
+
+def _read_and_write_spies(mocker: Any) -> tuple[Any, Any]:
+    """Spies on where every run reads its input (the first pass opens it) and stages what it writes."""
+    return mocker.spy(selection_storage.scan, "open_input"), mocker.spy(selection_storage.atomic.StagedFile, "__init__")
+
+
+def test_the_spies_see_a_run_s_reads_and_writes(rooted: tuple[Path, Path, Path], mocker: Any) -> None:
+    root, _outside, batch = rooted  # the control of the test above: its spies are where the reading and writing are
+    read, write = _read_and_write_spies(mocker)
+    state = select_content(input_path=str(batch), data_root=str(root), require_data_root=True, return_state=True)
+    assert state.is_completed(), state.message
+    assert read.call_count >= 1 and write.call_count >= 1
 
 
 def test_an_output_hard_linked_to_a_file_outside_the_root_never_changes_that_file(
