@@ -2,13 +2,11 @@
 
 Every path is checked before any page is read. Then the extract step
 (:mod:`flows.extract_articles`'s tasks) writes ``<pages>_extracted.json``, and
-``select-batch-in-runs`` selects from that file, one chunk of articles after
-the other, and writes ``<pages>_extracted_selected.json``. Neither step holds
-the batch: the extraction streams its articles to a temporary file beside the
-output, and the selection reads, scores and writes one run of articles (at most 8 MiB) at a time
-(:func:`selection_storage.chunked_file.select_file`, the same bytes as
-``select-content``), so the run's memory does not grow with the number of pages
-(``docs/performance.md``, "pipeline on a WARC"). The run carries both sets of
+``select-batch`` selects from that file, one chunk of articles after the other,
+and writes ``<pages>_extracted_selected.json``. Neither step holds the batch: the
+extraction streams its articles to a temporary file beside the output, and the
+selection reads, selects and writes one chunk at a time (the same bytes as
+``select-content``). The run carries both sets of
 artifacts: ``extraction-pages``, ``extraction-summary``, ``selection-scores``,
 ``selection-summary`` and the two progress artifacts, the tables holding the
 rows of the first ``max_table_rows`` pages only. No completion event is
@@ -34,8 +32,8 @@ from flows.params import (
     run_namer,
 )
 from flows.refusals import refusals_fail_the_run
-from flows.runners import resolve_task_runner
-from flows.select_content import publish_selection, select_in_runs
+from flows.runners import TaskRunnerName, resolve_task_runner
+from flows.select_content import publish_selection, select_on
 from selection_core.evidence import counts_text
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
 from tasks.extract import check_extract_paths
@@ -130,14 +128,14 @@ def extract_and_select(
     extraction, extracted = extract_and_write(
         extract_paths, pages, time_limit_seconds, workers, pages_per_chunk, runner, max_table_rows
     )
-    _, scored = select_in_runs(select_paths, max_table_rows, None)
-    publish_selection(select_paths, extracted.sha256, scored, max_table_rows)
+    selected, read_as = select_on(select_paths, max_table_rows, None, TaskRunnerName.IN_PROCESS, None)
+    publish_selection(selected, read_as, max_table_rows)
 
-    stats, (written, _, summary, _) = extraction.stats, scored
+    stats, summary = extraction.stats, selected.summary
     run_summary = PipelineRunSummary(
         pages_path=str(extract_paths.pages),
         extracted_path=str(extracted.path),
-        output_path=str(written.path),
+        output_path=str(selected.output_path),
         report_path=str(select_paths.report) if select_paths.report else None,
         articles=summary.articles,
         unreadable_pages=stats.unreadable_pages,
@@ -145,10 +143,10 @@ def extract_and_select(
         errors=dict(stats.errors),
         timeouts=dict(stats.timeouts),
         by_extractor=dict(summary.by_extractor),
-        by_reason={getattr(k, "value", k): v for k, v in summary.by_reason.items()},
-        by_pool={getattr(k, "value", k): v for k, v in summary.by_pool.items()},
+        by_reason=dict(summary.by_reason),
+        by_pool=dict(summary.by_pool),
         extracted_sha256=extracted.sha256,
-        output_sha256=written.sha256,
+        output_sha256=selected.output_sha256,
     )
     logger.info(run_summary.one_line())
     return run_summary

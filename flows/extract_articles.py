@@ -60,7 +60,7 @@ from selection_extraction import (
 from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY, PageRows, progress_description
 from selection_extraction.batch import ArticleSpool, StatsTotal, log_extraction
 from selection_extraction.chunks import ChunkExtraction, ChunkProgress, joined_root, plan_page_chunks, spool_chunk
-from selection_storage.batch import WrittenFile
+from selection_storage.atomic import WrittenFile
 from tasks.extract import (
     check_extract_paths,
     extract_page_chunk,

@@ -241,29 +241,31 @@ def open_task_runner(name: str | None, dask_address: str | None = None) -> Itera
         yield stack.enter_context(runner)
 
 
-def submit_in_order(
-    runner: Any,
-    task: Any,
-    payloads: Iterable[T],
-    parameter: str,
-    in_flight: int,
-    on_result: Callable[[int, Any], None] | None = None,
-) -> list[Any]:
-    """Run ``task`` once per payload on ``runner``; the results, in payload order
-    (:func:`for_each_in_order`, keeping every result).
+def map_in_order(runner: Any, task: Any, payloads: Iterable[T], parameter: str, in_flight: int) -> Iterator[Any]:
+    """Run ``task`` once per payload on ``runner``; yield the results in payload order.
+
+    At most ``in_flight`` tasks are submitted and not yet collected, so payloads are built
+    (``payloads`` may be a generator) and shipped only as workers free up, and a result is let
+    go once the caller moves on. A payload should be an object Prefect does not walk into
+    (not a list, dict, dataclass or model). When the caller stops early or a task fails, the
+    tasks already submitted are waited for.
 
     Raises:
-        The first failed task's exception (the tasks already submitted are waited for).
+        The first failed task's exception.
     """
-    results: list[Any] = []
-
-    def keep(index: int, result: Any) -> None:
-        if on_result is not None:
-            on_result(index, result)
-        results.append(result)
-
-    for_each_in_order(runner, task, payloads, parameter, in_flight, keep)
-    return results
+    if in_flight < 1:
+        raise ValueError(f"in_flight must be at least 1, got {in_flight}")
+    pending: deque[Any] = deque()
+    try:
+        for payload in payloads:
+            if len(pending) >= in_flight:
+                yield pending.popleft().result()
+            pending.append(runner.submit(task, {parameter: payload}))
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for future in pending:
+            future.wait()
 
 
 def for_each_in_order(
@@ -274,40 +276,8 @@ def for_each_in_order(
     in_flight: int,
     on_result: Callable[[int, Any], None],
 ) -> int:
-    """Run ``task`` once per payload on ``runner``, handing each result to ``on_result(i, result)``
-    in payload order and keeping none; the number of payloads.
-
-    At most ``in_flight`` tasks are submitted and not yet collected, so payloads
-    are built (``payloads`` may be a generator) and shipped only as workers free
-    up, and the results are let go as soon as ``on_result`` returns: a run of any
-    number of chunks holds at most ``in_flight`` of them (issue 14). A payload
-    should be an object Prefect does not walk into (not a list, dict,
-    dataclass or model), such as :class:`selection_storage.chunks.ChunkJob`. (Prefect's
-    ``opaque`` wrapper would do, but it does not survive pickling to a Dask
-    worker in Prefect 3.9.1: it comes back wrapped in a tuple.)
-
-    Raises:
-        The first failed task's exception (the tasks already submitted are waited for).
-    """
-    if in_flight < 1:
-        raise ValueError(f"in_flight must be at least 1, got {in_flight}")
-    pending: deque[Any] = deque()
-    collected = 0
-
-    def collect() -> None:
-        nonlocal collected
-        on_result(collected, pending.popleft().result())
-        collected += 1
-
-    try:
-        for payload in payloads:
-            if len(pending) >= in_flight:
-                collect()
-            pending.append(runner.submit(task, {parameter: payload}))
-        while pending:
-            collect()
-    except BaseException:
-        for future in pending:
-            future.wait()
-        raise
-    return collected
+    """:func:`map_in_order`, handing each result to ``on_result(i, result)`` and keeping none; the count."""
+    count = 0
+    for count, result in enumerate(map_in_order(runner, task, payloads, parameter, in_flight), 1):
+        on_result(count - 1, result)
+    return count

@@ -1,27 +1,16 @@
 """The ``select-content`` flow: pick the best extractor of every article of one batch.
 
-extract (read + validate) -> select (the deterministic core) -> persist (atomic
-write) -> artifacts. All selection logic lives in ``selection_core``; this module
-only chains the tasks and reports.
-
-In-process (the default), the select step is one task, ``select-batch-in-runs``,
-that reads, scores and writes the batch one run of articles after the other
-(:func:`selection_storage.chunked_file.select_file`): its memory is bounded by a run
-(8 MiB of input), whatever the batch's size. With a parallel task runner
-(``process``, ``dask``; see :mod:`flows.runners`) the run becomes plan-batch -> one
-``select-chunk`` task run per chunk of consecutive articles, on that runner, each
-reading, scoring and writing its own articles -> assemble-batch -> artifacts (see
-:mod:`selection_storage.chunks`): the chunks' parts are joined in article order, so
-the written bytes are the same whichever runner and chunk size. Only a batch whose
-articles cannot be delimited without parsing is read and scored in one piece (inside
-``select-batch-in-runs`` in-process; after ``plan-batch``, which parsed it, as
-``select-extractors`` -> ``persist-batch`` -> [``write-report``] on a parallel runner),
-and the log and the summary say so.
+``check-paths -> select-batch -> publish-artifacts``: ``select-batch`` reads, selects and
+writes the batch chunk by chunk (:func:`selection_storage.engine.select_file`), so its
+memory is bounded by a chunk whatever the batch's size. With a parallel task runner
+(``process``, ``dask``; :mod:`flows.runners`) the flow runs the same engine itself, each
+chunk a ``select-chunk`` task run on that runner; the written bytes are the same.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Iterator, Sequence
+from typing import Annotated
 
 from prefect import flow
 from prefect.utilities.annotations import opaque
@@ -41,24 +30,20 @@ from flows.refusals import refusals_fail_the_run
 from flows.runners import (
     IN_FLIGHT_PER_WORKER,
     TaskRunnerName,
+    map_in_order,
     open_task_runner,
     resolve_task_runner,
     runner_parallelism,
-    submit_in_order,
 )
-from selection_core.evidence import ShownEvidence, batch_evidence, counts_text, merge_evidence, read_as_text
-from selection_core.layout import ONE_PIECE_REASON
-from selection_storage.batch import WrittenFile
-from selection_storage.chunks import BatchPlan, ChunkJob, ChunkOutcome, auto_chunk_size, plan_jobs, refuse_as_whole
-from selection_storage.parts import PartJoiner, discard_parts
+from selection_core.chunks import SelectedChunk
+from selection_core.evidence import counts_text, read_as_text
+from selection_storage.engine import ChunkJob, Selected, select_file
 from selection_storage.paths import RunPaths
 from tasks.artifacts import publish_artifacts
-from tasks.batch import persist_batch, write_selection_report
-from tasks.chunks import assemble_batch, plan_batch, select_batch_in_runs, select_chunk
 from tasks.logs import run_logger
 from tasks.paths import check_paths
 from tasks.progress import artifact_progress
-from tasks.select import PROGRESS_ARTIFACT_KEY, select_extractors
+from tasks.select import IN_PROCESS, PROGRESS_ARTIFACT_KEY, log_selected, select_batch, select_chunk
 
 
 class SelectionRunSummary(BaseModel):
@@ -70,25 +55,25 @@ class SelectionRunSummary(BaseModel):
     articles: int = Field(description="Number of articles.")
     by_extractor: dict[str, int] = Field(description="Selections per extractor.")
     by_reason: dict[str, int] = Field(description="Decisions per reason code.")
-    read_as: str = Field(default="", description="How the batch was read: in runs of articles, in chunks, or whole.")
+    read_as: str = Field(default="", description="How the batch was read: in how many chunks, where.")
     input_sha256: str = Field(description="SHA-256 of the input bytes.")
     output_sha256: str = Field(description="SHA-256 of the output bytes.")
     core_version: str = Field(description="Version of selection_core.")
 
     @classmethod
-    def of(cls, paths: RunPaths, input_sha256: str, scored: Scored) -> SelectionRunSummary:
-        """The summary of a run that read ``paths.input`` and wrote what ``scored`` says."""
-        written, _, summary, read_as = scored
+    def of(cls, selected: Selected, read_as: str) -> SelectionRunSummary:
+        """The summary of a run that wrote what ``selected`` says."""
+        summary = selected.summary
         return cls(
-            input_path=str(paths.input),
-            output_path=str(written.path),
-            report_path=str(paths.report) if paths.report else None,
+            input_path=str(selected.input_path),
+            output_path=str(selected.output_path),
+            report_path=str(selected.report_path) if selected.report_path else None,
             articles=summary.articles,
             by_extractor=dict(summary.by_extractor),
-            by_reason={getattr(k, "value", k): v for k, v in summary.by_reason.items()},
+            by_reason=dict(summary.by_reason),
             read_as=read_as,
-            input_sha256=input_sha256,
-            output_sha256=written.sha256,
+            input_sha256=selected.input_sha256,
+            output_sha256=selected.output_sha256,
             core_version=sc.__version__,
         )
 
@@ -98,137 +83,53 @@ class SelectionRunSummary(BaseModel):
         return f"selected {self.articles} articles ({counts}) -> {self.output_path}"
 
 
-#: What a way of scoring a batch returns: the written output, what the artifacts show of its articles,
-#: the counts, and how the batch was read (:func:`selection_core.evidence.read_as_text`).
-Scored = tuple[WrittenFile, ShownEvidence, sc.Summary, str]
-
-
-def _select_in_chunks(
-    plan: BatchPlan,
+def select_on(
     paths: RunPaths,
+    max_table_rows: int,
     chunk_size: int | None,
     runner_name: TaskRunnerName,
     dask_address: str | None,
-    max_table_rows: int,
-) -> Scored:
-    """Score the batch chunk by chunk on the chosen runner, then write it from the chunks' parts.
-
-    Without a chunk size, the batch is cut into about ``CHUNKS_PER_WORKER``
-    chunks per worker of the runner. Jobs are submitted as workers free up, and
-    the progress artifact advances as chunks complete, in order; their parts are
-    joined into the output meanwhile. Whatever fails, no part file is left behind,
-    and invalid input is reported as the whole-document parse reports it.
-
-    Returns:
-        The written output, what the artifacts show of its articles, the counts.
-    """
-    logger = run_logger()
-    total = plan.article_count
-    joiner: PartJoiner | None = None
-    jobs: list[ChunkJob] = []
-    try:
-        with open_task_runner(runner_name, dask_address) as runner:
-            workers = runner_parallelism(runner)
-            size = chunk_size or auto_chunk_size(total, workers)
-            jobs = plan_jobs(plan, size, paths.output, paths.report, max_table_rows)
-            progress = artifact_progress(
-                PROGRESS_ARTIFACT_KEY, f"Scoring the {total} articles of {plan.path.name} in {len(jobs)} chunk(s)"
-            )
-            done = 0
-            joiner = PartJoiner(plan.envelope, total > 0, paths.output, paths.report, plan.format)
-
-            def advance(_index: int, outcome: ChunkOutcome) -> None:
-                nonlocal done
-                done += len(outcome)
-                if progress is not None:
-                    progress(done, total)
-                joiner.add(outcome)  # joins while later chunks are scored
-
-            logger.info(
-                "Scoring %d articles in %d chunk(s) of up to %d on the %s task runner (%d worker(s))",
-                total,
-                len(jobs),
-                size,
-                runner_name.value,
-                workers,
-            )
-            try:
-                outcomes: list[ChunkOutcome] = submit_in_order(
-                    runner,
-                    select_chunk,
-                    jobs,
-                    parameter="chunk",
-                    in_flight=IN_FLIGHT_PER_WORKER * workers,
-                    on_result=advance,
-                )
-            except sc.InvalidBatchError:
-                refuse_as_whole(plan)  # raises the whole batch's refusal
-                raise
-        if progress is not None:
-            progress(total, total)
-        written = assemble_batch(
-            plan.envelope, opaque(outcomes), paths.output, paths.report, plan.format, joined=opaque(joiner)
-        )
-    finally:  # whatever happened, no staged file and no part of this run stays
-        if joiner is not None:
-            joiner.discard()
-        discard_parts(jobs)
-    summary = sc.merge_summaries(o.summary for o in outcomes)
-    evidence = merge_evidence(((o.rows, o.close_calls) for o in outcomes), max_table_rows)
-    logger.info("Selected %d articles: %s", summary.articles, counts_text(summary.by_extractor))
+) -> tuple[Selected, str]:
+    """Select the batch with its chunks on the chosen runner; what was written, and how it was read."""
+    if runner_name is TaskRunnerName.IN_PROCESS:
+        selected = select_batch(paths, max_table_rows, chunk_size)
+        return selected, read_as_text(selected.chunks, IN_PROCESS)
     where = f"in parallel on the {runner_name.value} task runner"
-    return written, evidence, summary, read_as_text(len(jobs), False, where, "chunk")
+    progress = artifact_progress(PROGRESS_ARTIFACT_KEY, f"Selecting the articles of {paths.input.name}")
+    with open_task_runner(runner_name, dask_address) as runner:
+        workers = runner_parallelism(runner)
+
+        def map_jobs(jobs: Sequence[ChunkJob]) -> Iterator[SelectedChunk]:
+            return map_in_order(runner, select_chunk, jobs, "chunk", IN_FLIGHT_PER_WORKER * workers)
+
+        selected = select_file(
+            paths.input,
+            paths.output,
+            paths.report,
+            evidence_rows=max_table_rows,
+            chunk_articles=chunk_size,
+            progress=progress,
+            workers=workers,
+            map_jobs=map_jobs,
+        )
+    log_selected(selected, where)
+    return selected, read_as_text(selected.chunks, where)
 
 
-def select_whole(doc: dict[str, Any], paths: RunPaths, max_table_rows: int) -> Scored:
-    """Score the batch in one task in this process, then write it (only where its articles cannot be delimited)."""
-    run_logger().warning("%s: %s", paths.input, ONE_PIECE_REASON)
-    selections = select_extractors(opaque(doc), batch_name=paths.input.name)
-    written = persist_batch(opaque(doc), opaque(selections), paths.output)
-    if paths.report is not None:
-        write_selection_report(opaque(doc), opaque(selections), paths.report)
-    evidence = batch_evidence(doc, selections, max_table_rows)
-    return written, evidence, sc.summarize(selections), read_as_text(1, True)
-
-
-def select_in_runs(paths: RunPaths, max_table_rows: int, run_articles: int | None) -> tuple[str, Scored]:
-    """Score the batch one run of articles after the other in this process (in-process runs, ``extract-and-select``)."""
-    result = select_batch_in_runs(paths, max_table_rows, run_articles)
-    assert result.evidence is not None
-    read_as = read_as_text(result.runs, result.one_piece)
-    return result.input_sha256, (result.written, result.evidence, result.summary, read_as)
-
-
-def publish_selection(paths: RunPaths, input_sha256: str, scored: Scored, max_table_rows: int) -> None:
+def publish_selection(selected: Selected, read_as: str, max_table_rows: int) -> None:
     """The run's artifacts: scores table, closest calls and summary (``extract-and-select`` too)."""
-    written, evidence, summary, read_as = scored
+    assert selected.evidence is not None
     publish_artifacts(
-        opaque(evidence),
-        summary,
-        input_path=paths.input,
-        input_sha256=input_sha256,
-        output_path=written.path,
-        output_sha256=written.sha256,
-        report_path=paths.report,
+        opaque(selected.evidence),
+        selected.summary,
+        input_path=selected.input_path,
+        input_sha256=selected.input_sha256,
+        output_path=selected.output_path,
+        output_sha256=selected.output_sha256,
+        report_path=selected.report_path,
         max_rows=max_table_rows,
         read_as=read_as,
     )
-
-
-def _select(
-    paths: RunPaths,
-    chunk_size: int | None,
-    runner_name: TaskRunnerName,
-    dask_address: str | None,
-    max_table_rows: int,
-) -> tuple[str, Scored]:
-    """Read, score and write the batch, run by run or in chunks; the input's SHA-256 and what was scored."""
-    if runner_name is TaskRunnerName.IN_PROCESS:
-        return select_in_runs(paths, max_table_rows, chunk_size)
-    plan = plan_batch(paths.input, chunk_size)
-    if plan.doc is not None:  # its articles could not be delimited: one piece
-        return plan.sha256, select_whole(plan.doc, paths, max_table_rows)
-    return plan.sha256, _select_in_chunks(plan, paths, chunk_size, runner_name, dask_address, max_table_rows)
 
 
 @flow(
@@ -292,8 +193,8 @@ def select_content(
     if paths.data_root is not None:
         logger.info("Paths confined to the data root %s", paths.data_root)
     runner_name, address = resolve_task_runner(task_runner, dask_address)
-    input_sha256, scored = _select(paths, chunk_size, runner_name, address, max_table_rows)
-    publish_selection(paths, input_sha256, scored, max_table_rows)
-    result = SelectionRunSummary.of(paths, input_sha256, scored)
+    selected, read_as = select_on(paths, max_table_rows, chunk_size, runner_name, address)
+    publish_selection(selected, read_as, max_table_rows)
+    result = SelectionRunSummary.of(selected, read_as)
     logger.info(result.one_line())
     return result

@@ -18,7 +18,7 @@ from flows.runners import TaskRunnerName, resolve_task_runner
 from selection_cli.console import after_the_run, leave_repeated_errors_to_the_last_line
 from selection_cli.environment import apply_kernel_setting, prepare_embedded_api
 from selection_core.errors import SelectionError, error_line
-from selection_storage.chunks import CHUNK_BYTES, RUN_BYTES
+from selection_storage.engine import CHUNK_BYTES, MAX_CHUNK_BYTES
 
 PROG = "content-selection run"
 
@@ -64,8 +64,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
         type=int,
         default=None,
         metavar="N",
-        help=f"most articles per chunk (default: runs of at most {RUN_BYTES >> 20} MiB of input, one after the other, "
-        f"in-process; about 4 chunks per worker, at most {CHUNK_BYTES >> 20} MiB each, with process or dask)",
+        help=f"most articles per chunk (default: chunks of at most {CHUNK_BYTES >> 20} MiB of input, one after the "
+        f"other, in-process; about 4 chunks per worker, at most {MAX_CHUNK_BYTES >> 20} MiB each, on process or dask)",
     )
     return parser
 
@@ -152,7 +152,7 @@ def check_run_input(parameters: dict[str, object]) -> None:
 
     The same checks as the flow's (``check-paths``, then the first pass over the
     batch) and as ``content-selection select`` (the paths first, then the input), so
-    the message is the same words. The first pass (:func:`selection_storage.chunks.plan_batch`)
+    the message is the same words. The first pass (:func:`selection_storage.engine.plan_batch`)
     reads the file once, block by block, without holding it: the envelope is
     validated and the articles delimited, not parsed. An invalid article is found
     by the run, which says so on its last line. A transient read error is left to
@@ -163,7 +163,7 @@ def check_run_input(parameters: dict[str, object]) -> None:
             ``OutputPathError``, ``InvalidBatchError``).
     """
     from selection_core.errors import ReadError
-    from selection_storage.chunks import plan_batch
+    from selection_storage.engine import plan_batch
     from selection_storage.paths import resolve_run_paths
 
     paths = resolve_run_paths(

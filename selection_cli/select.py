@@ -44,6 +44,6 @@ def select_command(args: argparse.Namespace) -> int:
     """Run ``select`` with parsed arguments; returns 0, raises the project's typed errors."""
     from selection_storage import select_file
 
-    result = select_file(args.input, args.output, args.report, ProgressBar(sys.stderr))
+    result = select_file(args.input, args.output, args.report, progress=ProgressBar(sys.stderr))
     print_selection(result.summary, result.output_path, result.report_path)
     return 0

@@ -30,6 +30,7 @@ import orjson
 
 from .config import EXTRACTORS, SELECTED_KEY
 from .errors import InvalidBatchError
+from .layout import CHUNK_PREFIX, Chunk, array_spans, check_start
 from .select import Pool, Reason, Selection, select_article
 
 ProgressCallback = Callable[[int, int], None]
@@ -283,86 +284,17 @@ def utf8_error_offset(data: bytes | bytearray, start: int = 0) -> int | None:
     return None
 
 
-@dataclass(frozen=True)
-class TextPoint:
-    """A point in a document's text, where a piece of it starts: what a refusal's place is counted from.
-
-    ``byte`` and ``char`` are the offsets of the point in bytes and in characters
-    (code points, as orjson counts them); ``line`` is its line (from 1) and
-    ``line_byte``/``line_char`` the offsets where that line starts. The default
-    is the start of a document.
-
-    >>> TextPoint().advance("é\\nab".encode())
-    TextPoint(byte=5, char=4, line=2, line_byte=3, line_char=2)
-    """
-
-    byte: int = 0
-    char: int = 0
-    line: int = 1
-    line_byte: int = 0
-    line_char: int = 0
-
-    def advance(self, data: bytes | bytearray, start: int = 0, end: int | None = None) -> TextPoint:
-        """The point just after ``data[start:end]``, which starts at this point.
-
-        Raises:
-            UnicodeDecodeError: the bytes are not UTF-8 (its ``start`` is relative to ``start``).
-        """
-        end = len(data) if end is None else end
-        text = str(memoryview(data)[start:end], "utf-8")
-        newlines = text.count("\n")
-        if not newlines:
-            return TextPoint(self.byte + end - start, self.char + len(text), self.line, self.line_byte, self.line_char)
-        return TextPoint(
-            self.byte + end - start,
-            self.char + len(text),
-            self.line + newlines,
-            self.byte + data.rfind(b"\n", start, end) + 1 - start,
-            self.char + text.rfind("\n") + 1,
-        )
-
-
-def check_start(data: bytes | bytearray, source: str) -> None:
-    """The refusals decided by a document's first bytes: empty, a byte-order mark, UTF-16.
-
-    Any prefix of at least 3 bytes of a document decides as the whole does (a
-    JSON Lines file, which may be empty, passes its first 3 bytes when it is not).
-    """
-    if not data:
-        raise InvalidBatchError(f"{source}: the file is empty (0 bytes); {_FIX_SHAPE}")
-    if data.startswith(b"\xef\xbb\xbf"):
-        raise InvalidBatchError(f"{source}: starts with a UTF-8 byte-order mark (BOM); save it as UTF-8 without BOM")
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(data) >= 2 and (data[0] == 0 or data[1] == 0)):
-        raise InvalidBatchError(f"{source}: looks like UTF-16, not UTF-8; convert it to UTF-8")
-
-
-def utf8_error(
-    source: str, data: bytes | bytearray, bad: int, start: int = 0, origin: TextPoint = TextPoint()
-) -> InvalidBatchError:
-    """The refusal of the invalid UTF-8 sequence at ``data[bad]``, in a piece of a document.
-
-    The piece is ``data[start:]`` and starts at ``origin`` in the whole document
-    (by default, ``data`` is the whole document). Line, column and offset count bytes.
-    """
-    newline = data.rfind(b"\n", start, bad)
-    line = origin.line + data.count(b"\n", start, bad)
-    column = bad - newline if newline >= 0 else origin.byte + bad - start - origin.line_byte + 1
-    offset = origin.byte + bad - start
-    return InvalidBatchError(
-        f"{source}: not valid UTF-8 at line {line} column {column} (byte offset {offset}); save it as UTF-8"
-    )
+def utf8_error(source: str, offset: int, where: str = "") -> InvalidBatchError:
+    """The refusal of an invalid UTF-8 sequence at byte ``offset`` of the file (``where``: what holds it)."""
+    return InvalidBatchError(f"{source}: {where}not valid UTF-8 at byte offset {offset}; save it as UTF-8")
 
 
 def _is_utf8_message(msg: str) -> bool:
     return "UTF-8" in msg or "utf-8" in msg or "surrogate" in msg
 
 
-def json_error(source: str, msg: str, line: int, column: int, char: int, within: str = "") -> InvalidBatchError:
-    """The refusal of a document orjson rejected (not for invalid UTF-8: :func:`utf8_error`).
-
-    ``within`` says what ``char`` is counted from when it is not the document's
-    start (``" of the line"`` for a line of a JSON Lines file).
-    """
+def json_error(source: str, msg: str, offset: int, where: str = "") -> InvalidBatchError:
+    """The refusal of JSON that orjson rejected with ``msg`` at byte ``offset`` of the file."""
     if _is_utf8_message(msg):
         hint = (
             "a \\uD800-\\uDFFF escape must be one half of a valid pair: fix or remove it"
@@ -375,47 +307,29 @@ def json_error(source: str, msg: str, line: int, column: int, char: int, within:
         hint = "the document is nested too deeply: flatten it"
     else:
         hint = "fix the JSON syntax"
-    return InvalidBatchError(
-        f"{source}: not valid JSON at line {line} column {column} (character {char}{within}): {msg}; {hint}"
-    )
+    return InvalidBatchError(f"{source}: {where}not valid JSON at byte offset {offset}: {msg}; {hint}")
 
 
-def shifted_json_error(
-    source: str, exc: orjson.JSONDecodeError, local: TextPoint, origin: TextPoint
-) -> InvalidBatchError:
-    """:func:`json_error` for an error orjson found in a text holding a piece of a document.
-
-    The piece starts at ``local`` in the text orjson parsed (after a wrapper such
-    as ``RUN_PREFIX``) and at ``origin`` in the whole document; the error's line,
-    column and character are moved to the whole document's (orjson counts
-    characters, and a column from the last newline, as :mod:`json` does).
-    """
-    char = origin.char + exc.pos - local.char
-    if exc.lineno == local.line:  # no newline of the piece before the error
-        line, column = origin.line, char - origin.line_char + 1
-    else:
-        line, column = origin.line + exc.lineno - local.line, exc.colno
-    return json_error(source, exc.msg, line, column, char)
+def _same(offset: int) -> int:
+    return offset
 
 
 def invalid_json(
-    source: str, data: bytes, exc: orjson.JSONDecodeError, line: int | None = None, offset: int = 0
+    source: str,
+    data: bytes | bytearray,
+    exc: orjson.JSONDecodeError,
+    where: str = "",
+    to_file: Callable[[int], int] = _same,
 ) -> InvalidBatchError:
-    """The refusal of ``data``, which orjson rejected with ``exc``: a whole document, or (``line`` given)
-    that line of a JSON Lines file (without its newline), whose first byte is at ``offset`` in the file;
-    the character is then counted within the line, and the byte offset within the file.
-
-    orjson checks the UTF-8 of the whole input before it parses, so invalid UTF-8
-    anywhere is the refusal, at its first bad byte.
-    """
+    """The refusal of ``data``, which orjson rejected with ``exc``; ``to_file`` maps an offset in
+    ``data`` to the file's. Invalid UTF-8 anywhere is the refusal, at its first bad byte (orjson
+    checks the UTF-8 of the whole input before it parses)."""
     if _is_utf8_message(exc.msg):
         bad = utf8_error_offset(data)
         if bad is not None:
-            origin = TextPoint() if line is None else TextPoint(byte=offset, line=line, line_byte=offset)
-            return utf8_error(source, data, bad, 0, origin)
-    if line is None:
-        return json_error(source, exc.msg, exc.lineno, exc.colno, exc.pos)
-    return json_error(source, exc.msg, line + exc.lineno - 1, exc.colno, exc.pos, " of the line")
+            return utf8_error(source, to_file(bad), where)
+    offset = len(str(data, "utf-8", "replace")[: exc.pos].encode())  # orjson counts characters
+    return json_error(source, exc.msg, to_file(offset), where)
 
 
 def wrong_type_error(source: str, place: str, value: Any, fix: str) -> InvalidBatchError:
@@ -430,16 +344,16 @@ def check_articles(articles: Sequence[Any], source: str, first_index: int = 0) -
             raise wrong_type_error(source, f"$.articles[{first_index + i}]", article, _FIX_ARTICLE)
 
 
-def parse_batch(data: bytes, source: str = "<input>") -> dict[str, Any]:
+def parse_batch(
+    data: bytes | bytearray, source: str = "<input>", to_file: Callable[[int], int] = _same
+) -> dict[str, Any]:
     """Parse and validate a batch document from its bytes.
 
-    The checks, in this order (``selection_storage.refusal`` makes the same
-    decisions run by run, with the functions above): the first bytes; invalid
-    UTF-8 anywhere (orjson checks the UTF-8 of the whole input before it
-    parses, so a bad byte anywhere beats an earlier syntax error); the first
+    The checks, in this order: the first bytes; invalid UTF-8 anywhere; the first
     JSON error; the shape; the first article that is not an object; nesting
-    (:func:`walk_values`' order); and, only for documents with a float or a
-    key count that differs, the first exact problem in document order.
+    (:func:`walk_values`' order); and, only for documents with a float or a key
+    count that differs, the first exact problem in document order. ``to_file``
+    maps a byte offset of ``data`` to the file's (``data`` may be a batch's envelope).
 
     Raises:
         InvalidBatchError: with a one-line message naming ``source``, the place
@@ -452,7 +366,7 @@ def parse_batch(data: bytes, source: str = "<input>") -> dict[str, Any]:
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise invalid_json(source, data, exc) from None
+        raise invalid_json(source, data, exc, to_file=to_file) from None
     if not isinstance(doc, dict):
         raise wrong_type_error(source, "the root", doc, _FIX_SHAPE)
     if "articles" not in doc:
@@ -463,6 +377,50 @@ def parse_batch(data: bytes, source: str = "<input>") -> dict[str, Any]:
     check_articles(articles, source)
     check_values(data, top_values(doc.items()), len(doc), source)
     return doc
+
+
+def parse_chunk(data: bytes | bytearray, source: str, chunk: Chunk) -> list[dict[str, Any]]:
+    """The validated articles of ``chunk`` of a JSON batch, from its bytes wrapped in
+    :data:`~selection_core.layout.CHUNK_PREFIX` and ``CHUNK_SUFFIX``.
+
+    Raises:
+        InvalidBatchError: for the first invalid article: its index, the byte offset in the file, the fix.
+    """
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        doc = None
+    if isinstance(doc, dict) and isinstance(articles := doc.get("articles"), list):
+        if len(articles) == len(chunk) and all(type(a) is dict for a in articles):
+            walk = walk_values(top_values(doc.items(), chunk.start))
+            if walk.too_deep is None and not exact_check_needed(data, 1 + walk.members, walk.has_float):
+                return articles
+    # Something is wrong, or needs an exact look: article by article, to find and name it.
+    spans = array_spans(data, len(CHUNK_PREFIX) - 1)
+    if spans is None or len(spans[1]) != len(chunk):
+        raise InvalidBatchError(f"{source}: articles {chunk.start}..{chunk.stop - 1} are not where they were found")
+    shift = chunk.begin - len(CHUNK_PREFIX)
+    return [
+        parse_article(bytes(data[begin:end]), source, chunk.start + k, shift + begin)
+        for k, (begin, end) in enumerate(zip(spans[1], spans[2]))
+    ]
+
+
+def parse_article(text: bytes, source: str, index: int, offset: int) -> dict[str, Any]:
+    """Article ``index`` of a JSON batch, from its text, which starts at byte ``offset`` of the file; validated."""
+    place = f"$.articles[{index}]"
+    try:
+        article = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise invalid_json(source, text, exc, f"{place} is ", lambda b: offset + b) from None
+    if not isinstance(article, dict):
+        raise wrong_type_error(source, place, article, _FIX_ARTICLE)
+    walk = walk_values([(article, ARTICLE_DEPTH, place)])
+    if walk.too_deep is not None:
+        raise too_deep_error(source, walk.too_deep)
+    if exact_check_needed(text, walk.members, walk.has_float):
+        check_exact([(exact_tree(text, source), ("articles", index))], source)
+    return article
 
 
 def count_keys(data: bytes | bytearray) -> int:

@@ -27,7 +27,6 @@ from typing import Any, Final
 
 from selection_core.batch import Summary
 from selection_core.config import EXTRACTORS
-from selection_core.layout import ONE_PIECE_REASON
 from selection_core.markdown import md_cell, md_code
 from selection_core.select import Candidate, Reason, Selection, State
 
@@ -322,21 +321,13 @@ def scores_description(batch_name: str, shown: int, total: int, max_rows: int) -
     return text
 
 
-def read_as_text(
-    pieces: int, one_piece: bool, where: str = "one after the other in this process", unit: str = "run"
-) -> str:
-    """How a run read its batch (in ``pieces`` runs, or chunks, of articles), for its log and its summary artifact.
+def read_as_text(chunks: int, where: str = "one after the other in this process") -> str:
+    """How a run read its batch, for its log and its summary artifact.
 
-    >>> read_as_text(3, False)
-    'in 3 runs of articles, one after the other in this process'
-    >>> read_as_text(1, False, "in parallel on the process task runner", "chunk")
-    'in 1 chunk of articles, in parallel on the process task runner'
-    >>> read_as_text(1, True)[:20]
-    'in one piece: its ar'
+    >>> read_as_text(3)
+    'in 3 chunks of articles, one after the other in this process'
     """
-    if one_piece:
-        return f"in one piece: {ONE_PIECE_REASON}"
-    return f"in {pieces} {unit}{'' if pieces == 1 else 's'} of articles, {where}"
+    return f"in {chunks} chunk{'' if chunks == 1 else 's'} of articles, {where}"
 
 
 def summary_markdown(

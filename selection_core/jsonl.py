@@ -31,11 +31,11 @@ The format (decided once, here; ``docs/rule.md`` tells users):
   is written ``é``, ``\/`` is written ``/``), ``\r\n`` endings (written ``\n``),
   and a missing final newline (every written line ends with ``\n``).
 
-Speed: :func:`parse_lines` parses a run of lines in one orjson call (the run with
-its newlines turned into commas, inside ``[`` ... ``]``: a raw newline cannot
-appear inside a JSON string) and checks, with the compiled layout scanner, that
-each value lies on a line of its own; only when that fails does it go line by
-line, to find and word the first bad line.
+Speed: :func:`parse_lines` parses about 1 MiB of lines in one orjson call (the
+newlines turned into commas, inside ``[`` ... ``]``: a raw newline cannot appear
+inside a JSON string) and checks with the scanner that each value lies on a line
+of its own; only when that fails does it go line by line, to find and word the
+first bad line.
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ import orjson
 
 from .batch import (
     ARTICLE_DEPTH,
-    check_start,
     check_values,
     exact_check_needed,
     invalid_json,
@@ -56,7 +55,7 @@ from .batch import (
     wrong_type_error,
 )
 from .errors import InvalidBatchError
-from .layout import array_spans
+from .layout import array_spans, check_start
 
 #: How the name of a JSON Lines batch ends; any other batch is a JSON document.
 JSONL_SUFFIX: Final[str] = ".jsonl"
@@ -80,18 +79,18 @@ def is_jsonl(name: str) -> bool:
 def parse_lines(
     data: bytes, source: str = "<input>", first_line: int = 1, first_offset: int = 0
 ) -> list[dict[str, Any]]:
-    r"""The articles of a run of whole lines of a JSON Lines batch, one per line, validated.
+    r"""The articles of whole lines of a JSON Lines batch, one per line, validated.
 
     Args:
         data: Whole lines of the file, each ending with ``\n`` (the file's last
-            line may lack it); the whole file, or one run of it.
+            line may lack it); the whole file, or one chunk of it.
         source: How messages name the file.
         first_line: The 1-based number of ``data``'s first line in the file.
         first_offset: The byte offset of ``data``'s first byte in the file (0:
-            the run starts the file, which must not start with a byte-order mark).
+            the chunk starts the file, which must not start with a byte-order mark).
 
     Returns:
-        The articles, in line order. Parsing a file run by run, cut anywhere
+        The articles, in line order. Parsing a file chunk by chunk, cut anywhere
         between lines, gives the same articles, and the same first error, as
         parsing it whole.
 
@@ -194,7 +193,7 @@ def _parse_line(line: bytes, source: str, number: int, offset: int) -> dict[str,
                 f"{source}: line {number} ends inside its article, at column {exc.colno}; "
                 "write each article whole on one line (a JSON Lines batch is not indented)"
             ) from None
-        raise invalid_json(source, line, exc, number, offset) from None
+        raise invalid_json(source, line, exc, f"line {number} is ", lambda b: offset + b) from None
     if not isinstance(article, dict):
         raise wrong_type_error(source, f"line {number}", article, _FIX_LINE)
     items = [(value, ARTICLE_DEPTH + 1, path_text([key])) for key, value in article.items()]

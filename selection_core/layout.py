@@ -1,76 +1,55 @@
-"""Where each article of a batch lies in its bytes, so that workers can read their own.
+"""Where the articles of a batch lie: one streaming scanner that delimits them without parsing them.
 
-A batch is cut into runs of consecutive whole articles without parsing it:
-:func:`scan_layout` finds the byte span of every element of the root object's
-``articles`` array. Each run is then parsed and validated in full by
-:func:`selection_core.batch.parse_batch`, wrapped as ``{"articles":[ ... ]}`` so
-that every depth and every check is the one the whole document would get
-(:data:`RUN_PREFIX` + run + :data:`RUN_SUFFIX`; ``selection_storage.chunks.score_chunk`` reads it
-so, in one copy), and the rest of the document (the *envelope*: the root
-with an empty ``articles`` array, :func:`envelope_bytes`) is validated the same
-way. The runs joined with commas and put back into the envelope are the input
-bytes themselves, so when every piece is valid, the whole document is valid,
-and its articles are the runs' articles in order.
-
-The scan only delimits values (see ``_layout.c``): it never decides what is
-valid. Where it cannot delimit the array (an unterminated string, unbalanced
-brackets, no ``articles`` array at all) it returns
-None and the caller parses the whole document instead, which gives the same
-one-line error as before for every invalid input.
-
-``_layout.c`` is the compiled form of :func:`value_end` and :func:`array_spans`,
-used when it was built (as for the selection kernel, a C compiler is optional);
-the pure functions here are the reference, and ``tests/core/test_layout.py`` checks
-that the two agree.
+The scanner reads the bytes once, through a ``read(n)`` callable, and cuts the
+articles into :class:`Chunk`\\ s of consecutive articles, keeping one chunk
+record, the value being delimited and the envelope (the root with an empty
+``articles`` array), never the batch. It only delimits values; whether a chunk
+is valid JSON is decided when it is parsed. Where it cannot delimit the articles
+it refuses the batch with the place (a byte offset) and the fix.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Final
 
-#: Bytes a run of articles is wrapped in before it is parsed, so that it is validated as a batch of its own.
-RUN_PREFIX: Final[bytes] = b'{"articles":['
-RUN_SUFFIX: Final[bytes] = b"]}"
+from .errors import InvalidBatchError
 
-#: Why a batch is read and scored in one piece, as a run's log and summary say it.
-ONE_PIECE_REASON: Final[str] = (
-    "its articles could not be delimited without parsing the whole document, so it was read and scored in one piece"
-)
+#: Bytes a chunk of a JSON batch is wrapped in, so that it parses as a batch of its own.
+CHUNK_PREFIX: Final[bytes] = b'{"articles":['
+CHUNK_SUFFIX: Final[bytes] = b"]}"
 
+#: Bytes read at a time.
+READ_SIZE: Final[int] = 8 << 20
+
+#: Reads up to ``n`` more bytes; ``b""`` at the end.
+Reader = Callable[[int], bytes]
+
+_FIX_SHAPE: Final[str] = 'expected {"articles": [ {...}, ... ]}'
+_FIX_SYNTAX: Final[str] = "fix the JSON syntax"
+_WS_BYTES: Final[bytes] = b" \t\n\r"
 _WS = re.compile(rb"[ \t\n\r]*+")
-# From inside an array or object: skip everything but brackets, strings whole,
-# and stop after the next bracket. Anchored (``match``), so a '"' that starts no
-# complete string makes it fail instead of resuming inside the string.
+# From inside an array or object: skip everything but brackets, strings whole, and stop after the
+# next bracket. Anchored (``match``): a '"' that starts no complete string makes it fail.
 _TO_BRACKET = re.compile(rb'(?:[^"\[\]{}]++|"(?:[^"\\]++|\\.)*+")*+([\[\]{}])', re.DOTALL)
 _STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
 _LITERAL = re.compile(rb'[^ \t\n\r,}\]"{\[:]*+')
 _CLOSERS = {ord("{"): ord("}"), ord("["): ord("]")}
 _MAX_NESTING = 4096
+_KINDS = {ord("{"): "an object", ord("["): "an array", ord('"'): "a string", ord("t"): "a boolean"}
+_KINDS.update({ord("f"): "a boolean", ord("n"): "null", ord("-"): "a number"})
+_KINDS.update((c, "a number") for c in b"0123456789")
 
 
-def _load() -> ModuleType | None:
-    try:
-        from . import _layout  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return _layout
-
-
-#: The compiled scanner, or None when it was not built.
-COMPILED: ModuleType | None = _load()
-
-
-def py_value_end(data: bytes | memoryview, pos: int) -> int:
+def value_end(data: bytes | bytearray | memoryview, pos: int) -> int:
     """The offset just after the JSON value starting at ``data[pos]``, or -1.
 
-    >>> py_value_end(b'{"a": [1, "]"]} tail', 0)
+    >>> value_end(b'{"a": [1, "]"]} tail', 0)
     15
-    >>> py_value_end(b'"open', 0)
+    >>> value_end(b'"open', 0)
     -1
     """
     n = len(data)
@@ -103,12 +82,12 @@ def py_value_end(data: bytes | memoryview, pos: int) -> int:
     return m.end() if m is not None else -1
 
 
-def py_array_spans(data: bytes | memoryview, pos: int) -> tuple[int, list[int], list[int]] | None:
-    """For the array whose ``[`` is at ``data[pos]``: its ``]`` offset and each element's span.
+def array_spans(data: bytes | bytearray | memoryview, pos: int) -> tuple[int, list[int], list[int]] | None:
+    """For the array whose ``[`` is at ``data[pos]``: the offset of its ``]`` and each element's span.
 
-    >>> py_array_spans(b'[ {"a": 1} , [2] ]', 0)
+    >>> array_spans(b'[ {"a": 1} , [2] ]', 0)
     (17, [2, 13], [10, 16])
-    >>> py_array_spans(b'[1 2]', 0) is None
+    >>> array_spans(b'[1 2]', 0) is None
     True
     """
     n = len(data)
@@ -120,7 +99,7 @@ def py_array_spans(data: bytes | memoryview, pos: int) -> tuple[int, list[int], 
     if p < n and data[p] == 0x5D:  # ']'
         return p, starts, ends
     while True:
-        end = py_value_end(data, p)
+        end = value_end(data, p)
         if end < 0:
             return None
         starts.append(p)
@@ -134,48 +113,12 @@ def py_array_spans(data: bytes | memoryview, pos: int) -> tuple[int, list[int], 
         return None
 
 
-def value_end(data: bytes | memoryview, pos: int) -> int:
-    """:func:`py_value_end`, compiled when the extension was built."""
-    return COMPILED.value_end(data, pos) if COMPILED is not None else py_value_end(data, pos)
-
-
-def array_spans(data: bytes | memoryview, pos: int) -> tuple[int, list[int], list[int]] | None:
-    """:func:`py_array_spans`, compiled when the extension was built."""
-    return COMPILED.array_spans(data, pos) if COMPILED is not None else py_array_spans(data, pos)
-
-
 @dataclass(frozen=True)
-class BatchLayout:
-    """Where the ``articles`` array of a batch and each of its articles lie (byte offsets).
-
-    ``open``/``close`` are the offsets of the array's ``[`` and ``]``;
-    ``starts[i]``/``ends[i]`` delimit article ``i``.
-    """
-
-    open: int
-    close: int
-    starts: Sequence[int]
-    ends: Sequence[int]
-
-    @property
-    def articles(self) -> int:
-        return len(self.starts)
-
-    def run_span(self, start: int, stop: int) -> tuple[int, int]:
-        """Byte span of articles ``start .. stop - 1`` (with the commas between them)."""
-        if not 0 <= start < stop <= len(self.starts):
-            raise ValueError(f"no articles {start}..{stop - 1} in a batch of {len(self.starts)}")
-        return self.starts[start], self.ends[stop - 1]
-
-
-@dataclass(frozen=True)
-class Run:
+class Chunk:
     """Articles ``start .. stop - 1`` of a batch, lying in bytes ``begin .. end`` of its file.
 
-    ``begin`` is the first byte of article ``start``, ``end`` the byte just after
-    article ``stop - 1``; the separators between the run's articles lie inside.
-    Wrapped as :data:`RUN_PREFIX` + bytes + :data:`RUN_SUFFIX`, a run parses as a
-    batch of its own.
+    ``begin`` is the first byte of article ``start``, ``end`` the byte just after article
+    ``stop - 1``; the separators between the chunk's articles lie inside.
     """
 
     start: int
@@ -188,101 +131,268 @@ class Run:
 
 
 @dataclass(frozen=True)
-class RunLayout:
-    """A batch cut into runs of consecutive articles, without holding a span per article.
+class Layout:
+    """A batch's chunks, in order, and its envelope (``b""`` for JSON Lines, which has none)."""
 
-    ``open``/``close`` are the offsets of the ``articles`` array's ``[`` and ``]``;
-    ``runs`` cover every article, in order (none when the array is empty). Between
-    two runs lie only a comma and JSON whitespace, as between two articles.
-    """
-
-    open: int
-    close: int
-    runs: tuple[Run, ...]
+    chunks: tuple[Chunk, ...]
+    envelope: bytes = b""
+    open: int = -1  # the offset of the articles array's '[' (JSON only)
+    close: int = -1  # the offset of its ']'
 
     @property
     def articles(self) -> int:
-        return self.runs[-1].stop if self.runs else 0
+        return self.chunks[-1].stop if self.chunks else 0
 
 
-def runs_of(layout: BatchLayout, max_articles: int) -> RunLayout:
-    """``layout`` cut into runs of at most ``max_articles`` articles (a plan that holds every span).
-
-    >>> runs_of(scan_layout(b'{"articles": [{"a": 1}, {"b": 2}, {}]}'), 2).runs
-    (Run(start=0, stop=2, begin=14, end=32), Run(start=2, stop=3, begin=34, end=36))
-    """
-    if max_articles < 1:
-        raise ValueError(f"max_articles must be at least 1, got {max_articles}")
-    n = layout.articles
-    runs = tuple(
-        Run(start, min(start + max_articles, n), layout.starts[start], layout.ends[min(start + max_articles, n) - 1])
-        for start in range(0, n, max_articles)
-    )
-    return RunLayout(layout.open, layout.close, runs)
+class _Refused(Exception):
+    """The scan cannot go on: ``message`` says where and why (``source`` is added by the caller)."""
 
 
-def scan_layout(data: bytes | memoryview) -> BatchLayout | None:
-    """The layout of a batch's bytes, or None when it cannot be delimited exactly.
+class _Window:
+    """The bytes from ``base`` on, read ``READ_SIZE`` at a time; a refill drops what lies before ``keep``."""
 
-    None means "parse the whole document instead": the root is not an object,
-    it has no ``articles`` key or more than one, ``articles`` is not an array,
-    or the text is malformed.
+    def __init__(self, read: Reader, size: int) -> None:
+        self._read = read
+        self._size = size
+        self.buf = b""
+        self.base = 0
+        self.eof = False
 
-    >>> scan_layout(b'{"run": {"x": "]"}, "articles": [{"a": 1}, {"b": [2]}]}\\n')
-    BatchLayout(open=32, close=53, starts=[33, 43], ends=[41, 53])
-    """
-    n = len(data)
-    p = _WS.match(data, 0).end()  # type: ignore[union-attr]
-    if p >= n or data[p] != 0x7B:  # '{'
-        return None
-    p = _WS.match(data, p + 1).end()  # type: ignore[union-attr]
-    found: BatchLayout | None = None
-    if p < n and data[p] == 0x7D:  # '}': no articles key
-        return None
+    def refill(self, keep: int) -> bool:
+        if self.eof:
+            return False
+        # Read at least as much as is pending, so that a value of any size costs a number of
+        # refills logarithmic in its size: the work stays linear in the file's size.
+        block = self._read(max(self._size, self.base + len(self.buf) - keep))
+        if not block:
+            self.eof = True
+            return False
+        drop = keep - self.base
+        self.buf = self.buf[drop:] + block if drop > 0 else self.buf + block
+        self.base = keep if drop > 0 else self.base
+        return True
+
+    def byte(self, pos: int, keep: int) -> int:
+        """The byte at ``pos``, or -1 past the end."""
+        while pos - self.base >= len(self.buf):
+            if not self.refill(keep):
+                return -1
+        return self.buf[pos - self.base]
+
+    def skip_ws(self, pos: int, keep: int) -> int:
+        while True:
+            rel = pos - self.base
+            buf = self.buf
+            n = len(buf)
+            while rel < n and buf[rel] in _WS_BYTES:
+                rel += 1
+            pos = self.base + rel
+            if rel < n or not self.refill(keep):
+                return pos
+
+    def value_end(self, pos: int, keep: int, what: str) -> int:
+        while True:
+            rel = pos - self.base
+            end = value_end(self.buf, rel) if rel < len(self.buf) else -1
+            # A value that reaches the end of what was read may go on in the next block.
+            if 0 <= end < len(self.buf) or (end >= 0 and self.eof):
+                return self.base + end
+            if not self.refill(keep):
+                if end >= 0:
+                    return self.base + end
+                raise _Refused(
+                    f"{what}, from byte offset {pos}, never ends: a string or a bracket is not closed, "
+                    f"or the file is cut short; {_FIX_SYNTAX}"
+                )
+
+    def between(self, start: int, stop: int) -> bytes:
+        return self.buf[start - self.base : stop - self.base]
+
+
+class _Cutter:
+    """Groups consecutive articles into chunks of at most ``max_bytes`` bytes and ``max_articles`` articles."""
+
+    def __init__(self, max_bytes: int, max_articles: int | None) -> None:
+        if max_bytes < 1 or (max_articles is not None and max_articles < 1):
+            raise ValueError("chunks must allow at least one byte and one article")
+        self._max_bytes = max_bytes
+        self._max_articles = max_articles
+        self.chunks: list[Chunk] = []
+        self.count = 0
+        self._start = 0
+        self._begin = -1
+        self._end = -1
+
+    def add(self, begin: int, end: int) -> None:
+        if self._begin >= 0 and (
+            end - self._begin > self._max_bytes
+            or (self._max_articles is not None and self.count - self._start >= self._max_articles)
+        ):
+            self.close()
+        if self._begin < 0:
+            self._start, self._begin = self.count, begin
+        self._end = end
+        self.count += 1
+
+    def close(self) -> tuple[Chunk, ...]:
+        if self._begin >= 0:
+            self.chunks.append(Chunk(self._start, self.count, self._begin, self._end))
+            self._begin = -1
+        return tuple(self.chunks)
+
+
+def check_start(data: bytes | bytearray, source: str) -> None:
+    """The refusals decided by a batch's first bytes (any 3 or more decide as the whole does):
+    empty, a byte-order mark, UTF-16."""
+    if not data:
+        raise InvalidBatchError(f"{source}: the file is empty (0 bytes); {_FIX_SHAPE}")
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise InvalidBatchError(f"{source}: starts with a UTF-8 byte-order mark (BOM); save it as UTF-8 without BOM")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(data) >= 2 and (data[0] == 0 or data[1] == 0)):
+        raise InvalidBatchError(f"{source}: looks like UTF-16, not UTF-8; convert it to UTF-8")
+
+
+def _kind(c: int) -> str:
+    return _KINDS.get(c, "not a JSON value")
+
+
+def _expect(w: _Window, p: int, keep: int, wanted: bytes, what: str) -> int:
+    """The byte at ``p`` if it is one of ``wanted``, else refuse (``what``: where it was expected)."""
+    c = w.byte(p, keep)
+    if c < 0 or c not in wanted:
+        found = "the file ends" if c < 0 else f"found {chr(c)!r}"
+        shown = " or ".join(repr(chr(b)) for b in wanted)
+        raise _Refused(f"expected {shown} {what} at byte offset {p}, {found}; {_FIX_SYNTAX}")
+    return c
+
+
+def _key(w: _Window, p: int, keep: int) -> tuple[bytes, int]:
+    """The root key at ``p`` (its text, when spelled with escapes) and the offset after it."""
+    if w.byte(p, keep) != 0x22:
+        raise _Refused(f"expected a key (a string) of the root object at byte offset {p}; {_FIX_SYNTAX}")
+    end = w.value_end(p, keep, "a key of the root object")
+    key = w.between(p, end)
+    if b"\\" in key:  # spelled with escapes: what it says decides
+        try:
+            key = b'"articles"' if json.loads(key) == "articles" else b'"other"'
+        except ValueError:
+            raise _Refused(f"the key at byte offset {p} is not a valid JSON string; {_FIX_SYNTAX}") from None
+    return key, end
+
+
+def _articles(w: _Window, pos: int, cutter: _Cutter) -> int:
+    """Delimit the articles of the array whose ``[`` is at ``pos``; the offset of its ``]``."""
+    p = w.skip_ws(pos + 1, pos)
+    if w.byte(p, pos) == 0x5D:  # ']'
+        return p
     while True:
-        if p >= n or data[p] != 0x22:
-            return None
-        key_end = value_end(data, p)
-        if key_end < 0:
-            return None
-        key = bytes(data[p:key_end])
-        if b"\\" in key:  # spelled with escapes: what it says decides
-            try:
-                key = b'"articles"' if json.loads(key) == "articles" else b'"other"'
-            except ValueError:
-                return None
-        p = _WS.match(data, key_end).end()  # type: ignore[union-attr]
-        if p >= n or data[p] != 0x3A:  # ':'
-            return None
-        p = _WS.match(data, p + 1).end()  # type: ignore[union-attr]
-        if key == b'"articles"':
-            spans = array_spans(data, p) if found is None else None
-            if spans is None:
-                return None
-            close, starts, ends = spans
-            found = BatchLayout(p, close, starts, ends)
-            p = close + 1
-        else:
-            p = value_end(data, p)
-            if p < 0:
-                return None
-        p = _WS.match(data, p).end()  # type: ignore[union-attr]
-        if p < n and data[p] == 0x2C:
-            p = _WS.match(data, p + 1).end()  # type: ignore[union-attr]
-            continue
-        if p < n and data[p] == 0x7D:
-            break
-        return None
-    if _WS.match(data, p + 1).end() != n:  # type: ignore[union-attr]
-        return None
-    return found
+        c = w.byte(p, p)
+        if c < 0 or c in b",:]}":
+            found = "the file ends" if c < 0 else f"found {chr(c)!r}"
+            raise _Refused(f"expected $.articles[{cutter.count}] at byte offset {p}, {found}; {_FIX_SYNTAX}")
+        end = w.value_end(p, p, f"$.articles[{cutter.count}]")
+        cutter.add(p, end)
+        p = w.skip_ws(end, end)
+        if _expect(w, p, p, b",]", f"after $.articles[{cutter.count - 1}]") == 0x5D:
+            return p
+        p = w.skip_ws(p + 1, p + 1)
 
 
-def envelope_bytes(data: bytes | memoryview, layout: BatchLayout) -> bytes:
-    """The document with an empty ``articles`` array: everything the runs do not hold.
+def _scan_root(w: _Window, cutter: _Cutter) -> Layout:
+    p = w.skip_ws(0, 0)
+    c = w.byte(p, 0)
+    if c != 0x7B:  # '{'
+        if c < 0:
+            raise _Refused(f"the file holds only whitespace; {_FIX_SHAPE}")
+        if c not in _KINDS:
+            raise _Refused(f"not valid JSON at byte offset {p} (it starts with {chr(c)!r}); {_FIX_SHAPE}")
+        raise _Refused(f"the root is {_kind(c)} (byte offset {p}), not an object; {_FIX_SHAPE}")
+    p = w.skip_ws(p + 1, 0)
+    head = b""
+    opened = closed = -1
+    keep = 0  # the envelope is kept: the bytes before the array, then from its ']' on
+    if w.byte(p, keep) != 0x7D:  # '}': an empty root
+        while True:
+            key, p = _key(w, p, keep)
+            p = w.skip_ws(p, keep)
+            _expect(w, p, keep, b":", "after the key")
+            p = w.skip_ws(p + 1, keep)
+            if key == b'"articles"':
+                if opened >= 0:
+                    raise _Refused(
+                        f'the root object has the key "articles" more than once (again at byte offset {p}), '
+                        "so one of its values would be lost; remove or rename the duplicate"
+                    )
+                c = w.byte(p, keep)
+                if c != 0x5B:  # '['
+                    kind = "missing" if c < 0 else f"{_kind(c)} (byte offset {p})"
+                    raise _Refused(f"$.articles is {kind}, not an array; {_FIX_SHAPE}")
+                opened = p
+                head = w.between(0, p + 1)
+                closed = _articles(w, p, cutter)
+                keep = closed
+                p = closed + 1
+            else:
+                c = w.byte(p, keep)
+                if c < 0 or c in b",:]}":
+                    found = "the file ends" if c < 0 else f"found {chr(c)!r}"
+                    raise _Refused(f"expected a value at byte offset {p}, {found}; {_FIX_SYNTAX}")
+                p = w.value_end(p, keep, "a value of the root object")
+            p = w.skip_ws(p, keep)
+            if _expect(w, p, keep, b",}", "in the root object") == 0x7D:
+                break
+            p = w.skip_ws(p + 1, keep)
+    end = w.skip_ws(p + 1, keep)
+    if w.byte(end, keep) >= 0:
+        raise _Refused(f"there is more after the root object, at byte offset {end}; remove it")
+    if opened < 0:
+        raise _Refused(f'the root object has no "articles" key; {_FIX_SHAPE}')
+    return Layout(cutter.close(), head + w.between(closed, end), opened, closed)
 
-    >>> data = b'{"articles": [{"a": 1}], "run": 7}'
-    >>> envelope_bytes(data, scan_layout(data))
-    b'{"articles": [], "run": 7}'
+
+def _scan_lines(w: _Window, cutter: _Cutter) -> Layout:
+    """Delimit the lines of a JSON Lines file (each with its newline; the last one may have none)."""
+    pos = 0
+    while True:
+        nl = w.buf.find(b"\n", pos - w.base)
+        if nl >= 0:
+            end = w.base + nl + 1
+            cutter.add(pos, end)
+            pos = end
+        elif not w.refill(pos):
+            if pos < w.base + len(w.buf):
+                cutter.add(pos, w.base + len(w.buf))
+            return Layout(cutter.close())
+
+
+def scan(
+    read: Reader,
+    source: str,
+    max_bytes: int,
+    max_articles: int | None = None,
+    lines: bool = False,
+    read_size: int = READ_SIZE,
+) -> Layout:
+    """Delimit the articles of a batch read through ``read``, cut into chunks of bounded size.
+
+    ``lines`` says the batch is JSON Lines (every line an article); else it is a
+    JSON batch. A chunk holds at most ``max_bytes`` bytes (an article larger
+    than that is a chunk of its own) and ``max_articles`` articles. Everything is read.
+
+    Raises:
+        InvalidBatchError: the articles cannot be delimited, with the place and the fix.
+
+    >>> import io
+    >>> scan(io.BytesIO(b'{"run": 7, "articles": [{"a": 1}, {}]}').read, "b.json", 8)
+    Layout(chunks=(Chunk(start=0, stop=1, begin=24, end=32), Chunk(start=1, stop=2, begin=34, end=36)), \
+envelope=b'{"run": 7, "articles": []}', open=23, close=36)
     """
-    return bytes(data[: layout.open + 1]) + bytes(data[layout.close :])
+    cutter = _Cutter(max_bytes, max_articles)
+    w = _Window(lambda n: read(n) or b"", read_size)
+    w.refill(0)
+    if not lines or w.buf:
+        check_start(w.buf[:3], source)
+    try:
+        return _scan_lines(w, cutter) if lines else _scan_root(w, cutter)
+    except _Refused as refused:
+        raise InvalidBatchError(f"{source}: {refused}") from None

@@ -23,7 +23,17 @@ from selection_extraction.extractors import Extractor
 from selection_extraction.pages import Page, PageSet
 from selection_extraction.pool import allow_child_processes
 from selection_extraction.settings import ExtractionSettings
-from selection_storage.chunks import chunk_bounds
+
+
+def chunk_bounds(n_items: int, chunk_size: int) -> list[tuple[int, int]]:
+    """``(start, stop)`` of each chunk, in order; the last one may be shorter.
+
+    >>> chunk_bounds(7, 3), chunk_bounds(0, 3)
+    ([(0, 3), (3, 6), (6, 7)], [])
+    """
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
+    return [(start, min(start + chunk_size, n_items)) for start in range(0, n_items, chunk_size)]
 
 #: Chunks of pages per worker when no chunk size is given. Fewer than the
 #: selection's chunks per worker: each chunk costs a task-run submission in the

@@ -22,6 +22,7 @@ import os
 import re
 import secrets
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -30,6 +31,15 @@ from selection_storage.transient import TRANSIENT_ERRNOS
 
 #: What the name of every temporary file of this project ends with.
 TMP_SUFFIX: Final[str] = ".cs-tmp"
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """A file this run wrote, with the fingerprint of its bytes."""
+
+    path: Path
+    sha256: str
+    size_bytes: int
 
 
 def process_alive(pid: int) -> bool:

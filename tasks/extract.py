@@ -41,7 +41,7 @@ from selection_extraction.engine import extract_to_spool
 from selection_extraction.pages import PageSet, find_pages
 from selection_extraction.paths import ExtractPaths, resolve_extract_paths
 from selection_extraction.settings import ExtractionSettings
-from tasks.batch import WrittenFile
+from selection_storage.atomic import WrittenFile
 from tasks.logs import run_logger
 from tasks.options import api_task_options, chunk_run_namer, io_task_options, local_task_options
 from tasks.progress import artifact_progress

@@ -1,42 +1,83 @@
-"""The ``select-extractors`` task: the deterministic core, with a progress artifact while it scores."""
+"""The selection's tasks: ``select-batch`` (a batch file, chunk by chunk) and ``select-chunk`` (one chunk)."""
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from prefect import task
 
-import selection_core as sc
-from selection_core.evidence import counts_text
+from selection_core.chunks import SelectedChunk
+from selection_core.evidence import counts_text, read_as_text
+from selection_storage import engine
+from selection_storage.engine import ChunkJob, Selected
+from selection_storage.paths import RunPaths
 from tasks.logs import run_logger
-from tasks.options import local_task_options
+from tasks.options import chunk_run_namer, io_task_options
 from tasks.progress import artifact_progress
 
-#: Key of the progress artifact updated while a batch is scored (whole, or in chunks by the flow).
+#: Key of the progress artifact updated while a batch is selected.
 PROGRESS_ARTIFACT_KEY: Final[str] = "selection-progress"
 
+#: Where the chunks of an in-process selection are selected, as its log and summary say.
+IN_PROCESS: Final[str] = "one after the other in this process"
 
-@task(name="select-extractors", **local_task_options())
-def select_extractors(doc: dict[str, Any], batch_name: str = "") -> list[sc.Selection]:
-    """Pick the best extractor of every article with the deterministic core.
+#: Name of the task that selects one chunk elsewhere (its runs are ``select-chunk-<start>``).
+CHUNK_TASK_NAME: Final[str] = "select-chunk"
 
-    Pure computation: never retried. Inside a run, a progress artifact (key
-    ``selection-progress``) follows the scoring; through ``.fn()`` no artifact is made.
+
+@task(name="select-batch", **io_task_options())
+def select_batch(
+    paths: RunPaths,
+    max_table_rows: int,
+    chunk_size: int | None = None,
+) -> Selected:
+    """Select every article of the batch chunk by chunk in this process and write the output (and report).
+
+    Retried only on transient I/O; a refusal fails at once. See :func:`selection_storage.engine.select_file`.
 
     Args:
-        doc: A batch validated by the extract task.
-        batch_name: Name of the batch, for the progress artifact's description.
+        paths: The checked input, output and report.
+        max_table_rows: Rows of the scores table to keep (the first articles).
+        chunk_size: Most articles per chunk (default: bounded by bytes).
 
     Returns:
-        One :class:`selection_core.Selection` per article, in article order,
-        each with its explanation.
+        What was written, its counts, and what the artifacts show of the batch.
     """
-    articles = doc["articles"]
-    label = f" of {batch_name}" if batch_name else ""
-    progress = artifact_progress(PROGRESS_ARTIFACT_KEY, f"Scoring the {len(articles)} articles{label}")
-    selections = sc.select_articles(articles, progress=progress)
-    if progress is not None:
-        progress(len(articles), len(articles))
-    summary = sc.summarize(selections)
-    run_logger().info("Selected %d articles: %s", summary.articles, counts_text(summary.by_extractor))
-    return selections
+    progress = artifact_progress(PROGRESS_ARTIFACT_KEY, f"Selecting the articles of {paths.input.name}")
+    selected = engine.select_file(
+        paths.input,
+        paths.output,
+        paths.report,
+        evidence_rows=max_table_rows,
+        chunk_articles=chunk_size,
+        progress=progress,
+    )
+    log_selected(selected, IN_PROCESS)
+    return selected
+
+
+def log_selected(selected: Selected, where: str) -> None:
+    """The log lines of a selection: what was read and how, what was selected, what was written."""
+    logger = run_logger()
+    logger.info(
+        "Read %s (%d bytes, sha256 %s) %s",
+        selected.input_path,
+        selected.input_size,
+        selected.input_sha256,
+        read_as_text(selected.chunks, where),
+    )
+    logger.info("Selected %d articles: %s", selected.summary.articles, counts_text(selected.summary.by_extractor))
+    logger.info("Wrote %s: %d bytes, sha256 %s", selected.output_path, selected.output_size, selected.output_sha256)
+
+
+@task(name=CHUNK_TASK_NAME, task_run_name=chunk_run_namer(CHUNK_TASK_NAME), **io_task_options())
+def select_chunk(chunk: ChunkJob) -> SelectedChunk:
+    """Read, validate and select one chunk of a batch and write its part files.
+
+    Args:
+        chunk: Which articles, where they lie in the input, where to write them.
+
+    Returns:
+        The chunk's counts, its rows of the scores table and its first close calls.
+    """
+    return engine.select_job(chunk)

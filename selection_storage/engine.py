@@ -1,0 +1,407 @@
+"""The one selection engine of a batch file: plan it, select its chunks (here or where a map sends them), join them.
+
+1. :func:`plan_batch` reads the input once, hashing it, and cuts its articles into
+   chunks without parsing them (:func:`selection_core.layout.scan`); it validates the envelope.
+2. :func:`select_job` selects one chunk: it reads the chunk's bytes again (checked against
+   the planned version of the file), parses, validates and selects them, and returns the
+   rendered articles, or writes them to a *part* file beside the output when it runs elsewhere.
+3. :func:`select_file` joins the chunks in order into the output's staged file (and the
+   report's), hashing what it writes, and commits the report then the output.
+
+In-process, on a process pool or on Dask, only the map that runs :func:`select_job` differs;
+the written bytes are the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import socket
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import selection_core as sc
+from selection_core.batch import ProgressCallback
+from selection_core.chunks import SelectedChunk, select_chunk
+from selection_core.evidence import MAX_CLOSEST_CALLS, ShownEvidence, merge_evidence
+from selection_core.formats import FORMATS, BatchFormat, format_of
+from selection_core.layout import Chunk, Layout, scan
+from selection_storage.atomic import StagedFile, clean_stale_temporaries, commit_in_order, process_alive, temporary_name
+from selection_storage.files import FileIdentity, InputChangedError, open_input, read_error, read_span
+from selection_storage.paths import resolve_report_path, resolve_selected_path
+
+#: Most bytes and articles of input in one chunk selected in this process: parsed, a chunk
+#: takes a few times its bytes, so memory stays a small constant whatever the batch's size.
+CHUNK_BYTES: Final[int] = 8 << 20
+CHUNK_ARTICLES: Final[int] = 500
+
+#: On a parallel runner: about this many chunks per worker, each of at most
+#: ``MAX_CHUNK_BYTES`` (what a worker holds, parsed, is about five times that).
+CHUNKS_PER_WORKER: Final[int] = 4
+MAX_CHUNK_BYTES: Final[int] = 64 << 20
+MAX_CHUNK_ARTICLES: Final[int] = 25_000
+
+#: Most articles per chunk that the flows and the command line accept.
+CHUNK_SIZE_LIMIT: Final[int] = 1_000_000
+
+
+def chunk_limits(size: int, workers: int, chunk_articles: int | None = None) -> tuple[int, int]:
+    """Most bytes and articles of a chunk of a ``size``-byte batch selected by ``workers`` workers.
+
+    >>> chunk_limits(10**9, 1), chunk_limits(10**9, 2), chunk_limits(10**9, 2, 100)
+    ((8388608, 500), (67108864, 25000), (67108864, 100))
+    """
+    if chunk_articles is not None and chunk_articles < 1:
+        raise ValueError(f"chunk_articles must be at least 1, got {chunk_articles}")
+    if workers <= 1:
+        return CHUNK_BYTES, chunk_articles or CHUNK_ARTICLES
+    if chunk_articles is not None:
+        return MAX_CHUNK_BYTES, chunk_articles
+    per_chunk = -(-size // (CHUNKS_PER_WORKER * workers))
+    return max(CHUNK_BYTES, min(MAX_CHUNK_BYTES, per_chunk)), MAX_CHUNK_ARTICLES
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A batch file planned: its version and SHA-256, its format, its validated envelope and its chunks."""
+
+    path: Path
+    identity: FileIdentity
+    sha256: str
+    format: BatchFormat
+    envelope: dict[str, Any]
+    layout: Layout
+
+    @property
+    def article_count(self) -> int:
+        return self.layout.articles
+
+
+def plan_batch(input_path: str | os.PathLike[str], workers: int = 1, chunk_articles: int | None = None) -> Plan:
+    """Read the batch once: hash it, cut it into chunks (:func:`chunk_limits`), validate its envelope.
+
+    Raises:
+        InvalidBatchError: the file is missing or unreadable, its articles cannot be delimited,
+            or its envelope is invalid.
+        InputChangedError: the file changed while it was read.
+        ReadError: a transient read error.
+    """
+    path = Path(input_path)
+    fmt = format_of(path.name)
+    digest = hashlib.sha256()
+    read_bytes = 0
+    with open_input(path) as fh:
+        identity = FileIdentity.of(os.fstat(fh.fileno()))
+
+        def read(n: int) -> bytes:
+            nonlocal read_bytes
+            block = fh.read(n)
+            digest.update(block)
+            read_bytes += len(block)
+            return block
+
+        max_bytes, max_articles = chunk_limits(identity.size, workers, chunk_articles)
+        try:
+            layout = scan(read, str(path), max_bytes, max_articles, fmt.lines)
+        except OSError as exc:
+            raise read_error(path, exc) from None
+    if read_bytes != identity.size or FileIdentity.of(os.stat(path)) != identity:
+        raise InputChangedError(f"{path}: the file changed while it was being read; run again once it is complete")
+    envelope: dict[str, Any] = {}
+    if not fmt.lines:  # the envelope's offsets past the empty array are the file's past the ']'
+        shift = layout.close - layout.open - 1
+        envelope = sc.parse_batch(layout.envelope, str(path), lambda b: b if b <= layout.open else b + shift)
+    return Plan(path, identity, digest.hexdigest(), fmt, envelope, layout)
+
+
+class ChunkJob:
+    """What selecting one chunk needs: where it lies, the file's version, where its parts go.
+
+    A plain class: Prefect does not walk into it looking for futures, and Dask names it
+    with :meth:`__dask_tokenize__`. ``output_part`` None means: return the bytes, write no part.
+    """
+
+    __slots__ = (
+        "chunk",
+        "close_calls",
+        "format_name",
+        "identity",
+        "input_path",
+        "output_part",
+        "output_path",
+        "owner_host",
+        "owner_pid",
+        "report_part",
+        "report_path",
+        "table_rows",
+    )
+
+    def __init__(
+        self,
+        *,
+        input_path: str,
+        identity: FileIdentity,
+        chunk: Chunk,
+        format_name: str,
+        output_path: str,
+        report_path: str | None,
+        output_part: str | None,
+        report_part: str | None,
+        table_rows: int,
+        close_calls: int,
+        owner_pid: int,
+        owner_host: str,
+    ) -> None:
+        self.input_path = input_path
+        self.identity = identity
+        self.chunk = chunk
+        self.format_name = format_name
+        self.output_path = output_path
+        self.report_path = report_path
+        self.output_part = output_part
+        self.report_part = report_part
+        self.table_rows = table_rows
+        self.close_calls = close_calls
+        self.owner_pid = owner_pid
+        self.owner_host = owner_host
+
+    @property
+    def start(self) -> int:
+        return self.chunk.start
+
+    def __repr__(self) -> str:
+        c = self.chunk
+        return f"ChunkJob(start={c.start}, stop={c.stop}, bytes={c.begin}..{c.end})"
+
+    def __dask_tokenize__(self) -> tuple[str, str | None, int, int]:
+        # With pure=True (prefect-dask's choice) Dask names a task by hashing its arguments
+        # unless they name themselves; each submission also carries its own task-run id.
+        return ("content-selection-chunk", self.output_part, self.chunk.start, self.chunk.stop)
+
+
+def plan_jobs(
+    plan: Plan,
+    output_path: Path,
+    report_path: Path | None,
+    table_rows: int = 0,
+    close_calls: int = 0,
+    parts: bool = False,
+) -> list[ChunkJob]:
+    """The jobs of a planned batch, in order; with ``parts``, each writes part files named as
+    temporary files of the output (and report) owned by this process."""
+    pid, host, token = os.getpid(), socket.gethostname(), secrets.token_hex(4)
+
+    def part(target: Path | None, number: int) -> str | None:
+        return None if target is None or not parts else str(temporary_name(target, pid, f"{token}{number:08x}"))
+
+    return [
+        ChunkJob(
+            input_path=str(plan.path),
+            identity=plan.identity,
+            chunk=chunk,
+            format_name=plan.format.name,
+            output_path=str(output_path),
+            report_path=None if report_path is None else str(report_path),
+            output_part=part(output_path, number),
+            report_part=part(report_path, number),
+            table_rows=table_rows,
+            close_calls=close_calls,
+            owner_pid=pid,
+            owner_host=host,
+        )
+        for number, chunk in enumerate(plan.layout.chunks)
+    ]
+
+
+def select_job(job: ChunkJob) -> SelectedChunk:
+    """Read, validate and select one chunk; its parts are written when the job names them.
+
+    Raises:
+        InputChangedError: the input is no longer the planned version.
+        InvalidBatchError: the chunk is not valid.
+        ReadError, WriteError, OutputPathError: as reading and writing files.
+    """
+    path, chunk, fmt = Path(job.input_path), job.chunk, FORMATS[job.format_name]
+    data = read_span(path, job.identity, chunk.begin, chunk.end, fmt.chunk_prefix, fmt.chunk_suffix)
+    with_report = job.report_path is not None
+    selected = select_chunk(data, str(path), chunk, fmt, job.table_rows, job.close_calls, with_report)
+    del data
+    if job.output_part is None:
+        return selected
+    if job.report_part is not None and job.report_path is not None and selected.report is not None:
+        _write_part(Path(job.report_path), job.report_part, selected.report)
+    assert selected.output is not None
+    _write_part(Path(job.output_path), job.output_part, selected.output)
+    selected.output = selected.report = None
+    if job.owner_host == socket.gethostname() and not process_alive(job.owner_pid):
+        # The run that asked is gone (a pool's worker can outlive a killed flow): keep nothing.
+        discard_parts([job])
+        raise RuntimeError(f"the run that asked for articles {chunk.start}..{chunk.stop - 1} is gone; nothing kept")
+    return selected
+
+
+def _write_part(target: Path, part: str, data: bytes) -> None:
+    try:  # a rerun of the same chunk (a retry, a worker lost by Dask) starts afresh
+        os.unlink(part)
+    except FileNotFoundError:
+        pass
+    StagedFile(target, Path(part), durable=False).write_all([data])  # the joined file is fsynced
+
+
+def discard_parts(jobs: Iterable[ChunkJob]) -> None:
+    """Remove every part file of these jobs that exists (never raises)."""
+    for job in jobs:
+        for part in (job.output_part, job.report_part):
+            if part is not None:
+                try:
+                    os.unlink(part)
+                except OSError:
+                    pass
+
+
+class _Joiner:
+    """The staged output (and report), to which the chunks are appended in order, hashed as written."""
+
+    def __init__(self, plan: Plan, output_path: Path, report_path: Path | None) -> None:
+        for target in (output_path, report_path):
+            if target is not None:
+                clean_stale_temporaries(target)
+        head, self._tail = plan.format.envelope_parts(plan.envelope, plan.article_count > 0)
+        self._separator = plan.format.separator
+        self._digest = hashlib.sha256()
+        self.size = 0
+        self._chunks = 0
+        self._files: list[StagedFile] = []
+        try:
+            self._report = None if report_path is None else self._open(report_path)
+            self._output = self._open(output_path)
+            self._append(head)
+        except BaseException:
+            self.discard()
+            raise
+
+    def _open(self, target: Path) -> StagedFile:
+        staged = StagedFile(target)
+        self._files.append(staged)
+        return staged
+
+    def _append(self, data: bytes | memoryview) -> None:
+        self._digest.update(data)
+        self._output.write(data)
+        self.size += len(data)
+
+    def add(self, selected: SelectedChunk, job: ChunkJob) -> None:
+        if self._report is not None:
+            if selected.report is not None:
+                self._report.write(selected.report)
+            elif job.report_part is not None:
+                _copy(job.report_part, self._report.write)
+        if self._chunks:
+            self._append(self._separator)
+        if selected.output is not None:
+            self._append(selected.output)
+        elif job.output_part is not None:
+            _copy(job.output_part, self._append)
+        self._chunks += 1
+
+    def complete(self) -> str:
+        """Write the tail, flush both files to disk, rename the report then the output; the output's SHA-256."""
+        self._append(self._tail)
+        for staged in self._files:
+            staged.finish()
+        commit_in_order(self._files)
+        return self._digest.hexdigest()
+
+    def discard(self) -> None:
+        for staged in self._files:
+            staged.discard()
+
+
+def _copy(part: str, write: Callable[[memoryview], None], block: int = 8 << 20) -> None:
+    buffer = bytearray(block)
+    view = memoryview(buffer)
+    with open(part, "rb", buffering=0) as fh:
+        while got := fh.readinto(buffer):
+            write(view[:got])
+
+
+@dataclass(frozen=True)
+class Selected:
+    """What a selection of a batch file wrote, and its counts.
+
+    ``evidence`` is what the flows' artifacts show of the batch, when it was asked for.
+    """
+
+    input_path: Path
+    input_sha256: str
+    input_size: int
+    output_path: Path
+    output_sha256: str
+    output_size: int
+    report_path: Path | None
+    summary: sc.Summary
+    chunks: int
+    evidence: ShownEvidence | None = None
+
+
+#: Runs :func:`select_job` on every job and yields the results in the jobs' order.
+MapJobs = Callable[[Sequence[ChunkJob]], Iterable[SelectedChunk]]
+
+
+def _here(jobs: Sequence[ChunkJob]) -> Iterator[SelectedChunk]:
+    return map(select_job, jobs)
+
+
+def select_file(
+    input_path: str | os.PathLike[str],
+    output_path: str | os.PathLike[str] | None = None,
+    report_path: str | os.PathLike[str] | None = None,
+    *,
+    evidence_rows: int | None = None,
+    chunk_articles: int | None = None,
+    progress: ProgressCallback | None = None,
+    workers: int = 1,
+    map_jobs: MapJobs | None = None,
+) -> Selected:
+    """Select every article of one batch file, chunk by chunk; write the output (and the report).
+
+    Nothing is written unless every chunk was valid, no staged file or part stays behind
+    whatever fails, and the input is only read. ``map_jobs`` runs the chunks elsewhere
+    (``workers`` of them; each job then writes part files); by default they run here, one
+    after the other. With ``evidence_rows``, the result has the scores-table rows of the
+    first ``evidence_rows`` articles and the first close calls.
+
+    Raises:
+        InvalidBatchError: the first problem of the batch, in one line naming the place.
+        InputChangedError: the input changed during the run.
+        OutputPathError, ReadError, WriteError: as reading and writing files.
+    """
+    inp = Path(input_path)
+    out = resolve_selected_path(inp, output_path)
+    report = resolve_report_path(inp, out, report_path)
+    plan = plan_batch(inp, workers, chunk_articles)
+    shown = evidence_rows is not None
+    table_rows = max(evidence_rows or 0, 0)
+    jobs = plan_jobs(plan, out, report, table_rows, MAX_CLOSEST_CALLS if shown else 0, parts=map_jobs is not None)
+    joiner = _Joiner(plan, out, report)
+    summary = sc.summarize(())
+    found: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
+    try:
+        for job, selected in zip(jobs, (map_jobs or _here)(jobs), strict=True):
+            joiner.add(selected, job)
+            summary = sc.merge_summaries((summary, selected.summary))
+            if selected.rows or selected.close_calls:
+                found.append((selected.rows, selected.close_calls))
+            if progress is not None:
+                progress(selected.chunk.stop, plan.article_count)
+        sha256 = joiner.complete()
+    finally:
+        joiner.discard()
+        discard_parts(jobs)
+    evidence = merge_evidence(found, table_rows) if shown else None
+    return Selected(
+        inp, plan.sha256, plan.identity.size, out, sha256, joiner.size, report, summary, len(jobs), evidence
+    )
