@@ -313,6 +313,7 @@ def _scan_root(w: _Window, cutter: _Cutter) -> Layout:
     keep = 0  # the envelope is kept: the bytes before the array, then from its ']' on
     if w.byte(p, keep) != 0x7D:  # '}': an empty root
         while True:
+            key_at = p
             key, p = _key(w, p, keep)
             p = w.skip_ws(p, keep)
             _expect(w, p, keep, b":", "after the key")
@@ -320,7 +321,7 @@ def _scan_root(w: _Window, cutter: _Cutter) -> Layout:
             if key == b'"articles"':
                 if opened >= 0:
                     raise _Refused(
-                        f'the root object has the key "articles" more than once (again at byte offset {p}), '
+                        f'the root object has the key "articles" more than once (again at byte offset {key_at}), '
                         "so one of its values would be lost; remove or rename the duplicate"
                     )
                 c = w.byte(p, keep)

@@ -1,7 +1,6 @@
-"""The pieces of ``parse_batch`` that a document checked piece by piece reuses (:mod:`selection_core.batch`).
+"""The checks of ``selection_core.batch`` that a batch read chunk by chunk uses.
 
-``parse_batch``'s own refusals are pinned in ``tests/storage/test_batch_io.py``;
-the run-by-run refusal built from these pieces in ``tests/storage/test_refusal.py``.
+``parse_batch``'s own refusals are pinned in ``tests/storage/test_batch_io.py``.
 """
 
 from __future__ import annotations
@@ -10,22 +9,19 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import settings
 
 from selection_core import InvalidBatchError, parse_batch
 from selection_core.batch import (
     MAX_DEPTH,
-    TextPoint,
     check_exact,
-    check_start,
     count_keys,
     exact_tree,
-    shifted_json_error,
+    parse_chunk,
     top_values,
-    utf8_error,
     walk_values,
 )
+from selection_core.layout import CHUNK_PREFIX, CHUNK_SUFFIX, Chunk, check_start
 
 SOURCE = "in/batch.json"
 PROFILE = settings(max_examples=300, derandomize=True, database=None, deadline=None)
@@ -37,67 +33,35 @@ def refusal(data: bytes) -> str:
     return str(info.value)
 
 
-@PROFILE
-@given(st.lists(st.text(st.sampled_from("a\n\ré😀\t"), max_size=8), min_size=1, max_size=5))
-def test_text_point_of_pieces_is_the_point_of_their_whole(pieces: list[str]) -> None:
-    whole = "".join(pieces)
-    data = whole.encode()
-    point = TextPoint()
-    for piece in pieces:
-        point = point.advance(piece.encode())
-    assert point == TextPoint().advance(data)
-    assert (point.byte, point.char, point.line) == (len(data), len(whole), whole.count("\n") + 1)
-    assert (point.line_byte, point.line_char) == (data.rfind(b"\n") + 1, whole.rfind("\n") + 1)
-
-
-def test_text_point_reads_a_span_and_reports_bad_utf8_from_its_start() -> None:
-    data = b"xx\xc3\xa9\nab\xffyy"
-    assert TextPoint().advance(data, 2, 7) == TextPoint(byte=5, char=4, line=2, line_byte=3, line_char=2)
-    with pytest.raises(UnicodeDecodeError) as info:
-        TextPoint().advance(data, 2)
-    assert info.value.start == 5  # data[7], counted from data[2]
-
-
 @pytest.mark.parametrize(
-    "head, piece",
+    "article, bad",
     [
-        pytest.param(b'{"a": "\xc3\xa9\xf0\x9f\x98\x80", "articles": [', b'{"b": tru}', id="line-1"),
-        pytest.param(b'{"a": "\xc3\xa9",\n "articles": [', b'{"b": 1}, {"c": 1.}', id="line-2-same-line"),
-        pytest.param(b'{"articles": [', b'{\n "\xc3\xa9": "\xf0\x9f\x98\x80",\n "c": [1 2]}', id="newline-in-piece"),
-        pytest.param(b'{"articles": [', b'{"s": "\\ud800"}', id="lone-surrogate"),
-        pytest.param(b'{"articles": [', b"1e400", id="infinity"),
-        pytest.param(b'{"articles": [', b"[" * 1100 + b"]" * 1100, id="depth"),
+        pytest.param(b'{"a": tru}', b"tru}", id="syntax"),
+        pytest.param(b'{"t": "\xc3\xa9\xff"}', b"\xff", id="invalid-utf8-after-two-byte-char"),
+        pytest.param('{"t": "\u00e9\u00e9", "x": nan}'.encode(), b"n", id="syntax-after-non-ascii"),
     ],
 )
-def test_a_json_error_shifted_from_a_piece_is_the_whole_documents(head: bytes, piece: bytes) -> None:
-    wrapper = b'{"articles":['
-    with pytest.raises(orjson.JSONDecodeError) as info:
-        orjson.loads(wrapper + piece + b"]}")
-    shifted = shifted_json_error(SOURCE, info.value, TextPoint().advance(wrapper), TextPoint().advance(head))
-    assert str(shifted) == refusal(head + piece + b"]}")
+def test_a_bad_article_of_a_chunk_is_named_with_its_index_and_the_files_byte_offset(article: bytes, bad: bytes) -> None:
+    data = b'{"articles": [{"ok": 1},\n ' + article + b"]}"
+    begin = data.index(b"{", 1 + data.index(b"["))
+    chunk = Chunk(5, 7, begin, len(data) - 2)  # the chunk's first article is article 5 of the batch
+    wrapped = CHUNK_PREFIX + data[begin : len(data) - 2] + CHUNK_SUFFIX
+    with pytest.raises(InvalidBatchError) as info:
+        parse_chunk(wrapped, SOURCE, chunk)
+    message = str(info.value)
+    assert message.startswith(f"{SOURCE}: $.articles[6] is not valid")
+    offset = int(message.split("byte offset ")[1].split(":")[0].split(";")[0])
+    assert data[offset : offset + len(bad)] == bad
 
 
-@pytest.mark.parametrize(
-    "head, piece",
-    [
-        pytest.param(b'{"articles": [', b'{"a": "caf\xe9"}', id="line-1"),
-        pytest.param(b'{"x": "\xc3\xa9",\n "articles": [', b'{"a": "\xed\xa0\x80"}', id="line-2"),
-        pytest.param(b'{"articles": [', b'{\n "a":\n "\xc3"}', id="newline-in-piece"),
-    ],
-)
-def test_invalid_utf8_in_a_piece_is_placed_in_the_whole_document(head: bytes, piece: bytes) -> None:
-    buf = b"<<" + piece
-    bad = 2 + next(i for i in range(len(piece)) if _bad_at(piece, i))
-    placed = utf8_error(SOURCE, buf, bad, 2, TextPoint().advance(head))
-    assert str(placed) == refusal(head + piece + b"]}")
-
-
-def _bad_at(data: bytes, i: int) -> bool:
-    try:
-        data.decode()
-    except UnicodeDecodeError as exc:
-        return exc.start == i
-    return False
+def test_a_chunks_exact_problems_name_their_place_in_the_whole_batch() -> None:
+    wrapped = CHUNK_PREFIX + b'{"a": 1}, {"b": {"k": 1, "k": 2}}' + CHUNK_SUFFIX
+    with pytest.raises(InvalidBatchError, match=r"\$\.articles\[41\]\.b has the key \"k\" more than once"):
+        parse_chunk(wrapped, SOURCE, Chunk(40, 42, 100, 133))
+    wrapped = CHUNK_PREFIX + b'{"a": 1e-400}' + CHUNK_SUFFIX
+    with pytest.raises(InvalidBatchError, match=r"\$\.articles\[3\]\.a is the number 1e-400"):
+        parse_chunk(wrapped, SOURCE, Chunk(3, 4, 0, 13))
+    assert parse_chunk(CHUNK_PREFIX + b'{"a": 0.5}' + CHUNK_SUFFIX, SOURCE, Chunk(0, 1, 0, 10)) == [{"a": 0.5}]
 
 
 @pytest.mark.parametrize(

@@ -86,24 +86,23 @@ def test_accepted(data: bytes, articles: list[dict[str, Any]]) -> None:
         pytest.param('{"a": 1}\n'.encode("utf-16"), "looks like UTF-16, not UTF-8; convert it to UTF-8", id="utf-16"),
         pytest.param(
             b'{"a": 1}\n{"t": "caf\xe9"}\n',
-            "not valid UTF-8 at line 2 column 11 (byte offset 19); save it as UTF-8",
+            "line 2 is not valid UTF-8 at byte offset 19; save it as UTF-8",
             id="latin-1-byte",
         ),
         pytest.param(
             b'{}\n{}\n{"a": 1,}\n',
-            "not valid JSON at line 3 column 8 (character 7 of the line): trailing comma is not allowed; "
-            "fix the JSON syntax",
+            "line 3 is not valid JSON at byte offset 13: trailing comma is not allowed; fix the JSON syntax",
             id="syntax",
         ),
         pytest.param(
             b'{}\n{"n": NaN}\n',
-            "not valid JSON at line 2 column 7 (character 6 of the line): unexpected character, expected a JSON "
+            "line 2 is not valid JSON at byte offset 9: unexpected character, expected a JSON "
             "value; fix the JSON syntax",
             id="nan",
         ),
         pytest.param(
             b'{}\n{"n": 1e400}\n',
-            "not valid JSON at line 2 column 7 (character 6 of the line): number is infinity when parsed as "
+            "line 2 is not valid JSON at byte offset 9: number is infinity when parsed as "
             "double; a number is too large for a 64-bit float: store it as a string",
             id="infinity",
         ),
@@ -175,17 +174,17 @@ def test_the_first_bad_line_is_the_one_named() -> None:
     assert refused(data).startswith("line 2: $.n is an integer beyond 64 bits")
 
 
-def test_a_run_names_lines_and_bytes_of_the_file() -> None:
-    # A run that starts at line 41, byte 5000 of the file: numbers are the file's, not the run's.
+def test_a_chunk_names_lines_and_bytes_of_the_file() -> None:
+    # A chunk that starts at line 41, byte 5000 of the file: numbers are the file's, not the chunk's.
     assert refused(b'{}\n{"t": "\xff"}\n', 41, 5000) == (
-        "not valid UTF-8 at line 42 column 8 (byte offset 5010); save it as UTF-8"
+        "line 42 is not valid UTF-8 at byte offset 5010; save it as UTF-8"
     )
     assert refused(b"{}\n[]\n", 41, 5000) == f"line 42 is an array; {NOT_AN_ARTICLE}"
 
 
 def test_a_byte_order_mark_counts_only_at_the_start_of_the_file() -> None:
-    # Inside the file (a run after the first), the mark is a JSON error of its line.
-    assert refused(b'\xef\xbb\xbf{"a": 1}\n', 3, 120).startswith("not valid JSON at line 3 column 1")
+    # Inside the file (a chunk after the first), the mark is a JSON error of its line.
+    assert refused(b'\xef\xbb\xbf{"a": 1}\n', 3, 120).startswith("line 3 is not valid JSON at byte offset 120")
 
 
 def test_depth_is_counted_as_for_an_article_in_a_batch() -> None:

@@ -1,14 +1,14 @@
-"""The layout scan (``selection_core.layout``): exact spans, the same in C and in Python.
+"""The streaming scanner (``selection_core.layout``): exact chunks at any read size, refusals with their place.
 
-The scan decides nothing about validity, but every span it reports must be
-exactly one value of the document, and where it cannot be sure it must say so
-(None), so that the whole-document parse decides. Checked on the real batch,
-on Hypothesis documents written in any JSON formatting, and on mutated bytes.
+The scanner decides nothing about validity, but every chunk it reports must hold exactly
+its articles, it must never refuse a valid batch, and what it and the chunks' own parses
+accept together must be what the whole-document parse accepts. Checked on the real batch,
+on Hypothesis documents in any JSON formatting and read size, and on mutated bytes.
 """
 
 from __future__ import annotations
 
-import os
+import io
 from typing import Any
 
 import orjson
@@ -18,76 +18,72 @@ from hypothesis import strategies as st
 
 import selection_core as sc
 from selection_core import layout
-from tests.support import ROOT
+from selection_core.formats import JSON_BATCH
+from tests.support import DATA
 from tests.support.batch_strategies import batch_documents
 
-GOLDEN = ROOT / "tests" / "data" / "aeb_batch_extracted.json"
-
-needs_compiled = pytest.mark.skipif(layout.COMPILED is None, reason="the compiled scanner was not built")
-
-
-def _both(data: bytes) -> tuple[Any, Any]:
-    """The layout found by the pure scanner and by the compiled one (when built)."""
-    pure = _pure_layout(data)
-    compiled = layout.scan_layout(data) if layout.COMPILED is not None else pure
-    return pure, compiled
+GOLDEN = DATA / "aeb_batch_extracted.json"
+SOURCE = "in/b.json"
 
 
-def _pure_layout(data: bytes) -> layout.BatchLayout | None:
-    saved = layout.COMPILED
-    layout.COMPILED = None
-    try:
-        return layout.scan_layout(data)
-    finally:
-        layout.COMPILED = saved
+def _scan(data: bytes, max_bytes: int = 1 << 20, max_articles: int | None = None, read_size: int = 7) -> layout.Layout:
+    return layout.scan(io.BytesIO(data).read, SOURCE, max_bytes, max_articles, read_size=read_size)
 
 
-def _check_spans(data: bytes, found: layout.BatchLayout) -> None:
-    """Each span is exactly one article, and envelope + runs are the input bytes."""
+def _streamed(data: bytes, **limits: Any) -> list[dict[str, Any]]:
+    """The articles as the engine reads them: the scan, the envelope's parse, each chunk's parse."""
+    found = _scan(data, **limits)
+    shift = found.close - found.open - 1
+    sc.parse_batch(found.envelope, SOURCE, lambda b: b if b <= found.open else b + shift)
+    articles: list[dict[str, Any]] = []
+    for chunk in found.chunks:
+        wrapped = layout.CHUNK_PREFIX + data[chunk.begin : chunk.end] + layout.CHUNK_SUFFIX
+        articles += JSON_BATCH.parse(wrapped, SOURCE, chunk)
+    return articles
+
+
+def _check_chunks(data: bytes, found: layout.Layout, max_bytes: int, max_articles: int | None) -> None:
     doc = orjson.loads(data)
     assert found.articles == len(doc["articles"])
-    for start, end, article in zip(found.starts, found.ends, doc["articles"], strict=True):
-        assert orjson.loads(data[start:end]) == article
-    assert data[found.open : found.open + 1] == b"[" and data[found.close : found.close + 1] == b"]"
-    envelope = orjson.loads(layout.envelope_bytes(data, found))
-    assert envelope == {k: ([] if k == "articles" else v) for k, v in doc.items()}
-    if found.articles:
-        # the runs, put back between the brackets, are the array's bytes
-        start, end = found.run_span(0, found.articles)
-        assert data[found.open + 1 : found.close].strip(b" \t\r\n") == data[start:end]
+    assert orjson.loads(found.envelope) == {k: ([] if k == "articles" else v) for k, v in doc.items()}
+    stop = 0
+    for chunk in found.chunks:
+        assert chunk.start == stop and len(chunk) > 0
+        assert len(chunk) == 1 or chunk.end - chunk.begin <= max_bytes
+        assert max_articles is None or len(chunk) <= max_articles
+        inner = orjson.loads(b"[" + data[chunk.begin : chunk.end] + b"]")
+        assert inner == doc["articles"][chunk.start : chunk.stop]
+        stop = chunk.stop
 
 
-def test_the_compiled_scanner_is_built_where_required() -> None:
-    """Like the selection kernel (tests/core/test_kernel.py): where CONTENT_SELECTION_REQUIRE_KERNEL
-    is set (CI), an install that silently fell back to the pure scanner is a failure."""
-    if os.environ.get("CONTENT_SELECTION_REQUIRE_KERNEL", "") in ("", "0"):
-        pytest.skip("CONTENT_SELECTION_REQUIRE_KERNEL is not set")
-    assert layout.COMPILED is not None, "selection_core._layout was not built: is a C compiler installed?"
-
-
-def test_the_real_batch_is_delimited_exactly_by_both_scanners() -> None:
+@pytest.mark.parametrize("read_size", [1, 4096, 1 << 20])
+def test_the_real_batch_is_cut_into_chunks_within_their_bounds(read_size: int) -> None:
     data = GOLDEN.read_bytes()
-    pure, compiled = _both(data)
-    assert pure == compiled
-    assert pure is not None and pure.articles == 181
-    _check_spans(data, pure)
+    found = _scan(data, 200_000, 50, read_size)
+    assert found.articles == 181
+    _check_chunks(data, found, 200_000, 50)
 
 
-@pytest.mark.slow
-@settings(max_examples=400, deadline=None)
-@given(document=batch_documents())
-def test_every_span_is_one_article_in_any_formatting(document: tuple[bytes, dict[str, Any]]) -> None:
-    data, _ = document
-    pure, compiled = _both(data)
-    assert pure == compiled
-    assert pure is not None
-    _check_spans(data, pure)
+@settings(max_examples=300, deadline=None)
+@given(
+    document=batch_documents(),
+    read_size=st.integers(1, 64),
+    max_bytes=st.integers(1, 200),
+    max_articles=st.none() | st.integers(1, 4),
+)
+def test_any_document_is_cut_exactly_at_any_read_size(
+    document: tuple[bytes, dict[str, Any]], read_size: int, max_bytes: int, max_articles: int | None
+) -> None:
+    data, doc = document
+    found = _scan(data, max_bytes, max_articles, read_size)
+    _check_chunks(data, found, max_bytes, max_articles)
+    assert _streamed(data, max_bytes=max_bytes) == doc["articles"]
 
 
 @pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(document=batch_documents(), data=st.data())
-def test_mutated_bytes_get_the_same_answer_from_both_and_never_a_wrong_span(
+def test_mutated_bytes_are_accepted_exactly_when_the_whole_parse_accepts_them(
     document: tuple[bytes, dict[str, Any]], data: st.DataObject
 ) -> None:
     raw = bytearray(document[0])
@@ -102,100 +98,136 @@ def test_mutated_bytes_get_the_same_answer_from_both_and_never_a_wrong_span(
         else:
             raw.insert(at, byte)
     mutated = bytes(raw)
-    pure, compiled = _both(mutated)
-    assert pure == compiled
-    if pure is None:
-        return
     try:
-        whole = sc.parse_batch(mutated)
+        whole: list[dict[str, Any]] | None = sc.parse_batch(mutated)["articles"]
     except sc.InvalidBatchError:
-        return  # the pieces' own parses refuse it (tested with the chunked flow)
-    _check_spans(mutated, pure)
-    assert pure.articles == len(whole["articles"])
+        whole = None
+    try:
+        streamed: list[dict[str, Any]] | None = _streamed(mutated, max_bytes=data.draw(st.integers(1, 100)))
+    except sc.InvalidBatchError as exc:
+        assert str(exc).startswith(f"{SOURCE}: ") and "\n" not in str(exc)
+        streamed = None
+    assert streamed == whole
 
 
 @pytest.mark.parametrize(
-    "data",
+    "data, message",
     [
-        pytest.param(b"", id="empty"),
-        pytest.param(b"[]", id="root-array"),
-        pytest.param(b'{"run": 1}', id="no-articles"),
-        pytest.param(b"{}", id="empty-object"),
-        pytest.param(b'{"articles": [], "articles": []}', id="articles-twice"),
-        pytest.param(b'{"articles": {}}', id="articles-object"),
-        pytest.param(b'{"articles": 3}', id="articles-number"),
-        pytest.param(b'{"articles": [], "art\\u0069cles": []}', id="articles-twice-once-escaped"),
-        pytest.param(b'{"bad\\escape": 1, "articles": []}', id="bad-escape-in-key"),
-        pytest.param(b'{"articles": []} x', id="trailing-garbage"),
-        pytest.param(b'{"articles": [] ', id="unclosed-root"),
-        pytest.param(b'{"articles": [{"a": "open}]}', id="unterminated-string"),
-        pytest.param(b'{"articles": [{"a": [1}]}', id="mismatched-brackets"),
-        pytest.param(b'{"articles": [{"a": 1} {"b": 2}]}', id="missing-comma"),
-        pytest.param(b'{"articles": [{"a": 1},, {"b": 2}]}', id="double-comma"),
-        pytest.param(b'{"articles": [{"a": 1},]}', id="trailing-comma"),
-        pytest.param(b'{"articles" [1]}', id="no-colon"),
-        pytest.param(b'{"articles": [' + b"[" * 5000 + b"]" * 5000 + b"]}", id="deeper-than-4096"),
+        pytest.param(b"", "the file is empty", id="empty"),
+        pytest.param(b"  \n", "holds only whitespace", id="whitespace"),
+        pytest.param(b"[]", r"the root is an array \(byte offset 0\)", id="root-array"),
+        pytest.param(b"# x", r"not valid JSON at byte offset 0 \(it starts with '#'\)", id="not-json"),
+        pytest.param(b'{"run": 1}', 'no "articles" key', id="no-articles"),
+        pytest.param(b"{}", 'no "articles" key', id="empty-object"),
+        pytest.param(
+            b'{"articles": [], "articles": []}',
+            r'"articles" more than once \(again at byte offset 17\)',
+            id="articles-twice",
+        ),
+        pytest.param(b'{"articles": [], "art\\u0069cles": []}', "more than once", id="articles-twice-once-escaped"),
+        pytest.param(b'{"articles": {}}', r"\$.articles is an object \(byte offset 13\), not an array", id="object"),
+        pytest.param(b'{"articles": 3}', r"\$.articles is a number", id="articles-number"),
+        pytest.param(
+            b'{"bad\\escape": 1, "articles": []}',
+            "key at byte offset 1 is not a valid JSON string",
+            id="bad-escape-in-key",
+        ),
+        pytest.param(b'{"articles": []} x', "more after the root object, at byte offset 17", id="trailing-garbage"),
+        pytest.param(
+            b'{"articles": [] ',
+            r"expected ',' or '}' in the root object at byte offset 16, the file ends",
+            id="unclosed-root",
+        ),
+        pytest.param(
+            b'{"articles": [{"a": "open}]}',
+            r"\$.articles\[0\], from byte offset 14, never ends",
+            id="unterminated-string",
+        ),
+        pytest.param(
+            b'{"articles": [{"a": [1}]}', r"\$.articles\[0\], from byte offset 14, never ends", id="mismatched-brackets"
+        ),
+        pytest.param(
+            b'{"articles": [{"a": 1} {"b": 2}]}',
+            r"expected ',' or '\]' after \$.articles\[0\] at byte "
+            r"offset 23, found '\{'",
+            id="missing-comma",
+        ),
+        pytest.param(
+            b'{"articles": [{"a": 1},, {"b": 2}]}',
+            r"expected \$.articles\[1\] at byte offset 23, found ','",
+            id="double-comma",
+        ),
+        pytest.param(
+            b'{"articles": [{"a": 1},]}',
+            r"expected \$.articles\[1\] at byte offset 23, found '\]'",
+            id="trailing-comma",
+        ),
+        pytest.param(b'{"articles" [1]}', r"expected ':' after the key at byte offset 12", id="no-colon"),
     ],
 )
-def test_what_cannot_be_delimited_is_left_to_the_whole_parse(data: bytes) -> None:
-    pure, compiled = _both(data)
-    assert pure is None and compiled is None
+def test_what_cannot_be_delimited_is_refused_with_its_place(data: bytes, message: str) -> None:
+    with pytest.raises(sc.InvalidBatchError, match=message) as info:
+        _scan(data, read_size=3)
+    assert str(info.value).startswith(f"{SOURCE}: ")
 
 
 def test_a_root_key_spelled_with_escapes_is_read_for_what_it_says() -> None:
     data = b'{"\\"run\\"": 1, "art\\u0069cles": [{"a": 1}]}'
-    found = layout.scan_layout(data)
-    assert found is not None and found.articles == 1
-    _check_spans(data, found)
+    _check_chunks(data, _scan(data), 1 << 20, None)
 
 
 def test_escaped_quotes_and_backslash_runs_end_strings_where_json_does() -> None:
     data = b'{"articles": [{"t": "a\\\\"}, {"t": "b\\\\\\"]"}, {"t": "\\\\\\\\"}]}'
-    found = layout.scan_layout(data)
-    assert found is not None
-    _check_spans(data, found)
+    found = _scan(data, 1)
+    _check_chunks(data, found, 1, None)
     assert found.articles == 3
 
 
-@needs_compiled
-def test_the_compiled_value_end_matches_the_pure_one_at_every_offset() -> None:
-    data = GOLDEN.read_bytes()[:20000]
-    for pos in range(len(data)):
-        assert layout.COMPILED.value_end(data, pos) == layout.py_value_end(data, pos), pos
+def test_a_huge_article_costs_a_number_of_refills_logarithmic_in_its_size() -> None:
+    big = b'{"articles": [{"text": "' + b"x" * 3_000_000 + b'"}, {"a": 1}]}'
+    reads: list[int] = []
+    source = io.BytesIO(big)
+
+    def read(n: int) -> bytes:
+        reads.append(n)
+        return source.read(n)
+
+    found = layout.scan(read, SOURCE, 1 << 20, read_size=1024)
+    assert found.articles == 2
+    assert len(reads) < 40  # a fixed 1 KiB read would take about 3000, each copying and rescanning
 
 
-def test_a_run_document_is_validated_with_the_depths_of_the_whole() -> None:
+def test_json_lines_are_cut_into_chunks_of_whole_lines() -> None:
+    data = b'{"a": 1}\n{"b": 2}\r\n\n{"c": 3}'
+    found = layout.scan(io.BytesIO(data).read, "b.jsonl", 12, lines=True, read_size=2)
+    assert [(c.start, c.stop) for c in found.chunks] == [(0, 1), (1, 3), (3, 4)]
+    assert b"".join(data[c.begin : c.end] for c in found.chunks) == data
+    assert layout.scan(io.BytesIO(b"").read, "b.jsonl", 12, lines=True).chunks == ()
+
+
+def test_a_chunk_is_validated_with_the_depths_of_the_whole() -> None:
     deep = b"[" * 251 + b"]" * 251  # an article holding this is at the deepest orjson writes
-    whole = b'{"articles": [{"x": ' + deep + b"}]}"
-    run = layout.RUN_PREFIX + b'{"x": ' + deep + b"}" + layout.RUN_SUFFIX  # as select_chunk reads a run
-    assert sc.parse_batch(whole)["articles"] == sc.parse_batch(bytes(run))["articles"]
-    too_deep = b'{"x": [' + deep + b"]}"
-    with pytest.raises(sc.InvalidBatchError, match="nested more than"):
-        sc.parse_batch(b'{"articles": [' + too_deep + b"]}")
-    with pytest.raises(sc.InvalidBatchError, match="nested more than"):
-        sc.parse_batch(layout.RUN_PREFIX + too_deep + layout.RUN_SUFFIX)
-
-
-def test_run_span_refuses_what_is_not_there() -> None:
-    found = layout.scan_layout(b'{"articles": [{}, {}]}')
-    assert found is not None and found.run_span(0, 2) == (14, 20)
-    for start, stop in ((0, 0), (1, 3), (-1, 1)):
-        with pytest.raises(ValueError, match="no articles"):
-            found.run_span(start, stop)
+    article = b'{"x": ' + deep + b"}"
+    assert (
+        _streamed(b'{"articles": [' + article + b"]}")
+        == sc.parse_batch(b'{"articles": [' + article + b"]}")["articles"]
+    )
+    with pytest.raises(sc.InvalidBatchError, match=r"\$.articles\[0\] is nested more than"):
+        _streamed(b'{"articles": [{"x": [' + deep + b"]}]}")
 
 
 @settings(max_examples=200, deadline=None)
 @given(document=batch_documents(), cuts=st.lists(st.integers(1, 5), max_size=4))
-def test_envelope_and_rendered_runs_write_the_bytes_of_the_whole(
+def test_envelope_and_rendered_chunks_write_the_bytes_of_the_whole(
     document: tuple[bytes, dict[str, Any]], cuts: list[int]
 ) -> None:
     _, doc = document
     articles = doc["articles"]
-    runs, at = [], 0
+    chunks, at = [], 0
     for size in [*cuts, len(articles)]:
         if at < len(articles):
-            runs.append(sc.render_articles(articles[at : at + size]))
+            chunks.append(sc.render_articles(articles[at : at + size]))
             at += size
     head, tail = sc.envelope_parts(doc, bool(articles))
-    assert head + sc.ARTICLE_SEPARATOR.join(runs) + tail == sc.dump_batch(doc)
+    assert head + sc.ARTICLE_SEPARATOR.join(chunks) + tail == sc.dump_batch(doc)
     assert b"".join(sc.iter_dump_batch(doc)) == sc.dump_batch(doc)

@@ -469,9 +469,13 @@ def test_ct_009_existing_selected_extractor_recomputed_in_place(
 # --------------------------------------------------------------------------- CT-010
 
 CT_010 = [
-    pytest.param(b'{"articles": [', "line 1", id="invalid-json-truncated"),
-    pytest.param(b"articles: []", "line 1", id="invalid-json-not-json"),
-    pytest.param(b'{"articles": [{"a": 1,}]}', "line 1", id="invalid-json-trailing-comma"),
+    pytest.param(b'{"articles": [', "byte offset 14", id="invalid-json-truncated"),
+    pytest.param(b"articles: []", "byte offset 0", id="invalid-json-not-json"),
+    pytest.param(
+        b'{"articles": [{"a": 1,}]}',
+        "$.articles[0] is not valid JSON at byte offset 21",
+        id="invalid-json-trailing-comma",
+    ),
     pytest.param(b'[{"articles": []}]', "root", id="root-array"),
     pytest.param(b'"articles"', "root", id="root-string"),
     pytest.param(b"null", "root", id="root-null"),

@@ -1,4 +1,4 @@
-"""JSON Lines batches through the file layer: ``select_file`` on ``*.jsonl``, run by run, and the directory scan.
+"""JSON Lines batches through the file layer: ``select_file`` on ``*.jsonl``, chunk by chunk, and the directory scan.
 
 The expected bytes are computed here from the core (each line parsed, selected, and
 written back by ``render_lines``), never stored; the report must be the JSON batch's
@@ -44,31 +44,31 @@ def expected_lines(articles: list[dict]) -> bytes:
 
 
 @pytest.mark.parametrize("style", ["compact", "spaced-crlf-no-final-newline"])
-@pytest.mark.parametrize("run_articles", [1, 7, None])
+@pytest.mark.parametrize("chunk_articles", [1, 7, None])
 def test_a_jsonl_batch_is_selected_line_by_line_with_the_json_batch_s_decisions(
-    tmp_path: Path, style: str, run_articles: int | None
+    tmp_path: Path, style: str, chunk_articles: int | None
 ) -> None:
     source = tmp_path / "b_extracted.jsonl"
     source.write_bytes(as_lines(ARTICLES, style))
-    result = select_file(source, report_path=tmp_path / "r.jsonl", run_articles=run_articles)
+    result = select_file(source, report_path=tmp_path / "r.jsonl", chunk_articles=chunk_articles)
     assert result.output_path == tmp_path / "b_extracted_selected.jsonl"
     assert result.output_path.read_bytes() == expected_lines(ARTICLES)
     as_json = select_file(AEB, tmp_path / "json.json", tmp_path / "json-report.jsonl")
     assert (tmp_path / "r.jsonl").read_bytes() == (tmp_path / "json-report.jsonl").read_bytes()
     assert result.summary == as_json.summary
-    assert result.input_sha256 == sha256_file(source) and result.written.sha256 == sha256_file(result.output_path)
-    assert result.runs == (-(-181 // run_articles) if run_articles else 1) and not result.one_piece
+    assert result.input_sha256 == sha256_file(source) and result.output_sha256 == sha256_file(result.output_path)
+    assert result.chunks == (-(-181 // chunk_articles) if chunk_articles else 1)
 
 
-def test_runs_of_lines_are_bounded_in_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import selection_storage.chunks as chunks
+def test_chunks_of_lines_are_bounded_in_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from selection_storage import engine
 
-    monkeypatch.setattr(chunks, "RUN_BYTES", 100_000)
+    monkeypatch.setattr(engine, "CHUNK_BYTES", 100_000)
     source = tmp_path / "b_extracted.jsonl"
     source.write_bytes(as_lines(ARTICLES))
     result = select_file(source)
     assert result.output_path.read_bytes() == expected_lines(ARTICLES)
-    assert result.runs >= len(source.read_bytes()) // 100_000
+    assert result.chunks >= len(source.read_bytes()) // 100_000
 
 
 def test_an_empty_jsonl_file_is_an_empty_batch(tmp_path: Path) -> None:
@@ -106,11 +106,11 @@ def test_a_bad_line_deep_in_the_file_is_refused_with_its_number_and_nothing_is_w
         sc.parse_lines(source.read_bytes(), str(source))
     except sc.InvalidBatchError as exc:
         whole_message = str(exc)
-    for run_articles in (1, 13, None):
+    for chunk_articles in (1, 13, None):
         with pytest.raises(sc.InvalidBatchError) as refused:
-            select_file(source, report_path=tmp_path / "r.jsonl", run_articles=run_articles)
+            select_file(source, report_path=tmp_path / "r.jsonl", chunk_articles=chunk_articles)
         message = str(refused.value)
-        assert message == whole_message  # the same line whatever the runs
+        assert message == whole_message  # the same line whatever the chunks
         assert message.startswith(f"{source}: line {line}")
         assert fragment in message and "\n" not in message
         assert sorted(p.name for p in tmp_path.iterdir()) == ["b_extracted.jsonl"]

@@ -9,8 +9,8 @@ import orjson
 import pytest
 
 import selection_core as sc
-import selection_core.formats
 import selection_storage.lookup as lookup
+from selection_storage import engine, select_file
 from selection_storage.lookup import find_article
 from tests.support.prefect_fixtures import make_batch
 
@@ -27,27 +27,32 @@ def batch(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def parsed(mocker) -> list[int]:
-    """The sizes of every document parsed while the test runs."""
+    """The sizes of the envelope and of every chunk read (to be parsed) while the test runs."""
     sizes: list[int] = []
-    real = sc.parse_batch
+    real_parse, real_read = sc.parse_batch, lookup.read_span
 
-    def spy(data: bytes, *args, **kwargs):
+    def parse_spy(data: bytes, *args, **kwargs):
         sizes.append(len(data))
-        return real(data, *args, **kwargs)
+        return real_parse(data, *args, **kwargs)
 
-    mocker.patch.object(lookup.sc, "parse_batch", side_effect=spy)  # the envelope
-    mocker.patch.object(selection_core.formats, "parse_batch", side_effect=spy)  # the runs
+    def read_spy(*args, **kwargs):
+        data = real_read(*args, **kwargs)
+        sizes.append(len(data))
+        return data
+
+    mocker.patch.object(engine.sc, "parse_batch", side_effect=parse_spy)  # the envelope
+    mocker.patch.object(lookup, "read_span", side_effect=read_spy)  # the chunks
     return sizes
 
 
-def test_by_index_only_the_run_that_holds_it_is_parsed(
+def test_by_index_only_the_chunk_that_holds_it_is_parsed(
     batch: Path, parsed: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(lookup, "LOOKUP_CHUNK_ARTICLES", 4)
     found = find_article(batch, index=12)
     assert (found.index, found.total, found.article) == (12, 25, make_batch(25)["articles"][12])
     run_bytes = len(orjson.dumps(found.article)) * 2 * 4  # indented, four articles
-    assert len(parsed) == 2 and max(parsed) < run_bytes < batch.stat().st_size  # the envelope, then one run
+    assert len(parsed) == 2 and max(parsed) < run_bytes < batch.stat().st_size  # the envelope, then one chunk
 
 
 def test_a_json_lines_batch_by_index_and_by_id(tmp_path: Path) -> None:
@@ -101,7 +106,7 @@ def test_an_empty_batch_has_no_index(tmp_path: Path) -> None:
         find_article(path, index=0)
 
 
-def test_a_batch_that_cannot_be_delimited_is_read_whole(tmp_path: Path) -> None:
+def test_a_root_key_spelled_with_an_escape_is_found(tmp_path: Path) -> None:
     path = tmp_path / "esc.json"
     path.write_bytes(b'{"\\u0061rticles": [{"id": "x"}, {"id": "y"}]}')  # the key spelled with an escape
     assert find_article(path, article_id="y").index == 1
@@ -119,11 +124,11 @@ def test_a_batch_that_cannot_be_delimited_is_read_whole(tmp_path: Path) -> None:
 def test_an_invalid_batch_gives_the_message_of_select(tmp_path: Path, raw: bytes) -> None:
     path = tmp_path / "bad.json"
     path.write_bytes(raw)
-    with pytest.raises(sc.InvalidBatchError) as whole:
-        sc.parse_batch(raw, str(path))
+    with pytest.raises(sc.InvalidBatchError) as selected:
+        select_file(path, tmp_path / "out.json")
     with pytest.raises(sc.InvalidBatchError) as found:
         find_article(path, article_id="zz")
-    assert str(found.value) == str(whole.value)
+    assert str(found.value) == str(selected.value)
 
 
 def test_a_missing_file(tmp_path: Path) -> None:
