@@ -45,7 +45,7 @@ _KINDS.update((c, "a number") for c in b"0123456789")
 
 
 def value_end(data: bytes | bytearray | memoryview, pos: int) -> int:
-    """The offset just after the JSON value starting at ``data[pos]``, or -1.
+    """The offset just after the JSON value starting at ``data[pos]``, or -1 (-2: nested too deeply to delimit).
 
     >>> value_end(b'{"a": [1, "]"]} tail', 0)
     15
@@ -71,7 +71,7 @@ def value_end(data: bytes | bytearray | memoryview, pos: int) -> int:
             bracket = data[p - 1]
             if bracket in _CLOSERS:
                 if len(expected) == _MAX_NESTING:
-                    return -1
+                    return -2
                 expected.append(_CLOSERS[bracket])
             elif expected.pop() != bracket:
                 return -1
@@ -194,6 +194,8 @@ class _Window:
         while True:
             rel = pos - self.base
             end = value_end(self.buf, rel) if rel < len(self.buf) else -1
+            if end == -2:
+                raise _Refused(f"{what}, from byte offset {pos}, is nested more than {_MAX_NESTING} levels deep; flatten it")
             # A value that reaches the end of what was read may go on in the next block.
             if 0 <= end < len(self.buf) or (end >= 0 and self.eof):
                 return self.base + end

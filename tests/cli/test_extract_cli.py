@@ -282,10 +282,10 @@ def test_pipeline_in_a_fresh_process_prints_its_lines_and_nothing_on_stderr(page
 
 #: ``content-selection ARGS`` with a bug injected into the flow's selection step.
 _MAIN_WITH_A_BUG = (
-    "import sys, tasks.chunks\n"
+    "import sys, selection_storage.engine\n"
     "def broken(*args, **kwargs):\n"
     "    raise RuntimeError('injected bug')\n"
-    "tasks.chunks.select_file = broken\n"
+    "selection_storage.engine.select_file = broken\n"
     "from selection_cli.main import main\n"
     "sys.exit(main(sys.argv[1:]))\n"
 )

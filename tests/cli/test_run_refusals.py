@@ -96,7 +96,7 @@ def test_a_chunked_run_refuses_a_truncated_batch_before_prefect(tmp_path: Path) 
     run = _command(["run", str(batch), "--chunk-size", "1"], tmp_path)
     assert run.returncode == EXIT_INVALID_INPUT
     assert run.stdout.splitlines() == ["prefect not imported"]
-    assert "not valid JSON" in _message(run.stderr)
+    assert "after $.articles[0] at byte offset 25, the file ends" in _message(run.stderr)
 
 
 def _outside_root(tmp_path: Path) -> tuple[Path, Path]:
