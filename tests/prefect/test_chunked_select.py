@@ -1,16 +1,16 @@
 """The chunked path of ``select-content``: same answers, same refusals, nothing left behind.
 
-Workers read, validate, score and write their own chunk of the batch. These
-tests hold that path to the promises of the one-piece path:
+Chunks are read, validated, selected and written where the runner puts them. These
+tests hold that path to the core's answers:
 
-* every hostile input of ``tests/data/bad`` that the whole-document parse
-  refuses is refused by the chunked steps too (and every valid one gives the
-  same bytes), at every chunk size;
-* through the flow, a refusal is the same one line as ``select``'s, and the
-  folder is left exactly as it was (no output, no report, no part file);
-* a file changed during the run, a full disk while a part or the output is
-  written, or a failing worker leave no part and no output;
-* the report and the artifacts' rows are those of the one-piece path.
+* every hostile input of ``tests/data/bad`` that the whole-document parse refuses is
+  refused (in one line naming the file) when read chunk by chunk, and every valid one
+  gives the core's bytes, at every chunk size, here and with part files;
+* through the flow, a refusal is the same one line as ``select``'s, and the folder is
+  left exactly as it was (no output, no report, no part file);
+* a full disk while a part or the output is written, or a failing chunk, leave no part
+  and no output; a transient error while joining is cured by the task's retry;
+* the report and the artifacts' rows are those of the whole batch.
 
 Faults are injected with mocks; everything else is real (files, the flow, the
 Prefect API of the test harness).
@@ -19,12 +19,12 @@ Prefect API of the test harness).
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +35,22 @@ import selection_core as sc
 from flows.select_content import select_content
 from selection_cli.main import main as select_main
 from selection_cli.run import run_main
-from selection_core.evidence import article_label, close_call_entries, merge_evidence, score_rows
-from selection_storage import parts
-from selection_storage.chunks import plan_jobs, refuse_as_whole
-from selection_storage.files import InputChangedError
-from selection_storage.parts import discard_parts
-from selection_storage.report import report_lines
-from tasks import chunks
+from selection_core.evidence import article_label, close_call_entries, report_entry, score_rows
+from selection_storage.engine import ChunkJob, discard_parts, plan_batch, plan_jobs, select_file, select_job
 from tests.support import ROOT
 from tests.support.faultkit import load_bad_corpus_script
 from tests.support.prefect_fixtures import expected_output, leftover_files
+
+
+def _report(source: Path) -> bytes:
+    doc = sc.parse_batch(source.read_bytes())
+    selections = sc.select_articles(doc["articles"])
+    return b"".join(orjson.dumps(report_entry(a, s)) + b"\n" for a, s in zip(doc["articles"], selections))
+
+
+def _with_parts(jobs: Sequence[ChunkJob]) -> Iterator[Any]:
+    return map(select_job, jobs)
+
 
 BAD_DIR = ROOT / "tests" / "data" / "bad"
 CASES: list[dict[str, Any]] = json.loads((BAD_DIR / "cases.json").read_text(encoding="utf-8"))["cases"]
@@ -65,16 +71,8 @@ def _write_case(case: dict[str, Any], path: Path) -> Path:
 
 
 def _chunked_steps(source: Path, output: Path, report: Path | None, chunk_size: int) -> bytes:
-    """The chunked path's steps in order, in this process (their ``.fn``): the written bytes."""
-    plan = chunks.plan_batch.fn(source, 1)
-    assert plan.layout is not None
-    jobs = plan_jobs(plan, chunk_size, output, report, table_rows=5)
-    try:
-        outcomes = [chunks.select_chunk.fn(job) for job in jobs]
-    except sc.InvalidBatchError:
-        refuse_as_whole(plan)  # as the flow does: the whole batch's refusal
-        raise
-    chunks.assemble_batch.fn(plan.envelope, outcomes, output, report, plan.format)
+    """The engine with part files, as on a parallel runner: the written bytes."""
+    select_file(source, output, report, chunk_articles=chunk_size, workers=2, map_jobs=_with_parts)
     return output.read_bytes()
 
 
@@ -99,7 +97,8 @@ def test_the_chunked_steps_refuse_exactly_what_the_whole_parse_refuses(
         return
     with pytest.raises(sc.InvalidBatchError) as chunked:
         _chunked_steps(source, output, None, chunk_size)
-    assert str(chunked.value) == refusal
+    assert str(chunked.value).startswith(f"{source}: ") and "\n" not in str(chunked.value)
+    assert leftover_files(tmp_path, {source}) == []
 
 
 def test_the_golden_batch_through_the_chunked_steps(tmp_path: Path) -> None:
@@ -107,9 +106,7 @@ def test_the_golden_batch_through_the_chunked_steps(tmp_path: Path) -> None:
     shutil.copyfile(GOLDEN, source)
     report = tmp_path / "report.jsonl"
     assert _chunked_steps(source, tmp_path / "out.json", report, 13) == expected_output(source)
-    doc = sc.parse_batch(source.read_bytes())
-    selections = sc.select_articles(doc["articles"])
-    assert report.read_bytes() == b"".join(report_lines(doc["articles"], selections))
+    assert report.read_bytes() == _report(source)
     assert leftover_files(tmp_path, {source, tmp_path / "out.json", report}) == []
 
 
@@ -120,31 +117,18 @@ def test_rows_built_by_chunks_are_the_rows_of_the_whole(tmp_path: Path) -> None:
         article.pop("url", None)
     source = tmp_path / "b_extracted.json"
     source.write_bytes(sc.dump_batch(doc))
-    plan = chunks.plan_batch.fn(source, 1)
-    jobs = plan_jobs(plan, 4, tmp_path / "out.json", None, table_rows=10)
-    outcomes = [chunks.select_chunk.fn(job) for job in jobs[:3]]
-    discard_parts(jobs)
-    evidence = merge_evidence(((o.rows, o.close_calls) for o in outcomes), 10)
+    result = select_file(
+        source, tmp_path / "out.json", chunk_articles=4, evidence_rows=10, workers=2, map_jobs=_with_parts
+    )
+    evidence = result.evidence
+    assert evidence is not None
     selections = sc.select_articles(doc["articles"])
     assert evidence.rows == score_rows(doc, selections, 10)
     assert [r["index"] for r in evidence.rows] == list(range(10))
     assert evidence.rows[0]["article"] is None and evidence.rows[1]["article"] == article_label(doc["articles"][1])
-    first_calls = close_call_entries(doc["articles"][:12], selections[:12])
-    assert evidence.close_calls == first_calls and first_calls  # the golden batch has ties in its first 12
-    assert leftover_files(tmp_path, {source}) == []
-
-
-def test_a_file_changed_after_the_plan_is_noticed_by_the_chunk(tmp_path: Path) -> None:
-    source = tmp_path / "b_extracted.json"
-    shutil.copyfile(GOLDEN, source)
-    plan = chunks.plan_batch.fn(source, 1)
-    jobs = plan_jobs(plan, 50, tmp_path / "out.json", None, table_rows=0)
-    replacement = tmp_path / "new.json"
-    replacement.write_bytes(source.read_bytes().replace(b'"articles"', b'"articles" ', 1))
-    os.replace(replacement, source)  # an upstream writer replaces the file atomically
-    with pytest.raises(InputChangedError, match="changed while it was being read"):
-        chunks.select_chunk.fn(jobs[0])
-    assert leftover_files(tmp_path, {source}) == []
+    first_calls = close_call_entries(doc["articles"], selections)
+    assert evidence.close_calls == first_calls and first_calls  # the golden batch has ties
+    assert leftover_files(tmp_path, {source, tmp_path / "out.json"}) == []
 
 
 def test_a_worker_that_outlives_its_flow_removes_its_own_parts(tmp_path: Path) -> None:
@@ -152,30 +136,19 @@ def test_a_worker_that_outlives_its_flow_removes_its_own_parts(tmp_path: Path) -
     shutil.copyfile(GOLDEN, source)
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()  # a process id that no longer exists: the killed flow
-    plan = chunks.plan_batch.fn(source, 1)
+    plan = plan_batch(source, chunk_articles=50)
     report = tmp_path / "r.jsonl"
-    orphan = plan_jobs(plan, 50, tmp_path / "out.json", report, 0, owner_pid=gone.pid)
+    orphan = plan_jobs(plan, tmp_path / "out.json", report, parts=True)
+    for job in orphan:
+        job.owner_pid = gone.pid
     with pytest.raises(RuntimeError, match="is gone"):
-        chunks.select_chunk.fn(orphan[0])
+        select_job(orphan[0])
     assert leftover_files(tmp_path, {source}) == []
-    live = plan_jobs(plan, 50, tmp_path / "out.json", report, 0)  # this process: kept
-    chunks.select_chunk.fn(live[0])
+    live = plan_jobs(plan, tmp_path / "out.json", report, parts=True)  # this process: kept
+    select_job(live[0])
     assert len(leftover_files(tmp_path, {source})) == 2
     discard_parts(live)
     assert leftover_files(tmp_path, {source}) == []
-
-
-def test_an_input_that_cannot_be_delimited_is_scored_in_one_piece(tmp_path: Path, mocker) -> None:
-    source = tmp_path / "b_extracted.json"
-    shutil.copyfile(GOLDEN, source)
-    from selection_storage import scan
-
-    mocker.patch.object(scan, "_scan", side_effect=scan._GiveUp)  # fault: the scan gives up
-    plan = chunks.plan_batch.fn(source, 1)
-    assert plan.layout is None and plan.doc == sc.parse_batch(GOLDEN.read_bytes())
-    assert plan.sha256 == hashlib.sha256(GOLDEN.read_bytes()).hexdigest()
-    with pytest.raises(ValueError, match="one piece"):
-        plan_jobs(plan, 10, tmp_path / "out.json", None, 0)
 
 
 # --- through the flow -------------------------------------------------------------
@@ -248,29 +221,24 @@ def test_a_full_disk_anywhere_leaves_no_part_and_no_output(nth_write: int, tmp_p
 
 
 @pytest.mark.usefixtures("prefect_harness", "no_data_root_env")
-def test_a_write_error_while_joining_is_cured_by_joining_the_parts_again(tmp_path: Path, mocker) -> None:
+def test_a_transient_error_while_joining_is_cured_by_the_tasks_retry(tmp_path: Path, mocker) -> None:
     source = tmp_path / "in_extracted.json"
     shutil.copyfile(GOLDEN, source)
     report = tmp_path / "r.jsonl"
-    joiner_add = mocker.spy(parts.PartJoiner, "add")
-    real_copy = parts._copy_part
+    real_write = os.write
     calls = {"n": 0}
 
-    def copy_part(part: str, staged: Any, digest: Any) -> int:
+    def write(fd: int, data: Any) -> int:
         calls["n"] += 1
-        if calls["n"] == 3:  # once, while the flow joins the parts as chunks complete
+        if calls["n"] == 3:  # once, while the chunks are joined
             raise OSError(errno.EIO, "Input/output error")
-        return real_copy(part, staged, digest)
+        return real_write(fd, data)
 
-    mocker.patch.object(parts, "_copy_part", side_effect=copy_part)
-    # the parts are joined in the flow's process (where the fault is injected), the chunks scored by the pool
-    result = select_content(input_path=str(source), report_path=str(report), chunk_size=40, task_runner="process")
-    # 181 articles in 5 chunks: joined once as they completed (the third copy failed,
-    # the joiner gave up), then once more, from the parts, by assemble-batch
-    assert joiner_add.call_count == 2 * 5
+    mocker.patch("selection_storage.atomic.os.write", side_effect=write)
+    result = select_content(input_path=str(source), report_path=str(report), chunk_size=40, task_runner="in-process")
+    assert calls["n"] > 3
     assert Path(result.output_path).read_bytes() == expected_output(source)
-    doc = sc.parse_batch(source.read_bytes())
-    assert report.read_bytes() == b"".join(report_lines(doc["articles"], sc.select_articles(doc["articles"])))
+    assert report.read_bytes() == _report(source)
     assert leftover_files(tmp_path, {source, Path(result.output_path), report}) == []
 
 
@@ -285,14 +253,14 @@ def test_a_failing_chunk_leaves_no_part_and_no_output(tmp_path: Path, mocker) ->
             raise RuntimeError("injected bug")
         return real(article, index)
 
-    mocker.patch("selection_storage.chunks.sc.select_article", side_effect=select_article)
+    mocker.patch("selection_core.chunks.select_article", side_effect=select_article)
     state = select_content(input_path=str(source), chunk_size=30, task_runner="in-process", return_state=True)
     assert state.is_failed() and "injected bug" in state.message
     assert leftover_files(tmp_path, {source}) == []
 
 
 @pytest.mark.usefixtures("prefect_harness", "no_data_root_env")
-def test_a_chunked_run_with_a_report_writes_what_the_one_piece_run_writes(tmp_path: Path) -> None:
+def test_a_chunked_run_with_a_report_writes_what_the_default_run_writes(tmp_path: Path) -> None:
     source = tmp_path / "in_extracted.json"
     shutil.copyfile(GOLDEN, source)
     outputs = {}
@@ -308,7 +276,9 @@ def test_a_chunked_run_with_a_report_writes_what_the_one_piece_run_writes(tmp_pa
             (tmp_path / f"{label}.jsonl").read_bytes(),
             result.model_dump(exclude={"output_path", "report_path", "read_as"}),
         )
-        runs = -(-181 // options.get("chunk_size", 500))
-        assert result.read_as == f"in {runs} run{'s' * (runs > 1)} of articles, one after the other in this process"
+        chunks = -(-181 // options.get("chunk_size", 500))
+        assert (
+            result.read_as == f"in {chunks} chunk{'s' * (chunks > 1)} of articles, one after the other in this process"
+        )
     assert outputs["whole"] == outputs["chunked"]
     assert orjson.loads(outputs["chunked"][0]) == orjson.loads(expected_output(source))

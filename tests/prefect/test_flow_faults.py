@@ -39,7 +39,7 @@ from uuid import UUID
 import pytest
 
 import selection_storage.atomic
-import selection_storage.scan
+import selection_storage.engine
 from flows.select_content import select_content
 from selection_core.errors import OutputPathError, UnsafePathError, WriteError
 from tests.support.faultkit import TMP_NAME, CrashRig, child_env, listing, synthetic_batch, temporaries
@@ -104,7 +104,7 @@ def test_eio_at_the_write_system_call_is_retried_and_the_run_completes(batch: Pa
     assert (batch.parent / "b_extracted_selected.json").read_bytes() == expected_output(batch)
     assert temporaries(batch.parent) == []
     assert batch.read_bytes() == BATCH
-    assert run_counts(state.state_details.flow_run_id, {"select-batch-in-runs"})["select-batch-in-runs"] == 2
+    assert run_counts(state.state_details.flow_run_id, {"select-batch"})["select-batch"] == 2
 
 
 def test_eio_at_the_read_is_retried_and_the_run_completes(batch: Path, mocker: Any) -> None:
@@ -122,7 +122,7 @@ def test_eio_at_the_read_is_retried_and_the_run_completes(batch: Path, mocker: A
     assert state.is_completed(), state.message
     assert not failures
     assert (batch.parent / "b_extracted_selected.json").read_bytes() == expected_output(batch)
-    assert run_counts(state.state_details.flow_run_id, {"select-batch-in-runs"})["select-batch-in-runs"] == 2
+    assert run_counts(state.state_details.flow_run_id, {"select-batch"})["select-batch"] == 2
 
 
 @pytest.mark.parametrize(
@@ -149,8 +149,8 @@ def test_a_write_that_cannot_succeed_fails_at_once_and_leaves_everything_as_it_w
         state.result()
     assert fault.hits == 1, "a write that cannot succeed must not be retried"
     assert listing(batch.parent) == before, "input, previous output and directory must be unchanged"
-    counts = run_counts(state.state_details.flow_run_id, {"check-paths", "select-batch-in-runs"})
-    assert counts["select-batch-in-runs"] == 1
+    counts = run_counts(state.state_details.flow_run_id, {"check-paths", "select-batch"})
+    assert counts["select-batch"] == 1
     assert "publish-artifacts" not in counts
 
 
@@ -226,7 +226,9 @@ def test_paths_that_leave_the_data_root_are_refused_before_anything_is_read_or_w
 
 def _read_and_write_spies(mocker: Any) -> tuple[Any, Any]:
     """Spies on where every run reads its input (the first pass opens it) and stages what it writes."""
-    return mocker.spy(selection_storage.scan, "open_input"), mocker.spy(selection_storage.atomic.StagedFile, "__init__")
+    return mocker.spy(selection_storage.engine, "open_input"), mocker.spy(
+        selection_storage.atomic.StagedFile, "__init__"
+    )
 
 
 def test_the_spies_see_a_run_s_reads_and_writes(rooted: tuple[Path, Path, Path], mocker: Any) -> None:

@@ -35,14 +35,15 @@ from flows.runners import (
     check_dask_address,
     for_each_in_order,
     local_cluster_kwargs,
+    map_in_order,
     resolve_task_runner,
-    submit_in_order,
 )
 from flows.select_content import select_content
 from flows.select_directory import select_directory
 from selection_cli.run import run_main
 from selection_core import selection_view
-from selection_storage.chunks import ChunkJob, chunk_bounds
+from selection_core.layout import Chunk
+from selection_storage.engine import ChunkJob
 from selection_storage.files import FileIdentity
 from tests.support import ROOT
 from tests.support.prefect_fixtures import expected_output, free_port, leftover_files, task_runs_of
@@ -52,32 +53,13 @@ SAMPLE_BATCH = ROOT / "examples" / "sample_extracted.json"
 N_GOLDEN = 181
 
 #: Task runs every chunked run has besides its chunks.
-FIXED_TASKS = {"check-paths", "plan-batch", "assemble-batch", "publish-artifacts"}
+FIXED_TASKS = {"check-paths", "publish-artifacts"}
 
 #: Upper bound of every wait below (API catching up, a cluster starting); not a timing assertion.
 WAIT_SECONDS = 90
 
 
 # --- pure parts -----------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("n", "size", "bounds"),
-    [
-        pytest.param(0, 5, [], id="empty"),
-        pytest.param(1, 5, [(0, 1)], id="shorter-than-a-chunk"),
-        pytest.param(5, 5, [(0, 5)], id="exactly-one"),
-        pytest.param(7, 3, [(0, 3), (3, 6), (6, 7)], id="last-shorter"),
-        pytest.param(3, 1, [(0, 1), (1, 2), (2, 3)], id="one-per-chunk"),
-    ],
-)
-def test_chunk_bounds_cover_every_article_once_in_order(n: int, size: int, bounds: list[tuple[int, int]]) -> None:
-    assert chunk_bounds(n, size) == bounds
-
-
-def test_chunk_size_must_be_positive() -> None:
-    with pytest.raises(ValueError, match="at least 1"):
-        chunk_bounds(3, 0)
 
 
 def _golden_articles() -> list[dict[str, Any]]:
@@ -128,14 +110,14 @@ def _job(start: int, stop: int, part: str = "/out/.o.json.1.0000000000000000.cs-
     return ChunkJob(
         input_path="/in.json",
         identity=FileIdentity(1, 2, 3),
-        start=start,
-        stop=stop,
-        span=(10 * start, 10 * stop),
+        chunk=Chunk(start, stop, 10 * start, 10 * stop),
+        format_name="JSON",
         output_path="/out/o.json",
         output_part=part,
         report_path=None,
         report_part=None,
         table_rows=0,
+        close_calls=0,
         owner_pid=1,
         owner_host="here",
     )
@@ -208,7 +190,7 @@ class _FailingFuture:
         self.waited = True
 
 
-def test_submit_in_order_keeps_order_bounds_the_window_and_waits_on_failure() -> None:
+def test_map_in_order_keeps_order_bounds_the_window_and_waits_on_failure() -> None:
     submitted: list[Any] = []
     futures: list[_FailingFuture] = []
 
@@ -228,12 +210,13 @@ def test_submit_in_order_keeps_order_bounds_the_window_and_waits_on_failure() ->
             assert len(submitted) - len(seen) <= 2
             yield i
 
-    seen: list[tuple[int, int]] = []
+    seen: list[int] = []
     with pytest.raises(RuntimeError, match="boom"):
-        submit_in_order(Runner(), None, payloads(), "x", in_flight=2, on_result=lambda i, r: seen.append((i, r)))
-    assert seen == [(0, 0), (1, 10)]
+        for result in map_in_order(Runner(), None, payloads(), "x", in_flight=2):
+            seen.append(result)
+    assert seen == [0, 10]
     assert all(f.waited for f in futures[3:])  # the ones still pending were waited for
-    assert submit_in_order(Runner(), None, [0, 1, 3], "x", in_flight=1) == [0, 10, 30]
+    assert list(map_in_order(Runner(), None, [0, 1, 3], "x", in_flight=1)) == [0, 10, 30]
 
 
 class _Result:
@@ -327,17 +310,17 @@ def _run_in_process_and_check(source: Path, output: Path, chunk_size: int, n_art
     )
     assert state.is_completed(), state.message
     assert output.read_bytes() == expected_output(source)
-    n_runs = -(-n_articles // min(chunk_size, 500))
+    n_chunks = -(-n_articles // min(chunk_size, 500))
     assert (
         state.result().read_as
-        == f"in {n_runs} run{'s' * (n_runs > 1)} of articles, one after the other in this process"
+        == f"in {n_chunks} chunk{'s' * (n_chunks > 1)} of articles, one after the other in this process"
     )
-    expected = ["check-paths", "publish-artifacts", "select-batch-in-runs"]
+    expected = ["check-paths", "publish-artifacts", "select-batch"]
     runs = _wait_for_task_runs(
         state.state_details.flow_run_id,
         lambda rs: len(rs) == len(expected) and all(r.state and r.state.is_final() for r in rs),
     )
-    assert _task_names(runs) == expected  # one task, whatever the number of runs: they are read one at a time
+    assert _task_names(runs) == expected  # one task, whatever the number of chunks: they are read one at a time
     assert all(run.state.is_completed() for run in runs)
 
 

@@ -20,8 +20,7 @@ from uuid import UUID
 import pytest
 
 import selection_core as sc
-import selection_storage.chunked_file
-import selection_storage.parts
+import selection_storage.engine
 from flows.select_content import SelectionRunSummary, select_content
 from flows.select_directory import BatchesFailedError, DirectoryRunSummary, select_directory
 from selection_cli.run import run_main
@@ -113,7 +112,7 @@ def test_artifacts_are_built_from_the_explanations(batch_factory, tmp_path: Path
 
 def test_a_transient_read_failure_is_retried_and_the_run_succeeds(batch_factory, tmp_path: Path, mocker) -> None:
     source = batch_factory(n_articles=2)
-    real_read = selection_storage.chunked_file.read_span
+    real_read = selection_storage.engine.read_span
     calls: list[Path] = []
 
     def flaky_read(path: Path, *args: Any) -> bytearray:
@@ -122,30 +121,30 @@ def test_a_transient_read_failure_is_retried_and_the_run_succeeds(batch_factory,
             raise ReadError(f"{path}: read failed (Input/output error); retry later", errno.EIO)
         return real_read(path, *args)
 
-    mocker.patch("selection_storage.chunked_file.read_span", side_effect=flaky_read)
+    mocker.patch("selection_storage.engine.read_span", side_effect=flaky_read)
     state = select_content(input_path=str(source), return_state=True)
 
     assert state.is_completed()
     assert len(calls) == 2
     assert (tmp_path / "b_extracted_selected.json").read_bytes() == expected_output(source)
-    names = {"check-paths", "select-batch-in-runs", "publish-artifacts"}
+    names = {"check-paths", "select-batch", "publish-artifacts"}
     runs = wait_for_task_runs(state.state_details.flow_run_id, all_final(names))
-    assert runs["select-batch-in-runs"].run_count == 2
-    assert runs["select-batch-in-runs"].state.is_completed()
+    assert runs["select-batch"].run_count == 2
+    assert runs["select-batch"].state.is_completed()
 
 
 def test_a_transient_write_failure_is_retried(batch_factory, tmp_path: Path, mocker) -> None:
     source = batch_factory(n_articles=2)
-    real_write = selection_storage.parts.PartJoiner.write_run
+    real_add = selection_storage.engine._Joiner.add
     attempts: list[int] = []
 
-    def flaky_write(joiner: Any, output: Any, report: Any) -> None:
+    def flaky_add(joiner: Any, *args: Any) -> None:
         attempts.append(1)
         if len(attempts) == 1:
             raise WriteError("out: write failed (Input/output error)", errno.EIO, transient=True)
-        real_write(joiner, output, report)
+        real_add(joiner, *args)
 
-    mocker.patch.object(selection_storage.parts.PartJoiner, "write_run", autospec=True, side_effect=flaky_write)
+    mocker.patch.object(selection_storage.engine._Joiner, "add", autospec=True, side_effect=flaky_add)
     state = select_content(input_path=str(source), return_state=True)
     assert state.is_completed()
     assert len(attempts) == 2
@@ -162,10 +161,10 @@ def test_an_invalid_batch_fails_on_the_first_try_and_writes_nothing(batch_factor
         state.result()
     assert state.message == str(refused.value)  # the one line, not "Flow run encountered an exception"
     assert leftover_files(tmp_path, {source}) == []
-    runs = wait_for_task_runs(state.state_details.flow_run_id, all_final({"check-paths", "select-batch-in-runs"}))
-    assert set(runs) == {"check-paths", "select-batch-in-runs"}  # nothing after the selection step ran
-    assert runs["select-batch-in-runs"].run_count == 1
-    assert runs["select-batch-in-runs"].state.is_failed()
+    runs = wait_for_task_runs(state.state_details.flow_run_id, all_final({"check-paths", "select-batch"}))
+    assert set(runs) == {"check-paths", "select-batch"}  # nothing after the selection step ran
+    assert runs["select-batch"].run_count == 1
+    assert runs["select-batch"].state.is_failed()
 
 
 @pytest.mark.parametrize(

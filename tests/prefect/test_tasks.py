@@ -11,27 +11,33 @@ import selection_core as sc
 from selection_core.errors import InvalidBatchError
 from selection_core.evidence import report_entry
 from selection_storage.directory import find_stale_batches as storage_scan
+from selection_storage.engine import discard_parts, plan_batch, plan_jobs
 from selection_storage.files import sha256_file
+from selection_storage.paths import RunPaths
 from tasks.artifacts import component_versions
-from tasks.batch import persist_batch, write_selection_report
-from tasks.chunks import plan_batch
 from tasks.discover import find_stale_batches
-from tasks.select import select_extractors
-from tests.support.prefect_fixtures import expected_output, make_batch
+from tasks.select import select_batch, select_chunk
+from tests.support.prefect_fixtures import expected_output
 
 pytestmark = pytest.mark.usefixtures("no_data_root_env")
 
 
-# --- extract, select, persist -------------------------------------------------------
+# --- select a batch, select a chunk ----------------------------------------------------
 
 
-def test_plan_reads_validates_the_envelope_and_fingerprints(batch_factory) -> None:
-    path = batch_factory(n_articles=4)
-    plan = plan_batch.fn(path)
-    assert plan.article_count == 4 and plan.doc is None
-    assert plan.envelope == {**make_batch(4), "articles": []}
-    assert plan.size_bytes == path.stat().st_size
-    assert plan.sha256 == sha256_file(path)
+def test_select_batch_writes_the_cores_bytes_and_report(batch_factory, tmp_path: Path) -> None:
+    path = batch_factory(n_articles=5)
+    paths = RunPaths(path, tmp_path / "out.json", tmp_path / "report.jsonl", None)
+    selected = select_batch.fn(paths, max_table_rows=3)
+    assert paths.output.read_bytes() == expected_output(path)
+    assert selected.output_sha256 == sha256_file(paths.output) and selected.input_sha256 == sha256_file(path)
+    assert selected.evidence is not None and [r["index"] for r in selected.evidence.rows] == [0, 1, 2]
+    doc = sc.parse_batch(path.read_bytes())
+    selections = sc.select_articles(doc["articles"])
+    lines = paths.report.read_bytes().splitlines()
+    assert [orjson.loads(line) for line in lines] == [report_entry(a, s) for a, s in zip(doc["articles"], selections)]
+    select_batch.fn(paths, max_table_rows=3)  # a retry writes the same bytes
+    assert paths.output.read_bytes() == expected_output(path)
 
 
 @pytest.mark.parametrize(
@@ -42,30 +48,19 @@ def test_plan_reads_validates_the_envelope_and_fingerprints(batch_factory) -> No
         pytest.param(b'{"articles": {}}', id="articles-not-list"),
     ],
 )
-def test_plan_refuses_invalid_batches(batch_factory, raw: bytes) -> None:
+def test_select_batch_refuses_invalid_batches(batch_factory, tmp_path: Path, raw: bytes) -> None:
+    paths = RunPaths(batch_factory(raw=raw), tmp_path / "out.json", None, None)
     with pytest.raises(InvalidBatchError):
-        plan_batch.fn(batch_factory(raw=raw))
+        select_batch.fn(paths, max_table_rows=0)
 
 
-def test_select_persist_and_report_match_the_core(batch_factory, tmp_path: Path) -> None:
-    path = batch_factory(n_articles=5)
-    doc = sc.parse_batch(path.read_bytes())
-    selections = select_extractors.fn(doc, batch_name=path.name)
-    assert [s.index for s in selections] == list(range(5))
-    output = tmp_path / "out.json"
-    written = persist_batch.fn(doc, selections, output)
-    assert output.read_bytes() == expected_output(path)
-    assert written.sha256 == sha256_file(output)
-    assert written.size_bytes == output.stat().st_size
-    # Applying the same selections again (a retry) writes the same bytes.
-    persist_batch.fn(doc, selections, output)
-    assert output.read_bytes() == expected_output(path)
-
-    report = write_selection_report.fn(doc, selections, tmp_path / "report.jsonl")
-    lines = report.read_bytes().splitlines()
-    articles = doc["articles"]
-    assert [orjson.loads(line) for line in lines] == [report_entry(a, s) for a, s in zip(articles, selections)]
-    assert [orjson.loads(line)["id"] for line in lines] == [a["id"] for a in articles]
+def test_select_chunk_writes_its_parts(batch_factory, tmp_path: Path) -> None:
+    path = batch_factory(n_articles=6)
+    jobs = plan_jobs(plan_batch(path, chunk_articles=4), tmp_path / "out.json", None, parts=True)
+    selected = select_chunk.fn(jobs[1])
+    assert selected.summary.articles == 2 and selected.output is None
+    assert Path(jobs[1].output_part).exists()
+    discard_parts(jobs)
 
 
 # --- artifacts and the directory scan, through the tasks ------------------------------
