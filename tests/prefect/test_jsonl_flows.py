@@ -48,11 +48,11 @@ def test_select_content_writes_a_jsonl_batch_as_select_does_and_says_how_it_read
     assert result.output_path == str(tmp_path / "b_extracted_selected.jsonl")
     assert Path(result.output_path).read_bytes() == output
     assert (tmp_path / "r.jsonl").read_bytes() == report
-    assert result.read_as == "in 1 run of articles, one after the other in this process"
+    assert result.read_as == "in 1 chunk of articles, one after the other in this process"
     (summary,) = [
         a for a in asyncio.run(artifacts_of(state.state_details.flow_run_id)) if a.key == SUMMARY_ARTIFACT_KEY
     ]
-    assert "| Read | in 1 run of articles, one after the other in this process |" in summary.data
+    assert "| Read | in 1 chunk of articles, one after the other in this process |" in summary.data
     assert result.input_sha256 in summary.data and result.output_sha256 in summary.data
 
 
