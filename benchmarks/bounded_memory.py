@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Peak memory of the whole process tree, and wall time, at any batch size, JSON and JSON Lines (issue 14).
+"""Peak memory of the whole process tree, and wall time, at any batch size, JSON and JSON Lines.
 
     python benchmarks/bounded_memory.py                               # 10k, 100k, 300k articles (0.14, 1.4, 4.3 GB)
     python benchmarks/bounded_memory.py --server                      # also run against a `prefect server start`
@@ -77,7 +77,7 @@ COMMANDS = ("select", "run", "run-server", "run-process", "floor")
 FORMATS = ("json", "jsonl")
 #: The floor holds the whole JSON document: skipped above this many bytes of input.
 FLOOR_LIMIT_BYTES = 1_500_000_000
-#: Peak memory of the builds before issue 14, (bytes per input byte, fixed GiB), from
+#: Peak memory of the builds before the streamed engine (bytes per input byte, fixed GiB), from
 #: docs/performance.md (select 5.4 GiB and the in-process flow 7 GiB on 1.44 GB; the process
 #: pool's flow process about 1.5 GiB plus its workers): only to skip what would not fit.
 OLD_MEMORY = {"select": (5.5, 0.2), "run": (5.0, 0.6), "run-server": (5.0, 0.4), "run-process": (1.2, 4.0)}

@@ -23,7 +23,7 @@ extraction worker (the serial baseline), on the process pool and on a local Dask
 cluster (each chunk of pages extracted by one worker), and in-process with two
 extraction workers (the step's own pool); the batches must be identical.
 
-Goal (issue 5): at least 1.6x on 2 cores. Writes benchmarks/out/parallel.json.
+Goal: at least 1.6x on 2 cores. Writes benchmarks/out/parallel.json.
 """
 
 from __future__ import annotations

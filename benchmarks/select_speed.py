@@ -11,7 +11,7 @@ measurement runs in a fresh process (benchmarks/_child.py); the floor and the
 selection alternate for --rounds rounds and the fastest of each is compared, so
 that load from other work on this shared machine affects both alike.
 
-Goal (issue 2): time at most 4x the floor on one core; peak memory at most 3x the
+Goal: time at most 4x the floor on one core; peak memory at most 3x the
 input size. The figures are printed and written to benchmarks/out/select_speed.json.
 """
 

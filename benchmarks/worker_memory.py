@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Memory of a kept extraction worker (and of its parent) as it extracts pass after pass of real pages (issue 14).
+"""Memory of a kept extraction worker (and of its parent) as it extracts pass after pass of real pages.
 
     python benchmarks/worker_memory.py                          # 6 passes of the 181 pages, recycling as configured
     python benchmarks/worker_memory.py --recycle-after 1000000  # never recycle: does the worker itself grow?
