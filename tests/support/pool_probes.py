@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 
 def report_pid(html: str, url: str | None) -> tuple[str, str | None]:
@@ -13,3 +14,9 @@ def report_pid(html: str, url: str | None) -> tuple[str, str | None]:
 def failing_initializer() -> None:
     """A worker initializer that cannot get ready."""
     raise OSError("injected: the worker cannot get ready")
+
+
+def sleep_briefly(html: str, url: str | None) -> tuple[str, str | None]:
+    """An "extractor" that takes 0.4 s."""
+    time.sleep(0.4)
+    return "slept", None
