@@ -69,6 +69,27 @@ def test_the_time_limit_runs_from_the_start_of_each_call() -> None:
     assert (stats.timeouts, stats.crashes) == (0, 0)
 
 
+def test_a_crash_fails_only_its_call_and_its_worker_is_replaced() -> None:
+    outcomes: dict[tuple[int, str], Outcome] = {}
+    jobs = [PageJob(i, html, None, ["crashy", "probe"]) for i, html in enumerate(["fine", "crash", "fine"])]
+    functions = {"crashy": pool_probes.crash_on_marker, "probe": pool_probes.report_pid}
+    stats = run_jobs(
+        jobs,
+        functions,
+        lambda index, name, outcome: outcomes.setdefault((index, name), outcome),
+        workers=1,
+        time_limit=30.0,
+        preload=WORKER_PRELOAD,
+    )
+    assert outcomes[1, "crashy"] == Outcome(
+        "", None, "WorkerCrashedError: the worker process running crashy died (killed by signal 11 (SIGSEGV))"
+    )
+    others = [outcomes[key] for key in sorted(outcomes) if key != (1, "crashy")]
+    assert all(o.error is None for o in others) and len(others) == 5
+    assert others[0].text != others[-1].text  # the crashed worker was replaced
+    assert (stats.crashes, stats.timeouts) == (1, 0)
+
+
 def test_a_kept_worker_serves_the_next_run() -> None:
     first, _ = run(3, keep=True)
     second, _ = run(2, keep=True)
