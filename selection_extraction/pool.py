@@ -286,9 +286,13 @@ _idle: dict[tuple[Any, ...], list[ProcessPool]] = {}
 _idle_lock = threading.Lock()
 
 
-def _stop(pool: ProcessPool) -> None:
+def _stop(pool: ProcessPool, *, wait: bool = True) -> None:
+    """Stop ``pool``'s workers; without ``wait``, in the background (pebble's join waits out its 0.1 s polling)."""
     pool.stop()
-    pool.join()
+    if wait:
+        pool.join()
+    else:
+        threading.Thread(target=pool.join, name="content-selection-pool-stop", daemon=True).start()
 
 
 def stop_kept_workers() -> int:
@@ -361,15 +365,14 @@ def run_jobs(
     pools = [pool or fresh_pool()]
     stats = PoolStats()
     done: queue.SimpleQueue[tuple[PageJob, str, Future[Any]]] = queue.SimpleQueue()
+    calls: dict[tuple[int, str], tuple[PageJob, Future[Any]]] = {}  # every call still out, and its future
     remaining: dict[int, int] = {}  # calls still out, by job index
     retried: set[tuple[int, str]] = set()
     source = iter(jobs)
 
     def schedule(job: PageJob, name: str) -> None:
-        if not pools[0].active:  # broken by a worker that died with no call known to run (pebble)
-            _stop(pools[0])
-            pools[0] = fresh_pool()
         future = pools[0].schedule(_call, (name, job.html, job.url), timeout=time_limit)
+        calls[job.index, name] = (job, future)
         future.add_done_callback(lambda f: done.put((job, name, f)))
 
     def next_job() -> None:
@@ -381,7 +384,7 @@ def run_jobs(
                 return
 
     def outcome_of(job: PageJob, name: str, future: Future[Any]) -> Outcome | None:
-        """The call's outcome, or None when it is to be run again on a fresh pool."""
+        """The call's outcome, or None when the pool broke and every call still out was run again."""
         try:
             result = future.result()
         except TimeoutError:
@@ -392,12 +395,16 @@ def run_jobs(
             stats.crashes += 1
             reason = _death_reason(exc.exitcode)
             return Outcome("", None, f"WorkerCrashedError: the worker process running {name} died ({reason})")
-        except BrokenProcessPool:
-            if (job.index, name) not in retried:
-                retried.add((job.index, name))
-                return None
-            stats.crashes += 1
-            return Outcome("", None, f"WorkerCrashedError: the worker process running {name} died")
+        except BrokenProcessPool:  # a worker died with no call known to run: pebble gives up the pool
+            if (job.index, name) in retried:
+                stats.crashes += 1
+                return Outcome("", None, f"WorkerCrashedError: the worker process running {name} died")
+            _stop(pools[0], wait=False)
+            pools[0] = fresh_pool()
+            retried.update(calls)
+            for (_, call_name), (again, _) in list(calls.items()):
+                schedule(again, call_name)
+            return None
         if isinstance(result, _SetupFailed):
             raise WorkerSetupError(f"an extraction worker could not start: {result.error}")
         outcome, attempts = result
@@ -409,21 +416,23 @@ def run_jobs(
             next_job()
         while remaining:
             job, name, future = done.get()
+            if calls.get((job.index, name), (None, None))[1] is not future:
+                continue  # a call of a pool given up, run again since
             outcome = outcome_of(job, name, future)
             if outcome is None:
-                schedule(job, name)
                 continue
+            del calls[job.index, name]
             on_outcome(job.index, name, outcome)
             remaining[job.index] -= 1
             if not remaining[job.index]:
                 del remaining[job.index]
                 next_job()
     except BaseException:
-        _stop(pools[0])
+        _stop(pools[0], wait=False)
         raise
     if keep_workers and pools[0].active:
         with _idle_lock:
             _idle.setdefault(key, []).append(pools[0])
     else:
-        _stop(pools[0])
+        _stop(pools[0], wait=False)
     return stats

@@ -46,7 +46,9 @@ def no_kept_workers() -> Iterator[None]:
     stop_kept_workers()
 
 
-def run(n_pages: int, *, keep: bool, functions: dict | None = None, **options) -> tuple[list[str], object]:
+def run(
+    n_pages: int, *, keep: bool, functions: dict | None = None, html: str = "<html></html>", **options
+) -> tuple[list[str], object]:
     """Run the probe on ``n_pages`` one-worker jobs; the text of each call (the probe's pid), in page order."""
     texts: dict[int, str] = {}
 
@@ -54,7 +56,7 @@ def run(n_pages: int, *, keep: bool, functions: dict | None = None, **options) -
         assert outcome.error is None, outcome.error
         texts[index] = outcome.text
 
-    jobs = (PageJob(i, "<html></html>", None, ["probe"]) for i in range(n_pages))
+    jobs = (PageJob(i, html, None, ["probe"]) for i in range(n_pages))
     # the real preload: the fork server is shared by the whole test session, and its first start fixes it
     options.setdefault("preload", WORKER_PRELOAD)
     options.setdefault("time_limit", 30.0)
@@ -131,7 +133,8 @@ def test_a_kept_worker_that_died_while_idle_is_replaced() -> None:
         except ProcessLookupError:
             break
         time.sleep(0.05)
-    second, _ = run(2, keep=True)
+    # pages larger than a pipe's buffer: calls are still on their way to the pool when it is replaced
+    second, _ = run(4, keep=True, html="<html>" + "x" * 300_000)
     assert second[0] != first[0]
     assert len(set(second)) == 1
 
