@@ -328,16 +328,6 @@ def read_page(page: Page, max_bytes: int = DEFAULT_MAX_PAGE_BYTES) -> bytes:
     return data
 
 
-def read_page_with_retries(page: Page, max_bytes: int = DEFAULT_MAX_PAGE_BYTES) -> bytes:
-    """:func:`read_page`, tried again after a transient I/O error (``EIO``, ``EAGAIN``...).
-
-    Waits :data:`READ_RETRY_DELAYS` between tries; any other error, or the last
-    transient one, is raised.
-    """
-    with PageReader(max_bytes) as reader:
-        return reader.read(page)
-
-
 class PageReader:
     """Reads the pages of a run, in order: files whole, WARC pages from their records (one WARC open at a time).
 
