@@ -1,10 +1,4 @@
-"""One article's decision, in words, for a person at a terminal (``content-selection explain``).
-
-Pure rendering of a :class:`~selection_core.select.Selection`: the three candidates with
-their state, token and shingle counts, coverage, support and score (each with a text bar),
-the consensus size, the tie pool and the reason, in the words of ``docs/rule.md``. The
-numbers are rounded for reading; the exact fractions are in the JSON Lines report.
-"""
+"""One article's decision, in words, for a person at a terminal (``content-selection explain``)."""
 
 from __future__ import annotations
 
