@@ -1,15 +1,4 @@
-"""Reading input files, never opened for writing, and fingerprinting files.
-
-* :func:`read_input`, :func:`open_input`: the whole input, or an open handle on it;
-* :func:`read_span`: one byte span of the input, checked against the version
-  (:class:`FileIdentity`) a run planned from (:class:`InputChangedError` if it changed);
-* :func:`read_error`: the typed error for an ``OSError`` met while reading
-  (transient or not by :mod:`selection_storage.transient`);
-* :func:`sha256_file`, :func:`sha256_bytes`: the SHA-256 a run reports.
-
-Writing lives in :mod:`selection_storage.atomic`, the JSON Lines report in
-:mod:`selection_storage.report`, the whole-file run in :mod:`selection_storage.whole_file`.
-"""
+"""Reading input files (never opened for writing), one span of a known version, and fingerprinting files."""
 
 from __future__ import annotations
 
@@ -61,11 +50,7 @@ def open_input(path: str | os.PathLike[str]) -> BinaryIO:
 
 @dataclass(frozen=True)
 class FileIdentity:
-    """What tells one version of a file from another: inode, size, modification time.
-
-    Workers that read their own part of an input compare it with the one the
-    run planned from, so a file replaced or rewritten during the run is noticed.
-    """
+    """What tells one version of a file from another: inode, size, modification time."""
 
     inode: int
     size: int
@@ -77,10 +62,7 @@ class FileIdentity:
 
 
 class InputChangedError(ReadError):
-    """The input file changed while a run was reading it; running again reads the new one.
-
-    Not transient: a retry of one step would mix two versions of the file.
-    """
+    """The input file changed while a run was reading it. Not transient: a retry would mix two versions."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

@@ -1,9 +1,4 @@
-"""One article of a batch file, found without loading the batch (for ``content-selection explain``).
-
-The batch is planned as a selection plans it, in chunks of at most :data:`LOOKUP_CHUNK_ARTICLES`
-articles, and only the chunks up to the one holding the article are parsed. The rest of the
-batch is not validated: ``select`` and ``run`` do that.
-"""
+"""One article of a batch file, found by parsing only the chunks up to it (``content-selection explain``)."""
 
 from __future__ import annotations
 
