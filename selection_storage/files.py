@@ -12,17 +12,6 @@ from typing import BinaryIO
 from selection_core.errors import InvalidBatchError, ReadError, SelectionError
 from selection_storage.transient import TRANSIENT_ERRNOS
 
-__all__ = [
-    "FileIdentity",
-    "InputChangedError",
-    "open_input",
-    "read_error",
-    "read_input",
-    "read_span",
-    "sha256_bytes",
-    "sha256_file",
-]
-
 
 def read_input(path: str | os.PathLike[str]) -> bytes:
     """Read the whole input file (never opened for writing).
@@ -136,12 +125,3 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def sha256_bytes(data: bytes | bytearray | memoryview) -> str:
-    """The SHA-256 (hex) of bytes in memory.
-
-    >>> sha256_bytes(b"")[:16]
-    'e3b0c44298fc1c14'
-    """
-    return hashlib.sha256(data).hexdigest()

@@ -256,18 +256,10 @@ def resolve_report_path(
     """
     if report is None:
         return None
-    return refuse_report_on_output(resolve_output_path(source, report, option), output, f"choose another {option}")
-
-
-def refuse_report_on_output(report: Path | None, output: Path, fix: str) -> Path | None:
-    """Return the checked ``report`` path (or None), unless it is the ``output`` file; ``fix`` ends the message.
-
-    Raises:
-        OutputPathError: the report and the output are the same file.
-    """
-    if report is not None and report.resolve() == output.resolve():
-        raise OutputPathError(f"{report}: the report path is the output path; {fix}")
-    return report
+    checked = resolve_output_path(source, report, option)
+    if checked.resolve() == output.resolve():
+        raise OutputPathError(f"{checked}: the report path is the output path; choose another {option}")
+    return checked
 
 
 def name_once(path: str | os.PathLike[str], error: str) -> str:
