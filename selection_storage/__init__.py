@@ -1,13 +1,4 @@
-"""The file layer of content-selection, free of Prefect: reading, atomic writing, paths, and the selection engine.
-
-* :mod:`~selection_storage.transient`: which I/O failures a retry may cure (the one errno policy);
-* :mod:`~selection_storage.files`: reading inputs (whole, or a span of a known version) and hashing files;
-* :mod:`~selection_storage.atomic`: atomic and grouped writes, staged files and their stale temporaries;
-* :mod:`~selection_storage.paths`: where a run may read and write (the path policy);
-* :mod:`~selection_storage.engine`: a batch file selected chunk by chunk (plan, select, join);
-* :mod:`~selection_storage.directory`: the batches of a directory that need a selection;
-* :mod:`~selection_storage.lookup`: one article of a batch file, found without loading the batch.
-"""
+"""The file layer of content-selection, free of Prefect: reading, atomic writing, paths, and the selection engine."""
 
 from selection_storage.atomic import (
     StagedFile,

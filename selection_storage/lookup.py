@@ -42,9 +42,8 @@ def _articles_of(plan: Plan, chunk: Chunk) -> list[dict[str, Any]]:
 def find_article(
     input_path: str | os.PathLike[str], *, index: int | None = None, article_id: str | None = None
 ) -> FoundArticle:
-    """The article at ``index``, or the first whose ``id`` is ``article_id`` (give exactly one).
-
-    ``index`` of a JSON Lines batch is its line number minus one.
+    """The article at ``index`` (of a JSON Lines batch: its line number minus one), or the first whose ``id``
+    is ``article_id`` (give exactly one).
 
     Raises:
         InvalidBatchError: the file is missing, unreadable or not a valid batch (as far as it was read).
