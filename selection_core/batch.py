@@ -1,20 +1,4 @@
-"""Batch documents: validate bytes into a document, select, apply, serialize.
-
-Pure functions on bytes and Python values; ``selection_storage.files`` does the files.
-
-How values that a fast JSON parser cannot hold are treated (decided once, here):
-
-* an integer beyond 64 bits (orjson would turn it into a float): refused, with
-  its place, because writing it back would change it;
-* duplicate keys in one object (orjson would keep only the last): refused,
-  with its place, because one value would be lost;
-* a UTF-8 byte-order mark, UTF-16, invalid UTF-8, lone surrogates, NaN and
-  Infinity: refused, since none of them is valid UTF-8 JSON (RFC 8259).
-
-Everything else round-trips: keys, key order, values and the order of articles.
-Only insignificant whitespace and the spelling of numbers (``1.0E2`` becomes
-``100.0``) may differ from the input, because the output is re-serialized.
-"""
+"""Batch documents: validate bytes into a document, select, apply, serialize (the policy: docs/rule.md)."""
 
 from __future__ import annotations
 
@@ -59,10 +43,6 @@ _FIX_SHAPE = 'expected {"articles": [ {...}, ... ]}'
 _FIX_ARTICLE = "every article must be a JSON object"
 
 
-def _type_name(value: Any) -> str:
-    return _TYPE_NAMES.get(type(value), type(value).__name__)
-
-
 def path_text(path: Sequence[str | int]) -> str:
     """``$.articles[3].trafilatura``; a very deep path keeps its two ends."""
     if len(path) > 16:
@@ -81,13 +61,8 @@ def path_text(path: Sequence[str | int]) -> str:
 
 @dataclass(frozen=True)
 class Walk:
-    """What :func:`walk_values` found: object members, whether any float, the first place too deep.
-
-    ``too_deep`` is the place of the item (a top-level key's path or ``$.articles[i]``
-    in a batch, a key's path in a JSON Lines line) holding the first value the
-    walk met that is nested more than :data:`MAX_DEPTH` levels deep, or None;
-    the walk stops there, so the counts are then partial.
-    """
+    """What :func:`walk_values` found: object members, whether any float, and the place of the
+    item holding the first value nested deeper than :data:`MAX_DEPTH` (None; else the counts are partial)."""
 
     members: int
     has_float: bool
@@ -99,11 +74,8 @@ WalkItem = tuple[Any, int, str]
 
 
 def top_values(pairs: Iterable[tuple[str, Any]], first_index: int = 0) -> list[WalkItem]:
-    """The root's values as :func:`walk_values` takes them, ``articles`` expanded into its articles.
-
-    ``first_index`` is the index in the whole batch of the first article, when
-    ``pairs`` are those of one run of it (``$.articles[i]`` names whole-batch indices).
-    """
+    """The root's values as :func:`walk_values` takes them, ``articles`` expanded into its articles
+    (``first_index``: the batch index of the first one)."""
     items: list[WalkItem] = []
     for key, value in pairs:
         if key == "articles" and isinstance(value, list):
@@ -114,12 +86,9 @@ def top_values(pairs: Iterable[tuple[str, Any]], first_index: int = 0) -> list[W
 
 
 def walk_values(items: list[WalkItem]) -> Walk:
-    """Count object members below ``items``, tell whether they hold any float, find nesting too deep.
+    """Count object members below ``items`` (consumed), tell whether they hold any float, find nesting too deep.
 
-    The values are visited from the LAST item to the first, each one whole
-    before the one before it, so :attr:`Walk.too_deep` is the place of the last
-    item nested too deeply. Iterative, so that deeply nested input cannot
-    exhaust the Python stack. ``items`` is consumed.
+    Visited from the last item to the first, so :attr:`Walk.too_deep` names the last item nested too deeply.
     """
     members = 0
     has_float = False
@@ -140,26 +109,15 @@ def walk_values(items: list[WalkItem]) -> Walk:
     return Walk(members, has_float, None)
 
 
-def too_deep_error(source: str, place: str) -> InvalidBatchError:
-    """The refusal of a value nested more than :data:`MAX_DEPTH` levels deep."""
-    return InvalidBatchError(
-        f"{source}: {place} is nested more than {MAX_DEPTH} levels deep, more than can be written back "
-        "exactly; flatten that value"
-    )
-
-
 class _InexactNumber(str):
     """A number literal that a 64-bit float would change (kept as its text)."""
 
 
 def _exact_float(text: str) -> Any:
-    """``parse_float`` hook: the float, or a marker when the float is not exact.
-
-    A literal with at most 15 significant digits in the normal range always
-    survives the round trip (DBL_DIG); anything else is compared exactly.
-    """
+    """``parse_float`` hook: the float, or a marker when the float is not exact."""
     value = float(text)
     mantissa, _, _ = text.lower().partition("e")
+    # At most 15 significant digits (DBL_DIG) in the normal range always round-trip.
     digits = mantissa.lstrip("-").replace(".", "").lstrip("0").rstrip("0")
     if len(digits) <= 15 and (value == 0.0 and not digits or 1e-300 < abs(value) < 1e300):
         return value
@@ -185,11 +143,8 @@ def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def exact_tree(data: bytes | bytearray, source: str) -> Any:
     """The document parsed exactly: every key kept (:class:`_DupDict` marks a duplicate),
-    integers of any size, and the text of every float literal a double would change.
-
-    The standard library parser's recursion follows the interpreter's limit,
-    which is raised for the call to cover orjson's own nesting limit (1024).
-    """
+    integers of any size, and the text of every float literal a double would change."""
+    # The stdlib parser recurses: raise the limit to cover orjson's nesting limit (1024).
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 4 * 1024 + 200))
     try:
@@ -204,110 +159,61 @@ def exact_tree(data: bytes | bytearray, source: str) -> Any:
 ExactItem = tuple[Any, tuple[str | int, ...]]
 
 
-def exact_node_error(node: Any, path: tuple[str | int, ...], source: str) -> InvalidBatchError | None:
-    """The refusal of one node of an :func:`exact_tree` itself (not of what it holds), or None."""
-    if isinstance(node, _DupDict):
-        return InvalidBatchError(
-            f"{source}: {path_text(path)} has the key {json.dumps(node.duplicate, ensure_ascii=False)} "
-            "more than once, so one of its values would be lost; remove or rename the duplicate"
-        )
-    if isinstance(node, _InexactNumber):
-        shown = node if len(node) <= 40 else node[:37] + "..."
-        return InvalidBatchError(
-            f"{source}: {path_text(path)} is the number {shown}, which a 64-bit float cannot hold "
-            f"exactly (it would be written as {float(node)!r}); store it as a string"
-        )
-    if isinstance(node, int) and not isinstance(node, bool) and not _INT64_MIN <= node <= _UINT64_MAX:
-        return InvalidBatchError(
-            f"{source}: {path_text(path)} is an integer beyond 64 bits ({str(node)[:30]}...), which "
-            "cannot be kept exactly; store it as a string"
-        )
-    return None
-
-
 def check_exact(items: Iterable[ExactItem], source: str) -> None:
     """Raise the first exact problem in ``items`` and below them, in document order (``items`` in order)."""
     stack: list[ExactItem] = list(items)
     stack.reverse()
     while stack:
         node, path = stack.pop()
-        error = exact_node_error(node, path, source)
-        if error is not None:
-            raise error
+        if isinstance(node, _DupDict):
+            raise InvalidBatchError(
+                f"{source}: {path_text(path)} has the key {json.dumps(node.duplicate, ensure_ascii=False)} "
+                "more than once, so one of its values would be lost; remove or rename the duplicate"
+            )
+        if isinstance(node, _InexactNumber):
+            shown = node if len(node) <= 40 else node[:37] + "..."
+            raise InvalidBatchError(
+                f"{source}: {path_text(path)} is the number {shown}, which a 64-bit float cannot hold "
+                f"exactly (it would be written as {float(node)!r}); store it as a string"
+            )
+        if isinstance(node, int) and not isinstance(node, bool) and not _INT64_MIN <= node <= _UINT64_MAX:
+            raise InvalidBatchError(
+                f"{source}: {path_text(path)} is an integer beyond 64 bits ({str(node)[:30]}...), which "
+                "cannot be kept exactly; store it as a string"
+            )
         if isinstance(node, dict):
             stack.extend((v, (*path, k)) for k, v in reversed(list(node.items())))
         elif isinstance(node, list):
             stack.extend((v, (*path, i)) for i, v in reversed(list(enumerate(node))))
 
 
-def find_exact_problem(data: bytes | bytearray, source: str) -> None:
-    """Slow path, only for suspicious text (:func:`exact_check_needed`): re-parse exactly and explain."""
-    check_exact([(exact_tree(data, source), ())], source)
-
-
 def exact_check_needed(data: bytes | bytearray, members: int, has_float: bool) -> bool:
     """Whether the JSON text ``data`` may hold an exact problem, given what a walk of its parse found:
     ``members``, the members of all its objects, and whether it holds any float.
 
-    A float may be an integer beyond 64 bits that orjson silently converted, or
-    a literal that a double cannot hold exactly (``1e-400``, 25 digits). A text
-    without a float whose key count is its member count has no exact problem: a
-    duplicate key makes the count exceed the members (every count, fast or exact,
-    is at least the members), an inexact number or an integer beyond 64 bits is a
-    float to orjson. So of pieces of a document, only those that pass this test
-    on their own can hold one, and where none does, the whole document's own test
-    may differ but its exact check finds nothing.
+    Without a float (orjson's form of an integer beyond 64 bits or an inexact number), only a
+    duplicate key is left, and it makes the key count exceed the members.
     """
     return has_float or count_keys(data) != members
 
 
-def check_values(data: bytes | bytearray, items: list[WalkItem], members: int, source: str) -> None:
-    """The checks of a parsed object's values, after its shape: nesting deeper than :data:`MAX_DEPTH`
-    (:func:`walk_values`' order), then, only where :func:`exact_check_needed`, the first exact problem.
+def check_values(
+    data: bytes | bytearray, items: list[WalkItem], members: int, source: str, path: tuple[str | int, ...] = ()
+) -> None:
+    """The checks of a parsed object's values, after its shape: nesting deeper than :data:`MAX_DEPTH`,
+    then, only where :func:`exact_check_needed`, the first exact problem.
 
-    ``data`` is the object's text, ``items`` its values as :func:`walk_values` takes
-    them (consumed), ``members`` the object's own member count.
+    ``data`` is the object's text, ``items`` its values as :func:`walk_values` takes them (consumed),
+    ``members`` the object's own member count, ``path`` the object's path in messages.
     """
     walk = walk_values(items)
     if walk.too_deep is not None:
-        raise too_deep_error(source, walk.too_deep)
-    if exact_check_needed(data, members + walk.members, walk.has_float):
-        find_exact_problem(data, source)
-
-
-def utf8_error_offset(data: bytes | bytearray, start: int = 0) -> int | None:
-    """Offset (from ``start``) of the first invalid UTF-8 sequence in ``data[start:]``, or None if it is UTF-8."""
-    try:
-        str(memoryview(data)[start:], "utf-8")
-    except UnicodeDecodeError as exc:
-        return exc.start
-    return None
-
-
-def utf8_error(source: str, offset: int, where: str = "") -> InvalidBatchError:
-    """The refusal of an invalid UTF-8 sequence at byte ``offset`` of the file (``where``: what holds it)."""
-    return InvalidBatchError(f"{source}: {where}not valid UTF-8 at byte offset {offset}; save it as UTF-8")
-
-
-def _is_utf8_message(msg: str) -> bool:
-    return "UTF-8" in msg or "utf-8" in msg or "surrogate" in msg
-
-
-def json_error(source: str, msg: str, offset: int, where: str = "") -> InvalidBatchError:
-    """The refusal of JSON that orjson rejected with ``msg`` at byte ``offset`` of the file."""
-    if _is_utf8_message(msg):
-        hint = (
-            "a \\uD800-\\uDFFF escape must be one half of a valid pair: fix or remove it"
-            if "surrogate" in msg
-            else "save it as UTF-8"
+        raise InvalidBatchError(
+            f"{source}: {walk.too_deep} is nested more than {MAX_DEPTH} levels deep, more than can be written back "
+            "exactly; flatten that value"
         )
-    elif "infinity" in msg:
-        hint = "a number is too large for a 64-bit float: store it as a string"
-    elif "recursion" in msg or "depth" in msg:
-        hint = "the document is nested too deeply: flatten it"
-    else:
-        hint = "fix the JSON syntax"
-    return InvalidBatchError(f"{source}: {where}not valid JSON at byte offset {offset}: {msg}; {hint}")
+    if exact_check_needed(data, members + walk.members, walk.has_float):
+        check_exact([(exact_tree(data, source), path)], source)
 
 
 def _same(offset: int) -> int:
@@ -324,24 +230,31 @@ def invalid_json(
     """The refusal of ``data``, which orjson rejected with ``exc``; ``to_file`` maps an offset in
     ``data`` to the file's. Invalid UTF-8 anywhere is the refusal, at its first bad byte (orjson
     checks the UTF-8 of the whole input before it parses)."""
-    if _is_utf8_message(exc.msg):
-        bad = utf8_error_offset(data)
-        if bad is not None:
-            return utf8_error(source, to_file(bad), where)
-    offset = len(str(data, "utf-8", "replace")[: exc.pos].encode())  # orjson counts characters
-    return json_error(source, exc.msg, to_file(offset), where)
+    msg = exc.msg
+    if "UTF-8" in msg or "utf-8" in msg or "surrogate" in msg:
+        try:
+            str(data, "utf-8")
+        except UnicodeDecodeError as bad:
+            offset = to_file(bad.start)
+            return InvalidBatchError(f"{source}: {where}not valid UTF-8 at byte offset {offset}; save it as UTF-8")
+        hint = (
+            "a \\uD800-\\uDFFF escape must be one half of a valid pair: fix or remove it"
+            if "surrogate" in msg
+            else "save it as UTF-8"
+        )
+    elif "infinity" in msg:
+        hint = "a number is too large for a 64-bit float: store it as a string"
+    elif "recursion" in msg or "depth" in msg:
+        hint = "the document is nested too deeply: flatten it"
+    else:
+        hint = "fix the JSON syntax"
+    offset = to_file(len(str(data, "utf-8", "replace")[: exc.pos].encode()))  # orjson counts characters
+    return InvalidBatchError(f"{source}: {where}not valid JSON at byte offset {offset}: {msg}; {hint}")
 
 
 def wrong_type_error(source: str, place: str, value: Any, fix: str) -> InvalidBatchError:
-    """The refusal of a value of the wrong type: ``{source}: {place} is a string; {fix}``."""
-    return InvalidBatchError(f"{source}: {place} is {_type_name(value)}; {fix}")
-
-
-def check_articles(articles: Sequence[Any], source: str, first_index: int = 0) -> None:
-    """Refuse the first article that is not an object (``first_index``: the index of ``articles[0]``)."""
-    for i, article in enumerate(articles):
-        if not isinstance(article, dict):
-            raise wrong_type_error(source, f"$.articles[{first_index + i}]", article, _FIX_ARTICLE)
+    """``{source}: {place} is a string; {fix}``."""
+    return InvalidBatchError(f"{source}: {place} is {_TYPE_NAMES.get(type(value), type(value).__name__)}; {fix}")
 
 
 def parse_batch(
@@ -349,11 +262,9 @@ def parse_batch(
 ) -> dict[str, Any]:
     """Parse and validate a batch document from its bytes.
 
-    The checks, in this order: the first bytes; invalid UTF-8 anywhere; the first
-    JSON error; the shape; the first article that is not an object; nesting
-    (:func:`walk_values`' order); and, only for documents with a float or a key
-    count that differs, the first exact problem in document order. ``to_file``
-    maps a byte offset of ``data`` to the file's (``data`` may be a batch's envelope).
+    The checks, in this order: the first bytes; invalid UTF-8; the first JSON error; the shape;
+    the first article that is not an object; nesting; the first exact problem. ``to_file`` maps
+    a byte offset of ``data`` to the file's (``data`` may be a batch's envelope).
 
     Raises:
         InvalidBatchError: with a one-line message naming ``source``, the place
@@ -374,7 +285,9 @@ def parse_batch(
     articles = doc["articles"]
     if not isinstance(articles, list):
         raise wrong_type_error(source, "$.articles", articles, _FIX_SHAPE)
-    check_articles(articles, source)
+    for i, article in enumerate(articles):
+        if not isinstance(article, dict):
+            raise wrong_type_error(source, f"$.articles[{i}]", article, _FIX_ARTICLE)
     check_values(data, top_values(doc.items()), len(doc), source)
     return doc
 
@@ -407,7 +320,7 @@ def parse_chunk(data: bytes | bytearray, source: str, chunk: Chunk) -> list[dict
 
 
 def parse_article(text: bytes, source: str, index: int, offset: int) -> dict[str, Any]:
-    """Article ``index`` of a JSON batch, from its text, which starts at byte ``offset`` of the file; validated."""
+    """Article ``index`` of a JSON batch, validated, from its text, which starts at byte ``offset`` of the file."""
     place = f"$.articles[{index}]"
     try:
         article = orjson.loads(text)
@@ -415,24 +328,13 @@ def parse_article(text: bytes, source: str, index: int, offset: int) -> dict[str
         raise invalid_json(source, text, exc, f"{place} is ", lambda b: offset + b) from None
     if not isinstance(article, dict):
         raise wrong_type_error(source, place, article, _FIX_ARTICLE)
-    walk = walk_values([(article, ARTICLE_DEPTH, place)])
-    if walk.too_deep is not None:
-        raise too_deep_error(source, walk.too_deep)
-    if exact_check_needed(text, walk.members, walk.has_float):
-        check_exact([(exact_tree(text, source), ("articles", index))], source)
+    check_values(text, [(article, ARTICLE_DEPTH, place)], 0, source, ("articles", index))
     return article
 
 
 def count_keys(data: bytes | bytearray) -> int:
-    """Number of object keys written in the JSON text (duplicates included).
-
-    Fast path, an upper bound: where no '"' is preceded by a backslash right
-    before a ':' and no key is followed by whitespace before its ':', every key
-    ends in '":' (a quote inside a string is always escaped); a string that starts
-    with ':' adds one more. So the count is at least the true number of keys,
-    and equal to the members orjson kept only if there is no duplicate.
-    Otherwise the strings are scanned one by one (exact).
-    """
+    """Number of object keys written in the JSON text (duplicates included), or more (never fewer)."""
+    # Without '\\":' and whitespace before a key's ':', every key ends in '":' (a string may add one).
     if b'\\":' not in data and _KEY_SPACE_COLON.search(data) is None:
         return data.count(b'":')
     return sum(1 for m in _STRING_OR_KEY.finditer(data) if m.group(1))
@@ -455,11 +357,9 @@ def select_articles(
 
 
 def apply_selections(doc: dict[str, Any], selections: Sequence[Selection], start: int = 0) -> dict[str, Any]:
-    """Write each decision into its article (mutates and returns ``doc``).
+    """Write each decision into its article (mutates and returns ``doc``); a new key goes last.
 
-    An existing ``selected_extractor`` keeps its position; otherwise it is
-    appended as the article's last key. ``start`` is the index in the whole
-    batch of ``doc``'s first article, when ``doc`` holds one run of it.
+    ``start`` is the batch index of ``doc``'s first article.
     """
     articles = doc["articles"]
     if len(selections) != len(articles):
@@ -481,8 +381,8 @@ ARTICLE_SEPARATOR = b",\n    "
 
 
 def render_articles(articles: Iterable[dict[str, Any]]) -> bytes:
-    r"""The bytes of consecutive articles as they appear inside a written batch, joined
-    by :data:`ARTICLE_SEPARATOR` (runs rendered separately join the same way).
+    r"""The bytes of consecutive articles as they appear inside a written batch (chunks join by
+    :data:`ARTICLE_SEPARATOR`).
 
     >>> render_articles([{"a": 1}, {"b": [2]}])
     b'{\n      "a": 1\n    },\n    {\n      "b": [\n        2\n      ]\n    }'
@@ -497,13 +397,8 @@ def _render_article(article: Any) -> bytes:
 
 
 def envelope_parts(doc: dict[str, Any], any_articles: bool) -> tuple[bytes, bytes]:
-    """The bytes written before and after the articles of ``doc``.
-
-    ``doc["articles"]`` itself is not read: a written batch is
-    ``head + render_articles(articles) + tail``, and articles rendered in
-    separate runs join with :data:`ARTICLE_SEPARATOR`, which is how a batch
-    scored by several workers is put back together. ``any_articles`` says
-    whether the array is not empty.
+    """The bytes written before and after the articles of ``doc`` (``doc["articles"]`` is not read;
+    ``any_articles``: the array is not empty): a written batch is ``head + render_articles(...) + tail``.
 
     >>> envelope_parts({"run": 7, "articles": []}, True)
     (b'{\\n  "run": 7,\\n  "articles": [\\n    ', b'\\n  ]\\n}\\n')
@@ -533,11 +428,7 @@ def envelope_parts(doc: dict[str, Any], any_articles: bool) -> tuple[bytes, byte
 
 
 def iter_dump_batch(doc: dict[str, Any]) -> Iterator[bytes]:
-    """The bytes of ``dump_batch(doc)``, produced article by article.
-
-    A streaming writer never holds a second copy of the whole document; the
-    tests check that ``b"".join(iter_dump_batch(d)) == dump_batch(d)``.
-    """
+    """The bytes of ``dump_batch(doc)``, produced article by article."""
     articles = doc.get("articles")
     if not isinstance(articles, list):  # not a batch: nothing to stream
         yield dump_batch(doc)
@@ -570,8 +461,7 @@ def select_batch_bytes(
 
 @dataclass(frozen=True)
 class Summary:
-    """Counts over a batch's selections. Dicts list every extractor / reason /
-    pool, zeros included, in a fixed order."""
+    """Counts over a batch's selections: every extractor, reason and pool, zeros included, in a fixed order."""
 
     articles: int
     by_extractor: dict[str, int]

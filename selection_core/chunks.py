@@ -38,9 +38,7 @@ def select_chunk(
 ) -> SelectedChunk:
     """Parse, validate and select the articles of ``chunk``, from its bytes wrapped as ``fmt`` wraps a chunk.
 
-    Rows of the scores table are built for the chunk's articles among the batch's first
-    ``table_rows``; at most ``close_calls`` close calls are kept. The output is the chunk's
-    articles rendered exactly as in the whole written batch, so chunks join into it.
+    Table rows for those among the batch's first ``table_rows`` articles, at most ``close_calls`` close calls.
 
     Raises:
         InvalidBatchError: the first invalid article, named with its place in the file.

@@ -1,8 +1,4 @@
-"""The named constants of the selection rule, in one place.
-
-Every number and name that the rule depends on lives here, so that a change to
-the rule is a change to this file (and to the golden data that pins it).
-"""
+"""The named constants of the selection rule, in one place."""
 
 from __future__ import annotations
 

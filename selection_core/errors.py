@@ -1,12 +1,7 @@
-"""Typed errors. Each message is one line that names the file, the place and the fix.
+"""Typed errors, each message one line naming the file, the place and the fix; exit statuses of ``sysexits.h``.
 
-Exit statuses follow BSD ``sysexits.h`` so that scripts can tell the cases apart:
-
-* ``EXIT_INVALID_INPUT`` (65, ``EX_DATAERR``): the input or a requested path is
-  wrong (not JSON, wrong shape, missing file, refused output path...). Fix the
-  input or the arguments; retrying will not help.
-* ``EXIT_IO_ERROR`` (74, ``EX_IOERR``): reading or writing failed for a reason of
-  the machine (disk full, I/O error). The input is intact and nothing was written.
+``EXIT_INVALID_INPUT`` (65): the input or a path is wrong, retrying will not help; ``EXIT_IO_ERROR`` (74):
+the machine failed to read or write, the input is intact and nothing was written.
 """
 
 from __future__ import annotations
@@ -33,17 +28,13 @@ class SelectionError(Exception):
 
 
 class InvalidBatchError(SelectionError, ValueError):
-    """The input batch cannot be used: missing, unreadable, not JSON, or wrong shape.
-
-    Never worth retrying.
-    """
+    """The input batch cannot be used: missing, unreadable, not JSON, or wrong shape. Never worth retrying."""
 
     exit_code = EXIT_INVALID_INPUT
 
 
 class OutputPathError(SelectionError, ValueError):
-    """The output location is refused: it is the input itself, its directory is
-    missing or not writable, or it is a directory. Never worth retrying."""
+    """The output location is refused (the input itself, a directory, not writable). Never worth retrying."""
 
     exit_code = EXIT_INVALID_INPUT
 
@@ -59,10 +50,7 @@ class ArticleNotFoundError(SelectionError, LookupError):
 
 
 class WriteError(SelectionError, OSError):
-    """Writing the output failed (disk full, I/O error). Nothing was written.
-
-    ``transient`` is true for errors that a retry may cure (EIO, EAGAIN, EINTR...).
-    """
+    """Writing the output failed (disk full, I/O error); nothing was written. ``transient``: a retry may cure it."""
 
     exit_code = EXIT_IO_ERROR
 
@@ -85,8 +73,6 @@ class ReadError(SelectionError, OSError):
 
 def error_line(error: BaseException) -> str:
     """The one-line text of an error: a :class:`SelectionError`'s message as it is, a bug's with its type.
-
-    How a run's failure is told in one line (a command's last line, a directory or an inbox run's message).
 
     >>> error_line(InvalidBatchError("b.json: not JSON; fix it"))
     'b.json: not JSON; fix it'

@@ -1,19 +1,7 @@
-"""The evidence of a run, for people: the scores table, the closest calls, the summary, the report lines.
+"""The evidence of a selection, for people: the scores table, the closest calls, the summary, the report lines.
 
-Built from the explanations the rule returns, by pure functions: their content
-depends only on the batch and the selections (no clock, no hash order). The
-Prefect task ``publish-artifacts`` (:mod:`tasks.artifacts`) publishes them as the
-artifacts ``selection-scores`` (a table that answers "what was picked and why"
-at a glance: one row per article, capped at ``max_rows``, the cap stated in the
-description), ``selection-closest-calls`` (markdown: the ties and fallbacks,
-capped at :data:`MAX_CLOSEST_CALLS`) and ``selection-summary`` (counts per
-extractor and per reason, paths, SHA-256 of input and output, versions). Every
-other number is in the JSON Lines report (:func:`report_entry`).
-
-Rows and closest calls are built where the article is (a worker scoring a
-chunk, :func:`article_row`, :func:`close_call_entry`), so that only they, never
-articles, travel back to the flow; :func:`align_rows` and :func:`batch_evidence`
-then put together what the artifacts show.
+Pure functions of the batch and the selections. Rows and closest calls are built where the article is
+(:func:`article_row`, :func:`close_call_entries`), so only they travel back from a worker.
 """
 
 from __future__ import annotations
@@ -39,23 +27,19 @@ CLOSEST_CALLS_ARTIFACT_KEY: Final[str] = "selection-closest-calls"
 #: article has, shown (shortened) as the ``article`` column of the table.
 ARTICLE_ID_FIELDS: Final[tuple[str, ...]] = ("id", "url")
 
-#: Longest article label in the table (a 64-character id or a long URL is shortened in the
-#: middle; the full value is in the report), and in the closest calls, whose Markdown table the
-#: V2 UI does not scroll: there the label is the last column, and must leave room for the rest.
+#: Longest article label (shortened in the middle) in the table, and in the closest calls, which the V2 UI
+#: does not scroll.
 ARTICLE_LABEL_CHARS: Final[int] = 24
 CLOSE_CALL_LABEL_CHARS: Final[int] = 12
 
 #: Decimal places of the scores shown in the artifacts.
 TABLE_DIGITS: Final[int] = 4
 
-#: The columns of the ``selection-scores`` table, in order; a column with no value in any shown
-#: row is left out. One per extractor holds its score (see :func:`score_cell`). The article's
-#: label comes last: at 1400 pixels the UIs show about 700 (V2) to 830 (V1) pixels of table, and
-#: what was picked and why (selected, reason, scores) must be the part that is never cut off.
+#: The columns of the ``selection-scores`` table, in order (a column empty in every shown row is left
+#: out). The article comes last, so that what was picked and why is never cut off in the UI.
 TABLE_COLUMNS: Final[tuple[str, ...]] = ("index", "selected", "reason", *EXTRACTORS, "article")
 
-#: The reasons of a close call: a tie broken by shingle count or priority, or a fallback
-#: (no consensus, or no candidate at all). ``single_candidate`` is no call at all: nothing was compared.
+#: The reasons of a close call: a tie broken by shingle count or priority, or a fallback.
 CLOSE_CALL_REASONS: Final[frozenset[Reason]] = frozenset(
     {
         Reason.CONSENSUS_TIE_FEWEST_SHINGLES,
@@ -69,18 +53,10 @@ CLOSE_CALL_REASONS: Final[frozenset[Reason]] = frozenset(
 #: Most closest calls listed in the ``selection-closest-calls`` artifact (the first ones of the batch).
 MAX_CLOSEST_CALLS: Final[int] = 50
 
-# A URL as a person reads it: no scheme and no "www.". Besides being shorter, this is what keeps
-# "&" readable in Prefect's V1 UI (the one the "View at" links of the logs open): its table
-# artifact renders every string cell as Markdown (prefect-ui-library's ArtifactDataTable through
-# prefect-design's PMarkdownRenderer), and marked's GFM autolink of a bare "https://" or "www."
-# URL HTML-escapes the link text, which the renderer then sets as text (escaped a second time), so
-# "a&b" shows as "a&amp;b". Our values and Prefect's server are not at fault: the API returns the
-# "&" as it was sent, and the V2 UI shows it right. Without the scheme, the URL is a plain text
-# token, which that renderer unescapes once, as it should, and V2 shows as text.
+# A URL without scheme and "www.": shorter, and no autolink, which the V1 UI would escape twice ("a&amp;b").
 _URL_PREFIX = re.compile(r"^(?:[a-zA-Z][a-zA-Z0-9+.-]*://)?(?:www\.)?")
 _IS_URL = re.compile(r"^(?:[a-zA-Z][a-zA-Z0-9+.-]*://|www\.)")
-# Characters a URL cannot hold (RFC 3986) that Markdown or HTML would read as syntax: written as a
-# browser writes them, percent-encoded, so that V1's Markdown reading shows them as they are.
+# Characters a URL cannot hold (RFC 3986) that Markdown or HTML would read as syntax: percent-encoded.
 _URL_UNSAFE = re.compile(r'[\x00-\x20<>"`\\^{}|\x7f]')
 
 
@@ -115,9 +91,8 @@ def display_url(url: str) -> str:
 
 
 def article_label(article: Mapping[str, Any], limit: int = ARTICLE_LABEL_CHARS) -> str | None:
-    """How the artifacts name an article: its ``id``, else its ``url``, shortened; None with neither.
-
-    An id that is itself a URL is shown as a URL (:func:`display_url`).
+    """How the artifacts name an article: its ``id``, else its ``url`` (either shown as a URL when it is one),
+    shortened; None with neither.
 
     >>> article_label({"id": "f" * 64, "url": "https://example.org/a"})
     'ffffffffffff…fffffffffff'
@@ -135,24 +110,14 @@ def article_label(article: Mapping[str, Any], limit: int = ARTICLE_LABEL_CHARS) 
 
 
 def score_cell(candidate: Candidate) -> float | str | None:
-    """An extractor's cell in the table: its score (rounded), else why it has none, else None.
-
-    A candidate without a score is either not usable (the cell says ``unavailable`` or
-    ``degraded``) or was not scored because no consensus was computed (single candidate,
-    empty consensus: None, the reason says which).
-    """
+    """An extractor's cell in the table: its score (rounded), else its state when not usable, else None."""
     if candidate.score is not None:
         return _ratio(candidate.score)
     return None if candidate.state is State.USABLE else candidate.state.value
 
 
 def score_rows(doc: dict[str, Any], selections: Sequence[Selection], max_rows: int) -> list[dict[str, Any]]:
-    """The table's rows: one per article (the first ``max_rows``), columns as :data:`TABLE_COLUMNS`.
-
-    Example:
-        >>> score_rows({"articles": []}, [], max_rows=10)
-        []
-    """
+    """The table's rows: one per article (the first ``max_rows``), columns as :data:`TABLE_COLUMNS`."""
     articles = doc["articles"]
     return align_rows([article_row(articles[s.index], s) for s in selections[: max(max_rows, 0)]])
 
@@ -175,9 +140,6 @@ def article_row(article: Mapping[str, Any], selection: Selection) -> dict[str, A
 def align_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The rows with the same columns, in :data:`TABLE_COLUMNS` order, less those empty in every row.
 
-    A column no row has a value for would take space in the UI for nothing (an ``article``
-    column when no article has an id or a URL, say).
-
     >>> align_rows([{"index": 0, "article": None, "selected": "a"}, {"index": 1, "article": None, "selected": "b"}])
     [{'index': 0, 'selected': 'a'}, {'index': 1, 'selected': 'b'}]
     """
@@ -185,34 +147,29 @@ def align_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [{c: row.get(c) for c in columns} for row in rows]
 
 
-def is_close_call(selection: Selection) -> bool:
-    """Whether the decision was a tie or a fallback (:data:`CLOSE_CALL_REASONS`)."""
-    return selection.reason in CLOSE_CALL_REASONS
-
-
-def close_call_entry(article: Mapping[str, Any], selection: Selection) -> dict[str, Any]:
-    """What the closest-calls artifact shows of one decision (plain values, to travel from a worker)."""
-    return {
-        "index": selection.index,
-        "article": article_label(article, CLOSE_CALL_LABEL_CHARS),
-        "selected": selection.selected,
-        "reason": selection.reason.value,
-        "consensus_size": selection.consensus_size,
-        "tie_pool": list(selection.tie_pool),
-        "candidates": [[c.name, c.state.value, c.shingle_count, _ratio(c.score)] for c in selection.candidates],
-    }
-
-
 def close_call_entries(
     articles: Sequence[Mapping[str, Any]], selections: Sequence[Selection], limit: int = MAX_CLOSEST_CALLS
 ) -> list[dict[str, Any]]:
-    """The first ``limit`` close calls among ``selections`` (``articles[i]`` is the article of ``selections[i]``)."""
+    """What the closest-calls artifact shows of the first ``limit`` close calls among ``selections`` (plain values,
+    to travel from a worker; ``articles[i]`` is the article of ``selections[i]``)."""
     entries: list[dict[str, Any]] = []
     for article, selection in zip(articles, selections, strict=True):
         if len(entries) >= limit:
             break
-        if is_close_call(selection):
-            entries.append(close_call_entry(article, selection))
+        if selection.reason in CLOSE_CALL_REASONS:
+            entries.append(
+                {
+                    "index": selection.index,
+                    "article": article_label(article, CLOSE_CALL_LABEL_CHARS),
+                    "selected": selection.selected,
+                    "reason": selection.reason.value,
+                    "consensus_size": selection.consensus_size,
+                    "tie_pool": list(selection.tie_pool),
+                    "candidates": [
+                        [c.name, c.state.value, c.shingle_count, _ratio(c.score)] for c in selection.candidates
+                    ],
+                }
+            )
     return entries
 
 
@@ -232,11 +189,9 @@ def batch_evidence(doc: dict[str, Any], selections: Sequence[Selection], max_row
 def merge_evidence(
     parts: Iterable[tuple[Sequence[dict[str, Any]], Sequence[dict[str, Any]]]], max_rows: int
 ) -> ShownEvidence:
-    """The shown evidence of a batch scored in chunks, from each chunk's ``(rows, close_calls)`` in order.
-
-    The same as :func:`batch_evidence` of the whole batch when each chunk sent its rows of the
-    first ``max_rows`` articles and its first :data:`MAX_CLOSEST_CALLS` close calls.
-    """
+    """The shown evidence of a batch scored in chunks, from each chunk's ``(rows, close_calls)`` in order:
+    :func:`batch_evidence` of the whole batch when each sent its rows of the first ``max_rows`` articles
+    and its first :data:`MAX_CLOSEST_CALLS` close calls."""
     rows: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
     for chunk_rows, chunk_calls in parts:
@@ -297,8 +252,8 @@ def _candidate_text(tie_pool: Sequence[str], name: str, state: str, shingles: in
 
 
 def report_entry(article: Mapping[str, Any], selection: Selection) -> dict[str, Any]:
-    """One line of the JSON Lines report: ``index``, the article's ``id`` and ``url`` (where it has them,
-    whole), then the explanation (:meth:`Selection.to_dict`), so that the report joins to the batch.
+    """One line of the JSON Lines report: ``index``, the article's ``id`` and ``url`` (when it has them),
+    then the explanation (:meth:`Selection.to_dict`).
 
     >>> from selection_core.select import select_article
     >>> list(report_entry({"url": "u", "newspaper4k": {"text": "a"}}, select_article({"newspaper4k": {"text": "a"}})))

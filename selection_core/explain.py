@@ -1,10 +1,4 @@
-"""One article's decision, in words, for a person at a terminal (``content-selection explain``).
-
-Pure rendering of a :class:`~selection_core.select.Selection`: the three candidates with
-their state, token and shingle counts, coverage, support and score (each with a text bar),
-the consensus size, the tie pool and the reason, in the words of ``docs/rule.md``. The
-numbers are rounded for reading; the exact fractions are in the JSON Lines report.
-"""
+"""One article's decision, in words, for a person at a terminal (``content-selection explain``)."""
 
 from __future__ import annotations
 
@@ -122,14 +116,8 @@ def _label(value: Any) -> str:
 
 
 def explain_text(article: Mapping[str, Any], selection: Selection, batch_name: str, total: int | None = None) -> str:
-    """The decision for one article, as lines of text (no trailing new line).
-
-    Args:
-        article: The article (only its ``id`` and ``url`` are shown; the rule read its texts).
-        selection: Its decision, from :func:`~selection_core.select.select_article`.
-        batch_name: How to name the batch in the first line.
-        total: The number of articles in the batch, when known.
-    """
+    """The decision for one article (its ``id`` and ``url`` shown), as lines of text without a final newline;
+    ``total``: the batch's number of articles, when known."""
     of = f" of {total}" if total is not None else ""
     lines = [f"Article {selection.index}{of} in {batch_name}"]
     lines += [f"  {name:<4} {_label(article[name])}" for name in ARTICLE_ID_FIELDS if article.get(name) is not None]

@@ -1,11 +1,7 @@
-"""The two batch formats, JSON (``{"articles": [...]}``) and JSON Lines (one article per line), as one interface.
+"""The two batch formats, JSON and JSON Lines, as one interface: read, parse and render chunks of articles.
 
-A chunk of consecutive articles is read as ``chunk_prefix + its bytes + chunk_suffix``,
-parsed and validated by ``parse``, and written back by ``render``; chunks rendered
-separately join with ``separator``, and a batch is ``head + chunks + tail``
-(:meth:`BatchFormat.envelope_parts`). A JSON batch has an envelope (every root key
-beside ``articles``); a JSON Lines file has none. The format is told by the name
-(:func:`format_of`): ``.jsonl`` is JSON Lines, anything else a JSON batch.
+A chunk is parsed as ``chunk_prefix + its bytes + chunk_suffix``; chunks rendered separately join with
+``separator``, and a batch is ``head + chunks + tail`` (``envelope_parts``).
 """
 
 from __future__ import annotations

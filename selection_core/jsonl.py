@@ -1,41 +1,7 @@
-r"""JSON Lines batches: one article, a JSON object, per line. Bytes in, articles out, and back.
+"""JSON Lines batches (one article, a JSON object, per line): bytes in, articles out, and back.
 
-Pure functions on bytes and Python values, as :mod:`selection_core.batch` is for the
-JSON batch; every rule of the format and every message about it is here.
-
-The format (decided once, here; ``docs/rule.md`` tells users):
-
-* **A line** is the bytes up to a ``\n`` (``\n`` only: U+2028 and a lone ``\r``
-  end no line). It holds one article, a JSON object, and may have JSON whitespace
-  around it; so a ``\r\n`` ending is accepted (the ``\r`` is whitespace).
-* **The last line** may end with ``\n`` or not. A file of 0 bytes is a batch of 0
-  articles: that is how an empty JSON Lines file is written.
-* **A blank line** (nothing or only whitespace), anywhere, is refused with its
-  number, except the empty "line" after the file's final ``\n``. A blank line
-  is most likely a file cut or joined by hand, and skipping it would make the
-  line numbers of the output differ from the input's.
-* **Each article gets every check that an article of a JSON batch gets**, with
-  the same meaning and the same wording (built by the same functions of
-  :mod:`selection_core.batch`): UTF-8 only, no byte-order mark, no duplicate key,
-  no integer beyond 64 bits, no float that a double cannot hold exactly, and no
-  nesting deeper than :data:`~selection_core.batch.MAX_DEPTH` **counting the line's
-  object as depth 3, the depth an article has inside a batch** (root 1, the
-  ``articles`` array 2). So an article is accepted in a JSON Lines file exactly
-  when it is accepted in a JSON batch, and a batch converted from one format
-  to the other is accepted (and written back) by both. Places inside a line are
-  JSON paths from the line's object: ``line 12: $.trafilatura.text``.
-* **Kept byte for byte**: every key, value and key order of each line, and the
-  order of the lines. **Not kept** (the lines are re-serialized, compactly, by
-  :func:`render_lines`): the whitespace inside and around a line's object, the
-  spelling of numbers (``1.0E2`` is written ``100.0``) and of strings (``\u00e9``
-  is written ``é``, ``\/`` is written ``/``), ``\r\n`` endings (written ``\n``),
-  and a missing final newline (every written line ends with ``\n``).
-
-Speed: :func:`parse_lines` parses about 1 MiB of lines in one orjson call (the
-newlines turned into commas, inside ``[`` ... ``]``: a raw newline cannot appear
-inside a JSON string) and checks with the scanner that each value lies on a line
-of its own; only when that fails does it go line by line, to find and word the
-first bad line.
+Each article gets the checks of an article of a JSON batch, at its depth there (3); the format
+is described in ``docs/rule.md``.
 """
 
 from __future__ import annotations
@@ -67,8 +33,7 @@ _PIECE_BYTES: Final[int] = 1 << 20
 
 
 def is_jsonl(name: str) -> bool:
-    """Whether a batch of this file name is JSON Lines (it ends with :data:`JSONL_SUFFIX`, in any case,
-    as the inbox reads a manifest's name).
+    """Whether a batch of this file name is JSON Lines (it ends with :data:`JSONL_SUFFIX`, in any case).
 
     >>> is_jsonl("crawl_extracted.jsonl"), is_jsonl("CRAWL.JSONL"), is_jsonl("crawl_extracted.json")
     (True, True, False)
@@ -82,21 +47,13 @@ def parse_lines(
     r"""The articles of whole lines of a JSON Lines batch, one per line, validated.
 
     Args:
-        data: Whole lines of the file, each ending with ``\n`` (the file's last
-            line may lack it); the whole file, or one chunk of it.
+        data: Whole lines of the file, each ending with ``\n`` (the file's last may lack it).
         source: How messages name the file.
         first_line: The 1-based number of ``data``'s first line in the file.
-        first_offset: The byte offset of ``data``'s first byte in the file (0:
-            the chunk starts the file, which must not start with a byte-order mark).
-
-    Returns:
-        The articles, in line order. Parsing a file chunk by chunk, cut anywhere
-        between lines, gives the same articles, and the same first error, as
-        parsing it whole.
+        first_offset: The byte offset of ``data``'s first byte in the file (0: check the file's start).
 
     Raises:
-        InvalidBatchError: for the first invalid line, one line naming ``source``,
-            the line number, the place within the line and the fix.
+        InvalidBatchError: for the first invalid line: the line number, the place within the line and the fix.
 
     >>> parse_lines(b'{"id": "a1"}\n{"id": "a2"}\r\n')
     [{'id': 'a1'}, {'id': 'a2'}]
@@ -113,7 +70,7 @@ def parse_lines(
         check_start(data[:3], source)  # not empty: only the byte-order mark and UTF-16 checks can refuse
     articles: list[dict[str, Any]] = []
     start, end = 0, len(data)
-    while start < end:  # in pieces of whole lines: less memory, and faster than one piece of a whole big file
+    while start < end:  # in pieces of whole lines, one orjson call each: the newlines turned into commas
         stop = data.find(b"\n", min(start + _PIECE_BYTES, end) - 1)
         stop = end if stop < 0 else stop
         values = _parse_piece(data[start:stop])
@@ -128,8 +85,7 @@ def parse_lines(
 
 
 def _parse_piece(body: bytes) -> list[dict[str, Any]] | None:
-    """The objects of whole lines (``body``: without the last line's newline), one per line, in one
-    orjson call; None when that is not what the lines hold (then the line-by-line path decides)."""
+    """The objects of whole lines (``body``: without the last newline), one per line; None when not that."""
     joined = b"[" + body.replace(b"\n", b",") + b"]"
     try:
         values = orjson.loads(joined)
@@ -141,11 +97,8 @@ def _parse_piece(body: bytes) -> list[dict[str, Any]] | None:
 def _one_article_per_line(values: Any, lines: int, body: bytes, joined: bytes) -> bool:
     """Whether the values orjson read from ``joined`` are objects, one on each line of ``body``.
 
-    As many values as lines is not enough (``[1`` / ``2],{}`` is two values on
-    two lines): the scanner delimits the values, and between every two of them
-    must lie a newline of ``body`` (``joined`` is ``body`` one byte later). With
-    one newline fewer than values, that leaves none inside a value, so each
-    line holds exactly one.
+    As many values as lines is not enough (``[1`` / ``2],{}``): a newline of ``body`` must lie between
+    every two values, as the scanner delimits them (``joined`` is ``body`` one byte later).
     """
     if len(values) != lines or not all(type(v) is dict for v in values):
         return False
@@ -203,10 +156,7 @@ def _parse_line(line: bytes, source: str, number: int, offset: int) -> dict[str,
 
 def render_lines(articles: Iterable[dict[str, Any]]) -> bytes:
     r"""The bytes of articles as lines of a JSON Lines batch: each compact, keys in order,
-    UTF-8 (not ASCII-escaped), then ``\n``. Runs rendered separately are joined as they are.
-
-    orjson never writes a raw newline (one inside a string is ``\n``), so every
-    article is one line.
+    UTF-8 (not ASCII-escaped), then ``\n`` (orjson never writes a raw newline).
 
     >>> render_lines([{"id": "é", "n": [1, 2]}, {}])
     b'{"id":"\xc3\xa9","n":[1,2]}\n{}\n'

@@ -1,30 +1,7 @@
-"""The optional compiled kernel: lower case, tokens, shingles and set sizes in C.
+"""The optional compiled kernel (``_kernel.c``): lower case, tokens, shingles and set sizes in C.
 
-``selection_core._kernel`` (``_kernel.c``) is built when the package is
-installed, if a C compiler is there (the install succeeds without one). Given
-the texts of one article after steps 1 to 6 of the rule (``normalize.nfkc_form``), it
-lower-cases and tokenizes them (steps 7 and 8), and returns the token count of
-each and the sizes of the regions of the Venn diagram of their shingle sets
-(step 2); every size the rule needs (shingle counts, the consensus, the
-overlaps) is a sum of regions. It computes exactly what ``text_shingles`` and
-the set algebra of ``select.py`` compute; those stay the reference and the
-fallback, and ``tests/core/test_kernel.py`` checks that the two agree.
-
-The kernel reads one table entry per code point, built here once, on first use,
-from ``str.lower`` and the token pattern of the rule (``tokens.TOKEN``)
-themselves: ``lower(c)`` when that is a letter or digit, 0 when it is not. A code
-point whose lower case depends on its neighbours (``Σ``, final sigma) or is
-several characters (``İ``) gets ``FOLD_UNKNOWN``: a text holding one is
-lower-cased by Python first, then tokenized by the kernel.
-
-The shingle size is compiled into the kernel; when this module loads it, it
-checks that the kernel's size is ``config.SHINGLE_SIZE`` (:func:`check_shingle_size`)
-and refuses, with an error saying so, a kernel built for another.
-
-The pure-Python path is used when the kernel was not built, or after
-``use_kernel(False)``. Reading no environment itself, the core leaves that
-choice to its caller: the command line (``selection_cli``) turns the kernel off
-when ``CONTENT_SELECTION_PURE`` is set.
+It computes exactly what ``text_shingles`` and the set algebra of ``select.py`` compute (the reference,
+checked against it by ``tests/core/test_kernel.py``); without it, or after ``use_kernel(False)``, they run.
 """
 
 from __future__ import annotations
@@ -42,21 +19,18 @@ CODE_POINTS = 0x110000
 #: The table entry of a code point that the kernel cannot lower case on its own.
 FOLD_UNKNOWN = 0xFFFFFFFF
 
-# Lowered by str.lower according to the characters around it (final sigma).
+# Lowered by str.lower according to the characters around it (final sigma), and what that can become.
 _CONTEXTUAL = (0x3A3,)
-# What that can become.
 _CONTEXTUAL_RESULTS = "\u03c3\u03c2"
 
 
 def check_shingle_size(compiled: ModuleType, size: int = SHINGLE_SIZE) -> None:
     """Refuse a compiled kernel whose shingles are not ``size`` tokens long.
 
-    The kernel is asked for the shingles of one text of ``size + 1`` distinct
-    tokens: exactly 2 when its size is ``size`` (more when smaller, 1 when larger).
-
     Raises:
         RuntimeError: the kernel was built for another shingle size.
     """
+    # One text of size + 1 distinct tokens has exactly 2 shingles of that size.
     fold = bytearray(4 * CODE_POINTS)
     letters = [chr(ord("a") + i) for i in range(size + 1)]
     for c in letters:
@@ -70,7 +44,6 @@ def check_shingle_size(compiled: ModuleType, size: int = SHINGLE_SIZE) -> None:
 
 
 def _load() -> ModuleType | None:
-    """The compiled kernel, or ``None`` when it was not built (checked by :func:`tables`, at first use)."""
     try:
         from . import _kernel  # type: ignore[attr-defined]
     except ImportError:
@@ -102,15 +75,9 @@ def _unknown_code_points(chars: str) -> list[int]:
 def build_fold_table() -> tuple[bytes, bool]:
     """The kernel's table, and whether already lower-cased text may be passed to it.
 
-    Entry ``c`` (a native-endian uint32) is ``ord(chr(c).lower())`` when that is
-    one character matching ``tokens.TOKEN``, 0 when it does not match, and
-    ``FOLD_UNKNOWN`` for the code points of ``_unknown_code_points``. Since the
-    token pattern is one character class repeated, a character of the string of
-    all (lowered) code points belongs to a match exactly when it matches alone.
-
-    Text that ``str.lower`` has already lowered can be tokenized with the same
-    table when lowering is idempotent on everything it produces (checked here),
-    since then each of its characters is its own entry.
+    Entry ``c`` (a native-endian uint32) is ``ord(chr(c).lower())`` when that is one character
+    matching ``tokens.TOKEN``, 0 when it does not match, and ``FOLD_UNKNOWN`` when ``str.lower``
+    of it depends on its neighbours (final sigma) or is several characters (``İ``).
 
     >>> table, _ = build_fold_table()
     >>> [int.from_bytes(table[4 * ord(c) : 4 * ord(c) + 4], sys.byteorder) for c in "aA7-"]
@@ -125,7 +92,7 @@ def build_fold_table() -> tuple[bytes, bool]:
     if len(lowered) != CODE_POINTS:
         raise RuntimeError("str.lower changed the length of text without unknown code points")
     table = bytearray(lowered.encode("utf-32-le" if sys.byteorder == "little" else "utf-32-be", "surrogatepass"))
-    end = 0
+    end = 0  # TOKEN is one character class repeated: a character is in a match exactly when it matches alone
     for m in TOKEN.finditer(lowered):
         start = m.start()
         table[4 * end : 4 * start] = bytes(4 * (start - end))
@@ -133,6 +100,7 @@ def build_fold_table() -> tuple[bytes, bool]:
     table[4 * end :] = bytes(4 * (CODE_POINTS - end))
     for cp in unknown:
         table[4 * cp : 4 * cp + 4] = FOLD_UNKNOWN.to_bytes(4, sys.byteorder)
+    # Lowered text takes the same table when lowering is idempotent on all it produces.
     produced = "".join(chr(cp).lower() for cp in unknown) + _CONTEXTUAL_RESULTS
     lowered_ok = lowered.lower() == lowered and all(ord(c) not in unknown and c.lower() == c for c in produced)
     return bytes(table), lowered_ok
@@ -160,10 +128,7 @@ KERNEL: ModuleType | None = BUILT
 
 
 def use_kernel(enabled: bool) -> bool:
-    """Use the compiled kernel (when it was built) or the pure-Python path; returns whether the kernel is in use.
-
-    Results are the same either way; only the speed differs. The setting holds
-    for this process (and processes forked from it).
+    """Use the compiled kernel (when built) or the pure-Python path in this process; whether the kernel is in use.
 
     >>> was = KERNEL is not None
     >>> use_kernel(False)
@@ -177,12 +142,7 @@ def use_kernel(enabled: bool) -> bool:
 
 
 class Tables:
-    """The kernel's tables (empty when the kernel is not used).
-
-    ``fold``: the fold table; ``lowered_ok``: whether it also takes text that
-    Python lowered (for texts holding an unknown code point); ``marker``: the
-    markers ``marker_windows`` looks for.
-    """
+    """The kernel's tables (empty when not built): :func:`build_fold_table`'s two, :func:`build_marker_table`'s."""
 
     __slots__ = ("fold", "lowered_ok", "marker")
 
@@ -192,10 +152,8 @@ class Tables:
 
 @functools.cache
 def tables() -> Tables:
-    """The tables, built on first use rather than at import, which every command
-    (``--help`` included) and every worker process would otherwise pay at
-    start-up (see docs/performance.md). The kernel's shingle size is checked
-    here too (:func:`check_shingle_size`), before its first use."""
+    """The tables, built on first use (not at import: every process would pay it), after
+    :func:`check_shingle_size`."""
     if BUILT is None:
         return Tables(b"", False, b"")
     check_shingle_size(BUILT)
@@ -203,18 +161,15 @@ def tables() -> Tables:
     return Tables(fold, lowered_ok, build_marker_table())
 
 
-# Only the speed of the kernel's hash tables on adversarial text depends on the
-# seed, never a result; varying it per process (as Python varies str hashes)
-# keeps an input from being crafted against one fixed value.
+# Only the speed of the kernel's hash tables depends on the seed, never a result; per process, as str hashes.
 _SEED = hash("selection_core.kernel") & (2**64 - 1)
 
 
 def article_counts(texts: tuple[str | None, ...]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """Token counts and shingle-set Venn regions of texts in ``normalize.nfkc_form`` (``None``: no text).
 
-    ``regions[m]`` is the number of distinct shingles found in exactly the texts
-    whose bits are set in ``m`` (bit ``i`` for ``texts[i]``). Returns ``None``
-    when the kernel cannot take the article (the pure-Python path can).
+    ``regions[m]``: the distinct shingles found in exactly the texts whose bits are set in ``m``
+    (bit ``i`` for ``texts[i]``). ``None`` when the kernel cannot take the article.
 
     Raises:
         RuntimeError: when the kernel is not in use (check ``KERNEL`` first).
@@ -234,11 +189,8 @@ def article_counts(texts: tuple[str | None, ...]) -> tuple[tuple[int, ...], tupl
 
 
 def marker_windows(text: str) -> list[tuple[int, int]]:
-    """The windows that normalization searches for mojibake, found by the kernel.
-
-    Around every mojibake marker at ``p``: ``[p - W + 1, p + W)`` (from 0 at
-    least), ``W = tokens.MOJIBAKE_MAX_WIDTH``; overlapping windows merged, in order.
-    Meaningless when ``tokens.MOJIBAKE_MARKERS`` is ``None`` (the shortcut is off).
+    """The windows that normalization searches for mojibake: ``[p - W + 1, p + W)`` (from 0) around
+    every marker at ``p``, ``W = tokens.MOJIBAKE_MAX_WIDTH``, overlapping ones merged, in order.
 
     Raises:
         RuntimeError: when the kernel is not in use (check ``KERNEL`` first).

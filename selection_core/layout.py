@@ -1,11 +1,7 @@
-"""Where the articles of a batch lie: one streaming scanner that delimits them without parsing them.
+"""Where the articles of a batch lie: one streaming scanner that delimits them, without parsing, into chunks.
 
-The scanner reads the bytes once, through a ``read(n)`` callable, and cuts the
-articles into :class:`Chunk`\\ s of consecutive articles, keeping one chunk
-record, the value being delimited and the envelope (the root with an empty
-``articles`` array), never the batch. It only delimits values; whether a chunk
-is valid JSON is decided when it is parsed. Where it cannot delimit the articles
-it refuses the batch with the place (a byte offset) and the fix.
+It keeps one chunk record, the value being delimited and the envelope, never the batch; whether a
+chunk is valid JSON is decided when it is parsed.
 """
 
 from __future__ import annotations
@@ -115,11 +111,7 @@ def array_spans(data: bytes | bytearray | memoryview, pos: int) -> tuple[int, li
 
 @dataclass(frozen=True)
 class Chunk:
-    """Articles ``start .. stop - 1`` of a batch, lying in bytes ``begin .. end`` of its file.
-
-    ``begin`` is the first byte of article ``start``, ``end`` the byte just after article
-    ``stop - 1``; the separators between the chunk's articles lie inside.
-    """
+    """Articles ``start .. stop - 1`` of a batch, in bytes ``begin .. end`` of its file (end exclusive)."""
 
     start: int
     stop: int
@@ -132,12 +124,12 @@ class Chunk:
 
 @dataclass(frozen=True)
 class Layout:
-    """A batch's chunks, in order, and its envelope (``b""`` for JSON Lines, which has none)."""
+    """A batch's chunks, in order, and its envelope: the root with an empty ``articles`` array (JSON only)."""
 
     chunks: tuple[Chunk, ...]
     envelope: bytes = b""
-    open: int = -1  # the offset of the articles array's '[' (JSON only)
-    close: int = -1  # the offset of its ']'
+    open: int = -1  # the offsets of the articles array's '[' and ']' (JSON only)
+    close: int = -1
 
     @property
     def articles(self) -> int:
@@ -195,7 +187,9 @@ class _Window:
             rel = pos - self.base
             end = value_end(self.buf, rel) if rel < len(self.buf) else -1
             if end == -2:
-                raise _Refused(f"{what}, from byte offset {pos}, is nested more than {_MAX_NESTING} levels deep; flatten it")
+                raise _Refused(
+                    f"{what}, from byte offset {pos}, is nested more than {_MAX_NESTING} levels deep; flatten it"
+                )
             # A value that reaches the end of what was read may go on in the next block.
             if 0 <= end < len(self.buf) or (end >= 0 and self.eof):
                 return self.base + end
@@ -244,8 +238,7 @@ class _Cutter:
 
 
 def check_start(data: bytes | bytearray, source: str) -> None:
-    """The refusals decided by a batch's first bytes (any 3 or more decide as the whole does):
-    empty, a byte-order mark, UTF-16."""
+    """Refuse a batch by its first bytes (any 3 or more decide): empty, a byte-order mark, UTF-16."""
     if not data:
         raise InvalidBatchError(f"{source}: the file is empty (0 bytes); {_FIX_SHAPE}")
     if data.startswith(b"\xef\xbb\xbf"):
@@ -376,11 +369,8 @@ def scan(
     lines: bool = False,
     read_size: int = READ_SIZE,
 ) -> Layout:
-    """Delimit the articles of a batch read through ``read``, cut into chunks of bounded size.
-
-    ``lines`` says the batch is JSON Lines (every line an article); else it is a
-    JSON batch. A chunk holds at most ``max_bytes`` bytes (an article larger
-    than that is a chunk of its own) and ``max_articles`` articles. Everything is read.
+    """Delimit the articles of a batch (JSON Lines with ``lines``) read through ``read``, into chunks
+    of at most ``max_bytes`` bytes (or one larger article) and ``max_articles`` articles.
 
     Raises:
         InvalidBatchError: the articles cannot be delimited, with the place and the fix.

@@ -1,8 +1,4 @@
-"""Normalization and tokenization of extractor texts (for comparison only).
-
-The normalized text is never written anywhere: it only decides which
-extractor's original text is selected. The steps and their order are part of
-the rule (see the README, "The rule in brief"):
+"""Normalization and tokenization of extractor texts, for comparison only. The steps of the rule:
 
 1. ``html.unescape`` once;
 2. ``ftfy.fix_encoding`` on the whole text;
@@ -13,31 +9,8 @@ the rule (see the README, "The rule in brief"):
 7. ``str.lower()``;
 8. tokens: maximal runs of ``[\\p{L}\\p{N}]`` (letters and digits).
 
-Fast paths. The hot path (``prepare`` + ``fold_line`` + ``tokenize_line``) gives
-exactly the tokens of the straightforward pipeline above; each shortcut skips
-work only where it is provably the identity, and the test suite checks the
-equivalence against a plain reference implementation with Hypothesis:
-
-* ``html.unescape`` only when the text has ``&``; the Markdown and tag steps only
-  when the text has ``[`` / ``<``; NFKC only on non-ASCII text.
-* ``ftfy.fix_encoding`` returns its input unchanged unless ftfy's mojibake
-  heuristic (``ftfy.badness.BADNESS_RE``) matches. Every alternative of that
-  pattern must contain one of a small set of non-ASCII "marker" characters,
-  and a match is at most ``W`` characters long, so the heuristic is evaluated
-  only in windows around marker characters (``_maybe_mojibake``; the compiled
-  kernel finds the same windows when it is in use). The set and ``W`` are
-  derived from the installed ftfy's own pattern at import time
-  (``tokens.MOJIBAKE_MARKERS``, ``tokens.MOJIBAKE_MAX_WIDTH``); if the pattern
-  ever stops fitting that analysis, the shortcut switches itself off and ftfy
-  runs on every non-ASCII text.
-* Steps 6 and 7 work character by character except at ``\\n``, which no
-  normalization or case mapping crosses; so the text is split into lines after
-  step 5 and each distinct line is folded and tokenized once (extractors mostly
-  agree, so an article's three texts share most lines).
-* Tokenization uses the ``regex`` engine, except for lines that are ASCII once a
-  few common separator characters (curly quotes, dashes, no-break space, which
-  are neither letters nor digits, checked at import) are replaced by spaces:
-  there ``[\\p{L}\\p{N}]`` is exactly ``[a-z0-9]`` after lowercasing.
+Each fast path skips work only where it is the identity (the shortcuts: ``docs/rule.md``); the
+tests check them against a plain reference implementation.
 """
 
 from __future__ import annotations
@@ -64,10 +37,7 @@ assert not any(TOKEN.fullmatch(c) for c in _SEPARATORS)
 
 
 def _maybe_mojibake(text: str) -> bool:
-    """True unless ftfy's heuristic certainly finds nothing in ``text``.
-
-    ``ftfy.fix_encoding`` returns its input unchanged when this is False.
-    """
+    """True unless ftfy's heuristic certainly finds nothing in ``text`` (then ``fix_encoding`` is the identity)."""
     if MOJIBAKE_MARKERS is None:
         return True
     bad = ftfy.badness.BADNESS_RE
@@ -108,10 +78,7 @@ def prepare(text: str) -> str:
 
 
 def nfkc_form(text: str) -> str:
-    """Steps 1 to 6 of the rule (``prepare``, then NFKC): what the compiled kernel takes.
-
-    NFKC never acts across a ``\\n`` (``tests/core/test_normalize.py`` checks every
-    code point), so only the lines that are not already in NFKC are normalized.
+    """Steps 1 to 6 of the rule (``prepare``, then NFKC, line by line): what the compiled kernel takes.
 
     >>> nfkc_form("Caf&eacute; \\ufb01ne\\nok")
     'Café fine\\nok'

@@ -1,8 +1,4 @@
-"""The selection rule: one article in, one explained decision out.
-
-Every comparison that decides is exact (integers and ``fractions.Fraction``);
-the rounded floats in explanations are for people and never decide anything.
-"""
+"""The selection rule: one article in, one explained decision out; every deciding comparison is exact."""
 
 from __future__ import annotations
 
@@ -67,12 +63,8 @@ def _fraction_float(value: Fraction | None) -> float | None:
 
 @dataclass(frozen=True)
 class Candidate:
-    """One extractor's evidence for one article.
-
-    ``overlap`` (|S∩C|), ``coverage``, ``support`` and ``score`` are ``None``
-    when no consensus was computed for this candidate (it was not active, or it
-    was the only active one).
-    """
+    """One extractor's evidence for one article; ``overlap`` (|S∩C|) and the ratios are ``None`` when no
+    consensus was computed for it."""
 
     name: str
     state: State
@@ -104,11 +96,8 @@ class Candidate:
 class Selection:
     """The decision for one article and everything needed to re-derive it.
 
-    ``tie_pool`` lists, in ``EXTRACTORS`` order, the candidates that were tied:
-    the tie pool of ``docs/rule.md`` (within ``TIE_MARGIN`` of the top score) for
-    consensus decisions, whose tie-breaks (fewest shingles, then priority) are
-    taken among them; the candidates at the target shingle count for
-    zero-consensus decisions; and the single candidate otherwise.
+    ``tie_pool``, in ``EXTRACTORS`` order: the candidates within ``TIE_MARGIN`` of the top score, or at
+    the target shingle count without consensus, or the single candidate (``docs/rule.md``).
     """
 
     index: int
@@ -139,11 +128,8 @@ class Selection:
 
 
 def error_present(value: Any) -> bool:
-    """Whether a block's ``error`` value means the extractor reported an error.
-
-    Absent means: missing (pass ``None``), ``None``, ``False``, or a string that is
-    empty or only whitespace. Any other value (``0``, ``{}``, ``"x"``...) is present.
-    """
+    """Whether a block's ``error`` value reports an error: anything but ``None`` (missing), ``False`` and
+    a blank string."""
     if value is None or value is False:
         return False
     if isinstance(value, str):
@@ -152,12 +138,7 @@ def error_present(value: Any) -> bool:
 
 
 def selection_view(article: Mapping[str, Any]) -> dict[str, Any]:
-    """What the selection rule reads of an article, and nothing else.
-
-    For each extractor whose block is an object: its text field when that is a
-    string, and ``error: True`` when the block reports an error. Sending this
-    instead of the article (to a worker, say) gives the same decision:
-    ``select_article(selection_view(a), i) == select_article(a, i)``.
+    """What the selection rule reads of an article, and nothing else: the same decision, from less.
 
     >>> selection_view({"id": 7, "newspaper4k": {"text": "a b", "error": " ", "title": "T"},
     ...                 "readability": {"cleaned_text": 3, "error": "Timeout"}, "trafilatura": None})
@@ -210,13 +191,8 @@ def _measure(article: Mapping[str, Any]) -> tuple[list[Candidate], dict[str, fro
 
 
 def _measure_sizes(article: Mapping[str, Any]) -> tuple[list[Candidate], tuple[int, ...]] | None:
-    """What ``_measure`` finds, computed by the compiled kernel (``kernel.py``).
-
-    Returns the candidates and the Venn regions of the extractors' shingle sets
-    (``regions[m]``: shingles found in exactly the extractors whose bits, in
-    EXTRACTORS order, are set in ``m``), or ``None`` when the kernel cannot take
-    the article (then the pure-Python path does).
-    """
+    """What ``_measure`` finds, by the compiled kernel: the candidates and the Venn regions of the shingle
+    sets (:func:`kernel.article_counts`), or ``None`` when the kernel cannot take the article."""
     texts: list[str | None] = []
     blocks: list[Mapping[str, Any] | None] = []
     forms: dict[str, str] = {}  # equal texts are normalized once (and the kernel sees them once)
@@ -269,13 +245,9 @@ def _inter(x: frozenset[Shingle], y: frozenset[Shingle]) -> frozenset[Shingle]:
 
 
 def _consensus_counts(active_sets: list[frozenset[Shingle]]) -> tuple[int, list[int]]:
-    """|C| and |S ∩ C| for each active set, C = shingles in at least two sets.
-
-    By inclusion and exclusion over the pairwise intersections, so that no set
-    larger than an intersection is built: with pairs AB, AC, BC and the triple
-    ABC, |C| = |AB| + |AC| + |BC| - 2|ABC| and |A ∩ C| = |AB| + |AC| - |ABC|.
-    The same set object twice (identical texts) needs no intersection at all.
-    """
+    """|C| and |S ∩ C| for each active set, C = shingles in at least two sets."""
+    # Inclusion-exclusion over pairwise intersections: |C| = |AB| + |AC| + |BC| - 2|ABC|,
+    # |A ∩ C| = |AB| + |AC| - |ABC|; no set larger than an intersection is built.
     assert CONSENSUS_MIN_VOTES == 2  # the algebra below encodes "at least two"
     if len(active_sets) == 2:
         n = len(_inter(*active_sets))

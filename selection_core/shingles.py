@@ -1,9 +1,4 @@
-"""Shingling: the set of distinct k-token windows of a token sequence.
-
-A shingle is represented as its tokens joined by single spaces. Tokens never
-contain a space, so this is a one-to-one encoding of the token tuple, and a
-string caches its hash, which makes the set algebra of the rule cheap.
-"""
+"""Shingling: the set of distinct k-token windows of a token sequence, each its tokens joined by spaces."""
 
 from __future__ import annotations
 
@@ -18,21 +13,14 @@ _EMPTY: frozenset[Shingle] = frozenset()
 
 
 class LineCache:
-    """Per-article memo, so that what an article's texts share is computed once.
-
-    ``lines``: line (after the whole-text steps) -> (tokens, windows wholly
-    inside the line). ``crossings``: (previous line, line) -> the windows that
-    cross the break between them, valid when the previous line has at least
-    ``SHINGLE_SIZE - 1`` tokens (then the tokens before the break come from it alone).
-    """
+    """Per-article memo: line -> (tokens, windows inside it); (previous line, line) -> the windows across
+    the break (when the previous line has ``SHINGLE_SIZE - 1`` tokens or more); lines -> their set."""
 
     __slots__ = ("lines", "crossings", "unions")
 
     def __init__(self) -> None:
         self.lines: dict[str, tuple[list[str], frozenset[Shingle]]] = {}
         self.crossings: dict[tuple[str, str], frozenset[Shingle]] = {}
-        # Texts with the same sequence of token-bearing lines (say, they differ
-        # only in blank lines) have the same set: share one object.
         self.unions: dict[tuple[str, ...], frozenset[Shingle]] = {}
 
 
@@ -68,10 +56,8 @@ def shingles(tokens: Sequence[str], size: int = SHINGLE_SIZE) -> frozenset[Shing
 def text_shingles(text: str, cache: LineCache | None = None) -> tuple[int, frozenset[Shingle]]:
     """Token count and shingle set of a raw extractor text (all steps of the rule).
 
-    Equal to ``(len(t), shingles(t))`` with ``t = tokenize(text)``, computed line
-    by line so that lines shared by several texts of one article (pass the same
-    ``cache``) are folded, tokenized and shingled once. Windows that cross a line
-    break are built from the last tokens before it.
+    Equal to ``(len(t), shingles(t))`` with ``t = tokenize(text)``, line by line, so that the lines
+    several texts share (pass one ``cache``) are done once.
 
     >>> count, found = text_shingles("one two three\\nfour five six")
     >>> count, sorted(found)

@@ -1,13 +1,7 @@
-"""What a token is, and where ftfy's mojibake heuristic can match: the definitions that
-normalization (``normalize.py``) and the compiled kernel's tables (``kernel.py``) share.
+"""What a token is, and where ftfy's mojibake heuristic can match: shared by ``normalize.py`` and ``kernel.py``.
 
-* :data:`TOKEN`: step 8 of the rule, maximal runs of ``[\\p{L}\\p{N}]``.
-* :data:`MOJIBAKE_MARKERS` and :data:`MOJIBAKE_MAX_WIDTH`: every match of
-  ``ftfy.badness.BADNESS_RE`` contains one of the marker characters and is at most
-  that many characters long, so the heuristic only needs to run in windows around
-  markers. Both are derived from the installed ftfy's own pattern, at import, by
-  :func:`find_mojibake_markers`; ``None`` and 0 when the pattern does not fit that
-  analysis (then the shortcut is off and ftfy runs on every non-ASCII text).
+Every match of ``ftfy.badness.BADNESS_RE`` holds a marker character and is at most
+:data:`MOJIBAKE_MAX_WIDTH` long (derived from the installed ftfy at import; ``None`` and 0 turn the shortcut off).
 """
 
 from __future__ import annotations
@@ -25,9 +19,8 @@ TOKEN: Final[regex.Pattern[str]] = regex.compile(r"[\p{L}\p{N}]+")
 def find_mojibake_markers() -> tuple[re.Pattern[str] | None, int]:
     """Analyse ftfy's BADNESS_RE: (pattern matching any marker char, max match width).
 
-    Returns ``(None, 0)`` (shortcut off) unless every top-level alternative has a
-    mandatory item made only of non-ASCII characters, the pattern has no
-    look-around, back-reference or end anchor, and its matches are bounded.
+    ``(None, 0)`` unless every top-level alternative has a mandatory item of only non-ASCII characters,
+    and the pattern has no look-around, back-reference or end anchor, and bounded matches.
 
     >>> markers, width = find_mojibake_markers()
     >>> markers is None or (bool(markers.search("caf\\u00c3\\u00a9")) and width > 0)

@@ -1,13 +1,4 @@
-"""The file layer of content-selection, free of Prefect: reading, atomic writing, paths, and the selection engine.
-
-* :mod:`~selection_storage.transient`: which I/O failures a retry may cure (the one errno policy);
-* :mod:`~selection_storage.files`: reading inputs (whole, or a span of a known version) and hashing files;
-* :mod:`~selection_storage.atomic`: atomic and grouped writes, staged files and their stale temporaries;
-* :mod:`~selection_storage.paths`: where a run may read and write (the path policy);
-* :mod:`~selection_storage.engine`: a batch file selected chunk by chunk (plan, select, join);
-* :mod:`~selection_storage.directory`: the batches of a directory that need a selection;
-* :mod:`~selection_storage.lookup`: one article of a batch file, found without loading the batch.
-"""
+"""The file layer of content-selection, free of Prefect: reading, atomic writing, paths, and the selection engine."""
 
 from selection_storage.atomic import (
     StagedFile,
@@ -27,7 +18,6 @@ from selection_storage.files import (
     read_error,
     read_input,
     read_span,
-    sha256_bytes,
     sha256_file,
 )
 from selection_storage.lookup import FoundArticle, find_article
@@ -40,7 +30,6 @@ from selection_storage.paths import (
     configured_data_root,
     confine,
     data_root_in_force,
-    refuse_report_on_output,
     resolve_data_root,
     resolve_output_path,
     resolve_run_paths,
@@ -79,14 +68,12 @@ __all__ = [
     "read_error",
     "read_input",
     "read_span",
-    "refuse_report_on_output",
     "resolve_data_root",
     "resolve_output_path",
     "resolve_run_paths",
     "select_file",
     "select_job",
     "selected_path",
-    "sha256_bytes",
     "sha256_file",
     "temporary_name",
     "write_atomic",

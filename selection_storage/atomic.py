@@ -1,18 +1,7 @@
-"""Atomic writes: temporary files beside their target, renamed into place once complete.
+"""Atomic writes: temporary files beside their target, fsynced, then renamed into place (``docs/prefect.md``).
 
-Atomic write protocol (:func:`write_atomic`): the bytes go to a temporary file in
-the target's own directory (same file system, so the rename is atomic), which
-is flushed, fsynced and closed, then ``os.replace``\\ d onto the target, and the
-directory is fsynced. A reader therefore sees the previous file or the complete
-new one, never a partial one. The temporary file is removed on every failure.
-Its name, ``.<target name>.<pid>.<random>.cs-tmp`` (:func:`temporary_name`), marks
-it as ours: a later write to the same target removes such files left by a
-process that no longer exists (one killed with SIGKILL, say;
-:func:`clean_stale_temporaries`), and never touches anything else.
-
-* :class:`StagedFile`: a temporary file written piece by piece, then committed;
-* :func:`write_atomic`: one file; :func:`write_atomic_group`: several, all or none;
-* :func:`write_error`: the typed error for an ``OSError`` met while writing.
+A reader sees the previous file or the complete new one. A temporary file, ``.<target name>.<pid>.<random>.cs-tmp``,
+is removed on every failure, and by a later write to the same target once its process is gone.
 """
 
 from __future__ import annotations
@@ -93,11 +82,8 @@ def write_error(target: Path, exc: OSError) -> Exception:
 
 
 def temporary_name(target: Path, pid: int | None = None, token: str | None = None) -> Path:
-    """A temporary file's path beside ``target``: ``.<name>.<pid>.<16 hex>.cs-tmp``.
-
-    ``pid`` is the process that owns it (default: this one): a later write to the
-    same target removes it once that process is gone. ``token`` (16 lowercase hex
-    digits) is random unless given.
+    """A temporary file's path beside ``target``: ``.<name>.<pid>.<16 hex>.cs-tmp``, owned by ``pid``
+    (default: this process), with ``token`` (16 lowercase hex digits) random unless given.
 
     >>> temporary_name(Path("out/batch.json"), 42, "0123456789abcdef").as_posix()
     'out/.batch.json.42.0123456789abcdef.cs-tmp'
@@ -109,11 +95,9 @@ def temporary_name(target: Path, pid: int | None = None, token: str | None = Non
 
 
 class StagedFile:
-    """A temporary file beside ``target``, written piece by piece, then committed.
+    """A temporary file beside ``target``: :meth:`write`, :meth:`finish`, then :meth:`commit` or :meth:`discard`.
 
-    Raises the same typed errors as :func:`write_atomic`; on any failure the
-    temporary file is removed. Use :meth:`finish` (flush to disk) then
-    :meth:`commit` (rename onto the target), or :meth:`discard`.
+    Any failure removes it and raises the errors of :func:`write_atomic`.
     """
 
     def __init__(self, target: Path, path: Path | None = None, durable: bool = True) -> None:
@@ -188,10 +172,7 @@ def commit_in_order(files: Sequence[StagedFile]) -> None:
 
 
 def _stage(target: Path, data: bytes | Iterable[bytes]) -> StagedFile:
-    """Write ``data`` to a fsynced temporary file beside ``target``.
-
-    On any failure the temporary file is removed and the error is mapped.
-    """
+    """Write ``data`` to a fsynced temporary file beside ``target``."""
     clean_stale_temporaries(target)
     staged = StagedFile(target)
     staged.write_all([data] if isinstance(data, bytes) else data)
@@ -235,13 +216,8 @@ def write_atomic(target: str | os.PathLike[str], data: bytes | Iterable[bytes]) 
 
 
 def write_atomic_group(items: Sequence[tuple[Path, bytes | Iterable[bytes]]]) -> None:
-    """Write several files so that a failure while writing leaves none of them.
-
-    Every file is first staged (written and fsynced beside its target); only
-    when all are staged are they renamed, in the given order. A failure while
-    staging removes every staged file. Only a failed rename, once all the data is
-    safely on disk, can leave the files renamed before it in place.
-    """
+    """Write several files so that a failure while writing leaves none of them: all are staged, then renamed
+    in order (only a failed rename can leave the ones renamed before it)."""
     staged: list[StagedFile] = []
     try:
         for target, data in items:

@@ -13,12 +13,7 @@ BATCH_SUFFIXES = (EXTRACTED_SUFFIX, EXTRACTED_LINES_SUFFIX)
 
 
 def is_outdated(output: Path, input_mtime_ns: int) -> bool:
-    """True when ``output`` is missing or older than an input last modified at ``input_mtime_ns``.
-
-    Ages are compared with nanosecond modification times; an output exactly as
-    old as its input counts as up to date. The one rule of "needs doing again",
-    for the selection's directory scan and the extraction's inbox scan.
-    """
+    """True when ``output`` is missing or older (in nanoseconds) than an input last modified at ``input_mtime_ns``."""
     try:
         output_mtime = output.stat().st_mtime_ns
     except FileNotFoundError:
@@ -32,10 +27,8 @@ def is_stale(input_path: Path) -> bool:
 
 
 def find_batches(directory: Path) -> list[Path]:
-    """Every ``*_extracted.json`` and ``*_extracted.jsonl`` file under ``directory``, recursively, in sorted order.
-
-    Symlinked directories are not entered, and hidden directories (``.name``)
-    are skipped, so a walk stays inside the tree it was given and terminates.
+    """Every ``*_extracted.json(l)`` file under ``directory``, recursively, sorted; symlinked and hidden
+    directories are not entered.
 
     Raises:
         InvalidBatchError: ``directory`` does not exist or is not a directory.

@@ -1,15 +1,7 @@
 """The one selection engine of a batch file: plan it, select its chunks (here or where a map sends them), join them.
 
-1. :func:`plan_batch` reads the input once, hashing it, and cuts its articles into
-   chunks without parsing them (:func:`selection_core.layout.scan`); it validates the envelope.
-2. :func:`select_job` selects one chunk: it reads the chunk's bytes again (checked against
-   the planned version of the file), parses, validates and selects them, and returns the
-   rendered articles, or writes them to a *part* file beside the output when it runs elsewhere.
-3. :func:`select_file` joins the chunks in order into the output's staged file (and the
-   report's), hashing what it writes, and commits the report then the output.
-
-In-process, on a process pool or on Dask, only the map that runs :func:`select_job` differs;
-the written bytes are the same.
+:func:`plan_batch` reads the input once, hashing it and cutting it into chunks; :func:`select_job` selects one
+chunk, from the planned version of the file; :func:`select_file` joins the chunks in order into the output.
 """
 
 from __future__ import annotations
@@ -33,19 +25,14 @@ from selection_storage.atomic import StagedFile, clean_stale_temporaries, commit
 from selection_storage.files import FileIdentity, InputChangedError, open_input, read_error, read_span
 from selection_storage.paths import resolve_report_path, resolve_selected_path
 
-#: Most bytes and articles of input in one chunk selected in this process: parsed, a chunk
-#: takes a few times its bytes, so memory stays a small constant whatever the batch's size.
+#: Most bytes and articles of input in one chunk selected in this process (memory: a few times that).
 CHUNK_BYTES: Final[int] = 8 << 20
 CHUNK_ARTICLES: Final[int] = 500
 
-#: On a parallel runner: about this many chunks per worker, each of at most
-#: ``MAX_CHUNK_BYTES`` (what a worker holds, parsed, is about five times that).
+#: On a parallel runner: about this many chunks per worker, each of at most ``MAX_CHUNK_BYTES``.
 CHUNKS_PER_WORKER: Final[int] = 4
 MAX_CHUNK_BYTES: Final[int] = 64 << 20
 MAX_CHUNK_ARTICLES: Final[int] = 25_000
-
-#: Most articles per chunk that the flows and the command line accept.
-CHUNK_SIZE_LIMIT: Final[int] = 1_000_000
 
 
 def chunk_limits(size: int, workers: int, chunk_articles: int | None = None) -> tuple[int, int]:
@@ -118,11 +105,8 @@ def plan_batch(input_path: str | os.PathLike[str], workers: int = 1, chunk_artic
 
 
 class ChunkJob:
-    """What selecting one chunk needs: where it lies, the file's version, where its parts go.
-
-    A plain class: Prefect does not walk into it looking for futures, and Dask names it
-    with :meth:`__dask_tokenize__`. ``output_part`` None means: return the bytes, write no part.
-    """
+    """What selecting one chunk needs: where it lies, the file's version, where its parts go (None: return the
+    bytes). A plain class, so that Prefect does not walk into it looking for futures."""
 
     __slots__ = (
         "chunk",
@@ -168,17 +152,12 @@ class ChunkJob:
         self.owner_pid = owner_pid
         self.owner_host = owner_host
 
-    @property
-    def start(self) -> int:
-        return self.chunk.start
-
     def __repr__(self) -> str:
         c = self.chunk
         return f"ChunkJob(start={c.start}, stop={c.stop}, bytes={c.begin}..{c.end})"
 
     def __dask_tokenize__(self) -> tuple[str, str | None, int, int]:
-        # With pure=True (prefect-dask's choice) Dask names a task by hashing its arguments
-        # unless they name themselves; each submission also carries its own task-run id.
+        # With pure=True (prefect-dask's choice) Dask names a task by hashing its arguments, unless they name it.
         return ("content-selection-chunk", self.output_part, self.chunk.start, self.chunk.stop)
 
 
@@ -190,8 +169,8 @@ def plan_jobs(
     close_calls: int = 0,
     parts: bool = False,
 ) -> list[ChunkJob]:
-    """The jobs of a planned batch, in order; with ``parts``, each writes part files named as
-    temporary files of the output (and report) owned by this process."""
+    """The jobs of a planned batch, in order; with ``parts``, each writes part files (temporary files of the
+    output and report, owned by this process)."""
     pid, host, token = os.getpid(), socket.gethostname(), secrets.token_hex(4)
 
     def part(target: Path | None, number: int) -> str | None:
@@ -330,10 +309,7 @@ def _copy(part: str, write: Callable[[memoryview], None], block: int = 8 << 20) 
 
 @dataclass(frozen=True)
 class Selected:
-    """What a selection of a batch file wrote, and its counts.
-
-    ``evidence`` is what the flows' artifacts show of the batch, when it was asked for.
-    """
+    """What a selection of a batch file wrote, its counts, and (when asked for) what the artifacts show."""
 
     input_path: Path
     input_sha256: str
@@ -366,13 +342,10 @@ def select_file(
     workers: int = 1,
     map_jobs: MapJobs | None = None,
 ) -> Selected:
-    """Select every article of one batch file, chunk by chunk; write the output (and the report).
+    """Select every article of one batch file, chunk by chunk; write the output (and the report), or nothing.
 
-    Nothing is written unless every chunk was valid, no staged file or part stays behind
-    whatever fails, and the input is only read. ``map_jobs`` runs the chunks elsewhere
-    (``workers`` of them; each job then writes part files); by default they run here, one
-    after the other. With ``evidence_rows``, the result has the scores-table rows of the
-    first ``evidence_rows`` articles and the first close calls.
+    ``map_jobs`` runs the chunks elsewhere (on ``workers``; they then write part files), by default here,
+    in order. With ``evidence_rows``, the result has the table rows of as many articles and the first close calls.
 
     Raises:
         InvalidBatchError: the first problem of the batch, in one line naming the place.

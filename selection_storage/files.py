@@ -1,15 +1,4 @@
-"""Reading input files, never opened for writing, and fingerprinting files.
-
-* :func:`read_input`, :func:`open_input`: the whole input, or an open handle on it;
-* :func:`read_span`: one byte span of the input, checked against the version
-  (:class:`FileIdentity`) a run planned from (:class:`InputChangedError` if it changed);
-* :func:`read_error`: the typed error for an ``OSError`` met while reading
-  (transient or not by :mod:`selection_storage.transient`);
-* :func:`sha256_file`, :func:`sha256_bytes`: the SHA-256 a run reports.
-
-Writing lives in :mod:`selection_storage.atomic`, the JSON Lines report in
-:mod:`selection_storage.report`, the whole-file run in :mod:`selection_storage.whole_file`.
-"""
+"""Reading input files (never opened for writing), one span of a known version, and fingerprinting files."""
 
 from __future__ import annotations
 
@@ -22,17 +11,6 @@ from typing import BinaryIO
 
 from selection_core.errors import InvalidBatchError, ReadError, SelectionError
 from selection_storage.transient import TRANSIENT_ERRNOS
-
-__all__ = [
-    "FileIdentity",
-    "InputChangedError",
-    "open_input",
-    "read_error",
-    "read_input",
-    "read_span",
-    "sha256_bytes",
-    "sha256_file",
-]
 
 
 def read_input(path: str | os.PathLike[str]) -> bytes:
@@ -61,11 +39,7 @@ def open_input(path: str | os.PathLike[str]) -> BinaryIO:
 
 @dataclass(frozen=True)
 class FileIdentity:
-    """What tells one version of a file from another: inode, size, modification time.
-
-    Workers that read their own part of an input compare it with the one the
-    run planned from, so a file replaced or rewritten during the run is noticed.
-    """
+    """What tells one version of a file from another: inode, size, modification time."""
 
     inode: int
     size: int
@@ -77,10 +51,7 @@ class FileIdentity:
 
 
 class InputChangedError(ReadError):
-    """The input file changed while a run was reading it; running again reads the new one.
-
-    Not transient: a retry of one step would mix two versions of the file.
-    """
+    """The input file changed while a run was reading it. Not transient: a retry would mix two versions."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -154,12 +125,3 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def sha256_bytes(data: bytes | bytearray | memoryview) -> str:
-    """The SHA-256 (hex) of bytes in memory.
-
-    >>> sha256_bytes(b"")[:16]
-    'e3b0c44298fc1c14'
-    """
-    return hashlib.sha256(data).hexdigest()

@@ -1,9 +1,4 @@
-"""One article of a batch file, found without loading the batch (for ``content-selection explain``).
-
-The batch is planned as a selection plans it, in chunks of at most :data:`LOOKUP_CHUNK_ARTICLES`
-articles, and only the chunks up to the one holding the article are parsed. The rest of the
-batch is not validated: ``select`` and ``run`` do that.
-"""
+"""One article of a batch file, found by parsing only the chunks up to it (``content-selection explain``)."""
 
 from __future__ import annotations
 
@@ -47,9 +42,8 @@ def _articles_of(plan: Plan, chunk: Chunk) -> list[dict[str, Any]]:
 def find_article(
     input_path: str | os.PathLike[str], *, index: int | None = None, article_id: str | None = None
 ) -> FoundArticle:
-    """The article at ``index``, or the first whose ``id`` is ``article_id`` (give exactly one).
-
-    ``index`` of a JSON Lines batch is its line number minus one.
+    """The article at ``index`` (of a JSON Lines batch: its line number minus one), or the first whose ``id``
+    is ``article_id`` (give exactly one).
 
     Raises:
         InvalidBatchError: the file is missing, unreadable or not a valid batch (as far as it was read).

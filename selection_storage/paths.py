@@ -1,16 +1,8 @@
-"""Where a run may read and write: resolve paths and keep them inside the data root.
+"""Where a run may read and write: resolve paths and keep them inside the data root (``docs/prefect.md``).
 
-A path that arrives in an event (the triggered deployment) is untrusted. When a
-data root is configured, every path of the run must resolve, following
-symlinks and ``..``, to a place inside it; otherwise the run fails with an
-:class:`~selection_core.errors.UnsafePathError` before anything is read or written.
-
-The data root comes from the flow parameter ``data_root`` (the command line's
-``--data-root``) or, when that is not given, from the environment variable
-``CONTENT_SELECTION_DATA_ROOT``. Relative paths are taken relative to the data
-root when there is one, else to the current directory. A refusal names the
-setting the root actually came from (:func:`data_root_source`), so that the
-hint points at what the user set.
+With a data root (``data_root``, ``--data-root`` or ``$CONTENT_SELECTION_DATA_ROOT``), every path must resolve
+inside it, or :class:`~selection_core.errors.UnsafePathError`; relative paths are taken from the root, else
+from the current directory.
 """
 
 from __future__ import annotations
@@ -51,10 +43,6 @@ def resolve_selected_path(
 ) -> Path:
     """:func:`resolve_output_path` for a selected batch, which is written in the input's format.
 
-    A selection never converts a batch, so an output named for the other format
-    (``.json`` for a JSON Lines input, ``.jsonl`` for a JSON one) is refused; any
-    other name is the user's choice.
-
     Raises:
         OutputPathError: as :func:`resolve_output_path`, or the output is named for the other format.
     """
@@ -80,9 +68,7 @@ def resolve_output_path(
     output_path: str | os.PathLike[str] | None = None,
     option: str = "--output",
 ) -> Path:
-    """Check (without writing) where the output will go, and return it.
-
-    ``option`` names the argument in messages (``--output``, ``--report``).
+    """Check (without writing) where the output will go, and return it (``option``: the argument's name in messages).
 
     Raises:
         InvalidBatchError: the input path is a symbolic link loop.
@@ -128,7 +114,7 @@ class RunPaths:
 
 
 def configured_data_root(data_root: str | None = None) -> str | None:
-    """The data root in force: the given one, else ``$CONTENT_SELECTION_DATA_ROOT``, else None."""
+    """The data root in force: the given one, else ``$CONTENT_SELECTION_DATA_ROOT``, else None (blank is none)."""
     if data_root is not None and data_root.strip():
         return data_root
     from_env = os.environ.get(DATA_ROOT_ENV, "")
@@ -136,8 +122,7 @@ def configured_data_root(data_root: str | None = None) -> str | None:
 
 
 def data_root_source(data_root: str | None, option: str = DATA_ROOT_PARAMETER) -> str:
-    """What set the data root in force, as messages name it: ``option`` when ``data_root``
-    was given, else the environment variable (see :func:`configured_data_root`).
+    """What set the data root in force, as messages name it: ``option`` when given, else the environment variable.
 
     >>> data_root_source("/data", "--data-root"), data_root_source(None, "--data-root")
     ('--data-root', 'CONTENT_SELECTION_DATA_ROOT')
@@ -146,9 +131,7 @@ def data_root_source(data_root: str | None, option: str = DATA_ROOT_PARAMETER) -
 
 
 def resolve_data_root(data_root: str, source: str) -> Path:
-    """Resolve the data root itself; it must be an existing directory.
-
-    ``source`` names what set it, for the message (see :func:`data_root_source`).
+    """Resolve the data root itself, an existing directory (``source``: what set it, for the message).
 
     Raises:
         UnsafePathError: the root does not exist or is not a directory.
@@ -179,11 +162,8 @@ class DataRoot:
 
 
 def data_root_in_force(data_root: str | None, option: str = DATA_ROOT_PARAMETER) -> DataRoot | None:
-    """The data root of a run, resolved, or None when none is configured.
-
-    The one way every entry point (the flows, the command line, ``serve``, the inbox)
-    finds its root: the given ``data_root`` (named ``option`` in messages: ``--data-root``
-    on the command line, the data_root parameter in a flow), else ``$CONTENT_SELECTION_DATA_ROOT``.
+    """The data root of a run, resolved: ``data_root`` (named ``option`` in messages), else
+    ``$CONTENT_SELECTION_DATA_ROOT``; None when neither is set.
 
     Raises:
         UnsafePathError: the root does not exist or is not a directory.
@@ -196,26 +176,14 @@ def data_root_in_force(data_root: str | None, option: str = DATA_ROOT_PARAMETER)
 
 
 def confine(path: str | os.PathLike[str], root: Path, what: str, source: str) -> Path:
-    """Resolve ``path`` (relative to ``root``) and refuse it unless it stays inside ``root``.
-
-    Symlinks are followed and ``..`` is collapsed before the check, so neither can
-    lead out of the root. ``root`` must already be resolved (see :func:`resolve_data_root`).
-
-    Args:
-        path: The path to check, absolute or relative to ``root``.
-        root: The resolved data root.
-        what: What the path is for (``"input"``, ``"output"``...), for the message.
-        source: What set the data root (see :func:`data_root_source`), for the message.
-
-    Returns:
-        The resolved path, inside ``root``.
+    """Resolve ``path`` (relative to the resolved ``root``; symlinks and ``..`` followed) and refuse it unless
+    it stays inside ``root``. ``what`` (``"input"``...) and ``source`` (what set the root) are for the message.
 
     Raises:
         UnsafePathError: the path is empty, malformed, or resolves outside ``root``.
 
-    Example:
-        >>> confine("batch_extracted.json", Path("/"), "input", "--data-root")
-        PosixPath('/batch_extracted.json')
+    >>> confine("batch_extracted.json", Path("/"), "input", "--data-root")
+    PosixPath('/batch_extracted.json')
     """
     text = os.fspath(path)
     if not text.strip() or "\x00" in text:
@@ -246,25 +214,12 @@ def resolve_run_paths(
 ) -> RunPaths:
     """Resolve and check every path of a run before anything is read or written.
 
-    Args:
-        input_path: The batch to read.
-        output_path: Where to write the selected batch; None for the default
-            (``<stem>_selected.json`` beside the input).
-        report_path: Where to write the JSON Lines report, or None for no report.
-        data_root: Directory that every path must resolve inside; None for
-            ``$CONTENT_SELECTION_DATA_ROOT`` (and no confinement when that is unset too).
-        require_data_root: Refuse to run when no data root is configured (used
-            for paths that come from an event).
-        option: How messages name ``data_root`` (``--data-root`` on the command line).
-
-    Returns:
-        The resolved paths.
+    ``output_path`` None is the default (:func:`selected_path`), ``report_path`` None no report;
+    ``data_root`` as :func:`data_root_in_force`, required with ``require_data_root`` (event paths).
 
     Raises:
-        UnsafePathError: a path leaves the data root, or a data root is required
-            and none is configured.
-        OutputPathError: the output or report location is refused by the core
-            (it is the input, or its directory is missing or not writable).
+        UnsafePathError: a path leaves the data root, or a data root is required and none is configured.
+        OutputPathError: the output or report location is refused.
     """
     root = data_root_in_force(data_root, option)
     if root is None:
@@ -296,36 +251,19 @@ def resolve_report_path(
 ) -> Path | None:
     """Check (without writing) where the report will go: as an output of ``source``, and not ``output``.
 
-    The one report policy of ``select``, ``run``, ``pipeline`` and the flows, so they refuse
-    in the same words; ``option`` names the argument in messages.
-
     Raises:
         OutputPathError: as :func:`resolve_output_path`, or the report is the output file.
     """
     if report is None:
         return None
-    return refuse_report_on_output(resolve_output_path(source, report, option), output, f"choose another {option}")
-
-
-def refuse_report_on_output(report: Path | None, output: Path, fix: str) -> Path | None:
-    """Return ``report``, unless it is the output file itself.
-
-    Args:
-        report: The checked report path, or None for no report.
-        output: The checked output path.
-        fix: What the user should do, ending the message (it names the option they used).
-
-    Raises:
-        OutputPathError: the report and the output are the same file.
-    """
-    if report is not None and report.resolve() == output.resolve():
-        raise OutputPathError(f"{report}: the report path is the output path; {fix}")
-    return report
+    checked = resolve_output_path(source, report, option)
+    if checked.resolve() == output.resolve():
+        raise OutputPathError(f"{checked}: the report path is the output path; choose another {option}")
+    return checked
 
 
 def name_once(path: str | os.PathLike[str], error: str) -> str:
-    """``error``, prefixed with ``path`` unless it names the path already, as given or resolved
-    (the usual case: the project's messages name their file), so a list of failures names each once.
+    """``error``, prefixed with ``path`` unless it names the path already, as given or resolved.
 
     >>> name_once("/in/a.json", "/in/a.json: not JSON"), name_once("/in/b", "TimeoutError")
     ('/in/a.json: not JSON', '/in/b: TimeoutError')
