@@ -152,6 +152,11 @@ class ChunkJob:
         self.owner_pid = owner_pid
         self.owner_host = owner_host
 
+    @property
+    def start(self) -> int:
+        """The chunk's first article (``tasks.options.chunk_run_namer`` names the task run by it)."""
+        return self.chunk.start
+
     def __repr__(self) -> str:
         c = self.chunk
         return f"ChunkJob(start={c.start}, stop={c.stop}, bytes={c.begin}..{c.end})"
