@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
-import time
 
 
 def report_pid(html: str, url: str | None) -> tuple[str, str | None]:
@@ -15,16 +13,3 @@ def report_pid(html: str, url: str | None) -> tuple[str, str | None]:
 def failing_initializer() -> None:
     """A worker initializer that cannot get ready."""
     raise OSError("injected: the worker cannot get ready")
-
-
-def sleep_briefly(html: str, url: str | None) -> tuple[str, str | None]:
-    """An "extractor" that takes 0.4 s."""
-    time.sleep(0.4)
-    return "slept", None
-
-
-def crash_on_marker(html: str, url: str | None) -> tuple[str, str | None]:
-    """An "extractor" whose worker dies (SIGSEGV) on a page that says ``crash``, and that reports its pid otherwise."""
-    if "crash" in html:
-        os.kill(os.getpid(), signal.SIGSEGV)
-    return str(os.getpid()), None
