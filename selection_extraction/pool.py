@@ -163,10 +163,6 @@ class _SetupFailed(NamedTuple):
     error: str
 
 
-class ExtractorTimeoutError(TimeoutError):
-    """Marks an outcome of a call that overran its time limit (its type name is ``TimeoutError``)."""
-
-
 @dataclass
 class PageJob:
     """One page to extract: its decoded HTML, its URL, and the extractors still to run."""
