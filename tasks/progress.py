@@ -1,10 +1,4 @@
-"""The progress artifact of a long task: :class:`selection_core.progress.PercentProgress` with an artifact sink.
-
-A process that runs a flow itself (the command line's ``pipeline``) can also
-follow the progress on its terminal: inside :func:`follow_progress`, every
-progress artifact of a followed key made in this process reports to the
-follower too (its bar), through the same ``progress(done, total)`` calls.
-"""
+"""Progress artifacts of long tasks, which a process running the flow itself can also follow on its terminal."""
 
 from __future__ import annotations
 
@@ -24,10 +18,7 @@ _FOLLOWERS: dict[str, ProgressCallback] = {}
 
 
 class ArtifactSink:
-    """Creates the progress artifact ``key`` at the first update and updates it after.
-
-    A failed call is logged and never fails the work it reports on.
-    """
+    """Creates the progress artifact ``key`` at the first update and updates it after; a failure is only logged."""
 
     def __init__(self, key: str, description: str) -> None:
         self.key = key
@@ -79,10 +70,9 @@ def follow_progress(followers: Mapping[str, ProgressCallback]) -> Iterator[None]
 
 
 def artifact_progress(key: str, description: str, *, start: bool = True) -> ProgressCallback | None:
-    """A progress reporter that updates the artifact ``key``; None outside a run (a task called with ``.fn()``)
-    unless the key is followed (:func:`follow_progress`: then the follower alone).
+    """A progress reporter that updates the artifact ``key`` (created at 0 % at once with ``start``).
 
-    With ``start`` the artifact is created at 0 % at once, before the work begins.
+    Outside a run (a task called with ``.fn()``): the key's follower, or None.
     """
     follower = _FOLLOWERS.get(key)
     if TaskRunContext.get() is None and FlowRunContext.get() is None:
