@@ -102,7 +102,6 @@ def extract_in_chunks(
             plan.pages, artifact_progress(EXTRACTION_PROGRESS_ARTIFACT_KEY, description, start=False)
         )
         progress.start()
-
         total = StatsTotal()
 
         def done(index: int, part: ChunkExtraction) -> None:
@@ -118,14 +117,7 @@ def extract_in_chunks(
             runner_name.value,
             workers,
         )
-        for_each_in_order(
-            runner,
-            extract_page_chunk,
-            plan.chunks(),
-            parameter="chunk",
-            in_flight=IN_FLIGHT_PER_WORKER * workers,
-            on_result=done,
-        )
+        for_each_in_order(runner, extract_page_chunk, plan.chunks(), "chunk", IN_FLIGHT_PER_WORKER * workers, done)
     progress.finish()
     result = joined_root(page_set, total.stats(), extractors, time_limit_seconds)
     log_extraction(logger, result.stats)

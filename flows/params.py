@@ -78,16 +78,17 @@ DaskAddress = Annotated[
 ]
 
 
-def run_namer(prefix: str, parameter: str, default: str) -> Callable[[], str]:
-    """A ``flow_run_name``: ``<prefix>-<file name of the parameter's path>``.
+def run_namer(prefix: str, parameter: str, default: str, *, task: bool = False) -> Callable[[], str]:
+    """A ``flow_run_name`` (a ``task_run_name`` with ``task``): ``<prefix>-<file name of the parameter's path>``.
 
     >>> callable(run_namer("select", "input_path", "batch"))
     True
     """
 
     def name() -> str:
-        from prefect.runtime import flow_run
+        from prefect.runtime import flow_run, task_run
 
-        return f"{prefix}-{Path(str(flow_run.parameters.get(parameter, default))).name}"
+        run = task_run if task else flow_run
+        return f"{prefix}-{Path(str(run.parameters.get(parameter, default))).name}"
 
     return name

@@ -15,13 +15,6 @@ from tasks.logs import run_logger
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def refused(error: SelectionError) -> Any:
-    """Log ``error``'s message and return the ``Failed`` state that ends the run with it."""
-    message = str(error)
-    run_logger().error("%s", message)
-    return Failed(message=message, data=error)
-
-
 def refusals_fail_the_run(fn: F) -> F:
     """Decorate a flow function (under ``@flow``): a :class:`SelectionError` ends the run Failed with its message.
 
@@ -33,7 +26,8 @@ def refusals_fail_the_run(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except SelectionError as error:
-            return refused(error)
+            run_logger().error("%s", str(error))
+            return Failed(message=str(error), data=error)
 
     # Prefect validates the parameters against the signature it reads through the wrapper:
     # hand it over with the annotations already resolved in the flow module's namespace.

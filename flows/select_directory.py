@@ -21,6 +21,7 @@ from flows.params import (
     OptionalCount,
     OptionalText,
     TaskRunnerChoice,
+    run_namer,
 )
 from flows.refusals import refusals_fail_the_run
 from flows.runners import resolve_task_runner
@@ -62,16 +63,13 @@ class BatchFailedError(SelectionError):
     """One batch's ``select-content`` run ended without a result or an exception (e.g. it crashed)."""
 
 
-def _file_run_name() -> str:
-    """``select-batch-file-<file name>``: the graph names the file each task run selects."""
-    from prefect.runtime import task_run
-
-    return f"select-batch-file-{Path(str(task_run.parameters.get('input_path', ''))).name}"
-
-
 # A task that lives with its flow, not in tasks/: it runs the select-content flow as a subflow,
 # and tasks/ may not import flows/ (layers import downward only).
-@task(name="select-batch-file", task_run_name=_file_run_name, **local_task_options())
+@task(
+    name="select-batch-file",
+    task_run_name=run_namer("select-batch-file", "input_path", "", task=True),
+    **local_task_options(),
+)
 def select_batch_file(input_path: str, options: dict[str, Any]) -> Any:
     """Run ``select-content`` on one batch; this task run fails with it.
 

@@ -38,18 +38,6 @@ class ArtifactSink:
             run_logger().warning("Could not %s the progress artifact: %s", "create" if creating else "update", exc)
 
 
-class _Followed:
-    """``progress(done, total)`` to the artifact's reporter and to a follower."""
-
-    def __init__(self, artifact: PercentProgress, follower: ProgressCallback) -> None:
-        self._artifact = artifact
-        self._follower = follower
-
-    def __call__(self, done: int, total: int) -> None:
-        self._artifact(done, total)
-        self._follower(done, total)
-
-
 @contextlib.contextmanager
 def follow_progress(followers: Mapping[str, ProgressCallback]) -> Iterator[None]:
     """While inside, the progress artifacts of these keys made in this process also report to their follower.
@@ -80,4 +68,11 @@ def artifact_progress(key: str, description: str, *, start: bool = True) -> Prog
     progress = PercentProgress(ArtifactSink(key, description))
     if start:
         progress(0, 1)
-    return progress if follower is None else _Followed(progress, follower)
+    if follower is None:
+        return progress
+
+    def both(done: int, total: int) -> None:
+        progress(done, total)
+        follower(done, total)
+
+    return both
