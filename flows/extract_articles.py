@@ -188,8 +188,8 @@ def extract_articles(
             CONTENT_SELECTION_DATA_ROOT; with neither, paths are not confined.
         emit_event: Announce the batch with the `content-selection.batch.extracted` event, so that the
             triggered selection deployment selects it.
-        task_runner: Where the pages are extracted: `in-process` (a pool of `workers` processes), `process` or `dask`
-            (a task run per chunk). Leave empty for CONTENT_SELECTION_TASK_RUNNER, else `dask` with an address.
+        task_runner: Where the pages are extracted: `in-process` (a pool of `workers` processes), `process` or `dask`.
+            Leave empty for CONTENT_SELECTION_TASK_RUNNER, else `dask` with an address, else `in-process`.
         dask_address: Scheduler of a running Dask cluster, `tcp://HOST:PORT`. Leave empty for
             CONTENT_SELECTION_DASK_ADDRESS; with neither, `dask` starts a local cluster of 2 workers.
         pages_per_chunk: Pages per chunk, each one task run. Leave at 0 for one task in-process, else
