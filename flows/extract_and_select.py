@@ -1,16 +1,6 @@
 """The ``extract-and-select`` flow: web pages in, the extracted and the selected batch out, in one run.
 
-Every path is checked before any page is read. Then the extract step
-(:mod:`flows.extract_articles`'s tasks) writes ``<pages>_extracted.json``, and
-``select-batch`` selects from that file, one chunk of articles after the other,
-and writes ``<pages>_extracted_selected.json``. Neither step holds the batch: the
-extraction streams its articles to a temporary file beside the output, and the
-selection reads, selects and writes one chunk at a time (the same bytes as
-``select-content``). The run carries both sets of
-artifacts: ``extraction-pages``, ``extraction-summary``, ``selection-scores``,
-``selection-summary`` and the two progress artifacts, the tables holding the
-rows of the first ``max_table_rows`` pages only. No completion event is
-emitted: the selection is already done. ``content-selection pipeline`` runs this flow.
+Every path is checked before any page is read; the run carries the artifacts of both steps. No event is emitted.
 """
 
 from __future__ import annotations
@@ -89,33 +79,22 @@ def extract_and_select(
     """Extract the article text of every page, then pick the best extractor of each article.
 
     Args:
-        pages: A folder of `.html`, `.htm` or `.html.gz` pages and `.warc` /
-            `.warc.gz` web archives (searched recursively), a WARC file, or a JSON Lines manifest with one
-            `{"id": ..., "url": ..., "path": ...}` per line.
-        extracted_path: Where to write the extracted batch. Leave empty for
-            `<pages>_extracted.json` beside the input.
-        output_path: Where to write the selected batch. Leave empty for
-            `<extracted stem>_selected.json` beside the extracted batch.
-        report_path: Optional file for the per-article explanation of the
-            selection as JSON Lines. Leave empty for no report.
-        time_limit_seconds: Seconds one extractor may spend on one page; an
-            extractor that overruns is stopped and its block gets a TimeoutError.
+        pages: A folder of `.html`, `.htm`, `.html.gz` pages and `.warc`/`.warc.gz` archives (searched recursively),
+            a WARC file, or a JSON Lines manifest of `{"id": ..., "url": ..., "path": ...}`.
+        extracted_path: Where to write the extracted batch. Leave empty for `<pages>_extracted.json` beside the input.
+        output_path: Where to write the selected batch. Leave empty for `<extracted stem>_selected.json` beside it.
+        report_path: Optional file for the per-article explanation as JSON Lines. Leave empty for no report.
+        time_limit_seconds: Seconds one extractor may spend on one page; one that overruns is stopped (TimeoutError).
         workers: Worker processes. Leave at 0 for one per CPU core.
-        max_table_rows: Most rows of each table artifact (`extraction-pages`,
-            `selection-scores`).
-        data_root: Directory that every path must resolve inside. Leave empty
-            to use CONTENT_SELECTION_DATA_ROOT; with neither, paths are not confined.
-        task_runner: Where the pages are extracted: `in-process` (this process's
-            pool of `workers` processes), `process` (a pool of one process per
-            core) or `dask` (a Dask cluster), in chunks of pages as in
-            `extract-articles`. Leave empty for the CONTENT_SELECTION_TASK_RUNNER
-            environment variable, else `dask` when a scheduler address is set,
-            else `in-process`. The selection itself runs in this process, in chunks.
-        dask_address: Scheduler of a running Dask cluster, as `tcp://HOST:PORT`.
-            Leave empty for the CONTENT_SELECTION_DASK_ADDRESS environment
-            variable; with neither, `dask` starts a local cluster for the run.
-        pages_per_chunk: Pages per chunk, each extracted by one task run. Leave
-            at 0 for one task when in-process, else about 2 chunks per worker (at most 500 pages each).
+        max_table_rows: Most rows of each table artifact (`extraction-pages`, `selection-scores`).
+        data_root: Directory that every path must resolve inside. Leave empty to use
+            CONTENT_SELECTION_DATA_ROOT; with neither, paths are not confined.
+        task_runner: Where the pages are extracted, as in `extract-articles`; the selection runs in this process.
+            Leave empty for CONTENT_SELECTION_TASK_RUNNER, else `dask` with an address, else `in-process`.
+        dask_address: Scheduler of a running Dask cluster, `tcp://HOST:PORT`. Leave empty for
+            CONTENT_SELECTION_DASK_ADDRESS; with neither, `dask` starts a local cluster for the run.
+        pages_per_chunk: Pages per chunk, each one task run. Leave at 0 for one task in-process, else
+            about 2 chunks per worker (at most 500 pages each).
 
     Returns:
         A summary: paths, counts, SHA-256 of both batches.

@@ -1,22 +1,7 @@
-"""The ``extract-articles`` flow: web pages in, an extracted batch out, then the completion event.
+"""The ``extract-articles`` flow: web pages in, an extracted batch out, then ``content-selection.batch.extracted``.
 
-check paths -> find pages -> extract (three extractors, worker processes; each
-article to a temporary file beside the output as it is done, so the batch is never
-held) -> write the batch atomically from it -> artifacts -> emit ``content-selection.batch.extracted``
-(:func:`content_selection.events.emit_batch_extracted`), the upstream side of the contract
-of the Prefect stage: the ``select-content/triggered`` deployment starts a
-selection run on the batch just written. The event is emitted only after the
-batch is completely in place, and only when the run succeeded.
-
-All extraction logic lives in :mod:`selection_extraction`; the flow chains the tasks of
-:mod:`tasks.extract`.
-
-The extract step is one task (the engine's own process pool) by default. With
-``pages_per_chunk`` or a parallel task runner (``process``, ``dask``; see
-:mod:`flows.runners`) it becomes one ``extract-chunk`` task run per chunk of
-consecutive pages, each extracting its pages with one worker process under the
-same time limit; the articles are joined in page order, so the written bytes
-are the same whichever runner and chunk size.
+The event is emitted only when the batch is completely in place and the run succeeded. The extract step is one
+task, or one ``extract-chunk`` task run per chunk of pages on a parallel runner: the written bytes are the same.
 """
 
 from __future__ import annotations
@@ -104,13 +89,8 @@ def extract_in_chunks(
 ) -> ExtractionResult:
     """Extract the pages chunk by chunk on the chosen runner; the same result as ``extract-pages``.
 
-    Without ``pages_per_chunk``, the pages are cut into ``PAGE_CHUNKS_PER_WORKER``
-    chunks per worker of the runner, of about equal bytes
-    (:func:`selection_extraction.chunks.plan_page_chunks`). As chunks complete, in
-    order, the ``extraction-progress`` artifact advances and their articles go to
-    ``spool`` and their counts to one running total: at most the chunks in flight are
-    held, and nothing of a chunk is kept once it is spooled (issue 14: the flow's
-    memory does not grow with the number of chunks).
+    As chunks complete, in order, their articles go to ``spool`` and their counts to one running total:
+    only the chunks in flight are held.
     """
     logger = run_logger()
     extractors = default_extractors()  # fails early, here, when the libraries are missing
@@ -122,7 +102,6 @@ def extract_in_chunks(
             plan.pages, artifact_progress(EXTRACTION_PROGRESS_ARTIFACT_KEY, description, start=False)
         )
         progress.start()
-
         total = StatsTotal()
 
         def done(index: int, part: ChunkExtraction) -> None:
@@ -138,14 +117,7 @@ def extract_in_chunks(
             runner_name.value,
             workers,
         )
-        for_each_in_order(
-            runner,
-            extract_page_chunk,
-            plan.chunks(),
-            parameter="chunk",
-            in_flight=IN_FLIGHT_PER_WORKER * workers,
-            on_result=done,
-        )
+        for_each_in_order(runner, extract_page_chunk, plan.chunks(), "chunk", IN_FLIGHT_PER_WORKER * workers, done)
     progress.finish()
     result = joined_root(page_set, total.stats(), extractors, time_limit_seconds)
     log_extraction(logger, result.stats)
@@ -161,14 +133,8 @@ def extract_and_write(
     runner: tuple[TaskRunnerName, str | None],
     max_table_rows: int,
 ) -> tuple[ExtractionResult, WrittenFile]:
-    """Find the pages, extract them (in one task, or in chunks on the runner), write the batch and its
-    artifacts (``extract-and-select`` too); the run's counts with the batch's root, and the written batch.
-
-    The batch is never held: its articles go, as they are done, to an
-    :class:`~selection_extraction.batch.ArticleSpool` (an anonymous temporary file
-    beside the output), which ``write-extracted-batch`` copies into the batch; the
-    ``extraction-pages`` table keeps only the rows of the first ``max_table_rows`` pages.
-    """
+    """Find the pages, extract them (in one task, or in chunks on the runner), write the batch through a spool
+    beside it, and publish its artifacts; the run's counts with the batch's root, and the written batch."""
     runner_name, address = runner
     page_set = find_pages_task(paths.pages, label=label)
     rows = PageRows(max_table_rows)
@@ -211,39 +177,23 @@ def extract_articles(
     """Extract the article text of every page with the three extractors and write the batch.
 
     Args:
-        pages: A folder of `.html`, `.htm` or `.html.gz` pages and `.warc` /
-            `.warc.gz` web archives (searched recursively), a WARC file, or a JSON Lines manifest with one
-            `{"id": ..., "url": ..., "path": ...}` per line, e.g. `/data/pages/2024-05-01`.
-        output_path: Where to write the batch. Leave empty for
-            `<pages>_extracted.json` beside the input (the name the scheduled
-            selection looks for). A name ending in `.jsonl` writes JSON Lines
-            (one article per line), and how the batch was made in
-            `<stem>.extraction.json` beside it.
-        time_limit_seconds: Seconds one extractor may spend on one page; an
-            extractor that overruns is stopped and its block gets a TimeoutError.
+        pages: A folder of `.html`, `.htm`, `.html.gz` pages and `.warc`/`.warc.gz` archives (searched recursively),
+            a WARC file, or a JSON Lines manifest of `{"id": ..., "url": ..., "path": ...}`, e.g. `/data/pages/day1`.
+        output_path: Where to write the batch. Leave empty for `<pages>_extracted.json` beside the input (the name the
+            scheduled selection looks for); `.jsonl` writes JSON Lines, with `<stem>.extraction.json` beside it.
+        time_limit_seconds: Seconds one extractor may spend on one page; one that overruns is stopped (TimeoutError).
         workers: Worker processes. Leave at 0 for one per CPU core.
         max_table_rows: Most rows shown in the `extraction-pages` table artifact.
-        data_root: Directory that the pages and the output must resolve inside.
-            Leave empty to use CONTENT_SELECTION_DATA_ROOT; with neither, paths
-            are not confined. The triggered selection only accepts batches inside it.
-        emit_event: Announce the batch with the `content-selection.batch.extracted`
-            event when it is written, so that the triggered selection deployment
-            selects it.
-        task_runner: Where the pages are extracted: `in-process` (this process's
-            pool of `workers` processes), `process` (a pool of one process per
-            core) or `dask` (a Dask cluster); with `process` and `dask`, each
-            chunk of pages is one task run extracting with one worker process.
-            Leave empty for the CONTENT_SELECTION_TASK_RUNNER environment
-            variable, else `dask` when a scheduler address is set, else
-            `in-process`. The output is byte-identical whichever is chosen.
-        dask_address: Scheduler of a running Dask cluster, as `tcp://HOST:PORT`
-            (its workers must have this project and the extractors installed,
-            and see the pages at the same paths). Leave empty for the
-            CONTENT_SELECTION_DASK_ADDRESS environment variable; with neither,
-            `dask` starts a local cluster of 2 worker processes for the run.
-        pages_per_chunk: Pages per chunk; each chunk of consecutive pages is
-            extracted by one task run. Leave at 0 to extract all pages in one
-            task when in-process, or in about 2 chunks per worker (at most 500 pages each) on `process` and `dask`.
+        data_root: Directory that the pages and the output must resolve inside. Leave empty to use
+            CONTENT_SELECTION_DATA_ROOT; with neither, paths are not confined.
+        emit_event: Announce the batch with the `content-selection.batch.extracted` event, so that the
+            triggered selection deployment selects it.
+        task_runner: Where the pages are extracted: `in-process` (a pool of `workers` processes), `process` or `dask`.
+            Leave empty for CONTENT_SELECTION_TASK_RUNNER, else `dask` with an address, else `in-process`.
+        dask_address: Scheduler of a running Dask cluster, `tcp://HOST:PORT`. Leave empty for
+            CONTENT_SELECTION_DASK_ADDRESS; with neither, `dask` starts a local cluster of 2 workers.
+        pages_per_chunk: Pages per chunk, each one task run. Leave at 0 for one task in-process, else
+            about 2 chunks per worker (at most 500 pages each).
 
     Returns:
         A summary: paths, article and error counts, SHA-256 of the batch.

@@ -1,20 +1,7 @@
-"""The ``extract-inbox`` flow: extract every new page set dropped in the inbox, each announced to the selection.
+"""The ``extract-inbox`` flow: extract every new page set of the inbox, each announced to the selection.
 
-Run on a schedule (the ``extract-inbox/scheduled`` deployment). It looks at the
-inbox (``<data root>/inbox`` by default; the rules of what is a page set and what
-is new are :mod:`selection_extraction.inbox`'s) and runs ``extract-articles`` on
-each new page set as a subflow, one after the other: the extraction already uses
-every core, and one at a time keeps the order of the batches (and of their
-selections) the sorted order of the names. Each ``extract-articles`` run writes
-``<name>_extracted.json`` beside its page set and emits
-``content-selection.batch.extracted``, so ``select-content/triggered`` selects it:
-pages in, selected batch out, with no person involved.
-
-A page set that fails (an empty folder, a malformed manifest, a file that is not
-a WARC) fails alone, as its own failed subflow run; the others are still
-extracted. The run ends Failed, naming each failed page set once, after all of
-them were tried. A failed page set is tried again by the next run, until it is
-fixed or removed.
+Each page set is an ``extract-articles`` subflow run, one after the other in name order. One that fails fails
+alone; the run ends Failed, naming each failed page set once, after all were tried (the next run tries again).
 """
 
 from __future__ import annotations
@@ -71,20 +58,16 @@ def extract_inbox(
     """Extract each new page set of the inbox into `<name>_extracted.json` beside it, and announce it.
 
     Args:
-        inbox: The folder where page sets are dropped: sub-folders of pages,
-            `.warc` / `.warc.gz` files and `.jsonl` manifests, directly in it.
-            Leave empty for `<data root>/inbox` (created when missing). Must lie
-            inside the data root.
-        data_root: Directory that the inbox and every batch must resolve inside.
-            Leave empty to use CONTENT_SELECTION_DATA_ROOT; one of the two is required.
-        time_limit_seconds: Seconds one extractor may spend on one page; an
-            extractor that overruns is stopped and its block gets a TimeoutError.
+        inbox: The folder where page sets (folders of pages, `.warc`/`.warc.gz` files, `.jsonl` manifests) are
+            dropped. Leave empty for `<data root>/inbox` (created when missing). Must lie inside the data root.
+        data_root: Directory that the inbox and every batch must resolve inside. Leave empty to use
+            CONTENT_SELECTION_DATA_ROOT; one of the two is required.
+        time_limit_seconds: Seconds one extractor may spend on one page; one that overruns is stopped (TimeoutError).
         workers: Worker processes of each extraction. Leave empty (or 0) for one per CPU core.
         max_table_rows: Most rows of each run's `extraction-pages` table artifact.
 
     Returns:
         The batches written, the page sets already up to date and the ignored files.
-        The run ends Failed when any page set failed, after all of them were tried.
     """
     logger = run_logger()
     scan = find_new_page_sets(inbox, data_root)

@@ -1,27 +1,8 @@
 """The parameters and limits the flows share, their annotations, and how their runs are named.
 
-One place for each: the run form of every deployment, the command line and the
-flows read the same defaults, bounds and types from here.
-
-The annotation aliases (:data:`OptionalText`, :data:`OptionalCount`,
-:data:`TaskRunnerChoice`, :data:`DaskAddress`) exist for the UI's **Run** form.
-A plain ``str | None`` is published as ``anyOf: [string, null]``, which the form
-draws as a type toggle ("Property is type None"), and an enum is shown under its
-class name. Each alias keeps the Python type (``None`` still means unset, so
-callers such as ``select_content(output_path=None)`` keep working) but publishes
-a plain schema with a non-null default, because the form submits its default
-as the value and the server refuses a ``null`` that the schema does not allow:
-
-* text that may stay empty: ``{"type": "string", "default": ""}``; an empty (or
-  blank) value means unset;
-* a count of 1 or more that may be unset: ``{"type": "integer", "minimum": 0,
-  "default": 0}``; 0 means unset (an empty number box cannot be told from null);
-* the task runner: a drop-down of the runner names plus an empty choice, which
-  means "the environment's setting, else the default".
-
-The flow validates the value before the run starts (``validate_parameters``),
-the server validates it against the published schema
-(``enforce_parameter_schema``), and the body sees ``None`` for every unset value.
+The aliases keep the Python type (None means unset) but publish a plain schema with a non-null default for the
+UI's Run form, which submits its defaults and draws ``str | None`` as a type toggle: empty text and a count of 0
+mean unset.
 """
 
 from __future__ import annotations
@@ -80,8 +61,7 @@ OptionalCount = Annotated[
     Field(json_schema_extra={"default": 0}),
 ]
 
-#: The task runner: a drop-down of the runner names on the Run form; the empty choice (or None)
-#: means the ``CONTENT_SELECTION_TASK_RUNNER`` setting, else the default (see :mod:`flows.runners`).
+#: The task runner: a drop-down of the runner names; the empty choice (or None) means the setting, else the default.
 TaskRunnerChoice = Annotated[
     TaskRunnerName | None,
     BeforeValidator(blank_is_unset),
@@ -98,16 +78,17 @@ DaskAddress = Annotated[
 ]
 
 
-def run_namer(prefix: str, parameter: str, default: str) -> Callable[[], str]:
-    """A ``flow_run_name``: ``<prefix>-<file name of the parameter's path>``.
+def run_namer(prefix: str, parameter: str, default: str, *, task: bool = False) -> Callable[[], str]:
+    """A ``flow_run_name`` (a ``task_run_name`` with ``task``): ``<prefix>-<file name of the parameter's path>``.
 
     >>> callable(run_namer("select", "input_path", "batch"))
     True
     """
 
     def name() -> str:
-        from prefect.runtime import flow_run
+        from prefect.runtime import flow_run, task_run
 
-        return f"{prefix}-{Path(str(flow_run.parameters.get(parameter, default))).name}"
+        run = task_run if task else flow_run
+        return f"{prefix}-{Path(str(run.parameters.get(parameter, default))).name}"
 
     return name

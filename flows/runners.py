@@ -1,23 +1,8 @@
 """Where the mapped tasks of a run execute: in-process, a local process pool, or Dask.
 
-The choice is a flow parameter (``task_runner``, plus ``dask_address``), so the
-CLI, the UI's run form and deployments all pick it the same way, at run time.
-
-Why the flow enters the runner itself instead of being called with
-``flow.with_options(task_runner=...)``: a deployment's flow object, its
-decorator and so its task runner are fixed when the worker loads the
-entrypoint, before the run's parameters are known. So the flow keeps its
-default runner for its small fixed tasks, and :func:`open_task_runner` builds
-the chosen runner from the parameters and enters it (a Prefect ``TaskRunner`` is
-a context manager) around the mapped stage only. Tasks submitted to it are
-ordinary task runs of the same flow run: Prefect's process pool and
-``prefect-dask`` ship the run's context (flow run, settings) with every task.
-No subflow is needed, and nothing but small values goes through the API.
-``in-process`` maps on the flow's own runner, so a Python caller can still use
-``select_content.with_options(task_runner=...)``.
-
-Settings (used when the parameter is left empty, e.g. by a worker's environment):
-``CONTENT_SELECTION_TASK_RUNNER`` and ``CONTENT_SELECTION_DASK_ADDRESS``.
+The flow enters the runner its parameters choose around the mapped stage only (a deployment's task runner is
+fixed before its parameters are known). The settings read when they are left empty are ``TASK_RUNNER_ENV``
+and ``DASK_ADDRESS_ENV``.
 """
 
 from __future__ import annotations
@@ -33,18 +18,14 @@ from typing import Any, Final, TypeVar
 
 from selection_core.errors import EXIT_USAGE, SelectionError
 
-#: Environment variable read when the ``task_runner`` parameter is left empty.
+#: Environment variables read when the ``task_runner`` and ``dask_address`` parameters are left empty.
 TASK_RUNNER_ENV: Final[str] = "CONTENT_SELECTION_TASK_RUNNER"
-
-#: Environment variable read when the ``dask_address`` parameter is left empty.
 DASK_ADDRESS_ENV: Final[str] = "CONTENT_SELECTION_DASK_ADDRESS"
 
 #: Workers of the Dask cluster started when no scheduler address is given.
 LOCAL_DASK_WORKERS: Final[int] = 2
 
-#: Tasks kept submitted ahead per worker: enough to keep every worker busy while
-#: results come back, few enough that the data in flight stays a small multiple
-#: of one chunk per worker (a 100k-article batch is never serialized at once).
+#: Tasks kept submitted ahead per worker: every worker stays busy, and little data is in flight.
 IN_FLIGHT_PER_WORKER: Final[int] = 2
 
 #: What a scheduler address looks like (also the pattern of the ``dask_address`` flow parameter).
@@ -52,7 +33,6 @@ DASK_ADDRESS_PATTERN: Final[str] = r"^tcp://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):
 _DASK_ADDRESS = re.compile(DASK_ADDRESS_PATTERN)
 
 T = TypeVar("T")
-R = TypeVar("R")
 
 
 class TaskRunnerName(enum.StrEnum):
@@ -70,13 +50,10 @@ class TaskRunnerConfigError(SelectionError):
 
 
 def resolve_task_runner(name: str | None, dask_address: str | None) -> tuple[TaskRunnerName, str | None]:
-    """The runner and scheduler address a run uses: the parameters, else the settings.
-
-    An address alone implies ``dask``.
+    """The runner and scheduler address a run uses: the parameters, else the settings; an address alone means dask.
 
     Raises:
-        TaskRunnerConfigError: an unknown runner, a malformed address, or an
-            address given with another runner.
+        TaskRunnerConfigError: an unknown runner, a malformed address, or an address with another runner.
 
     >>> resolve_task_runner(None, None)
     (<TaskRunnerName.IN_PROCESS: 'in-process'>, None)
@@ -103,9 +80,7 @@ def resolve_task_runner(name: str | None, dask_address: str | None) -> tuple[Tas
 
 
 def runs_in_chunks(runner: TaskRunnerName, chunk_size: int | None) -> bool:
-    """Whether a run maps chunks on a task runner, or does its work in one task in this process.
-
-    One piece only when in-process and no chunk size was asked for.
+    """Whether a run maps chunks on a task runner: unless in-process without a chunk size.
 
     >>> runs_in_chunks(TaskRunnerName.IN_PROCESS, None), runs_in_chunks(TaskRunnerName.IN_PROCESS, 10)
     (False, True)
@@ -130,13 +105,7 @@ def check_dask_address(address: str) -> str:
 
 
 def local_cluster_kwargs(local_directory: str) -> dict[str, Any]:
-    """Settings of the Dask cluster started when no address is given.
-
-    Two worker processes of one thread each (the work is CPU-bound Python),
-    bound to the loopback interface, scratch files in ``local_directory``, and
-    no dashboard. (The scheduler still serves its small HTTP health endpoint;
-    it is moved from the fixed port 8787 to a free loopback port.)
-    """
+    """The local Dask cluster: single-threaded worker processes on loopback, no dashboard, scratch in a folder."""
     return {
         "n_workers": LOCAL_DASK_WORKERS,
         "threads_per_worker": 1,
@@ -144,41 +113,9 @@ def local_cluster_kwargs(local_directory: str) -> dict[str, Any]:
         "host": "127.0.0.1",
         "scheduler_port": 0,
         "dashboard_address": None,
-        "scheduler_kwargs": {"dashboard_address": "127.0.0.1:0"},
+        "scheduler_kwargs": {"dashboard_address": "127.0.0.1:0"},  # its health endpoint, off the fixed port 8787
         "local_directory": local_directory,
     }
-
-
-def build_task_runner(name: TaskRunnerName | str, dask_address: str | None = None, local_directory: str | None = None):
-    """A new, not yet started task runner for ``name`` (None for ``in-process``).
-
-    Args:
-        name: ``in-process``, ``process`` or ``dask``.
-        dask_address: ``tcp://HOST:PORT`` of a running Dask scheduler; without
-            it, ``dask`` starts a local cluster (see :func:`local_cluster_kwargs`).
-        local_directory: Scratch directory of a local Dask cluster (default: a
-            new folder under the system's temporary directory).
-
-    Returns:
-        A Prefect ``TaskRunner``, or None for ``in-process`` (the flow's own runner).
-    """
-    runner, address = resolve_task_runner(str(name), dask_address)
-    if runner is TaskRunnerName.IN_PROCESS:
-        return None
-    if runner is TaskRunnerName.PROCESS:
-        from prefect.task_runners import ProcessPoolTaskRunner
-
-        return ProcessPoolTaskRunner(max_workers=os.cpu_count() or 1)
-    try:
-        from prefect_dask import DaskTaskRunner
-    except ImportError:
-        raise TaskRunnerConfigError(
-            "the dask task runner needs prefect-dask: pip install 'content-selection[dask]'"
-        ) from None
-    if address is not None:
-        return DaskTaskRunner(address=address)
-    directory = local_directory or tempfile.mkdtemp(prefix="content-selection-dask-")
-    return DaskTaskRunner(cluster_kwargs=local_cluster_kwargs(directory))
 
 
 def runner_parallelism(runner: Any) -> int:
@@ -198,12 +135,7 @@ def runner_parallelism(runner: Any) -> int:
 
 @contextlib.contextmanager
 def _api_reachable_from_workers() -> Iterator[None]:
-    """Make the embedded (ephemeral) API reachable from other processes.
-
-    With no ``PREFECT_API_URL``, each process would start an ephemeral API of its
-    own. Pointing the setting at the one this process already uses is enough:
-    the process pool and Dask ship the run's settings with every task.
-    """
+    """Point ``PREFECT_API_URL`` at this process's ephemeral API, so that workers do not start their own."""
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     if PREFECT_API_URL.value():
@@ -219,10 +151,7 @@ def _api_reachable_from_workers() -> Iterator[None]:
 
 @contextlib.contextmanager
 def open_task_runner(name: str | None, dask_address: str | None = None) -> Iterator[Any]:
-    """The started runner a run's mapped tasks go to; stopped (and a local cluster shut down) on exit.
-
-    ``in-process`` yields the current flow run's own runner, not a new one.
-    """
+    """The started runner a run's mapped tasks go to (``in-process``: the flow run's own); stopped on exit."""
     runner_name, address = resolve_task_runner(name, dask_address)
     if runner_name is TaskRunnerName.IN_PROCESS:
         from prefect.context import FlowRunContext
@@ -233,22 +162,36 @@ def open_task_runner(name: str | None, dask_address: str | None = None) -> Itera
         yield context.task_runner
         return
     with contextlib.ExitStack() as stack:
-        local_directory = None
+        directory = None
         if runner_name is TaskRunnerName.DASK and address is None:
-            local_directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="content-selection-dask-"))
+            directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="content-selection-dask-"))
         stack.enter_context(_api_reachable_from_workers())
-        runner = build_task_runner(runner_name, address, local_directory)
-        yield stack.enter_context(runner)
+        yield stack.enter_context(_new_runner(runner_name, address, directory))
+
+
+def _new_runner(runner_name: TaskRunnerName, address: str | None, local_directory: str | None) -> Any:
+    """A new, not yet started ``process`` or ``dask`` runner (without an address, a local cluster)."""
+    if runner_name is TaskRunnerName.PROCESS:
+        from prefect.task_runners import ProcessPoolTaskRunner
+
+        return ProcessPoolTaskRunner(max_workers=os.cpu_count() or 1)
+    try:
+        from prefect_dask import DaskTaskRunner
+    except ImportError:
+        raise TaskRunnerConfigError(
+            "the dask task runner needs prefect-dask: pip install 'content-selection[dask]'"
+        ) from None
+    if address is not None:
+        return DaskTaskRunner(address=address)
+    return DaskTaskRunner(cluster_kwargs=local_cluster_kwargs(str(local_directory)))
 
 
 def map_in_order(runner: Any, task: Any, payloads: Iterable[T], parameter: str, in_flight: int) -> Iterator[Any]:
     """Run ``task`` once per payload on ``runner``; yield the results in payload order.
 
-    At most ``in_flight`` tasks are submitted and not yet collected, so payloads are built
-    (``payloads`` may be a generator) and shipped only as workers free up, and a result is let
-    go once the caller moves on. A payload should be an object Prefect does not walk into
-    (not a list, dict, dataclass or model). When the caller stops early or a task fails, the
-    tasks already submitted are waited for.
+    At most ``in_flight`` tasks are submitted and not yet collected. A payload should be an object Prefect
+    does not walk into (not a list, dict, dataclass or model). On an early stop or a failure, the tasks
+    already submitted are waited for.
 
     Raises:
         The first failed task's exception.

@@ -1,10 +1,7 @@
 """The ``select-content`` flow: pick the best extractor of every article of one batch.
 
-``check-paths -> select-batch -> publish-artifacts``: ``select-batch`` reads, selects and
-writes the batch chunk by chunk (:func:`selection_storage.engine.select_file`), so its
-memory is bounded by a chunk whatever the batch's size. With a parallel task runner
-(``process``, ``dask``; :mod:`flows.runners`) the flow runs the same engine itself, each
-chunk a ``select-chunk`` task run on that runner; the written bytes are the same.
+``check-paths -> select-batch -> publish-artifacts``; on a parallel task runner the flow runs the same engine
+itself, each chunk a ``select-chunk`` task run on that runner. The written bytes are the same.
 """
 
 from __future__ import annotations
@@ -153,36 +150,20 @@ def select_content(
     """Select the best extractor of every article of one batch and write the result.
 
     Args:
-        input_path: The extracted batch (JSON with an `articles` array), e.g.
-            `/data/batches/2024-05-01_extracted.json`. Relative paths are taken
-            from the data root when one is configured, else from the working directory.
-        output_path: Where to write the selected batch. Leave empty for
-            `<stem>_selected.json` beside the input. Never the input itself.
-        report_path: Optional file for the full per-article explanation as JSON
-            Lines (one object per article). Leave empty for no report.
-        max_table_rows: Most rows shown in the `selection-scores` table artifact
-            (the first articles of the batch); the cap is stated in the artifact.
-        data_root: Directory that every path of the run must resolve inside
-            (symlinks and `..` followed). Leave empty to use the
-            CONTENT_SELECTION_DATA_ROOT environment variable; with neither, paths
-            are not confined.
-        require_data_root: Refuse to run unless a data root is configured. The
-            triggered deployment sets it, because its path comes from an event.
-        task_runner: Where the articles are scored: `in-process` (this process),
-            `process` (a pool of one process per core) or `dask` (a Dask cluster).
-            Leave empty for the CONTENT_SELECTION_TASK_RUNNER environment
-            variable, else `dask` when a scheduler address is set, else `in-process`.
-            The output is byte-identical whichever is chosen.
-        dask_address: Scheduler of a running Dask cluster, as `tcp://HOST:PORT`
-            (its workers must have this project installed and see the input and
-            output folders at the same paths). Leave empty for the
-            CONTENT_SELECTION_DASK_ADDRESS environment variable; with neither,
-            `dask` starts a local cluster of 2 worker processes for the run.
-        chunk_size: Most articles per chunk; each chunk of consecutive articles is
-            read, scored and written by one task run (in-process: one after the
-            other in one task). Leave at 0 for chunks bounded by bytes only: runs of
-            at most 8 MiB of input in-process, or about 4 chunks per worker (500 to
-            25000 articles, at most 64 MiB each) on `process` and `dask`.
+        input_path: The extracted batch (JSON with an `articles` array, or JSON Lines), e.g.
+            `/data/batches/2024-05-01_extracted.json`. Relative paths start at the data root, if any.
+        output_path: Where to write the selected batch. Leave empty for `<stem>_selected.json` beside the input.
+        report_path: Optional file for the per-article explanation as JSON Lines. Leave empty for no report.
+        max_table_rows: Most rows shown in the `selection-scores` table artifact (the first articles).
+        data_root: Directory that every path must resolve inside. Leave empty to use
+            CONTENT_SELECTION_DATA_ROOT; with neither, paths are not confined.
+        require_data_root: Refuse to run unless a data root is configured (the triggered deployment sets it).
+        task_runner: Where the articles are scored: `in-process`, `process` (one process per core) or `dask`.
+            Leave empty for CONTENT_SELECTION_TASK_RUNNER, else `dask` with an address, else `in-process`.
+        dask_address: Scheduler of a running Dask cluster, `tcp://HOST:PORT`. Leave empty for
+            CONTENT_SELECTION_DASK_ADDRESS; with neither, `dask` starts a local cluster of 2 workers.
+        chunk_size: Most articles per chunk, each one task run on `process` and `dask`. Leave at 0 for
+            chunks bounded by bytes (8 MiB in-process, about 4 per worker of at most 64 MiB on `process`/`dask`).
 
     Returns:
         A summary: paths, counts per extractor and per reason, SHA-256 of input and output.

@@ -1,19 +1,7 @@
-"""The ``select-directory`` flow: select every batch of a folder that needs it.
+"""The ``select-directory`` flow: select every batch of a folder that needs it, each in its own subflow run.
 
-Run on a schedule (the ``scheduled`` deployment). Each stale batch is processed
-by its own ``select-content`` subflow run, independently: one bad file fails
-alone, with its error, and the others are still written. A failed file's
-``select-batch-file`` task run is Failed too (with the subflow's message), so
-the graph shows which file it was. The run ends Failed if any file failed, but
-only after every file was tried; its message names each failed file once, with
-its error.
-
-Up to ``max_concurrent_batches`` batches are selected at once, each inside a
-``select-batch-file`` task on a thread pool of that size (Prefect 3 runs a
-subflow called from a task in that task's thread). Threads overlap the reading
-and writing of files; the scoring itself runs in parallel when the runs use the
-``process`` or ``dask`` task runner (give a ``dask_address`` so that concurrent
-batches share one cluster instead of starting one each).
+One bad file fails alone (its ``select-batch-file`` task run too); the run ends Failed after every file was
+tried, naming each failed file once. Up to ``max_concurrent_batches`` batches are selected at once, on threads.
 """
 
 from __future__ import annotations
@@ -33,6 +21,7 @@ from flows.params import (
     OptionalCount,
     OptionalText,
     TaskRunnerChoice,
+    run_namer,
 )
 from flows.refusals import refusals_fail_the_run
 from flows.runners import resolve_task_runner
@@ -66,14 +55,6 @@ DEFAULT_MAX_CONCURRENT_BATCHES = 2
 MAX_CONCURRENT_BATCHES_LIMIT = 32
 
 
-class BatchOutcome(BaseModel):
-    """The result of one batch of a directory run: its output, or its error."""
-
-    input_path: str
-    output_path: str | None = None
-    error: str | None = None
-
-
 class BatchesFailedError(SelectionError):
     """Some batches of a directory run failed; the others were written."""
 
@@ -82,16 +63,13 @@ class BatchFailedError(SelectionError):
     """One batch's ``select-content`` run ended without a result or an exception (e.g. it crashed)."""
 
 
-def _file_run_name() -> str:
-    """``select-batch-file-<file name>``: the graph names the file each task run selects."""
-    from prefect.runtime import task_run
-
-    return f"select-batch-file-{Path(str(task_run.parameters.get('input_path', ''))).name}"
-
-
 # A task that lives with its flow, not in tasks/: it runs the select-content flow as a subflow,
 # and tasks/ may not import flows/ (layers import downward only).
-@task(name="select-batch-file", task_run_name=_file_run_name, **local_task_options())
+@task(
+    name="select-batch-file",
+    task_run_name=run_namer("select-batch-file", "input_path", "", task=True),
+    **local_task_options(),
+)
 def select_batch_file(input_path: str, options: dict[str, Any]) -> Any:
     """Run ``select-content`` on one batch; this task run fails with it.
 
@@ -100,24 +78,15 @@ def select_batch_file(input_path: str, options: dict[str, Any]) -> Any:
         options: The other parameters of ``select-content`` (all small values).
 
     Returns:
-        The output path; or, when the subflow failed, a ``Failed`` state with its
-        message and its exception, so the file shows as failed in the run's graph.
+        The output path; or, when the subflow failed, a ``Failed`` state with its message and its exception.
     """
     state = select_content(input_path=input_path, return_state=True, **options)
     if state.is_completed():
-        return BatchOutcome(input_path=input_path, output_path=state.result().output_path)
+        return state.result().output_path
     error = state.result(raise_on_failure=False)
     if not isinstance(error, BaseException):
         error = BatchFailedError(f"{input_path}: {state.message or state.name}")
     return Failed(message=error_line(error), data=error)
-
-
-def _outcome(path: Path, value: Any) -> BatchOutcome:
-    """The outcome of one file's task: its output, or its error (the task returns the exception)."""
-    if isinstance(value, BatchOutcome):
-        return value
-    error = error_line(value) if isinstance(value, BaseException) else repr(value)
-    return BatchOutcome(input_path=str(path), error=name_once(str(path), error))
 
 
 @flow(
@@ -141,24 +110,19 @@ def select_directory(
 
     Args:
         directory: Folder scanned recursively for `*_extracted.json` and `*_extracted.jsonl` files. Leave
-            empty to scan the data root (the data_root parameter or the
-            CONTENT_SELECTION_DATA_ROOT environment variable).
+            empty to scan the data root (the data_root parameter or CONTENT_SELECTION_DATA_ROOT).
         max_table_rows: Most rows of each batch's `selection-scores` table artifact.
-        data_root: Directory that every path must resolve inside. Leave empty to
-            use CONTENT_SELECTION_DATA_ROOT; with neither, paths are not confined.
+        data_root: Directory that every path must resolve inside. Leave empty to use
+            CONTENT_SELECTION_DATA_ROOT; with neither, paths are not confined.
         max_concurrent_batches: Most batches selected at the same time.
-        task_runner: Where each batch's articles are scored (`in-process`,
-            `process` or `dask`), as in `select-content`. Leave empty for the
-            CONTENT_SELECTION_TASK_RUNNER environment variable, else `in-process`.
-        dask_address: Scheduler of a running Dask cluster (`tcp://HOST:PORT`)
-            shared by all batches. Leave empty for CONTENT_SELECTION_DASK_ADDRESS;
-            with neither, `dask` starts a local cluster per batch.
-        chunk_size: Articles per chunk (one task run each), as in `select-content`;
-            0 as there.
+        task_runner: Where each batch's articles are scored (`in-process`, `process` or `dask`), as in
+            `select-content`. Leave empty for CONTENT_SELECTION_TASK_RUNNER, else `in-process`.
+        dask_address: Scheduler of a running Dask cluster (`tcp://HOST:PORT`) shared by all batches. Leave
+            empty for CONTENT_SELECTION_DASK_ADDRESS; with neither, `dask` starts a local cluster per batch.
+        chunk_size: Articles per chunk (one task run each), as in `select-content`; 0 as there.
 
     Returns:
-        The outputs written. When any batch failed, the run ends Failed, after
-        all of them were tried, with a message naming each failed file and its error.
+        The outputs written. When any batch failed, the run ends Failed, after all of them were tried.
     """
     logger = run_logger()
     folder = directory or configured_data_root(data_root)
@@ -178,13 +142,14 @@ def select_directory(
     result = DirectoryRunSummary(directory=str(folder))
     with ThreadPoolTaskRunner(max_workers=max_concurrent_batches) as runner:
         futures = [runner.submit(select_batch_file, {"input_path": str(path), "options": options}) for path in stale]
-        outcomes = [_outcome(path, future.result(raise_on_failure=False)) for path, future in zip(stale, futures)]
-    for outcome in outcomes:  # in input order, whatever order they finished in
-        if outcome.error is None:
-            result.selected.append(outcome.output_path)
-        else:
-            logger.error("failed: %s", outcome.error)
-            result.failed.append(BatchFailure(input_path=outcome.input_path, error=outcome.error))
+        outputs = [future.result(raise_on_failure=False) for future in futures]
+    for path, output in zip(stale, outputs):  # in input order, whatever order they finished in
+        if isinstance(output, str):
+            result.selected.append(output)
+            continue
+        error = name_once(str(path), error_line(output) if isinstance(output, BaseException) else repr(output))
+        logger.error("failed: %s", error)
+        result.failed.append(BatchFailure(input_path=str(path), error=error))
 
     if result.failed:
         errors = "; ".join(f.error for f in result.failed)

@@ -1,12 +1,4 @@
-"""The ``publish-artifacts`` task: the run's evidence (:mod:`selection_core.evidence`) as Prefect artifacts.
-
-* ``selection-scores`` (table): one row per article (index, article, selected
-  extractor, reason, the three scores), capped at ``max_rows``, with the cap
-  stated in the description;
-* ``selection-closest-calls`` (markdown): the first ties and fallbacks, the cap stated;
-* ``selection-summary`` (markdown): counts per extractor and per reason, paths,
-  SHA-256 of input and output, versions.
-"""
+"""The ``publish-artifacts`` task: the run's evidence (:mod:`selection_core.evidence`) as Prefect artifacts."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The ``find-stale-batches`` task: the batches of a directory that still need a selection
-(the walk and the staleness rule live in :mod:`selection_storage.directory`)."""
+"""The ``find-stale-batches`` task: the batches of a directory that still need a selection."""
 
 from __future__ import annotations
 

@@ -1,20 +1,4 @@
-"""Prefect tasks of the extract step, each one call into :mod:`selection_extraction`.
-
-* ``check-extract-paths``: resolve the pages and the output, inside the data root when one is set;
-* ``find-pages``: list the pages of a directory, a manifest or a WARC file (retried on transient I/O only);
-* ``extract-pages``: the three extractors over every page, in worker processes,
-  with an ``extraction-progress`` artifact; each article goes to the run's
-  :class:`~selection_extraction.batch.ArticleSpool` (a temporary file beside the
-  output) as it is done, so the batch is never held. Not retried: a page or an
-  extractor that fails is already recorded in its article, and a retry would redo the batch;
-* ``write-extracted-batch``: the batch written atomically from the spool (retried on transient I/O only);
-* ``publish-extraction-artifacts``: table ``extraction-pages`` and markdown ``extraction-summary``,
-  from the rows kept of the first pages and the run's counts;
-* ``extract-chunk``: one chunk of pages with one worker process, for the parallel task runners.
-
-None computes a cache key or persists its result. What the artifacts say is
-built by the pure functions of :mod:`selection_extraction.artifacts`, testable without Prefect.
-"""
+"""The tasks of the extract step, each one call into :mod:`selection_extraction`."""
 
 from __future__ import annotations
 
@@ -46,26 +30,13 @@ from tasks.logs import run_logger
 from tasks.options import api_task_options, chunk_run_namer, io_task_options, local_task_options
 from tasks.progress import artifact_progress
 
-__all__ = [
-    "PAGE_CHUNK_TASK_NAME",
-    "check_extract_paths",
-    "extract_page_chunk",
-    "extract_pages_task",
-    "find_pages_task",
-    "publish_extraction_artifacts",
-    "write_extracted_batch",
-]
-
 #: Name of the task that extracts one chunk of pages (its runs are ``extract-chunk-<start>``).
 PAGE_CHUNK_TASK_NAME: Final[str] = "extract-chunk"
 
 
 @task(name="check-extract-paths", **local_task_options())
 def check_extract_paths(pages: str, output_path: str | None = None, data_root: str | None = None) -> ExtractPaths:
-    """Resolve and check the run's paths (see :func:`selection_extraction.paths.resolve_extract_paths`).
-
-    Never retried: a refused path fails at once.
-    """
+    """Resolve and check the run's paths (:func:`~selection_extraction.paths.resolve_extract_paths`); never retried."""
     return resolve_extract_paths(pages, output_path, data_root)
 
 
@@ -90,11 +61,8 @@ def find_pages_task(pages: Path, label: str | None = None) -> PageSet:
 def extract_pages_task(
     page_set: PageSet, spool: ArticleSpool, time_limit_seconds: float, workers: int | None = None
 ) -> ExtractionResult:
-    """Run trafilatura, newspaper4k and readability on every page, in worker processes.
-
-    Each article is handed to ``spool`` in page order as soon as it is done.
-    Inside a run, a progress artifact (key ``extraction-progress``) follows the
-    pages; through ``.fn()`` no artifact is made.
+    """Run trafilatura, newspaper4k and readability on every page, in worker processes (never retried: a failure
+    is recorded in its article). Each article goes to ``spool``, in page order, as soon as it is done.
 
     Args:
         page_set: The pages, from ``find-pages``.
@@ -114,8 +82,7 @@ def extract_pages_task(
 
 @task(name="write-extracted-batch", **io_task_options())
 def write_extracted_batch(root: dict[str, Any], spool: ArticleSpool) -> WrittenFile:
-    """Write the batch atomically from the spooled articles, in the selection stage's own format
-    (JSON, or for a ``*.jsonl`` target JSON Lines and its record beside it).
+    """Write the batch atomically from the spooled articles (JSON, or JSON Lines and its record for ``*.jsonl``).
 
     Args:
         root: The batch's root, with an empty ``articles`` list (from ``extract-pages``).
@@ -163,15 +130,9 @@ def publish_extraction_artifacts(
     return {PAGES_ARTIFACT_KEY: table_id, EXTRACTION_SUMMARY_ARTIFACT_KEY: markdown_id}
 
 
-@task(
-    name=PAGE_CHUNK_TASK_NAME,
-    task_run_name=chunk_run_namer(PAGE_CHUNK_TASK_NAME),
-    **local_task_options(),
-)
+@task(name=PAGE_CHUNK_TASK_NAME, task_run_name=chunk_run_namer(PAGE_CHUNK_TASK_NAME), **local_task_options())
 def extract_page_chunk(chunk: PageChunk) -> ChunkExtraction:
-    """Extract one chunk of pages with one worker process, under the same per-call time limit.
-
-    Not retried, like ``extract-pages``: failures are recorded in the articles.
+    """Extract one chunk of pages with one worker process under the same time limit (never retried).
 
     Args:
         chunk: Consecutive pages of the input, the index of the first, and the

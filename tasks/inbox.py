@@ -1,5 +1,4 @@
-"""The ``find-new-page-sets`` task: the page sets of the inbox that have no up-to-date batch
-(the rules live in :mod:`selection_extraction.inbox`)."""
+"""The ``find-new-page-sets`` task: the page sets of the inbox that have no up-to-date batch."""
 
 from __future__ import annotations
 

@@ -1,14 +1,4 @@
-"""The logger of the current Prefect run, and the one rule for tracebacks in run logs.
-
-A refusal the user can fix (the :class:`~selection_core.errors.SelectionError`
-family: an invalid batch, a path outside the data root, a missing file...) is
-logged by Prefect's task engine as "Task run failed with exception: ..." with a
-traceback through Prefect's internals. :class:`UserErrorFilter`, on Prefect's
-run loggers, keeps that line (it names the error and its message) and drops the
-traceback; the traceback of any other exception, a bug, is kept. Records it
-changed carry ``user_error = True``, so that a terminal can leave out what its
-last line will say anyway (``content-selection run``).
-"""
+"""The logger of the current Prefect run, and the one rule for tracebacks in run logs."""
 
 from __future__ import annotations
 
@@ -34,8 +24,8 @@ def run_logger() -> logging.Logger | logging.LoggerAdapter[Any]:
 
 
 class UserErrorFilter(logging.Filter):
-    """Drops the traceback from a record about a :class:`SelectionError` (and the empty
-    ``NoneType: None`` one of a record logged with ``exc_info=True`` outside an exception)."""
+    """Drops the traceback of a record about a :class:`SelectionError` (a refusal the user can fix), marking it
+    ``user_error = True``, and the empty ``NoneType: None`` of ``exc_info=True`` outside an exception."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         info = record.exc_info

@@ -1,10 +1,4 @@
-"""The progress artifact of a long task: :class:`selection_core.progress.PercentProgress` with an artifact sink.
-
-A process that runs a flow itself (the command line's ``pipeline``) can also
-follow the progress on its terminal: inside :func:`follow_progress`, every
-progress artifact of a followed key made in this process reports to the
-follower too (its bar), through the same ``progress(done, total)`` calls.
-"""
+"""Progress artifacts of long tasks, which a process running the flow itself can also follow on its terminal."""
 
 from __future__ import annotations
 
@@ -24,10 +18,7 @@ _FOLLOWERS: dict[str, ProgressCallback] = {}
 
 
 class ArtifactSink:
-    """Creates the progress artifact ``key`` at the first update and updates it after.
-
-    A failed call is logged and never fails the work it reports on.
-    """
+    """Creates the progress artifact ``key`` at the first update and updates it after; a failure is only logged."""
 
     def __init__(self, key: str, description: str) -> None:
         self.key = key
@@ -45,18 +36,6 @@ class ArtifactSink:
                 update_progress_artifact(artifact_id=self.artifact_id, progress=float(percent))
         except Exception as exc:  # noqa: BLE001 - progress is informational
             run_logger().warning("Could not %s the progress artifact: %s", "create" if creating else "update", exc)
-
-
-class _Followed:
-    """``progress(done, total)`` to the artifact's reporter and to a follower."""
-
-    def __init__(self, artifact: PercentProgress, follower: ProgressCallback) -> None:
-        self._artifact = artifact
-        self._follower = follower
-
-    def __call__(self, done: int, total: int) -> None:
-        self._artifact(done, total)
-        self._follower(done, total)
 
 
 @contextlib.contextmanager
@@ -79,10 +58,9 @@ def follow_progress(followers: Mapping[str, ProgressCallback]) -> Iterator[None]
 
 
 def artifact_progress(key: str, description: str, *, start: bool = True) -> ProgressCallback | None:
-    """A progress reporter that updates the artifact ``key``; None outside a run (a task called with ``.fn()``)
-    unless the key is followed (:func:`follow_progress`: then the follower alone).
+    """A progress reporter that updates the artifact ``key`` (created at 0 % at once with ``start``).
 
-    With ``start`` the artifact is created at 0 % at once, before the work begins.
+    Outside a run (a task called with ``.fn()``): the key's follower, or None.
     """
     follower = _FOLLOWERS.get(key)
     if TaskRunContext.get() is None and FlowRunContext.get() is None:
@@ -90,4 +68,11 @@ def artifact_progress(key: str, description: str, *, start: bool = True) -> Prog
     progress = PercentProgress(ArtifactSink(key, description))
     if start:
         progress(0, 1)
-    return progress if follower is None else _Followed(progress, follower)
+    if follower is None:
+        return progress
+
+    def both(done: int, total: int) -> None:
+        progress(done, total)
+        follower(done, total)
+
+    return both

@@ -33,8 +33,6 @@ def select_batch(
 ) -> Selected:
     """Select every article of the batch chunk by chunk in this process and write the output (and report).
 
-    Retried only on transient I/O; a refusal fails at once. See :func:`selection_storage.engine.select_file`.
-
     Args:
         paths: The checked input, output and report.
         max_table_rows: Rows of the scores table to keep (the first articles).
