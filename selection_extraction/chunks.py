@@ -41,16 +41,9 @@ def chunk_bounds(n_items: int, chunk_size: int) -> list[tuple[int, int]]:
 #: better (see ``docs/performance.md``).
 PAGE_CHUNKS_PER_WORKER: Final[int] = 2
 
-#: Most pages, and most bytes of pages (their :attr:`~selection_extraction.pages.Page.weight`:
-#: file sizes, compressed for ``.html.gz``, or WARC payload lengths), of a chunk when no chunk
-#: size is given. A chunk's articles are held whole, in its runner worker and, once it is
-#: done, in the flow process until they are spooled, and up to
-#: :data:`flows.runners.IN_FLIGHT_PER_WORKER` chunks per worker are in flight: without a cap,
-#: 2 chunks per worker of a 1,000,000-page input would put the whole batch in memory there
-#: (issue 14). With it, the flow holds at most about ``2 x workers`` chunks' articles (the
-#: real pages of ``tests/data/aeb-pages`` average 35 KB a page on disk and 14 KB of batch an
-#: article: 500 of them are 7 MB of batch), and a chunk is still minutes of work against
-#: well under a second of submission cost (``docs/performance.md``).
+#: Most pages, and most bytes of pages (:attr:`~selection_extraction.pages.Page.weight`), of a
+#: chunk when no chunk size is given: a chunk's articles are held whole by its worker and, until
+#: they are spooled, by the flow, so the cap bounds what a run holds whatever the page set's size.
 MAX_PAGES_PER_CHUNK: Final[int] = 500
 MAX_PAGE_BYTES_PER_CHUNK: Final[int] = 32 * 1024 * 1024
 
