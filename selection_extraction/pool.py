@@ -85,7 +85,7 @@ NETWORK_AUDIT_EVENTS: Final[frozenset[str]] = frozenset(
 #: Network attempts a run records word for word; any more are only counted
 #: (:class:`PoolStats`). The records are for a person to read (the first few are
 #: logged); without a cap, a library that tried the network on every page would
-#: leave one record per page in the parent for the whole run (issue 14).
+#: leave one record per page in the parent for the whole run.
 MAX_NETWORK_ATTEMPTS_KEPT: Final[int] = 100
 
 #: Seconds a stopping worker gets to exit by itself before it is killed.
