@@ -34,13 +34,12 @@ from flows.runners import (
 )
 from selection_core.chunks import SelectedChunk
 from selection_core.evidence import counts_text, read_as_text
-from selection_storage.engine import ChunkJob, Selected, select_file
+from selection_storage.engine import ChunkJob, Selected
 from selection_storage.paths import RunPaths
 from tasks.artifacts import publish_artifacts
 from tasks.logs import run_logger
 from tasks.paths import check_paths
-from tasks.progress import artifact_progress
-from tasks.select import IN_PROCESS, PROGRESS_ARTIFACT_KEY, log_selected, select_batch, select_chunk
+from tasks.select import IN_PROCESS, select_batch, select_chunk
 
 
 class SelectionRunSummary(BaseModel):
@@ -92,24 +91,14 @@ def select_on(
         selected = select_batch(paths, max_table_rows, chunk_size)
         return selected, read_as_text(selected.chunks, IN_PROCESS)
     where = f"in parallel on the {runner_name.value} task runner"
-    progress = artifact_progress(PROGRESS_ARTIFACT_KEY, f"Selecting the articles of {paths.input.name}")
     with open_task_runner(runner_name, dask_address) as runner:
         workers = runner_parallelism(runner)
 
         def map_jobs(jobs: Sequence[ChunkJob]) -> Iterator[SelectedChunk]:
             return map_in_order(runner, select_chunk, jobs, "chunk", IN_FLIGHT_PER_WORKER * workers)
 
-        selected = select_file(
-            paths.input,
-            paths.output,
-            paths.report,
-            evidence_rows=max_table_rows,
-            chunk_articles=chunk_size,
-            progress=progress,
-            workers=workers,
-            map_jobs=map_jobs,
-        )
-    log_selected(selected, where)
+        # In the flow itself: a task submitted from inside a task does not reach Prefect's process pool.
+        selected = select_batch.fn(paths, max_table_rows, chunk_size, workers, map_jobs, where)
     return selected, read_as_text(selected.chunks, where)
 
 

@@ -9,7 +9,7 @@ from prefect import task
 from selection_core.chunks import SelectedChunk
 from selection_core.evidence import counts_text, read_as_text
 from selection_storage import engine
-from selection_storage.engine import ChunkJob, Selected
+from selection_storage.engine import ChunkJob, MapJobs, Selected
 from selection_storage.paths import RunPaths
 from tasks.logs import run_logger
 from tasks.options import chunk_run_namer, io_task_options
@@ -30,13 +30,18 @@ def select_batch(
     paths: RunPaths,
     max_table_rows: int,
     chunk_size: int | None = None,
+    workers: int = 1,
+    map_jobs: MapJobs | None = None,
+    where: str = IN_PROCESS,
 ) -> Selected:
-    """Select every article of the batch chunk by chunk in this process and write the output (and report).
+    """Select every article of the batch chunk by chunk and write the output (and report).
 
     Args:
         paths: The checked input, output and report.
         max_table_rows: Rows of the scores table to keep (the first articles).
         chunk_size: Most articles per chunk (default: bounded by bytes).
+        workers, map_jobs: Where the chunks are selected (default: here, one after the other).
+        where: How the log says where they were selected.
 
     Returns:
         What was written, its counts, and what the artifacts show of the batch.
@@ -49,8 +54,10 @@ def select_batch(
         evidence_rows=max_table_rows,
         chunk_articles=chunk_size,
         progress=progress,
+        workers=workers,
+        map_jobs=map_jobs,
     )
-    log_selected(selected, IN_PROCESS)
+    log_selected(selected, where)
     return selected
 
 
