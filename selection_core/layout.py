@@ -28,10 +28,12 @@ _FIX_SHAPE: Final[str] = 'expected {"articles": [ {...}, ... ]}'
 _FIX_SYNTAX: Final[str] = "fix the JSON syntax"
 _WS_BYTES: Final[bytes] = b" \t\n\r"
 _WS = re.compile(rb"[ \t\n\r]*+")
-# From inside an array or object: skip everything but brackets, strings whole, and stop after the
-# next bracket. Anchored (``match``): a '"' that starts no complete string makes it fail.
-_TO_BRACKET = re.compile(rb'(?:[^"\[\]{}]++|"(?:[^"\\]++|\\.)*+")*+([\[\]{}])', re.DOTALL)
-_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
+# The patterns below run on bytes whose escaped backslashes and quotes are blanked (:func:`_blank_escapes`),
+# so that a string is a '"', anything but '"', and a '"'. From inside an array or object: skip everything
+# but brackets, strings whole, and stop after the next bracket. Anchored (``match``): a '"' that starts no
+# complete string makes it fail.
+_TO_BRACKET = re.compile(rb'[^"\[\]{}]*+(?:"[^"]*+"[^"\[\]{}]*+)*+([\[\]{}])')
+_STRING = re.compile(rb'"[^"]*+"')
 _LITERAL = re.compile(rb'[^ \t\n\r,}\]"{\[:]*+')
 _CLOSERS = {ord("{"): ord("}"), ord("["): ord("]")}
 _MAX_NESTING = 4096
@@ -40,14 +42,26 @@ _KINDS.update({ord("f"): "a boolean", ord("n"): "null", ord("-"): "a number"})
 _KINDS.update((c, "a number") for c in b"0123456789")
 
 
-def value_end(data: bytes | bytearray | memoryview, pos: int) -> int:
-    """The offset just after the JSON value starting at ``data[pos]``, or -1 (-2: nested too deeply to delimit).
+def _blank_escapes(data: bytes | bytearray | memoryview) -> bytes:
+    r"""``data``, which starts outside a string, with each escaped backslash or quote (``\\``, ``\"``) made ``__``:
+    the same length, and each '"' left opens or closes a string."""
+    return bytes(data).replace(b"\\\\", b"__").replace(b'\\"', b"__")
 
-    >>> value_end(b'{"a": [1, "]"]} tail', 0)
-    15
+
+def value_end(data: bytes | bytearray | memoryview, pos: int) -> int:
+    r"""The offset just after the JSON value starting at ``data[pos]``, or -1 (-2: nested too deeply to delimit).
+
+    ``data`` must start outside a string.
+
+    >>> value_end(b'{"a": ["]\\\\", "\\"]"]} tail', 0)
+    21
     >>> value_end(b'"open', 0)
     -1
     """
+    return _value_end(_blank_escapes(data), pos)
+
+
+def _value_end(data: bytes, pos: int) -> int:
     n = len(data)
     if not 0 <= pos < n:
         return -1
@@ -86,6 +100,7 @@ def array_spans(data: bytes | bytearray | memoryview, pos: int) -> tuple[int, li
     >>> array_spans(b'[1 2]', 0) is None
     True
     """
+    data = _blank_escapes(data)
     n = len(data)
     if not 0 <= pos < n or data[pos] != 0x5B:  # '['
         return None
@@ -95,7 +110,7 @@ def array_spans(data: bytes | bytearray | memoryview, pos: int) -> tuple[int, li
     if p < n and data[p] == 0x5D:  # ']'
         return p, starts, ends
     while True:
-        end = value_end(data, p)
+        end = _value_end(data, p)
         if end < 0:
             return None
         starts.append(p)
@@ -147,6 +162,7 @@ class _Window:
         self._read = read
         self._size = size
         self.buf = b""
+        self._blanked: bytes | None = None  # buf with its escapes blanked, made when needed
         self.base = 0
         self.eof = False
 
@@ -161,6 +177,7 @@ class _Window:
             return False
         drop = keep - self.base
         self.buf = self.buf[drop:] + block if drop > 0 else self.buf + block
+        self._blanked = None
         self.base = keep if drop > 0 else self.base
         return True
 
@@ -185,7 +202,9 @@ class _Window:
     def value_end(self, pos: int, keep: int, what: str) -> int:
         while True:
             rel = pos - self.base
-            end = value_end(self.buf, rel) if rel < len(self.buf) else -1
+            if self._blanked is None:  # buf starts outside a string: at an article, the file's start or a ']'
+                self._blanked = _blank_escapes(self.buf)
+            end = _value_end(self._blanked, rel) if rel < len(self.buf) else -1
             if end == -2:
                 raise _Refused(
                     f"{what}, from byte offset {pos}, is nested more than {_MAX_NESTING} levels deep; flatten it"
