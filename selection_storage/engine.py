@@ -6,11 +6,12 @@ chunk, from the planned version of the file; :func:`select_file` joins the chunk
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import secrets
 import socket
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -67,8 +68,15 @@ class Plan:
         return self.layout.articles
 
 
-def plan_batch(input_path: str | os.PathLike[str], workers: int = 1, chunk_articles: int | None = None) -> Plan:
+def plan_batch(
+    input_path: str | os.PathLike[str],
+    workers: int = 1,
+    chunk_articles: int | None = None,
+    on_chunk: Callable[[FileIdentity, Chunk], object] | None = None,
+) -> Plan:
     """Read the batch once: hash it, cut it into chunks (:func:`chunk_limits`), validate its envelope.
+
+    ``on_chunk`` is called with the file's version and each chunk as soon as the chunk is delimited.
 
     Raises:
         InvalidBatchError: the file is missing or unreadable, its articles cannot be delimited,
@@ -85,16 +93,17 @@ def plan_batch(input_path: str | os.PathLike[str], workers: int = 1, chunk_artic
 
         def read(n: int) -> bytes:
             nonlocal read_bytes
-            block = fh.read(n)
+            try:
+                block = fh.read(n)
+            except OSError as exc:
+                raise read_error(path, exc) from None
             digest.update(block)
             read_bytes += len(block)
             return block
 
         max_bytes, max_articles = chunk_limits(identity.size, workers, chunk_articles)
-        try:
-            layout = scan(read, str(path), max_bytes, max_articles, fmt.lines)
-        except OSError as exc:
-            raise read_error(path, exc) from None
+        emit = None if on_chunk is None else functools.partial(on_chunk, identity)
+        layout = scan(read, str(path), max_bytes, max_articles, fmt.lines, on_chunk=emit)
     if read_bytes != identity.size or FileIdentity.of(os.stat(path)) != identity:
         raise InputChangedError(f"{path}: the file changed while it was being read; run again once it is complete")
     envelope: dict[str, Any] = {}
@@ -166,6 +175,50 @@ class ChunkJob:
         return ("content-selection-chunk", self.output_part, self.chunk.start, self.chunk.stop)
 
 
+class _JobMaker:
+    """Makes the job of each chunk of one selection, numbered in order; with ``parts``, each writes part files
+    (temporary files of the output and report, owned by this process)."""
+
+    def __init__(
+        self,
+        input_path: Path,
+        output_path: Path,
+        report_path: Path | None,
+        table_rows: int,
+        close_calls: int,
+        parts: bool,
+    ) -> None:
+        self._args = (input_path, output_path, report_path, table_rows, close_calls, parts)
+        self._pid, self._host, self._token = os.getpid(), socket.gethostname(), secrets.token_hex(4)
+        self.jobs: list[ChunkJob] = []
+
+    def __call__(self, identity: FileIdentity, chunk: Chunk) -> ChunkJob:
+        input_path, output_path, report_path, table_rows, close_calls, parts = self._args
+        number = len(self.jobs)
+
+        def part(target: Path | None) -> str | None:
+            if target is None or not parts:
+                return None
+            return str(temporary_name(target, self._pid, f"{self._token}{number:08x}"))
+
+        job = ChunkJob(
+            input_path=str(input_path),
+            identity=identity,
+            chunk=chunk,
+            format_name=format_of(input_path.name).name,
+            output_path=str(output_path),
+            report_path=None if report_path is None else str(report_path),
+            output_part=part(output_path),
+            report_part=part(report_path),
+            table_rows=table_rows,
+            close_calls=close_calls,
+            owner_pid=self._pid,
+            owner_host=self._host,
+        )
+        self.jobs.append(job)
+        return job
+
+
 def plan_jobs(
     plan: Plan,
     output_path: Path,
@@ -176,28 +229,10 @@ def plan_jobs(
 ) -> list[ChunkJob]:
     """The jobs of a planned batch, in order; with ``parts``, each writes part files (temporary files of the
     output and report, owned by this process)."""
-    pid, host, token = os.getpid(), socket.gethostname(), secrets.token_hex(4)
-
-    def part(target: Path | None, number: int) -> str | None:
-        return None if target is None or not parts else str(temporary_name(target, pid, f"{token}{number:08x}"))
-
-    return [
-        ChunkJob(
-            input_path=str(plan.path),
-            identity=plan.identity,
-            chunk=chunk,
-            format_name=plan.format.name,
-            output_path=str(output_path),
-            report_path=None if report_path is None else str(report_path),
-            output_part=part(output_path, number),
-            report_part=part(report_path, number),
-            table_rows=table_rows,
-            close_calls=close_calls,
-            owner_pid=pid,
-            owner_host=host,
-        )
-        for number, chunk in enumerate(plan.layout.chunks)
-    ]
+    make = _JobMaker(plan.path, output_path, report_path, table_rows, close_calls, parts)
+    for chunk in plan.layout.chunks:
+        make(plan.identity, chunk)
+    return make.jobs
 
 
 def select_job(job: ChunkJob) -> SelectedChunk:
@@ -328,12 +363,8 @@ class Selected:
     evidence: ShownEvidence | None = None
 
 
-#: Runs :func:`select_job` on every job and yields the results in the jobs' order.
-MapJobs = Callable[[Sequence[ChunkJob]], Iterable[SelectedChunk]]
-
-
-def _here(jobs: Sequence[ChunkJob]) -> Iterator[SelectedChunk]:
-    return map(select_job, jobs)
+#: Starts :func:`select_job` of a job elsewhere, at once; the callable it returns waits for the result.
+StartJob = Callable[[ChunkJob], Callable[[], SelectedChunk]]
 
 
 def select_file(
@@ -345,12 +376,14 @@ def select_file(
     chunk_articles: int | None = None,
     progress: ProgressCallback | None = None,
     workers: int = 1,
-    map_jobs: MapJobs | None = None,
+    start: StartJob | None = None,
 ) -> Selected:
     """Select every article of one batch file, chunk by chunk; write the output (and the report), or nothing.
 
-    ``map_jobs`` runs the chunks elsewhere (on ``workers``; they then write part files), by default here,
-    in order. With ``evidence_rows``, the result has the table rows of as many articles and the first close calls.
+    By default each chunk is selected here, in order, once the whole file is planned. With ``start``, each chunk
+    is started elsewhere (on ``workers``, writing part files) as soon as the first pass has delimited it, and the
+    parts are joined in order once the pass is over. With ``evidence_rows``, the result has the table rows of as
+    many articles and the first close calls.
 
     Raises:
         InvalidBatchError: the first problem of the batch, in one line naming the place.
@@ -360,15 +393,26 @@ def select_file(
     inp = Path(input_path)
     out = resolve_selected_path(inp, output_path)
     report = resolve_report_path(inp, out, report_path)
-    plan = plan_batch(inp, workers, chunk_articles)
     shown = evidence_rows is not None
     table_rows = max(evidence_rows or 0, 0)
-    jobs = plan_jobs(plan, out, report, table_rows, MAX_CLOSEST_CALLS if shown else 0, parts=map_jobs is not None)
-    joiner = _Joiner(plan, out, report)
+    make = _JobMaker(inp, out, report, table_rows, MAX_CLOSEST_CALLS if shown else 0, parts=start is not None)
+    waits: list[Callable[[], SelectedChunk]] = []
+    joined = 0
     summary = sc.summarize(())
     found: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
+    joiner: _Joiner | None = None
     try:
-        for job, selected in zip(jobs, (map_jobs or _here)(jobs), strict=True):
+        if start is None:
+            plan = plan_batch(inp, workers, chunk_articles)
+            waits = [functools.partial(select_job, make(plan.identity, chunk)) for chunk in plan.layout.chunks]
+        else:
+            plan = plan_batch(
+                inp, workers, chunk_articles, lambda identity, chunk: waits.append(start(make(identity, chunk)))
+            )
+        joiner = _Joiner(plan, out, report)
+        for job, wait in zip(make.jobs, waits, strict=True):
+            selected = wait()
+            joined += 1
             joiner.add(selected, job)
             summary = sc.merge_summaries((summary, selected.summary))
             if selected.rows or selected.close_calls:
@@ -377,9 +421,16 @@ def select_file(
                 progress(selected.chunk.stop, plan.article_count)
         sha256 = joiner.complete()
     finally:
-        joiner.discard()
-        discard_parts(jobs)
+        if joiner is not None:
+            joiner.discard()
+        if start is not None:
+            for wait in waits[joined:]:  # what was started runs on: wait for it, so that no part is left behind
+                try:
+                    wait()
+                except Exception:
+                    pass
+        discard_parts(make.jobs)
     evidence = merge_evidence(found, table_rows) if shown else None
     return Selected(
-        inp, plan.sha256, plan.identity.size, out, sha256, joiner.size, report, summary, len(jobs), evidence
+        inp, plan.sha256, plan.identity.size, out, sha256, joiner.size, report, summary, len(make.jobs), evidence
     )

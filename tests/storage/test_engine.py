@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -45,10 +45,12 @@ def source(tmp_path: Path) -> Path:
     return path
 
 
-def _elsewhere(jobs: Sequence[ChunkJob]) -> Iterator[sc.Selection]:
-    """Chunks selected on two threads, as a parallel runner would (each writing its parts)."""
-    with ThreadPoolExecutor(2) as pool:
-        yield from pool.map(select_job, jobs)
+_POOL = ThreadPoolExecutor(2)
+
+
+def _elsewhere(job: ChunkJob) -> Callable[[], Any]:
+    """A chunk started on one of two threads, as a parallel runner would (each writing its parts)."""
+    return _POOL.submit(select_job, job).result
 
 
 @pytest.mark.parametrize("chunk_articles", [1, 17, 180, 181, 1000, None])
@@ -66,7 +68,7 @@ def test_the_output_and_report_are_the_cores_whatever_the_chunks(
         chunk_articles=chunk_articles,
         evidence_rows=7,
         workers=workers,
-        map_jobs=mapped,
+        start=mapped,
     )
     assert (tmp_path / "o.json").read_bytes() == output and (tmp_path / "r.jsonl").read_bytes() == report
     assert result.summary == sc.summarize(selections)
@@ -180,16 +182,15 @@ def test_discard_parts_removes_what_exists_and_never_raises(source: Path, tmp_pa
 
 
 def test_a_failing_chunk_elsewhere_leaves_no_part_and_no_output(source: Path, tmp_path: Path) -> None:
-    def fail_third(jobs: Sequence[ChunkJob]) -> Iterator[Any]:
-        for number, job in enumerate(jobs):
-            if number == 2:
-                raise OSError(5, "Input/output error")
-            yield select_job(job)
+    def fail_third(job: ChunkJob) -> Callable[[], Any]:
+        def fail(job: ChunkJob) -> Any:
+            select_job(job)  # its parts are written, then the task fails
+            raise OSError(5, "Input/output error")
+
+        return _POOL.submit(fail if job.chunk.start == 40 else select_job, job).result
 
     with pytest.raises(OSError):
-        select_file(
-            source, tmp_path / "o.json", tmp_path / "r.jsonl", chunk_articles=20, workers=2, map_jobs=fail_third
-        )
+        select_file(source, tmp_path / "o.json", tmp_path / "r.jsonl", chunk_articles=20, workers=2, start=fail_third)
     assert leftover_files(tmp_path, {source}) == []
 
 
