@@ -177,6 +177,7 @@ def pipeline_command(args: argparse.Namespace) -> int:
     }
     paths = (parameters["extracted_path"], parameters["output_path"], parameters["report_path"])
     check_pipeline_paths(pages, *paths, args.data_root, option="--data-root")
+
     prepare_embedded_api()
     # The INFO lines of Prefect's console handler would tear the progress bars apart; the API gets them all.
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
