@@ -1,17 +1,7 @@
-"""What your own code imports from content-selection, under a name no project of yours shadows.
+"""What your own code imports from content-selection: the event contract and the completion trigger.
 
-The contract between an upstream extraction flow and the triggered selection run
-(defined in :mod:`content_selection.events`). An upstream flow tells the stage that
-a batch is ready with :func:`emit_batch_extracted`::
-
-    from content_selection import emit_batch_extracted
-
-For an upstream flow that cannot emit it, :func:`flow_completed_trigger`
-(:mod:`content_selection.completion`) starts the selection when the flow's run
-completes, on the path in one of its parameters.
-
-This package imports Prefect's events and nothing of the project's ``flows``,
-``tasks`` or ``deployments``, so a project with packages of those names can use it.
+It imports nothing of the project's ``flows``, ``tasks`` or ``deployments``, so a project with packages
+of those names can use it.
 """
 
 from __future__ import annotations

@@ -1,31 +1,4 @@
-"""The Prefect-native trigger: select a batch when a run of a named upstream flow completes.
-
-For upstream flows that cannot emit ``content-selection.batch.extracted`` (code you
-do not own, or do not want to change). The Prefect server itself emits
-``prefect.flow-run.Completed`` for every flow run that ends Completed; its
-resource is the flow run (``prefect.flow-run.<id>``) and one of its related
-resources is the flow, with role ``flow`` and the flow's name. The trigger matches
-that related resource by name, and its run-deployment action takes the batch
-path from the completed run's own parameters::
-
-    input_path: "{{ flow_run.parameters['output_path'] }}"
-
-When a template names ``flow_run``, the server reads that flow run through its
-API (the event's first ``prefect.flow-run`` resource) before rendering, so the
-parameters recorded for that run are there (Prefect 3.9,
-``prefect.server.events.actions``): those its caller passed, defaults included,
-for a flow called directly; those of the deployment and the run for a deployment
-run (a flow default not passed by either is not recorded there). A parameter
-that is missing fails the automation's action (``InvalidJinja``, seen as a
-``prefect.automation.action.failed`` event): no selection run starts.
-
-The path is untrusted, as an event's is: the deployment carrying this trigger
-sets ``require_data_root``, so a path outside the data root fails the run and
-nothing is written.
-
-Do not point it at a flow that already emits the batch-extracted event
-(``extract-articles``): the batch would be selected twice.
-"""
+"""The Prefect-native trigger: select a batch when a run of a named upstream flow completes (docs/prefect.md)."""
 
 from __future__ import annotations
 
@@ -33,23 +6,12 @@ from typing import Final
 
 from prefect.events import DeploymentEventTrigger
 
-__all__ = [
-    "FLOW_COMPLETED_EVENT",
-    "completion_trigger_name",
-    "flow_completed_trigger",
-    "path_parameter_template",
-]
-
 #: The event the Prefect server emits when a flow run ends in the Completed state.
 FLOW_COMPLETED_EVENT: Final[str] = "prefect.flow-run.Completed"
 
 
 def completion_trigger_name(flow_name: str) -> str:
-    """The name of the automation created for ``flow_name``.
-
-    >>> completion_trigger_name("crawl-news")
-    'select-content-after-crawl-news'
-    """
+    """The name of the automation created for ``flow_name``."""
     return f"select-content-after-{flow_name}"
 
 
@@ -58,9 +20,6 @@ def path_parameter_template(parameter: str) -> str:
 
     Raises:
         ValueError: ``parameter`` is not a Python identifier (flow parameters always are).
-
-    >>> path_parameter_template("output_path")
-    "{{ flow_run.parameters['output_path'] }}"
     """
     if not parameter.isidentifier():
         raise ValueError(
@@ -88,6 +47,7 @@ def flow_completed_trigger(flow_name: str, parameter: str, *, enabled: bool = Tr
         description=f"Select the batch a run of {flow_name} wrote (its {parameter} parameter) when the run completes.",
         enabled=enabled,
         expect={FLOW_COMPLETED_EVENT},
+        # The server emits the event with the flow run as resource and the flow (role "flow") as a related one.
         match={"prefect.resource.id": "prefect.flow-run.*"},
         match_related={"prefect.resource.role": "flow", "prefect.resource.name": flow_name},
         for_each={"prefect.resource.id"},

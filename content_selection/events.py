@@ -1,19 +1,4 @@
-"""The contract between the upstream extraction flow and the triggered selection run.
-
-When the upstream flow has finished writing a batch, it emits one event::
-
-    event:    content-selection.batch.extracted
-    resource: prefect.resource.id    = content-selection.batch.<absolute path>
-              prefect.resource.name  = <file name>
-              content-selection.batch.path = <absolute path>
-    payload:  {"path": "<absolute path>"}
-
-by calling :func:`emit_batch_extracted` at its end. The ``triggered`` deployment
-of ``select-content`` carries a :func:`batch_extracted_trigger`: for every such
-event it starts a run with ``input_path`` taken from the event's resource. The
-path is untrusted: the run resolves it inside the data root (see
-:mod:`selection_storage.paths`) or fails without writing anything.
-"""
+"""The contract between an upstream extraction flow and the triggered selection run (docs/prefect.md)."""
 
 from __future__ import annotations
 
@@ -51,16 +36,8 @@ INPUT_PATH_TEMPLATE: Final[str] = "{{ event.resource['" + BATCH_PATH_LABEL + "']
 
 
 def batch_extracted_resource(path: str | os.PathLike[str]) -> dict[str, str]:
-    """The event resource that names one batch.
-
-    A relative path is made absolute against the current directory; nothing else
-    is changed (no symlink or ``..`` resolution): the selection run checks the
-    path it receives, exactly as sent.
-
-    Example:
-        >>> batch_extracted_resource("/data/a_extracted.json")["prefect.resource.id"]
-        'content-selection.batch./data/a_extracted.json'
-    """
+    """The event resource that names one batch: a relative path made absolute, nothing else changed
+    (no symlink or ``..`` resolution): the selection run checks the path exactly as sent."""
     text = os.fspath(path)
     absolute = text if os.path.isabs(text) else os.path.join(os.getcwd(), text)
     return {
@@ -71,31 +48,10 @@ def batch_extracted_resource(path: str | os.PathLike[str]) -> dict[str, str]:
 
 
 def emit_batch_extracted(path: str | os.PathLike[str], **payload: Any) -> Event | None:
-    """Announce that the batch at ``path`` is written and ready for selection.
+    """Announce, last in the upstream flow, that the batch at ``path`` is completely written.
 
-    Call it at the end of the upstream extraction flow, after the file is
-    completely written (closed, or moved into place). Inside a flow run, Prefect
-    relates the event to that run automatically.
-
-    Args:
-        path: The ``*_extracted.json`` file just written.
-        **payload: Extra JSON-able fields for the event payload (informational;
-            the selection run reads only the path).
-
-    Returns:
-        The emitted event, or None when events are disabled.
-
-    Example:
-        ```python
-        from prefect import flow
-        from content_selection import emit_batch_extracted
-
-        @flow
-        def extract_articles(...) -> str:
-            path = write_batch(...)          # your code
-            emit_batch_extracted(path)
-            return path
-        ```
+    ``payload`` holds extra JSON-able fields (the selection run reads only the path). Returns the
+    emitted event (related to the current flow run, if any), or None when events are disabled.
     """
     resource = batch_extracted_resource(path)
     return emit_event(

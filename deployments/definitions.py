@@ -1,20 +1,4 @@
-"""The deployments of the stage, as Python objects for ``serve``.
-
-They mirror ``prefect.yaml`` (a test checks that both agree):
-
-* ``select-content/manual``: no schedule; started from the UI or the API.
-* ``select-directory/scheduled``: on a cron schedule, selects every stale batch
-  under the data root (or a given directory).
-* ``select-content/triggered``: started by each ``content-selection.batch.extracted``
-  event (see :mod:`content_selection`); refuses to run without a data root.
-* ``extract-articles/manual``: extract one page set, started from the UI or the API.
-* ``extract-inbox/scheduled``: on the same cron schedule, extracts every new page
-  set of the inbox (``<data root>/inbox`` by default); each batch is announced, so
-  ``select-content/triggered`` selects it. One run at a time.
-* ``select-content/after-flow``, only when an upstream flow is named: started when
-  a run of that flow completes, on the path in one of its parameters
-  (:func:`content_selection.flow_completed_trigger`; a commented block in ``prefect.yaml``).
-"""
+"""The stage's deployments as Python objects for ``serve``; they mirror ``prefect.yaml`` (a test checks both agree)."""
 
 from __future__ import annotations
 
@@ -24,15 +8,7 @@ from prefect.client.schemas.schedules import CronSchedule
 from prefect.types.entrypoint import EntrypointType
 
 from content_selection import batch_extracted_trigger, flow_completed_trigger
-from deployments.config import (
-    AFTER_FLOW_DEPLOYMENT,
-    DEFAULT_CRON,
-    DEFAULT_TIMEZONE,
-    MANUAL_DEPLOYMENT,
-    SCHEDULED_DEPLOYMENT,
-    TAGS,
-    TRIGGERED_DEPLOYMENT,
-)
+from deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
 from flows.extract_and_select import extract_and_select
 from flows.extract_articles import extract_articles
 from flows.extract_inbox import extract_inbox
@@ -46,12 +22,9 @@ if TYPE_CHECKING:
 def check_after_flow(flow_name: str, parameter: str) -> None:
     """Refuse an upstream flow that ``select-content/after-flow`` cannot follow.
 
-    The stage's own flows are refused: ``select-content`` would start itself again
-    on every completion, and the extraction flows already announce their batches to
-    ``select-content/triggered`` (the batch would be selected twice).
-
     Raises:
-        ValueError: an empty name, a flow of the stage, or a parameter that is not an identifier.
+        ValueError: an empty name, a flow of the stage (it would start itself, or select a batch twice),
+            or a parameter that is not an identifier.
     """
     stage = (select_content, select_directory, extract_articles, extract_inbox, extract_and_select)
     own = sorted(f.name for f in stage)
@@ -72,32 +45,20 @@ def build_deployments(
     timezone: str = DEFAULT_TIMEZONE,
     after_flow: tuple[str, str] | None = None,
 ) -> list[RunnerDeployment]:
-    """Build the stage's deployments.
-
-    Flows are referenced by module path (``flows.select_content.select_content``)
-    so that served runs find them wherever the process was started from, as long
-    as the project is installed (or started from its root).
+    """Build the stage's deployments, their flows referenced by module path (the project must be importable).
 
     Args:
-        data_root: Data root given to the scheduled and triggered deployments as a
-            default parameter; None to rely on ``CONTENT_SELECTION_DATA_ROOT`` at run time.
-        directory: Folder the scheduled selection scans; None for the data root.
-        inbox: Folder the scheduled extraction looks at; None for ``<data root>/inbox``.
-        cron: Cron expression of both scheduled deployments.
-        timezone: Time zone of the cron expression.
-        after_flow: ``(flow name, path parameter)`` of an upstream flow whose
-            completed runs start ``select-content/after-flow``; None for no such deployment.
-
-    Returns:
-        The deployments, in the order select-content/manual, select-directory/scheduled,
-        select-content/triggered, extract-articles/manual, extract-inbox/scheduled
-        [, select-content/after-flow].
+        data_root: Default ``data_root`` of the scheduled and triggered deployments; None for the environment's.
+        directory, inbox: Folders the scheduled selection and extraction scan; None for their defaults.
+        cron, timezone: The schedule of both scheduled deployments.
+        after_flow: ``(flow name, path parameter)`` of an upstream flow whose completed runs start
+            ``select-content/after-flow``; None for no such deployment.
 
     Raises:
         ValueError: an invalid cron expression or time zone, or an invalid ``after_flow``.
     """
     common: dict[str, Any] = {
-        "tags": list(TAGS),
+        "tags": ["content-selection"],
         "enforce_parameter_schema": True,
         "entrypoint_type": EntrypointType.MODULE_PATH,
     }
@@ -107,12 +68,12 @@ def build_deployments(
     schedule = CronSchedule(cron=cron, timezone=timezone)
 
     manual = select_content.to_deployment(
-        name=MANUAL_DEPLOYMENT,
+        name="manual",
         description="Select one batch, started by hand from the UI or the API.",
         **common,
     )
     scheduled = select_directory.to_deployment(
-        name=SCHEDULED_DEPLOYMENT,
+        name="scheduled",
         description="Select every *_extracted.json under the data root whose _selected.json is missing or older.",
         schedule=schedule,
         parameters=scheduled_parameters,
@@ -120,19 +81,19 @@ def build_deployments(
         **common,
     )
     triggered = select_content.to_deployment(
-        name=TRIGGERED_DEPLOYMENT,
+        name="triggered",
         description="Select a batch when the upstream extraction flow emits content-selection.batch.extracted.",
         parameters={**root_parameter, "require_data_root": True},
         triggers=[batch_extracted_trigger()],
         **common,
     )
     extract_manual = extract_articles.to_deployment(
-        name=MANUAL_DEPLOYMENT,
+        name="manual",
         description="Extract one page set into a batch and announce it, started by hand from the UI or the API.",
         **common,
     )
     extract_scheduled = extract_inbox.to_deployment(
-        name=SCHEDULED_DEPLOYMENT,
+        name="scheduled",
         description="Extract every page set in the inbox that has no up-to-date batch; each batch is then selected.",
         schedule=schedule,
         parameters=inbox_parameters,
@@ -145,7 +106,7 @@ def build_deployments(
         check_after_flow(flow_name, parameter)
         deployments.append(
             select_content.to_deployment(
-                name=AFTER_FLOW_DEPLOYMENT,
+                name="after-flow",
                 description="Select the batch an upstream flow wrote, when its run completes.",
                 parameters={**root_parameter, "require_data_root": True},
                 triggers=[flow_completed_trigger(flow_name, parameter)],

@@ -1,4 +1,4 @@
-"""Argument types the subcommands share (``argparse`` ``type=`` callables): one wording for each refusal."""
+"""Argument types the subcommands share: one wording for each refusal."""
 
 from __future__ import annotations
 
@@ -7,9 +7,7 @@ from collections.abc import Callable
 
 
 def whole_number(minimum: int, too_small: str) -> Callable[[str], int]:
-    """An ``argparse`` type: a whole number of at least ``minimum``.
-
-    ``too_small`` is the refusal below ``minimum``, formatted with ``text`` (as typed) and ``value``.
+    """An ``argparse`` type: a whole number of at least ``minimum``; ``too_small`` may use ``{text}`` and ``{value}``.
 
     >>> whole_number(1, "must be at least 1, got {text!r}")("3")
     3

@@ -1,25 +1,17 @@
-"""What the terminal shows of a flow run that a command starts (``run``, ``pipeline``).
-
-Prefect's console handlers print every run-log line. When a run fails, the same
-error would be printed three or four times (the task's failure, its final state,
-the flow's state, then the command's own last line). These helpers leave the
-error to the command's last line, keep a bug's traceback, and keep every line in
-the run's logs sent to the Prefect API.
-"""
+"""What the terminal shows of a flow run that a command starts: each error once, on the command's last line."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 class OneErrorLine(logging.Filter):
-    """On the terminal, leaves out Prefect's run-log lines that the command's last line says anyway.
+    """Leaves out the run-log lines that the command's last line says anyway; a bug's traceback is kept.
 
-    Those are the error lines of the run loggers that carry no traceback (a
-    refusal, whose traceback :class:`tasks.logs.UserErrorFilter` already
-    dropped; a task's "Finished in state Failed"), and the flow's final
-    "Finished in state" when it is not Completed. A bug's traceback is kept.
-    The run's logs sent to the Prefect API keep every line.
+    Those are the run loggers' error lines without a traceback (a refusal, a task's "Finished in
+    state Failed") and a final "Finished in state" other than Completed. The API still gets every line.
     """
 
     def __init__(self, run_loggers: tuple[str, ...]) -> None:
@@ -35,15 +27,10 @@ class OneErrorLine(logging.Filter):
         return not (message.startswith("Finished in state") and not message.startswith("Finished in state Completed"))
 
 
-def after_the_run(handlers: list[logging.Handler]) -> None:
-    """Keep the summary or the error the last line: after the run, Prefect's console shows
-    warnings only (not "Stopping temporary server", logged as the process exits)."""
-    for handler in handlers:
-        handler.setLevel(max(handler.level, logging.WARNING))
-
-
-def leave_repeated_errors_to_the_last_line() -> list[logging.Handler]:
-    """Put :class:`OneErrorLine` on Prefect's console handlers; returns those handlers."""
+@contextmanager
+def errors_left_to_the_last_line() -> Iterator[None]:
+    """Around a flow run: :class:`OneErrorLine` on Prefect's console handlers, then warnings only, so that
+    the summary or the error stays the last line (not "Stopping temporary server", logged as the process exits)."""
     from prefect.logging.configuration import ensure_logging_setup
     from prefect.logging.handlers import PrefectConsoleHandler
 
@@ -57,4 +44,8 @@ def leave_repeated_errors_to_the_last_line() -> list[logging.Handler]:
     for handler in consoles:
         if not any(isinstance(f, OneErrorLine) for f in handler.filters):
             handler.addFilter(OneErrorLine(RUN_LOGGERS))
-    return consoles
+    try:
+        yield
+    finally:
+        for handler in consoles:
+            handler.setLevel(max(handler.level, logging.WARNING))

@@ -1,11 +1,6 @@
 """The ``content-selection`` command: the parser of every subcommand, and the one error policy.
 
-Each subcommand lives in its own module of this package (``select``, ``run``,
-``extract`` and ``pipeline``, ``serve``, ``explain``), which adds its arguments and runs it.
-``select`` runs the core directly (no orchestrator). ``run``, ``pipeline`` and
-``serve`` start the Prefect stage; their modules import Prefect only when the
-command runs, so that ``select`` and ``--help`` stay light. Every error a user
-can cause ends in one line on stderr and a distinct exit status (see ``selection_core.errors``); never a traceback.
+Prefect is imported only when a command that needs it runs, so that ``select`` and ``--help`` stay light.
 """
 
 from __future__ import annotations
@@ -23,6 +18,16 @@ from selection_cli.serve import add_serve_arguments, serve_command
 from selection_core import __version__
 from selection_core.errors import EXIT_INTERNAL, SelectionError
 
+#: The line ``content-selection --help`` shows for each subcommand.
+COMMAND_HELP = {
+    "select": "run the selection core on one batch file (no orchestrator)",
+    "run": "run the Prefect flow select-content on one batch file",
+    "extract": "extract pages with trafilatura, newspaper4k and readability into a batch",
+    "pipeline": "extract pages, then select (the flow extract-and-select)",
+    "serve": "serve the deployments of the selection and the extraction from this process",
+    "explain": "explain one article's decision, in words",
+}
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``content-selection`` and its subcommands."""
@@ -33,33 +38,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("select", help="run the selection core on one batch file (no orchestrator)")
-    add_select_arguments(p).set_defaults(func=select_command)
-
-    commands = (
-        ("run", "run the Prefect flow select-content on one batch file", add_run_arguments, run_command),
-        (
-            "extract",
-            "extract pages with trafilatura, newspaper4k and readability into a batch",
-            add_extract_arguments,
-            extract_command,
-        ),
-        (
-            "pipeline",
-            "extract pages, then select (the flow extract-and-select)",
-            add_pipeline_arguments,
-            pipeline_command,
-        ),
-        (
-            "serve",
-            "serve the deployments of the selection and the extraction from this process",
-            add_serve_arguments,
-            serve_command,
-        ),
-        ("explain", "explain one article's decision, in words", add_explain_arguments, explain_command),
-    )
-    for name, help_text, add_arguments, command in commands:
-        add_arguments(sub.add_parser(name, help=help_text)).set_defaults(func=command)
+    for name, add_arguments, command in (
+        ("select", add_select_arguments, select_command),
+        ("run", add_run_arguments, run_command),
+        ("extract", add_extract_arguments, extract_command),
+        ("pipeline", add_pipeline_arguments, pipeline_command),
+        ("serve", add_serve_arguments, serve_command),
+        ("explain", add_explain_arguments, explain_command),
+    ):
+        add_arguments(sub.add_parser(name, help=COMMAND_HELP[name])).set_defaults(func=command)
     return parser
 
 

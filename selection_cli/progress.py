@@ -1,12 +1,4 @@
-"""The terminal's progress bar of the commands, drawn through the one progress reporter.
-
-:class:`ProgressBar` takes ``progress(done, total)`` calls (the shape every long
-step reports in) and draws on a terminal stream through
-:class:`selection_core.progress.PercentProgress`: at most once per whole percent,
-so no clock decides when to redraw. On anything but a terminal, and for totals
-under its ``min_total`` (batches under :data:`PROGRESS_MIN_ARTICLES` articles for
-``select``), it draws nothing.
-"""
+"""The progress bar the commands draw on a terminal."""
 
 from __future__ import annotations
 
@@ -21,12 +13,8 @@ PROGRESS_MIN_ARTICLES: Final[int] = 1000
 class ProgressBar:
     """``bar(done, total)``: ``\\r<label> [###---] done/total [unit]`` on a terminal stream; silent elsewhere.
 
-    Args:
-        stream: Where to draw (stderr); nothing is drawn unless it is a terminal.
-        label: The word before the bar.
-        width: Characters of the bar; 0 for the counts alone.
-        min_total: Totals under this draw nothing.
-        unit: A word after the counts (``"pages"``), or ``None``.
+    It redraws at most once per whole percent (no clock decides). ``width`` 0 draws the counts alone;
+    totals under ``min_total`` draw nothing.
 
     >>> import io
     >>> class Terminal(io.StringIO):

@@ -11,7 +11,7 @@ from selection_core.evidence import counts_text
 
 
 def add_select_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Add the arguments of ``select`` to ``parser`` (the main CLI's subparser)."""
+    """Add the arguments of ``select`` to ``parser``."""
     parser.add_argument(
         "input", metavar="INPUT", help='batch file: JSON, {"articles": [...]}, or JSON Lines (*.jsonl), one per line'
     )
@@ -32,18 +32,13 @@ def format_summary(summary: Summary) -> str:
     return f"articles: {summary.articles}\nselected: {extractors}\nreasons: {reasons or '-'}"
 
 
-def print_selection(summary: Summary, output_path: object, report_path: object | None) -> None:
-    """The lines printed after a selection: the summary, the output and the report, if any."""
-    print(format_summary(summary))
-    print(f"output: {output_path}")
-    if report_path is not None:
-        print(f"report: {report_path}")
-
-
 def select_command(args: argparse.Namespace) -> int:
-    """Run ``select`` with parsed arguments; returns 0, raises the project's typed errors."""
+    """Run ``select``; returns 0, raises the project's typed errors."""
     from selection_storage import select_file
 
     result = select_file(args.input, args.output, args.report, progress=ProgressBar(sys.stderr))
-    print_selection(result.summary, result.output_path, result.report_path)
+    print(format_summary(result.summary))
+    print(f"output: {result.output_path}")
+    if result.report_path is not None:
+        print(f"report: {result.report_path}")
     return 0

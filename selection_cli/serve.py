@@ -1,22 +1,12 @@
-"""``content-selection serve``: serve the stage's deployments from one process.
+"""``content-selection serve``: the stage's deployments (:mod:`deployments.definitions`), served from this process.
 
-For a setup without work pools or workers: this process registers the
-deployments of :mod:`deployments.definitions` (``select-content/manual``,
-``select-directory/scheduled``, ``select-content/triggered``,
-``extract-articles/manual``, ``extract-inbox/scheduled``, and with
-``--after-flow`` ``select-content/after-flow``), with their schedules and
-triggers, on the Prefect API named by
-``PREFECT_API_URL`` and runs their flow runs as subprocesses until stopped
-(Ctrl-C). Without ``PREFECT_API_URL`` it refuses to start: an embedded API
-would vanish with the process, and no UI or upstream flow could reach it.
-
-This module checks the options and reports; building and serving the
-deployments is :mod:`deployments`'. Prefect is imported only when the command runs.
+It needs ``PREFECT_API_URL``: an embedded API would vanish with the process, out of reach of any UI or upstream flow.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -28,7 +18,7 @@ PROG = "content-selection serve"
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Add the options of ``serve`` to ``parser`` (the main CLI's subparser)."""
+    """Add the options of ``serve`` to ``parser``."""
     parser.add_argument(
         "--data-root",
         metavar="DIR",
@@ -69,27 +59,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     return parser
 
 
-def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
-    """A standalone parser for ``serve``."""
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description="Serve the deployments of the content-selection stage (selection and extraction) "
-        "from this process (needs PREFECT_API_URL).",
-    )
-    return add_serve_arguments(parser)
-
-
 def serve_command(args: argparse.Namespace) -> int:
-    """Run ``serve`` with parsed arguments (missing options take their defaults); returns the exit status."""
-    data_root = getattr(args, "data_root", None)
-    directory = getattr(args, "directory", None)
-    cron = getattr(args, "cron", None) or DEFAULT_CRON
-    timezone = getattr(args, "timezone", None) or DEFAULT_TIMEZONE
-    limit = getattr(args, "limit", None)
-    inbox = getattr(args, "inbox", None)
-    after_flow = getattr(args, "after_flow", None)
-    path_parameter = getattr(args, "path_parameter", None)
-    if (after_flow is None) != (path_parameter is None):
+    """Run ``serve`` with parsed arguments until stopped; returns the exit status."""
+    if (args.after_flow is None) != (args.path_parameter is None):
         _error("--after-flow NAME and --path-parameter PARAM go together; give both, or neither")
         return 2
 
@@ -101,35 +73,34 @@ def serve_command(args: argparse.Namespace) -> int:
             "set PREFECT_API_URL=http://127.0.0.1:4200/api"
         )
         return 2
-    if configured_data_root(data_root) is None:
+    if configured_data_root(args.data_root) is None:
         _error(f"no data root; pass --data-root DIR or set {DATA_ROOT_ENV} (event paths are only accepted inside it)")
         return 2
     try:
-        in_force = data_root_in_force(data_root, "--data-root")
+        in_force = data_root_in_force(args.data_root, "--data-root")
         assert in_force is not None  # configured, checked above
-        root = in_force.path
-        if inbox:  # the extraction's outputs must be where the triggered selection accepts them
-            in_force.confine(inbox, "inbox")
+        if args.inbox:  # the extraction's outputs must be where the triggered selection accepts them
+            in_force.confine(args.inbox, "inbox")
     except Exception as exc:  # noqa: BLE001 - reported as one line
         _error(str(exc))
         return int(getattr(exc, "exit_code", 2))
 
     from deployments.definitions import build_deployments, check_after_flow
-    from deployments.serve import serve_deployments
 
     upstream = None
-    if after_flow is not None and path_parameter is not None:
+    if args.after_flow is not None:
         try:
-            check_after_flow(after_flow, path_parameter)
+            check_after_flow(args.after_flow, args.path_parameter)
         except ValueError as exc:
             _error(f"--after-flow/--path-parameter: {exc}")
             return 2
-        upstream = (after_flow, path_parameter)
+        upstream = (args.after_flow, args.path_parameter)
+    cron, timezone = args.cron or DEFAULT_CRON, args.timezone or DEFAULT_TIMEZONE  # an empty one is the default
     try:
         deployments = build_deployments(
-            data_root=str(root),
-            directory=directory,
-            inbox=inbox,
+            data_root=str(in_force.path),
+            directory=args.directory,
+            inbox=args.inbox,
             cron=cron,
             timezone=timezone,
             after_flow=upstream,
@@ -140,7 +111,10 @@ def serve_command(args: argparse.Namespace) -> int:
         _error(f"invalid --cron {cron!r} or --timezone {timezone!r}: {reason}")
         return 2
     try:
-        serve_deployments(deployments, root, limit=limit)
+        from prefect import serve
+
+        os.environ[DATA_ROOT_ENV] = str(in_force.path)  # the served runs are subprocesses: they inherit it
+        serve(*deployments, limit=args.limit)
     except Exception as exc:  # noqa: BLE001 - e.g. the API cannot be reached; one line, no traceback
         text = " ".join(str(exc).split())
         _error(f"serving stopped: {type(exc).__name__}: {text} (is the server at PREFECT_API_URL running?)")
@@ -151,7 +125,12 @@ def serve_command(args: argparse.Namespace) -> int:
 def serve_main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m selection_cli.serve [options]``; returns the exit status."""
     apply_kernel_setting()
-    return serve_command(build_parser().parse_args(argv))
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Serve the deployments of the content-selection stage (selection and extraction) "
+        "from this process (needs PREFECT_API_URL).",
+    )
+    return serve_command(add_serve_arguments(parser).parse_args(argv))
 
 
 def _error(message: str) -> None:
