@@ -1,4 +1,4 @@
-"""The ``publish-artifacts`` task: the run's evidence (:mod:`selection_core.evidence`) as Prefect artifacts."""
+"""The artifacts' Markdown, and the ``publish-artifacts`` task: the run's evidence as Prefect artifacts."""
 
 from __future__ import annotations
 
@@ -22,8 +22,11 @@ from selection_core.evidence import (
     SUMMARY_ARTIFACT_KEY,
     TABLE_DIGITS,
     ShownEvidence,
+    counts_text,
 )
 from selection_core.select import Reason, State
+from selection_extraction.artifacts import PAGES_ARTIFACT_KEY
+from selection_extraction.batch import ExtractionStats
 from tasks.options import api_task_options
 
 #: Distributions whose versions the summary reports.
@@ -190,6 +193,49 @@ def _share(count: int, total: int) -> str:
     if total == 0:
         return "–"
     return f"{100 * count / total:.1f} %"
+
+
+def extraction_markdown(
+    doc: dict[str, Any], stats: ExtractionStats, output_path: Path, output_sha256: str, shown_rows: int, max_rows: int
+) -> str:
+    """The ``extraction-summary`` markdown: counts, output, versions and settings (``doc``'s articles are not read)."""
+    meta = doc.get("extraction", {})
+    lines = [
+        f"# Extraction: {md_cell(Path(str(meta.get('input', ''))).name or str(meta.get('input', '')))}",
+        "",
+        "| Item | Value |",
+        "|---|---|",
+        f"| Input | {md_code(str(meta.get('input', '')))} ({md_cell(str(meta.get('input_kind', '')))}) |",
+        *([f"| WARC records | {md_cell(counts_text(meta['warc_records']))} |"] if meta.get("warc_records") else []),
+        f"| Pages | {stats.pages} |",
+        f"| Unreadable pages | {stats.unreadable_pages} |",
+        f"| Output | {md_code(str(output_path))} |",
+        f"| Output SHA-256 | {md_code(output_sha256)} |",
+        f"| Time limit per extractor and page | {meta.get('time_limit_seconds')} s |",
+        f"| Worker crashes | {stats.worker_crashes} |",
+        f"| Network attempts blocked | {stats.blocked_network_attempts} |",
+        "",
+        "## Extractors",
+        "",
+        "| Extractor | Version | Errors | Timeouts | Call |",
+        "|---|---|---:|---:|---|",
+    ]
+    described = meta.get("extractors", {})
+    for name in EXTRACTORS:
+        info = described.get(name, {})
+        lines.append(
+            f"| {name} | {info.get('distribution', '')} {info.get('version', '')} | {stats.errors.get(name, 0)} "
+            f"| {stats.timeouts.get(name, 0)} | {md_code(str(info.get('call', '')))} |"
+        )
+    lines += [
+        "",
+        f"Decoding: {md_cell(str(meta.get('decoding', '')))}.",
+        "",
+        f"The table {md_code(PAGES_ARTIFACT_KEY)} shows {shown_rows} of {stats.pages} pages "
+        f"(max_table_rows={max_rows}).",
+        "",
+    ]
+    return "\n".join(lines)
 
 
 @task(name="publish-artifacts", **api_task_options())

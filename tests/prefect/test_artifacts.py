@@ -12,7 +12,15 @@ from hypothesis import strategies as st
 
 import selection_core as sc
 from selection_core.evidence import CLOSEST_CALLS_ARTIFACT_KEY, MAX_CLOSEST_CALLS, batch_evidence, close_call_entries
-from tasks.artifacts import closest_calls_markdown, md_cell, md_code, scores_description, summary_markdown
+from selection_extraction import ExtractionStats
+from tasks.artifacts import (
+    closest_calls_markdown,
+    extraction_markdown,
+    md_cell,
+    md_code,
+    scores_description,
+    summary_markdown,
+)
 from tests.core.test_evidence import KINDS, _selections
 from tests.support import DATA
 
@@ -155,6 +163,34 @@ def test_summary_paths_are_code_and_escaped_for_the_table() -> None:
     assert "| Report (JSON Lines) | `/r/<x>\\|y.jsonl` |" in text
     assert "| Input | ``/data/a`b_extracted.json`` |" in text
     assert text.startswith("# Content selection: a\\`b_extracted.json\n")
+
+
+# --- the extraction summary ----------------------------------------------------------------------
+
+
+STATS = ExtractionStats(3, 1, {"trafilatura": 1, "newspaper4k": 0, "readability": 2}, {"trafilatura": 1}, 0, ())
+
+
+def test_the_extraction_summary_markdown() -> None:
+    doc = {
+        "extraction": {
+            "input": "/data/a|b",
+            "input_kind": "directory",
+            "time_limit_seconds": 60.0,
+            "decoding": "the page's <meta>/XML charset",
+            "extractors": {"trafilatura": {"distribution": "trafilatura", "version": "2", "call": "f(x)"}},
+        }
+    }
+    text = extraction_markdown(doc, STATS, Path("/out.json"), "abc", 2, 200)
+    lines = text.split("\n")
+    assert lines[0] == "# Extraction: a\\|b"
+    assert "| Input | `/data/a\\|b` (directory) |" in lines
+    assert "| Unreadable pages | 1 |" in lines
+    assert "| trafilatura | trafilatura 2 | 1 | 1 | `f(x)` |" in lines
+    assert "| readability |   | 2 | 0 |  |" in lines
+    assert lines[2] == "| Item | Value |"  # a real header, not an empty row
+    assert "Decoding: the page's \\<meta\\>/XML charset." in lines  # not swallowed as an HTML tag
+    assert lines[-2] == "The table `extraction-pages` shows 2 of 3 pages (max_table_rows=200)."
 
 
 # --- the golden batch ---------------------------------------------------------------------------
