@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -340,20 +340,9 @@ def count_keys(data: bytes | bytearray) -> int:
     return sum(1 for m in _STRING_OR_KEY.finditer(data) if m.group(1))
 
 
-def select_articles(
-    articles: Sequence[Any], progress: ProgressCallback | None = None, every: int = 500
-) -> list[Selection]:
-    """Select for every article, in order. ``progress(done, total)`` is called
-    every ``every`` articles and once at the end."""
-    total = len(articles)
-    out: list[Selection] = []
-    for i, article in enumerate(articles):
-        out.append(select_article(article, i))
-        if progress is not None and (i + 1) % every == 0 and i + 1 != total:
-            progress(i + 1, total)
-    if progress is not None:
-        progress(total, total)
-    return out
+def select_articles(articles: Sequence[Any]) -> list[Selection]:
+    """Select for every article, in order."""
+    return [select_article(article, i) for i, article in enumerate(articles)]
 
 
 def apply_selections(doc: dict[str, Any], selections: Sequence[Selection], start: int = 0) -> dict[str, Any]:
@@ -374,8 +363,6 @@ def dump_batch(doc: dict[str, Any]) -> bytes:
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
 
 
-_CHUNK = 1 << 20
-
 #: What separates two articles in the written ``articles`` array.
 ARTICLE_SEPARATOR = b",\n    "
 
@@ -387,13 +374,10 @@ def render_articles(articles: Iterable[dict[str, Any]]) -> bytes:
     >>> render_articles([{"a": 1}, {"b": [2]}])
     b'{\n      "a": 1\n    },\n    {\n      "b": [\n        2\n      ]\n    }'
     """
-    return ARTICLE_SEPARATOR.join(_render_article(article) for article in articles)
-
-
-def _render_article(article: Any) -> bytes:
-    # orjson writes no raw newline inside a string, so every newline of its output
-    # is structural and re-indenting is a plain replacement.
-    return orjson.dumps(article, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ")
+    # orjson writes no raw newline inside a string: every newline is structural, re-indented by a replacement.
+    return ARTICLE_SEPARATOR.join(
+        orjson.dumps(article, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ") for article in articles
+    )
 
 
 def envelope_parts(doc: dict[str, Any], any_articles: bool) -> tuple[bytes, bytes]:
@@ -427,35 +411,10 @@ def envelope_parts(doc: dict[str, Any], any_articles: bool) -> tuple[bytes, byte
     return b"".join(head), b"".join(tail)
 
 
-def iter_dump_batch(doc: dict[str, Any]) -> Iterator[bytes]:
-    """The bytes of ``dump_batch(doc)``, produced article by article."""
-    articles = doc.get("articles")
-    if not isinstance(articles, list):  # not a batch: nothing to stream
-        yield dump_batch(doc)
-        return
-    head, tail = envelope_parts(doc, bool(articles))
-    buf: list[bytes] = [head]
-    size = 0
-    sep = b""
-    for article in articles:
-        rendered = _render_article(article)
-        buf.append(sep)
-        buf.append(rendered)
-        sep = ARTICLE_SEPARATOR
-        size += len(rendered)
-        if size >= _CHUNK:
-            yield b"".join(buf)
-            buf, size = [], 0
-    buf.append(tail)
-    yield b"".join(buf)
-
-
-def select_batch_bytes(
-    data: bytes, source: str = "<input>", progress: ProgressCallback | None = None
-) -> tuple[bytes, list[Selection]]:
+def select_batch_bytes(data: bytes, source: str = "<input>") -> tuple[bytes, list[Selection]]:
     """Parse, select and serialize in one call: the whole core, bytes to bytes."""
     doc = parse_batch(data, source)
-    selections = select_articles(doc["articles"], progress)
+    selections = select_articles(doc["articles"])
     return dump_batch(apply_selections(doc, selections)), selections
 
 
@@ -469,12 +428,7 @@ class Summary:
     by_pool: dict[str, int]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "articles": self.articles,
-            "by_extractor": dict(self.by_extractor),
-            "by_reason": dict(self.by_reason),
-            "by_pool": dict(self.by_pool),
-        }
+        return asdict(self)
 
 
 def merge_summaries(parts: Iterable[Summary]) -> Summary:

@@ -6,7 +6,6 @@ the machine failed to read or write, the input is intact and nothing was written
 
 from __future__ import annotations
 
-EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_USAGE = 2
 EXIT_INVALID_INPUT = 65
