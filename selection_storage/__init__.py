@@ -16,7 +16,6 @@ from selection_storage.files import (
     InputChangedError,
     open_input,
     read_error,
-    read_input,
     read_span,
     sha256_file,
 )
@@ -66,7 +65,6 @@ __all__ = [
     "plan_jobs",
     "process_alive",
     "read_error",
-    "read_input",
     "read_span",
     "resolve_data_root",
     "resolve_output_path",
