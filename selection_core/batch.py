@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from decimal import Decimal
@@ -19,9 +18,7 @@ from .select import Pool, Reason, Selection, select_article
 
 ProgressCallback = Callable[[int, int], None]
 
-# A JSON string token; when followed by ':' it is an object key. In valid JSON
-# every '"' outside a string starts a string, so scanning with this pattern from
-# left to right visits exactly the document's strings.
+# A JSON string, and the ':' that makes it a key; in valid JSON a left-to-right scan visits exactly the strings.
 _STRING_OR_KEY = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"([ \t\n\r]*:)?', re.DOTALL)
 _KEY_SPACE_COLON = re.compile(rb'"[ \t\n\r]+:')
 _INT64_MIN = -(2**63)
@@ -86,10 +83,8 @@ def top_values(pairs: Iterable[tuple[str, Any]], first_index: int = 0) -> list[W
 
 
 def walk_values(items: list[WalkItem]) -> Walk:
-    """Count object members below ``items`` (consumed), tell whether they hold any float, find nesting too deep.
-
-    Visited from the last item to the first, so :attr:`Walk.too_deep` names the last item nested too deeply.
-    """
+    """Count object members below ``items`` (consumed), tell whether they hold any float, find nesting too deep
+    (:attr:`Walk.too_deep` names the last item nested too deeply)."""
     members = 0
     has_float = False
     stack = items
@@ -141,18 +136,13 @@ def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return d
 
 
-def exact_tree(data: bytes | bytearray, source: str) -> Any:
+def exact_tree(data: bytes | bytearray) -> Any:
     """The document parsed exactly: every key kept (:class:`_DupDict` marks a duplicate),
-    integers of any size, and the text of every float literal a double would change."""
-    # The stdlib parser recurses: raise the limit to cover orjson's nesting limit (1024).
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 4 * 1024 + 200))
-    try:
-        return json.loads(data, object_pairs_hook=_pairs_hook, parse_float=_exact_float)
-    except RecursionError:
-        raise InvalidBatchError(f"{source}: nested too deeply to check exactly; flatten the document") from None
-    finally:
-        sys.setrecursionlimit(limit)
+    integers of any size, and the text of every float literal a double would change.
+
+    The stdlib parser recurses: only a document at most :data:`MAX_DEPTH` deep may be given.
+    """
+    return json.loads(data, object_pairs_hook=_pairs_hook, parse_float=_exact_float)
 
 
 #: A value of an exact tree and its path from the root.
@@ -188,23 +178,19 @@ def check_exact(items: Iterable[ExactItem], source: str) -> None:
 
 
 def exact_check_needed(data: bytes | bytearray, members: int, has_float: bool) -> bool:
-    """Whether the JSON text ``data`` may hold an exact problem, given what a walk of its parse found:
-    ``members``, the members of all its objects, and whether it holds any float.
-
-    Without a float (orjson's form of an integer beyond 64 bits or an inexact number), only a
-    duplicate key is left, and it makes the key count exceed the members.
-    """
+    """Whether the JSON text ``data`` may hold an exact problem, given its objects' ``members`` and whether it
+    holds a float (orjson's form of a big integer or an inexact number): else only a duplicate key is left."""
     return has_float or count_keys(data) != members
 
 
 def check_values(
     data: bytes | bytearray, items: list[WalkItem], members: int, source: str, path: tuple[str | int, ...] = ()
 ) -> None:
-    """The checks of a parsed object's values, after its shape: nesting deeper than :data:`MAX_DEPTH`,
-    then, only where :func:`exact_check_needed`, the first exact problem.
+    """Refuse nesting deeper than :data:`MAX_DEPTH` below a parsed object, then, only where
+    :func:`exact_check_needed`, its first exact problem.
 
-    ``data`` is the object's text, ``items`` its values as :func:`walk_values` takes them (consumed),
-    ``members`` the object's own member count, ``path`` the object's path in messages.
+    ``data`` is the object's text, ``items`` its values (as :func:`walk_values` takes them), ``members`` its
+    own member count, ``path`` its path in messages.
     """
     walk = walk_values(items)
     if walk.too_deep is not None:
@@ -213,7 +199,7 @@ def check_values(
             "exactly; flatten that value"
         )
     if exact_check_needed(data, members + walk.members, walk.has_float):
-        check_exact([(exact_tree(data, source), path)], source)
+        check_exact([(exact_tree(data), path)], source)
 
 
 def _same(offset: int) -> int:
@@ -346,10 +332,8 @@ def select_articles(articles: Sequence[Any]) -> list[Selection]:
 
 
 def apply_selections(doc: dict[str, Any], selections: Sequence[Selection], start: int = 0) -> dict[str, Any]:
-    """Write each decision into its article (mutates and returns ``doc``); a new key goes last.
-
-    ``start`` is the batch index of ``doc``'s first article.
-    """
+    """Write each decision into its article (mutates and returns ``doc``; ``start``: the batch index of its first
+    article); a new key goes last."""
     articles = doc["articles"]
     if len(selections) != len(articles):
         raise ValueError(f"{len(selections)} selections for {len(articles)} articles")

@@ -16,20 +16,17 @@ SCORES_ARTIFACT_KEY: Final[str] = "selection-scores"
 SUMMARY_ARTIFACT_KEY: Final[str] = "selection-summary"
 CLOSEST_CALLS_ARTIFACT_KEY: Final[str] = "selection-closest-calls"
 
-#: Article fields that name it: copied (whole) into each report line, and, the first one the
-#: article has, shown (shortened) as the ``article`` column of the table.
+#: Article fields that name it: copied into each report line; the first one it has labels it in the artifacts.
 ARTICLE_ID_FIELDS: Final[tuple[str, ...]] = ("id", "url")
 
-#: Longest article label (shortened in the middle) in the table, and in the closest calls, which the V2 UI
-#: does not scroll.
+#: Longest article label in the table, and in the closest calls (which the V2 UI does not scroll).
 ARTICLE_LABEL_CHARS: Final[int] = 24
 CLOSE_CALL_LABEL_CHARS: Final[int] = 12
 
 #: Decimal places of the scores shown in the artifacts.
 TABLE_DIGITS: Final[int] = 4
 
-#: The columns of the ``selection-scores`` table, in order (a column empty in every shown row is left
-#: out). The article comes last, so that what was picked and why is never cut off in the UI.
+#: The columns of the ``selection-scores`` table (the article last: what was picked and why is never cut off).
 TABLE_COLUMNS: Final[tuple[str, ...]] = ("index", "selected", "reason", *EXTRACTORS, "article")
 
 #: The reasons of a close call: a tie broken by shingle count or priority, or a fallback.
@@ -84,7 +81,7 @@ def display_url(url: str) -> str:
 
 
 def article_label(article: Mapping[str, Any], limit: int = ARTICLE_LABEL_CHARS) -> str | None:
-    """How the artifacts name an article: its ``id``, else its ``url`` (either shown as a URL when it is one),
+    """How the artifacts name an article: its ``id``, else its ``url`` (shown as :func:`display_url` when a URL),
     shortened; None with neither.
 
     >>> article_label({"id": "f" * 64, "url": "https://example.org/a"})
@@ -143,8 +140,7 @@ def align_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def close_call_entries(
     articles: Sequence[Mapping[str, Any]], selections: Sequence[Selection], limit: int = MAX_CLOSEST_CALLS
 ) -> list[dict[str, Any]]:
-    """What the closest-calls artifact shows of the first ``limit`` close calls among ``selections`` (plain values,
-    to travel from a worker; ``articles[i]`` is the article of ``selections[i]``)."""
+    """The first ``limit`` close calls among ``selections`` (of ``articles``), as plain values for a worker to send."""
     entries: list[dict[str, Any]] = []
     for article, selection in zip(articles, selections, strict=True):
         if len(entries) >= limit:
@@ -182,9 +178,8 @@ def batch_evidence(doc: dict[str, Any], selections: Sequence[Selection], max_row
 def merge_evidence(
     parts: Iterable[tuple[Sequence[dict[str, Any]], Sequence[dict[str, Any]]]], max_rows: int
 ) -> ShownEvidence:
-    """The shown evidence of a batch scored in chunks, from each chunk's ``(rows, close_calls)`` in order:
-    :func:`batch_evidence` of the whole batch when each sent its rows of the first ``max_rows`` articles
-    and its first :data:`MAX_CLOSEST_CALLS` close calls."""
+    """:func:`batch_evidence` of a batch selected in chunks, from each chunk's ``(rows, close_calls)`` in order (its
+    rows of the batch's first ``max_rows`` articles, its first :data:`MAX_CLOSEST_CALLS` close calls)."""
     rows: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
     for chunk_rows, chunk_calls in parts:
