@@ -15,7 +15,6 @@ from .batch import (
     apply_selections,
     dump_batch,
     envelope_parts,
-    iter_dump_batch,
     merge_summaries,
     parse_batch,
     render_articles,
@@ -46,7 +45,7 @@ from .errors import (
 )
 from .jsonl import JSONL_SUFFIX, is_jsonl, parse_lines, render_lines
 from .normalize import normalize, tokenize
-from .select import Candidate, Pool, Reason, Selection, State, error_present, select_article, selection_view
+from .select import Candidate, Pool, Reason, Selection, State, error_present, select_article
 from .shingles import shingles
 
 __version__ = "0.1.0"
@@ -83,7 +82,6 @@ __all__ = [
     "envelope_parts",
     "error_present",
     "is_jsonl",
-    "iter_dump_batch",
     "merge_summaries",
     "normalize",
     "parse_batch",
@@ -93,7 +91,6 @@ __all__ = [
     "select_article",
     "select_articles",
     "select_batch_bytes",
-    "selection_view",
     "shingles",
     "summarize",
     "tokenize",

@@ -1,52 +1,24 @@
 /*
  * selection_core._kernel: the optional compiled kernel of the selection rule.
  *
- * For the texts of one article, through steps 1 to 6 of the rule (docs/rule.md),
- * it does step 7 (lower case) and step 8 (tokens) through a per-code-point table,
- * then step 2 (shingles), and returns only sizes:
- *
  *     article_counts(texts, fold_table, seed) -> (token_counts, regions) or None
  *
- * texts        a tuple of 1 to 8 items, each a str or None (no text);
- * fold_table   bytes: 0x110000 native-endian uint32, one per code point c:
- *              lower(c) when that is a token character ([\p{L}\p{N}]), 0 when it
- *              is not, FOLD_UNKNOWN when c cannot be lowered on its own (its
- *              lower case depends on its neighbours or is several characters).
- *              selection_core/kernel.py builds it from str.lower and the `regex`
- *              pattern of the rule themselves; the entry of '\n' must be 0;
- * seed         an integer mixed into the hash functions: any value gives the same
- *              result, only the speed on adversarial input depends on it;
- * token_counts the token count of each text (0 for None);
- * regions      2**len(texts) integers: regions[m] is the number of distinct
- *              shingles that occur in exactly the texts whose bits are set in m
- *              (regions[0] is 0). Every size the rule needs (shingle counts, the
- *              consensus, the overlaps) is a sum of regions.
- * None         when a text holds a FOLD_UNKNOWN code point, or the article is too
- *              large to number its tokens in 32 bits: the caller must not use the
- *              kernel for it as it is.
+ * texts        1 to 8 items, each a str (steps 1 to 6 of docs/rule.md done) or None;
+ * fold_table   0x110000 native-endian uint32, one per code point: its lower case
+ *              when that is a token character, 0 when it is not, FOLD_UNKNOWN when
+ *              it cannot be lowered on its own (built by kernel.py; '\n' must be 0);
+ * seed         mixed into the hashes: only the speed depends on it, never a result;
+ * regions[m]   the distinct shingles found in exactly the texts whose bits are set in m.
+ * None         a text holds a FOLD_UNKNOWN code point, or the article is too large
+ *              to number its tokens in 32 bits.
  *
- * Exactness. Tokens are the maximal runs of code points whose table entry is not
- * 0; a token is the sequence of its entries (its lower-cased code points, the
- * same for every string kind). Each distinct token gets a small integer id
- * through a hash table whose matches are confirmed by comparing the sequences in
- * full; a shingle is the tuple of its tokens' ids (a text of 1 to 4 tokens: its
- * ids padded with NO_TOKEN, which no id equals), and shingle matches are
- * confirmed by comparing all five ids. Hash values only choose where to look:
- * they never decide equality, and nothing that depends on them (order, ids)
- * leaves this file.
+ * Hash values only choose where to look: tokens (their code points) and shingles
+ * (their five token ids, NO_TOKEN-padded) are compared in full. No token crosses a
+ * '\n', so each distinct line is tokenized once for every text holding it, and each
+ * text adds the windows across its line breaks. Runs without the GIL, on PyMem_Raw*.
  *
- * Shared work. Extractors' texts share most of their lines, and no token crosses
- * a '\n' (its entry is 0). So each distinct line (same string kind and bytes,
- * compared in full) is tokenized once, and its inner windows are recorded once,
- * for every text holding it; each text then adds the windows that cross its line
- * breaks, built from the last four tokens before a break and the first four
- * after it (as shingles.text_shingles does). Equal texts are processed once.
- *
- * The work runs without the GIL, on memory from PyMem_Raw*, all of it freed
- * before returning; the only Python objects created are the result's.
- *
- * Also: marker_windows(text, marker_table, width), the windows around ftfy's
- * mojibake marker characters that normalize._maybe_mojibake searches.
+ * Also marker_windows(text, marker_table, width): the windows around ftfy's mojibake
+ * markers that normalize._maybe_mojibake searches.
  */
 
 #define PY_SSIZE_T_CLEAN

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -19,9 +18,7 @@ from .select import Pool, Reason, Selection, select_article
 
 ProgressCallback = Callable[[int, int], None]
 
-# A JSON string token; when followed by ':' it is an object key. In valid JSON
-# every '"' outside a string starts a string, so scanning with this pattern from
-# left to right visits exactly the document's strings.
+# A JSON string, and the ':' that makes it a key; in valid JSON a left-to-right scan visits exactly the strings.
 _STRING_OR_KEY = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"([ \t\n\r]*:)?', re.DOTALL)
 _KEY_SPACE_COLON = re.compile(rb'"[ \t\n\r]+:')
 _INT64_MIN = -(2**63)
@@ -86,10 +83,8 @@ def top_values(pairs: Iterable[tuple[str, Any]], first_index: int = 0) -> list[W
 
 
 def walk_values(items: list[WalkItem]) -> Walk:
-    """Count object members below ``items`` (consumed), tell whether they hold any float, find nesting too deep.
-
-    Visited from the last item to the first, so :attr:`Walk.too_deep` names the last item nested too deeply.
-    """
+    """Count object members below ``items`` (consumed), tell whether they hold any float, find nesting too deep
+    (:attr:`Walk.too_deep` names the last item nested too deeply)."""
     members = 0
     has_float = False
     stack = items
@@ -141,18 +136,13 @@ def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return d
 
 
-def exact_tree(data: bytes | bytearray, source: str) -> Any:
+def exact_tree(data: bytes | bytearray) -> Any:
     """The document parsed exactly: every key kept (:class:`_DupDict` marks a duplicate),
-    integers of any size, and the text of every float literal a double would change."""
-    # The stdlib parser recurses: raise the limit to cover orjson's nesting limit (1024).
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 4 * 1024 + 200))
-    try:
-        return json.loads(data, object_pairs_hook=_pairs_hook, parse_float=_exact_float)
-    except RecursionError:
-        raise InvalidBatchError(f"{source}: nested too deeply to check exactly; flatten the document") from None
-    finally:
-        sys.setrecursionlimit(limit)
+    integers of any size, and the text of every float literal a double would change.
+
+    The stdlib parser recurses: only a document at most :data:`MAX_DEPTH` deep may be given.
+    """
+    return json.loads(data, object_pairs_hook=_pairs_hook, parse_float=_exact_float)
 
 
 #: A value of an exact tree and its path from the root.
@@ -188,23 +178,19 @@ def check_exact(items: Iterable[ExactItem], source: str) -> None:
 
 
 def exact_check_needed(data: bytes | bytearray, members: int, has_float: bool) -> bool:
-    """Whether the JSON text ``data`` may hold an exact problem, given what a walk of its parse found:
-    ``members``, the members of all its objects, and whether it holds any float.
-
-    Without a float (orjson's form of an integer beyond 64 bits or an inexact number), only a
-    duplicate key is left, and it makes the key count exceed the members.
-    """
+    """Whether the JSON text ``data`` may hold an exact problem, given its objects' ``members`` and whether it
+    holds a float (orjson's form of a big integer or an inexact number): else only a duplicate key is left."""
     return has_float or count_keys(data) != members
 
 
 def check_values(
     data: bytes | bytearray, items: list[WalkItem], members: int, source: str, path: tuple[str | int, ...] = ()
 ) -> None:
-    """The checks of a parsed object's values, after its shape: nesting deeper than :data:`MAX_DEPTH`,
-    then, only where :func:`exact_check_needed`, the first exact problem.
+    """Refuse nesting deeper than :data:`MAX_DEPTH` below a parsed object, then, only where
+    :func:`exact_check_needed`, its first exact problem.
 
-    ``data`` is the object's text, ``items`` its values as :func:`walk_values` takes them (consumed),
-    ``members`` the object's own member count, ``path`` the object's path in messages.
+    ``data`` is the object's text, ``items`` its values (as :func:`walk_values` takes them), ``members`` its
+    own member count, ``path`` its path in messages.
     """
     walk = walk_values(items)
     if walk.too_deep is not None:
@@ -213,7 +199,7 @@ def check_values(
             "exactly; flatten that value"
         )
     if exact_check_needed(data, members + walk.members, walk.has_float):
-        check_exact([(exact_tree(data, source), path)], source)
+        check_exact([(exact_tree(data), path)], source)
 
 
 def _same(offset: int) -> int:
@@ -340,27 +326,14 @@ def count_keys(data: bytes | bytearray) -> int:
     return sum(1 for m in _STRING_OR_KEY.finditer(data) if m.group(1))
 
 
-def select_articles(
-    articles: Sequence[Any], progress: ProgressCallback | None = None, every: int = 500
-) -> list[Selection]:
-    """Select for every article, in order. ``progress(done, total)`` is called
-    every ``every`` articles and once at the end."""
-    total = len(articles)
-    out: list[Selection] = []
-    for i, article in enumerate(articles):
-        out.append(select_article(article, i))
-        if progress is not None and (i + 1) % every == 0 and i + 1 != total:
-            progress(i + 1, total)
-    if progress is not None:
-        progress(total, total)
-    return out
+def select_articles(articles: Sequence[Any]) -> list[Selection]:
+    """Select for every article, in order."""
+    return [select_article(article, i) for i, article in enumerate(articles)]
 
 
 def apply_selections(doc: dict[str, Any], selections: Sequence[Selection], start: int = 0) -> dict[str, Any]:
-    """Write each decision into its article (mutates and returns ``doc``); a new key goes last.
-
-    ``start`` is the batch index of ``doc``'s first article.
-    """
+    """Write each decision into its article (mutates and returns ``doc``; ``start``: the batch index of its first
+    article); a new key goes last."""
     articles = doc["articles"]
     if len(selections) != len(articles):
         raise ValueError(f"{len(selections)} selections for {len(articles)} articles")
@@ -374,8 +347,6 @@ def dump_batch(doc: dict[str, Any]) -> bytes:
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
 
 
-_CHUNK = 1 << 20
-
 #: What separates two articles in the written ``articles`` array.
 ARTICLE_SEPARATOR = b",\n    "
 
@@ -387,13 +358,10 @@ def render_articles(articles: Iterable[dict[str, Any]]) -> bytes:
     >>> render_articles([{"a": 1}, {"b": [2]}])
     b'{\n      "a": 1\n    },\n    {\n      "b": [\n        2\n      ]\n    }'
     """
-    return ARTICLE_SEPARATOR.join(_render_article(article) for article in articles)
-
-
-def _render_article(article: Any) -> bytes:
-    # orjson writes no raw newline inside a string, so every newline of its output
-    # is structural and re-indenting is a plain replacement.
-    return orjson.dumps(article, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ")
+    # orjson writes no raw newline inside a string: every newline is structural, re-indented by a replacement.
+    return ARTICLE_SEPARATOR.join(
+        orjson.dumps(article, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ") for article in articles
+    )
 
 
 def envelope_parts(doc: dict[str, Any], any_articles: bool) -> tuple[bytes, bytes]:
@@ -427,35 +395,10 @@ def envelope_parts(doc: dict[str, Any], any_articles: bool) -> tuple[bytes, byte
     return b"".join(head), b"".join(tail)
 
 
-def iter_dump_batch(doc: dict[str, Any]) -> Iterator[bytes]:
-    """The bytes of ``dump_batch(doc)``, produced article by article."""
-    articles = doc.get("articles")
-    if not isinstance(articles, list):  # not a batch: nothing to stream
-        yield dump_batch(doc)
-        return
-    head, tail = envelope_parts(doc, bool(articles))
-    buf: list[bytes] = [head]
-    size = 0
-    sep = b""
-    for article in articles:
-        rendered = _render_article(article)
-        buf.append(sep)
-        buf.append(rendered)
-        sep = ARTICLE_SEPARATOR
-        size += len(rendered)
-        if size >= _CHUNK:
-            yield b"".join(buf)
-            buf, size = [], 0
-    buf.append(tail)
-    yield b"".join(buf)
-
-
-def select_batch_bytes(
-    data: bytes, source: str = "<input>", progress: ProgressCallback | None = None
-) -> tuple[bytes, list[Selection]]:
+def select_batch_bytes(data: bytes, source: str = "<input>") -> tuple[bytes, list[Selection]]:
     """Parse, select and serialize in one call: the whole core, bytes to bytes."""
     doc = parse_batch(data, source)
-    selections = select_articles(doc["articles"], progress)
+    selections = select_articles(doc["articles"])
     return dump_batch(apply_selections(doc, selections)), selections
 
 
@@ -469,12 +412,7 @@ class Summary:
     by_pool: dict[str, int]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "articles": self.articles,
-            "by_extractor": dict(self.by_extractor),
-            "by_reason": dict(self.by_reason),
-            "by_pool": dict(self.by_pool),
-        }
+        return asdict(self)
 
 
 def merge_summaries(parts: Iterable[Summary]) -> Summary:

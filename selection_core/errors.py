@@ -1,16 +1,11 @@
-"""Typed errors, each message one line naming the file, the place and the fix; exit statuses of ``sysexits.h``.
-
-``EXIT_INVALID_INPUT`` (65): the input or a path is wrong, retrying will not help; ``EXIT_IO_ERROR`` (74):
-the machine failed to read or write, the input is intact and nothing was written.
-"""
+"""Typed errors, each message one line naming the file, the place and the fix; exit statuses of ``sysexits.h``."""
 
 from __future__ import annotations
 
-EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_USAGE = 2
-EXIT_INVALID_INPUT = 65
-EXIT_IO_ERROR = 74
+EXIT_INVALID_INPUT = 65  # the input or a path is wrong: retrying will not help
+EXIT_IO_ERROR = 74  # the machine failed to read or write: the input is intact, nothing was written
 
 
 class SelectionError(Exception):

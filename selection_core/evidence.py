@@ -1,8 +1,4 @@
-"""The evidence of a selection, for people: the scores table, the closest calls, the summary, the report lines.
-
-Pure functions of the batch and the selections. Rows and closest calls are built where the article is
-(:func:`article_row`, :func:`close_call_entries`), so only they travel back from a worker.
-"""
+"""The evidence of a selection, as plain values: the scores table's rows, the closest calls, the report lines."""
 
 from __future__ import annotations
 
@@ -10,12 +6,9 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final
 
-from selection_core.batch import Summary
 from selection_core.config import EXTRACTORS
-from selection_core.markdown import md_cell, md_code
 from selection_core.select import Candidate, Reason, Selection, State
 
 #: Artifact keys (lowercase with dashes, as the Prefect UI requires).
@@ -23,20 +16,17 @@ SCORES_ARTIFACT_KEY: Final[str] = "selection-scores"
 SUMMARY_ARTIFACT_KEY: Final[str] = "selection-summary"
 CLOSEST_CALLS_ARTIFACT_KEY: Final[str] = "selection-closest-calls"
 
-#: Article fields that name it: copied (whole) into each report line, and, the first one the
-#: article has, shown (shortened) as the ``article`` column of the table.
+#: Article fields that name it: copied into each report line; the first one it has labels it in the artifacts.
 ARTICLE_ID_FIELDS: Final[tuple[str, ...]] = ("id", "url")
 
-#: Longest article label (shortened in the middle) in the table, and in the closest calls, which the V2 UI
-#: does not scroll.
+#: Longest article label in the table, and in the closest calls (which the V2 UI does not scroll).
 ARTICLE_LABEL_CHARS: Final[int] = 24
 CLOSE_CALL_LABEL_CHARS: Final[int] = 12
 
 #: Decimal places of the scores shown in the artifacts.
 TABLE_DIGITS: Final[int] = 4
 
-#: The columns of the ``selection-scores`` table, in order (a column empty in every shown row is left
-#: out). The article comes last, so that what was picked and why is never cut off in the UI.
+#: The columns of the ``selection-scores`` table (the article last: what was picked and why is never cut off).
 TABLE_COLUMNS: Final[tuple[str, ...]] = ("index", "selected", "reason", *EXTRACTORS, "article")
 
 #: The reasons of a close call: a tie broken by shingle count or priority, or a fallback.
@@ -91,7 +81,7 @@ def display_url(url: str) -> str:
 
 
 def article_label(article: Mapping[str, Any], limit: int = ARTICLE_LABEL_CHARS) -> str | None:
-    """How the artifacts name an article: its ``id``, else its ``url`` (either shown as a URL when it is one),
+    """How the artifacts name an article: its ``id``, else its ``url`` (shown as :func:`display_url` when a URL),
     shortened; None with neither.
 
     >>> article_label({"id": "f" * 64, "url": "https://example.org/a"})
@@ -150,8 +140,7 @@ def align_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def close_call_entries(
     articles: Sequence[Mapping[str, Any]], selections: Sequence[Selection], limit: int = MAX_CLOSEST_CALLS
 ) -> list[dict[str, Any]]:
-    """What the closest-calls artifact shows of the first ``limit`` close calls among ``selections`` (plain values,
-    to travel from a worker; ``articles[i]`` is the article of ``selections[i]``)."""
+    """The first ``limit`` close calls among ``selections`` (of ``articles``), as plain values for a worker to send."""
     entries: list[dict[str, Any]] = []
     for article, selection in zip(articles, selections, strict=True):
         if len(entries) >= limit:
@@ -189,66 +178,14 @@ def batch_evidence(doc: dict[str, Any], selections: Sequence[Selection], max_row
 def merge_evidence(
     parts: Iterable[tuple[Sequence[dict[str, Any]], Sequence[dict[str, Any]]]], max_rows: int
 ) -> ShownEvidence:
-    """The shown evidence of a batch scored in chunks, from each chunk's ``(rows, close_calls)`` in order:
-    :func:`batch_evidence` of the whole batch when each sent its rows of the first ``max_rows`` articles
-    and its first :data:`MAX_CLOSEST_CALLS` close calls."""
+    """:func:`batch_evidence` of a batch selected in chunks, from each chunk's ``(rows, close_calls)`` in order (its
+    rows of the batch's first ``max_rows`` articles, its first :data:`MAX_CLOSEST_CALLS` close calls)."""
     rows: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
     for chunk_rows, chunk_calls in parts:
         rows.extend(chunk_rows)
         calls.extend(chunk_calls)
     return ShownEvidence(align_rows(rows[: max(max_rows, 0)]), calls[:MAX_CLOSEST_CALLS])
-
-
-def close_calls_total(summary: Summary) -> int:
-    """How many decisions of the batch were close calls (from the counts per reason)."""
-    return sum(count for reason, count in summary.by_reason.items() if Reason(reason) in CLOSE_CALL_REASONS)
-
-
-def closest_calls_markdown(batch_name: str, entries: Sequence[Mapping[str, Any]], summary: Summary) -> str:
-    """The ``selection-closest-calls`` markdown: the first close calls, with the cap stated.
-
-    >>> from selection_core.batch import summarize
-    >>> print(closest_calls_markdown("b.json", [], summarize([])))
-    # Closest calls: b.json
-    <BLANKLINE>
-    No ties or fallbacks among the 0 articles: every decision had a clear top score or a single candidate.
-    <BLANKLINE>
-    """
-    total = close_calls_total(summary)
-    lines = [f"# Closest calls: {md_cell(batch_name)}", ""]
-    if total == 0:
-        lines += [
-            f"No ties or fallbacks among the {summary.articles} articles: every decision had a clear top score "
-            "or a single candidate.",
-            "",
-        ]
-        return "\n".join(lines)
-    lines += [
-        f"{len(entries)} of the {total} decisions (of {summary.articles} articles) that were a tie or a fallback, "
-        f"the first ones in the batch (at most {MAX_CLOSEST_CALLS} are listed). Each extractor: score / "
-        "shingle count, or its state when it was not usable; the tie pool in bold. The report "
-        "(`report_path`) has every decision in full.",
-        "",
-        # The article last, as in the scores table: Prefect's V1 UI does not wrap table cells.
-        "| Index | Selected | Reason | " + " | ".join(EXTRACTORS) + " | Article |",
-        "|---:|---|---|" + "---|" * len(EXTRACTORS) + "---|",
-    ]
-    for entry in entries:
-        candidates = [_candidate_text(entry["tie_pool"], *candidate) for candidate in entry["candidates"]]
-        cells = [str(entry["index"]), entry["selected"], entry["reason"], *candidates, md_cell(entry["article"] or "–")]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines.append("")
-    return "\n".join(lines)
-
-
-def _candidate_text(tie_pool: Sequence[str], name: str, state: str, shingles: int, score: float | None) -> str:
-    """One extractor's cell in a closest call, e.g. ``**1.0000 / 65**`` (bold: in the tie pool)."""
-    if state == State.UNAVAILABLE.value:
-        return state
-    text = f"{shingles}" if score is None else f"{score:.{TABLE_DIGITS}f} / {shingles}"
-    text = text if state == State.USABLE.value else f"{text} ({state})"
-    return f"**{text}**" if name in tie_pool and len(tie_pool) > 1 else text
 
 
 def report_entry(article: Mapping[str, Any], selection: Selection) -> dict[str, Any]:
@@ -266,16 +203,6 @@ def report_entry(article: Mapping[str, Any], selection: Selection) -> dict[str, 
     return entry
 
 
-def scores_description(batch_name: str, shown: int, total: int, max_rows: int) -> str:
-    """The table artifact's description, which states the cap."""
-    text = (
-        f"Selection evidence for {batch_name}: {shown} of {total} articles shown (capped at max_table_rows={max_rows})."
-    )
-    if shown < total:
-        text += " Set the report_path parameter to get every article as JSON Lines."
-    return text
-
-
 def read_as_text(chunks: int, where: str = "one after the other in this process") -> str:
     """How a run read its batch, for its log and its summary artifact.
 
@@ -285,69 +212,5 @@ def read_as_text(chunks: int, where: str = "one after the other in this process"
     return f"in {chunks} chunk{'' if chunks == 1 else 's'} of articles, {where}"
 
 
-def summary_markdown(
-    *,
-    summary: Summary,
-    input_path: Path,
-    input_sha256: str,
-    output_path: Path,
-    output_sha256: str,
-    report_path: Path | None,
-    versions: dict[str, str],
-    shown_rows: int,
-    max_rows: int,
-    read_as: str = "",
-) -> str:
-    """The ``selection-summary`` markdown: counts, paths, fingerprints, how the batch was read, and versions."""
-    total = summary.articles
-    report = md_code(str(report_path)) if report_path else "not written"
-    lines = [
-        f"# Content selection: {md_cell(input_path.name)}",
-        "",
-        "| Item | Value |",
-        "|---|---|",
-        f"| Articles | {total} |",
-        f"| Input | {md_code(str(input_path))} |",
-        f"| Input SHA-256 | {md_code(input_sha256)} |",
-        f"| Output | {md_code(str(output_path))} |",
-        f"| Output SHA-256 | {md_code(output_sha256)} |",
-        f"| Report (JSON Lines) | {report} |",
-        f"| Ties and fallbacks | {close_calls_total(summary)} (listed in {md_code(CLOSEST_CALLS_ARTIFACT_KEY)}) |",
-        *([f"| Read | {md_cell(read_as)} |"] if read_as else []),
-        "",
-        "## Selections per extractor",
-        "",
-        "| Extractor | Articles | Share |",
-        "|---|---:|---:|",
-    ]
-    for name, count in summary.by_extractor.items():
-        lines.append(f"| {name} | {count} | {_share(count, total)} |")
-    lines += ["", "## Decisions per reason", "", "| Reason | Articles |", "|---|---:|"]
-    for reason, count in summary.by_reason.items():
-        lines.append(f"| {md_code(str(_value(reason)))} | {count} |")
-    if not summary.by_reason:
-        lines.append("| (no articles) | 0 |")
-    lines += ["", "## Versions", "", "| Component | Version |", "|---|---|"]
-    for name, version in versions.items():
-        lines.append(f"| {md_cell(name)} | {md_cell(version)} |")
-    lines += [
-        "",
-        f"The table {md_code(SCORES_ARTIFACT_KEY)} shows {shown_rows} of {total} articles (max_table_rows={max_rows}).",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def _value(item: Any) -> Any:
-    """The plain value of a str enum (or the item itself)."""
-    return getattr(item, "value", item)
-
-
 def _ratio(value: Any) -> float | None:
     return None if value is None else round(float(value), TABLE_DIGITS)
-
-
-def _share(count: int, total: int) -> str:
-    if total == 0:
-        return "–"
-    return f"{100 * count / total:.1f} %"

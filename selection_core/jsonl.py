@@ -1,8 +1,4 @@
-"""JSON Lines batches (one article, a JSON object, per line): bytes in, articles out, and back.
-
-Each article gets the checks of an article of a JSON batch, at its depth there (3); the format
-is described in ``docs/rule.md``.
-"""
+"""JSON Lines batches (one article object per line, ``docs/rule.md``): bytes in, articles out, and back."""
 
 from __future__ import annotations
 
@@ -95,10 +91,9 @@ def _parse_piece(body: bytes) -> list[dict[str, Any]] | None:
 
 
 def _one_article_per_line(values: Any, lines: int, body: bytes, joined: bytes) -> bool:
-    """Whether the values orjson read from ``joined`` are objects, one on each line of ``body``.
+    """Whether the values orjson read from ``joined`` (``body`` one byte later) are objects, one on each line.
 
-    As many values as lines is not enough (``[1`` / ``2],{}``): a newline of ``body`` must lie between
-    every two values, as the scanner delimits them (``joined`` is ``body`` one byte later).
+    As many values as lines is not enough (``[1`` / ``2],{}``): a newline must lie between every two values.
     """
     if len(values) != lines or not all(type(v) is dict for v in values):
         return False

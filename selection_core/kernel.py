@@ -1,8 +1,4 @@
-"""The optional compiled kernel (``_kernel.c``): lower case, tokens, shingles and set sizes in C.
-
-It computes exactly what ``text_shingles`` and the set algebra of ``select.py`` compute (the reference,
-checked against it by ``tests/core/test_kernel.py``); without it, or after ``use_kernel(False)``, they run.
-"""
+"""The optional compiled kernel (``_kernel.c``): what ``text_shingles`` and ``select.py``'s set algebra compute."""
 
 from __future__ import annotations
 
@@ -13,7 +9,6 @@ from types import ModuleType
 from .config import SHINGLE_SIZE
 from .tokens import MOJIBAKE_MARKERS, MOJIBAKE_MAX_WIDTH, TOKEN
 
-#: Code points are 0 .. 0x10FFFF.
 CODE_POINTS = 0x110000
 
 #: The table entry of a code point that the kernel cannot lower case on its own.
@@ -152,8 +147,7 @@ class Tables:
 
 @functools.cache
 def tables() -> Tables:
-    """The tables, built on first use (not at import: every process would pay it), after
-    :func:`check_shingle_size`."""
+    """The tables, built on first use (not at import: every process would pay it), after :func:`check_shingle_size`."""
     if BUILT is None:
         return Tables(b"", False, b"")
     check_shingle_size(BUILT)
@@ -168,8 +162,8 @@ _SEED = hash("selection_core.kernel") & (2**64 - 1)
 def article_counts(texts: tuple[str | None, ...]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """Token counts and shingle-set Venn regions of texts in ``normalize.nfkc_form`` (``None``: no text).
 
-    ``regions[m]``: the distinct shingles found in exactly the texts whose bits are set in ``m``
-    (bit ``i`` for ``texts[i]``). ``None`` when the kernel cannot take the article.
+    ``regions[m]``: the distinct shingles in exactly the texts whose bits are set in ``m``; ``None`` when
+    the kernel cannot take the article.
 
     Raises:
         RuntimeError: when the kernel is not in use (check ``KERNEL`` first).
@@ -189,8 +183,8 @@ def article_counts(texts: tuple[str | None, ...]) -> tuple[tuple[int, ...], tupl
 
 
 def marker_windows(text: str) -> list[tuple[int, int]]:
-    """The windows that normalization searches for mojibake: ``[p - W + 1, p + W)`` (from 0) around
-    every marker at ``p``, ``W = tokens.MOJIBAKE_MAX_WIDTH``, overlapping ones merged, in order.
+    """The windows ``[p - W + 1, p + W)`` (from 0) around every mojibake marker at ``p``, merged, in order
+    (``W = tokens.MOJIBAKE_MAX_WIDTH``).
 
     Raises:
         RuntimeError: when the kernel is not in use (check ``KERNEL`` first).

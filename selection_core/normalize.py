@@ -1,17 +1,4 @@
-"""Normalization and tokenization of extractor texts, for comparison only. The steps of the rule:
-
-1. ``html.unescape`` once;
-2. ``ftfy.fix_encoding`` on the whole text;
-3. Markdown images removed (one space);
-4. Markdown links replaced by their anchor text;
-5. HTML comments and tags replaced by one space;
-6. Unicode NFKC;
-7. ``str.lower()``;
-8. tokens: maximal runs of ``[\\p{L}\\p{N}]`` (letters and digits).
-
-Each fast path skips work only where it is the identity (the shortcuts: ``docs/rule.md``); the
-tests check them against a plain reference implementation.
-"""
+"""Normalization and tokenization of extractor texts, for comparison only: the eight steps of ``docs/rule.md``."""
 
 from __future__ import annotations
 

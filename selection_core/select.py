@@ -137,28 +137,6 @@ def error_present(value: Any) -> bool:
     return True
 
 
-def selection_view(article: Mapping[str, Any]) -> dict[str, Any]:
-    """What the selection rule reads of an article, and nothing else: the same decision, from less.
-
-    >>> selection_view({"id": 7, "newspaper4k": {"text": "a b", "error": " ", "title": "T"},
-    ...                 "readability": {"cleaned_text": 3, "error": "Timeout"}, "trafilatura": None})
-    {'newspaper4k': {'text': 'a b'}, 'readability': {'error': True}}
-    """
-    view: dict[str, Any] = {}
-    for name in EXTRACTORS:
-        block = article.get(name)
-        if not isinstance(block, Mapping):
-            continue
-        slim: dict[str, Any] = {}
-        text = block.get(TEXT_FIELDS[name])
-        if isinstance(text, str):
-            slim[TEXT_FIELDS[name]] = text
-        if error_present(block.get(ERROR_FIELD)):
-            slim[ERROR_FIELD] = True
-        view[name] = slim
-    return view
-
-
 def _by_priority(names: list[str] | tuple[str, ...]) -> str:
     return min(names, key=PRIORITY.index)
 

@@ -33,24 +33,17 @@ def _windows(t: Sequence[str], size: int) -> frozenset[Shingle]:
     return frozenset(map(" ".join, zip(*(t[i : n - size + 1 + i] for i in range(size)))))
 
 
-def shingles(tokens: Sequence[str], size: int = SHINGLE_SIZE) -> frozenset[Shingle]:
-    """Return the distinct ``size``-token windows of ``tokens``.
-
-    A sequence shorter than ``size`` (but not empty) is one shingle of all its
-    tokens; an empty sequence has no shingles.
+def shingles(tokens: Sequence[str]) -> frozenset[Shingle]:
+    """The distinct ``SHINGLE_SIZE``-token windows of ``tokens``; a shorter sequence, if not empty, is one shingle.
 
     >>> sorted(shingles(["a", "b", "c"]))
     ['a b c']
     >>> len(shingles(["a", "b", "c", "d", "e", "a", "b", "c", "d", "e"]))
     5
     """
-    if size < 1:
-        raise ValueError(f"shingle size must be at least 1, got {size}")
-    if not tokens:
-        return frozenset()
-    if len(tokens) < size:
+    if 0 < len(tokens) < SHINGLE_SIZE:
         return frozenset((" ".join(tokens),))
-    return _windows(tokens, size)
+    return _windows(tokens, SHINGLE_SIZE)
 
 
 def text_shingles(text: str, cache: LineCache | None = None) -> tuple[int, frozenset[Shingle]]:

@@ -1,8 +1,4 @@
-"""What a token is, and where ftfy's mojibake heuristic can match: shared by ``normalize.py`` and ``kernel.py``.
-
-Every match of ``ftfy.badness.BADNESS_RE`` holds a marker character and is at most
-:data:`MOJIBAKE_MAX_WIDTH` long (derived from the installed ftfy at import; ``None`` and 0 turn the shortcut off).
-"""
+"""What a token is, and where ftfy's mojibake heuristic can match: shared by ``normalize.py`` and ``kernel.py``."""
 
 from __future__ import annotations
 
@@ -84,6 +80,6 @@ def find_mojibake_markers() -> tuple[re.Pattern[str] | None, int]:
         return None, 0
 
 
-#: A pattern matching any one mojibake marker character, or ``None`` (the shortcut is off).
-#: The longest match of ftfy's heuristic (``MOJIBAKE_MAX_WIDTH``), 0 when the shortcut is off.
+#: Every match of ``ftfy.badness.BADNESS_RE`` holds a marker character and is at most ``MOJIBAKE_MAX_WIDTH``
+#: long (``None`` and 0: the shortcut is off).
 MOJIBAKE_MARKERS, MOJIBAKE_MAX_WIDTH = find_mojibake_markers()

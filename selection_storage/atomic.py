@@ -10,7 +10,8 @@ import errno
 import os
 import re
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -110,17 +111,22 @@ class StagedFile:
         except OSError as exc:
             raise write_error(target, exc) from exc
 
-    def write(self, data: bytes | bytearray | memoryview) -> None:
-        view = memoryview(data)
+    @contextmanager
+    def _or_discard(self) -> Iterator[None]:
+        """On any failure inside: discard the file, and raise an ``OSError`` as :func:`write_error`'s."""
         try:
-            while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
+            yield
         except BaseException as exc:
             self.discard()
             if isinstance(exc, OSError):
                 raise write_error(self.target, exc) from exc
             raise
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        view = memoryview(data)
+        with self._or_discard():
+            while view:
+                view = view[os.write(self._fd, view) :]
 
     def write_all(self, pieces: Iterable[bytes]) -> None:
         """Write every piece, then :meth:`finish`; on any failure the file is removed."""
@@ -128,26 +134,30 @@ class StagedFile:
             for piece in pieces:
                 self.write(piece)
             self.finish()
-        except BaseException:
+        except BaseException:  # a piece's own error (reading the input...) is raised as it is
             self.discard()
             raise
 
     def finish(self) -> None:
         """Flush to disk (when durable) and close; the file is complete."""
-        try:
+        with self._or_discard():
             if self._durable:
                 os.fsync(self._fd)
             fd, self._fd = self._fd, -1
             os.close(fd)
-        except BaseException as exc:
-            self.discard()
-            if isinstance(exc, OSError):
-                raise write_error(self.target, exc) from exc
-            raise
 
     def commit(self) -> None:
-        """Rename the finished file onto the target (see :func:`_commit`)."""
-        _commit(self.path, self.target)
+        """Rename the finished file onto the target, and make the rename durable where the file system allows."""
+        with self._or_discard():
+            os.replace(self.path, self.target)
+        try:
+            dfd = os.open(self.target.parent, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+        except OSError:
+            pass
 
     def discard(self) -> None:
         """Close and remove the temporary file (never raises)."""
@@ -157,7 +167,10 @@ class StagedFile:
             except OSError:
                 pass
             self._fd = -1
-        _discard(self.path)
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
 
 
 def commit_in_order(files: Sequence[StagedFile]) -> None:
@@ -169,40 +182,6 @@ def commit_in_order(files: Sequence[StagedFile]) -> None:
             for later in files[number + 1 :]:
                 later.discard()
             raise
-
-
-def _stage(target: Path, data: bytes | Iterable[bytes]) -> StagedFile:
-    """Write ``data`` to a fsynced temporary file beside ``target``."""
-    clean_stale_temporaries(target)
-    staged = StagedFile(target)
-    staged.write_all([data] if isinstance(data, bytes) else data)
-    return staged
-
-
-def _discard(tmp: Path) -> None:
-    try:
-        os.unlink(tmp)
-    except OSError:
-        pass
-
-
-def _commit(tmp: Path, target: Path) -> None:
-    """Rename the staged file onto ``target`` and make the rename durable."""
-    try:
-        os.replace(tmp, target)
-    except BaseException as exc:
-        _discard(tmp)
-        if isinstance(exc, OSError):
-            raise write_error(target, exc) from exc
-        raise
-    try:  # make the rename itself durable; not all file systems allow it
-        dfd = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
 
 
 def write_atomic(target: str | os.PathLike[str], data: bytes | Iterable[bytes]) -> None:
@@ -221,7 +200,9 @@ def write_atomic_group(items: Sequence[tuple[Path, bytes | Iterable[bytes]]]) ->
     staged: list[StagedFile] = []
     try:
         for target, data in items:
-            staged.append(_stage(target, data))
+            clean_stale_temporaries(target)
+            staged.append(StagedFile(target))
+            staged[-1].write_all([data] if isinstance(data, bytes) else data)
     except BaseException:
         for done in staged:
             done.discard()

@@ -13,23 +13,13 @@ from selection_core.errors import InvalidBatchError, ReadError, SelectionError
 from selection_storage.transient import TRANSIENT_ERRNOS
 
 
-def read_input(path: str | os.PathLike[str]) -> bytes:
-    """Read the whole input file (never opened for writing).
+def open_input(path: str | os.PathLike[str]) -> BinaryIO:
+    """Open the input for reading (never for writing).
 
     Raises:
         InvalidBatchError: missing, a directory, unreadable, a symlink loop.
         ReadError: a machine I/O error that a retry may cure.
     """
-    p = Path(path)
-    try:
-        with open(p, "rb") as fh:
-            return fh.read()
-    except OSError as exc:
-        raise read_error(p, exc) from (exc if exc.errno in TRANSIENT_ERRNOS else None)
-
-
-def open_input(path: str | os.PathLike[str]) -> BinaryIO:
-    """Open the input for reading, with the errors of :func:`read_input`."""
     p = Path(path)
     try:
         return open(p, "rb")
@@ -69,7 +59,7 @@ def read_span(
 
     Raises:
         InputChangedError: the file is no longer the version ``identity`` describes.
-        InvalidBatchError, ReadError: as :func:`read_input`.
+        InvalidBatchError, ReadError: as :func:`open_input`.
     """
     p = Path(path)
     if not 0 <= start <= end:

@@ -1,9 +1,4 @@
-"""Where a run may read and write: resolve paths and keep them inside the data root (``docs/prefect.md``).
-
-With a data root (``data_root``, ``--data-root`` or ``$CONTENT_SELECTION_DATA_ROOT``), every path must resolve
-inside it, or :class:`~selection_core.errors.UnsafePathError`; relative paths are taken from the root, else
-from the current directory.
-"""
+"""Where a run may read and write: resolve paths and keep them inside the data root (``docs/prefect.md``)."""
 
 from __future__ import annotations
 
@@ -21,7 +16,6 @@ EXTRACTED_SUFFIX: Final[str] = "_extracted.json"
 #: What the stem of a selected batch's default name ends with.
 SELECTED_SUFFIX: Final[str] = "_selected.json"
 
-#: The same two, for a JSON Lines batch.
 EXTRACTED_LINES_SUFFIX: Final[str] = "_extracted.jsonl"
 SELECTED_LINES_SUFFIX: Final[str] = "_selected.jsonl"
 
@@ -121,15 +115,6 @@ def configured_data_root(data_root: str | None = None) -> str | None:
     return from_env if from_env.strip() else None
 
 
-def data_root_source(data_root: str | None, option: str = DATA_ROOT_PARAMETER) -> str:
-    """What set the data root in force, as messages name it: ``option`` when given, else the environment variable.
-
-    >>> data_root_source("/data", "--data-root"), data_root_source(None, "--data-root")
-    ('--data-root', 'CONTENT_SELECTION_DATA_ROOT')
-    """
-    return option if data_root is not None and data_root.strip() else DATA_ROOT_ENV
-
-
 def resolve_data_root(data_root: str, source: str) -> Path:
     """Resolve the data root itself, an existing directory (``source``: what set it, for the message).
 
@@ -163,7 +148,7 @@ class DataRoot:
 
 def data_root_in_force(data_root: str | None, option: str = DATA_ROOT_PARAMETER) -> DataRoot | None:
     """The data root of a run, resolved: ``data_root`` (named ``option`` in messages), else
-    ``$CONTENT_SELECTION_DATA_ROOT``; None when neither is set.
+    ``$CONTENT_SELECTION_DATA_ROOT`` (named so); None when neither is set.
 
     Raises:
         UnsafePathError: the root does not exist or is not a directory.
@@ -171,13 +156,14 @@ def data_root_in_force(data_root: str | None, option: str = DATA_ROOT_PARAMETER)
     root_text = configured_data_root(data_root)
     if root_text is None:
         return None
-    source = data_root_source(data_root, option)
+    source = option if data_root is not None and data_root.strip() else DATA_ROOT_ENV
     return DataRoot(resolve_data_root(root_text, source), source)
 
 
 def confine(path: str | os.PathLike[str], root: Path, what: str, source: str) -> Path:
-    """Resolve ``path`` (relative to the resolved ``root``; symlinks and ``..`` followed) and refuse it unless
-    it stays inside ``root``. ``what`` (``"input"``...) and ``source`` (what set the root) are for the message.
+    """Resolve ``path`` (relative to the resolved ``root``; symlinks and ``..`` followed); refuse it outside ``root``.
+
+    ``what`` (``"input"``...) and ``source`` (what set the root) are for the message.
 
     Raises:
         UnsafePathError: the path is empty, malformed, or resolves outside ``root``.

@@ -1,14 +1,11 @@
-"""Which I/O failures a retry may cure: an allow-list of errnos, the one policy of the project.
-
-An errno not listed, or an ``OSError`` without one, is permanent, so that it fails at once.
-"""
+"""Which I/O failures a retry may cure: an allow-list of errnos, the one policy of the project."""
 
 from __future__ import annotations
 
 import errno
 from typing import Final
 
-from selection_core.errors import InvalidBatchError, OutputPathError, SelectionError
+from selection_core.errors import SelectionError
 
 #: errno values for which retrying an I/O operation can help (every other errno is permanent).
 TRANSIENT_ERRNOS: Final[frozenset[int]] = frozenset(
@@ -21,9 +18,7 @@ TRANSIENT_ERRNOS: Final[frozenset[int]] = frozenset(
 def is_transient_io_error(exc: BaseException) -> bool:
     """Whether another try may succeed where ``exc`` failed: a ``ReadError``, a transient ``WriteError``, or a
     plain ``OSError`` whose errno is in :data:`TRANSIENT_ERRNOS`."""
-    if isinstance(exc, (InvalidBatchError, OutputPathError)):
-        return False
-    if not isinstance(exc, OSError):
+    if not isinstance(exc, OSError):  # InvalidBatchError and OutputPathError among them
         return False
     if isinstance(exc, SelectionError):
         return bool(getattr(exc, "transient", False))

@@ -1,29 +1,70 @@
-"""The ``publish-artifacts`` task: the run's evidence (:mod:`selection_core.evidence`) as Prefect artifacts."""
+"""The artifacts' Markdown, and the ``publish-artifacts`` task: the run's evidence as Prefect artifacts."""
 
 from __future__ import annotations
 
 import importlib.metadata
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 from uuid import UUID
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 import selection_core as sc
+from selection_core.config import EXTRACTORS
 from selection_core.evidence import (
+    CLOSE_CALL_REASONS,
     CLOSEST_CALLS_ARTIFACT_KEY,
+    MAX_CLOSEST_CALLS,
     SCORES_ARTIFACT_KEY,
     SUMMARY_ARTIFACT_KEY,
+    TABLE_DIGITS,
     ShownEvidence,
-    closest_calls_markdown,
-    scores_description,
-    summary_markdown,
+    counts_text,
 )
+from selection_core.select import Reason, State
+from selection_extraction.artifacts import PAGES_ARTIFACT_KEY
+from selection_extraction.batch import ExtractionStats
 from tasks.options import api_task_options
 
 #: Distributions whose versions the summary reports.
 REPORTED_DISTRIBUTIONS: Final[tuple[str, ...]] = ("ftfy", "regex", "prefect")
+
+# Inline syntax of Markdown, GFM or HTML; an "_" between two letters or digits never emphasizes (CommonMark).
+_TEXT_SYNTAX: Final[re.Pattern[str]] = re.compile(r"([\\`*\[\]<>|&~!]|(?<![^\W_])_|_(?![^\W_]))")
+_BACKTICKS: Final[re.Pattern[str]] = re.compile(r"`+")
+_LINE_BREAK: Final[re.Pattern[str]] = re.compile(r"\r\n?|\n")
+
+
+def md_cell(text: str) -> str:
+    """``text`` for a Markdown table cell, heading or paragraph: on one line, shown as it is in both Prefect UIs.
+
+    >>> md_cell("a|b\\nc `d` <meta charset> & *e*")
+    'a\\\\|b c \\\\`d\\\\` \\\\<meta charset\\\\> \\\\& \\\\*e\\\\*'
+    """
+    return _TEXT_SYNTAX.sub(r"\\\1", _LINE_BREAK.sub(" ", text))
+
+
+def md_code(text: str) -> str:
+    """``text`` as an inline code span for a Markdown table cell: literal, on one line.
+
+    >>> md_code("/data/a|b")
+    '`/data/a\\\\|b`'
+    >>> md_code("x `y`")
+    '`` x `y` ``'
+    >>> md_code("")
+    ''
+    """
+    # Backslashes are literal in a code span; only "|" needs one, as GFM splits rows before it reads spans.
+    line = _LINE_BREAK.sub(" ", text).replace("|", "\\|")
+    if not line:
+        return ""
+    # One backtick longer than any run inside; a space pad when at an end (CommonMark strips one).
+    fence = "`" * (1 + max((len(run) for run in _BACKTICKS.findall(line)), default=0))
+    pad = " " if line.startswith("`") or line.endswith("`") else ""
+    return f"{fence}{pad}{line}{pad}{fence}"
 
 
 def component_versions() -> dict[str, str]:
@@ -35,6 +76,166 @@ def component_versions() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             versions[dist] = "not installed"
     return versions
+
+
+def close_calls_total(summary: sc.Summary) -> int:
+    """How many decisions of the batch were close calls (from the counts per reason)."""
+    return sum(count for reason, count in summary.by_reason.items() if Reason(reason) in CLOSE_CALL_REASONS)
+
+
+def closest_calls_markdown(batch_name: str, entries: Sequence[Mapping[str, Any]], summary: sc.Summary) -> str:
+    """The ``selection-closest-calls`` markdown: the first close calls, with the cap stated.
+
+    >>> print(closest_calls_markdown("b.json", [], sc.summarize([])))
+    # Closest calls: b.json
+    <BLANKLINE>
+    No ties or fallbacks among the 0 articles: every decision had a clear top score or a single candidate.
+    <BLANKLINE>
+    """
+    total = close_calls_total(summary)
+    lines = [f"# Closest calls: {md_cell(batch_name)}", ""]
+    if total == 0:
+        lines += [
+            f"No ties or fallbacks among the {summary.articles} articles: every decision had a clear top score "
+            "or a single candidate.",
+            "",
+        ]
+        return "\n".join(lines)
+    lines += [
+        f"{len(entries)} of the {total} decisions (of {summary.articles} articles) that were a tie or a fallback, "
+        f"the first ones in the batch (at most {MAX_CLOSEST_CALLS} are listed). Each extractor: score / "
+        "shingle count, or its state when it was not usable; the tie pool in bold. The report "
+        "(`report_path`) has every decision in full.",
+        "",
+        # The article last, as in the scores table: Prefect's V1 UI does not wrap table cells.
+        "| Index | Selected | Reason | " + " | ".join(EXTRACTORS) + " | Article |",
+        "|---:|---|---|" + "---|" * len(EXTRACTORS) + "---|",
+    ]
+    for entry in entries:
+        candidates = [_candidate_text(entry["tie_pool"], *candidate) for candidate in entry["candidates"]]
+        cells = [str(entry["index"]), entry["selected"], entry["reason"], *candidates, md_cell(entry["article"] or "–")]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _candidate_text(tie_pool: Sequence[str], name: str, state: str, shingles: int, score: float | None) -> str:
+    """One extractor's cell in a closest call, e.g. ``**1.0000 / 65**`` (bold: in the tie pool)."""
+    if state == State.UNAVAILABLE.value:
+        return state
+    text = f"{shingles}" if score is None else f"{score:.{TABLE_DIGITS}f} / {shingles}"
+    text = text if state == State.USABLE.value else f"{text} ({state})"
+    return f"**{text}**" if name in tie_pool and len(tie_pool) > 1 else text
+
+
+def scores_description(batch_name: str, shown: int, total: int, max_rows: int) -> str:
+    """The table artifact's description, which states the cap."""
+    text = (
+        f"Selection evidence for {batch_name}: {shown} of {total} articles shown (capped at max_table_rows={max_rows})."
+    )
+    if shown < total:
+        text += " Set the report_path parameter to get every article as JSON Lines."
+    return text
+
+
+def summary_markdown(
+    *,
+    summary: sc.Summary,
+    input_path: Path,
+    input_sha256: str,
+    output_path: Path,
+    output_sha256: str,
+    report_path: Path | None,
+    versions: dict[str, str],
+    shown_rows: int,
+    max_rows: int,
+    read_as: str = "",
+) -> str:
+    """The ``selection-summary`` markdown: counts, paths, fingerprints, how the batch was read, and versions."""
+    total = summary.articles
+    report = md_code(str(report_path)) if report_path else "not written"
+    lines = [
+        f"# Content selection: {md_cell(input_path.name)}",
+        "",
+        "| Item | Value |",
+        "|---|---|",
+        f"| Articles | {total} |",
+        f"| Input | {md_code(str(input_path))} |",
+        f"| Input SHA-256 | {md_code(input_sha256)} |",
+        f"| Output | {md_code(str(output_path))} |",
+        f"| Output SHA-256 | {md_code(output_sha256)} |",
+        f"| Report (JSON Lines) | {report} |",
+        f"| Ties and fallbacks | {close_calls_total(summary)} (listed in {md_code(CLOSEST_CALLS_ARTIFACT_KEY)}) |",
+        *([f"| Read | {md_cell(read_as)} |"] if read_as else []),
+        "",
+        "## Selections per extractor",
+        "",
+        "| Extractor | Articles | Share |",
+        "|---|---:|---:|",
+    ]
+    for name, count in summary.by_extractor.items():
+        lines.append(f"| {name} | {count} | {_share(count, total)} |")
+    lines += ["", "## Decisions per reason", "", "| Reason | Articles |", "|---|---:|"]
+    for reason, count in summary.by_reason.items():
+        lines.append(f"| {md_code(reason)} | {count} |")
+    lines += ["", "## Versions", "", "| Component | Version |", "|---|---|"]
+    for name, version in versions.items():
+        lines.append(f"| {md_cell(name)} | {md_cell(version)} |")
+    lines += [
+        "",
+        f"The table {md_code(SCORES_ARTIFACT_KEY)} shows {shown_rows} of {total} articles (max_table_rows={max_rows}).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _share(count: int, total: int) -> str:
+    if total == 0:
+        return "–"
+    return f"{100 * count / total:.1f} %"
+
+
+def extraction_markdown(
+    doc: dict[str, Any], stats: ExtractionStats, output_path: Path, output_sha256: str, shown_rows: int, max_rows: int
+) -> str:
+    """The ``extraction-summary`` markdown: counts, output, versions and settings (``doc``'s articles are not read)."""
+    meta = doc.get("extraction", {})
+    lines = [
+        f"# Extraction: {md_cell(Path(str(meta.get('input', ''))).name or str(meta.get('input', '')))}",
+        "",
+        "| Item | Value |",
+        "|---|---|",
+        f"| Input | {md_code(str(meta.get('input', '')))} ({md_cell(str(meta.get('input_kind', '')))}) |",
+        *([f"| WARC records | {md_cell(counts_text(meta['warc_records']))} |"] if meta.get("warc_records") else []),
+        f"| Pages | {stats.pages} |",
+        f"| Unreadable pages | {stats.unreadable_pages} |",
+        f"| Output | {md_code(str(output_path))} |",
+        f"| Output SHA-256 | {md_code(output_sha256)} |",
+        f"| Time limit per extractor and page | {meta.get('time_limit_seconds')} s |",
+        f"| Worker crashes | {stats.worker_crashes} |",
+        f"| Network attempts blocked | {stats.blocked_network_attempts} |",
+        "",
+        "## Extractors",
+        "",
+        "| Extractor | Version | Errors | Timeouts | Call |",
+        "|---|---|---:|---:|---|",
+    ]
+    described = meta.get("extractors", {})
+    for name in EXTRACTORS:
+        info = described.get(name, {})
+        lines.append(
+            f"| {name} | {info.get('distribution', '')} {info.get('version', '')} | {stats.errors.get(name, 0)} "
+            f"| {stats.timeouts.get(name, 0)} | {md_code(str(info.get('call', '')))} |"
+        )
+    lines += [
+        "",
+        f"Decoding: {md_cell(str(meta.get('decoding', '')))}.",
+        "",
+        f"The table {md_code(PAGES_ARTIFACT_KEY)} shows {shown_rows} of {stats.pages} pages "
+        f"(max_table_rows={max_rows}).",
+        "",
+    ]
+    return "\n".join(lines)
 
 
 @task(name="publish-artifacts", **api_task_options())

@@ -14,7 +14,6 @@ from selection_extraction.artifacts import (
     EXTRACTION_PROGRESS_ARTIFACT_KEY,
     EXTRACTION_SUMMARY_ARTIFACT_KEY,
     PAGES_ARTIFACT_KEY,
-    extraction_markdown,
     pages_table_description,
     progress_description,
     summary_description,
@@ -26,6 +25,7 @@ from selection_extraction.pages import PageSet, find_pages
 from selection_extraction.paths import ExtractPaths, resolve_extract_paths
 from selection_extraction.settings import ExtractionSettings
 from selection_storage.atomic import WrittenFile
+from tasks.artifacts import extraction_markdown
 from tasks.logs import run_logger
 from tasks.options import api_task_options, chunk_run_namer, io_task_options, local_task_options
 from tasks.progress import artifact_progress

@@ -87,7 +87,7 @@ def test_walk_finds_the_last_value_too_deep_first_with_whole_batch_indices() -> 
 
 
 def test_exact_problems_are_found_in_document_order() -> None:
-    tree = exact_tree(b'{"a": [1, {"k": 1, "k": 2}], "b": 1e-400}', SOURCE)
+    tree = exact_tree(b'{"a": [1, {"k": 1, "k": 2}], "b": 1e-400}')
     with pytest.raises(InvalidBatchError, match=r"\$\.a\[1\] has the key"):
         check_exact([(tree, ())], SOURCE)
     with pytest.raises(InvalidBatchError, match=r"\$\.b is the number 1e-400"):

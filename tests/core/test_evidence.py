@@ -4,7 +4,6 @@ the summary markdown and the report lines."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +14,6 @@ import selection_core as sc
 from selection_core.evidence import (
     ARTICLE_LABEL_CHARS,
     CLOSE_CALL_REASONS,
-    CLOSEST_CALLS_ARTIFACT_KEY,
     MAX_CLOSEST_CALLS,
     TABLE_COLUMNS,
     align_rows,
@@ -23,14 +21,11 @@ from selection_core.evidence import (
     article_row,
     batch_evidence,
     close_call_entries,
-    closest_calls_markdown,
     display_url,
     merge_evidence,
     report_entry,
     score_rows,
-    scores_description,
     shorten,
-    summary_markdown,
 )
 from tests.support.prefect_fixtures import make_batch
 
@@ -206,12 +201,6 @@ def test_align_rows_keeps_the_column_order() -> None:
     assert [list(row) for row in rows] == [["index", "selected", "reason", "readability"]] * 2
 
 
-def test_scores_description_states_the_cap() -> None:
-    assert "capped at max_table_rows=2" in scores_description("b.json", 2, 7, 2)
-    assert "report_path" in scores_description("b.json", 2, 7, 2)
-    assert "report_path" not in scores_description("b.json", 7, 7, 200)
-
-
 # --- the closest calls --------------------------------------------------------------------------
 
 
@@ -230,82 +219,6 @@ def test_close_calls_are_capped_at_the_first_ones() -> None:
     articles = [KINDS["tie-priority"]] * (MAX_CLOSEST_CALLS + 5)
     entries = close_call_entries(articles, sc.select_articles(articles))
     assert [e["index"] for e in entries] == list(range(MAX_CLOSEST_CALLS))
-
-
-def test_the_closest_calls_markdown_states_the_cap_and_the_counts() -> None:
-    articles = [{"url": "https://example.org/?a=1&b=<2>", **KINDS["none"]}]
-    articles += [{"id": f"x|{i}", **KINDS["tie-priority"]} for i in range(MAX_CLOSEST_CALLS + 3)]
-    selections = sc.select_articles(articles)
-    text = closest_calls_markdown("b.json", close_call_entries(articles, selections), sc.summarize(selections))
-    lines = text.split("\n")
-    assert lines[0] == "# Closest calls: b.json"
-    assert f"{MAX_CLOSEST_CALLS} of the {MAX_CLOSEST_CALLS + 4} decisions" in lines[2]
-    assert f"at most {MAX_CLOSEST_CALLS} are listed" in lines[2]
-    assert lines[4] == "| Index | Selected | Reason | trafilatura | newspaper4k | readability | Article |"
-    assert lines[6] == (
-        "| 0 | newspaper4k | all_unavailable | unavailable | unavailable | unavailable | exampl…C2%3E |"
-    )
-    assert lines[7] == (
-        "| 1 | newspaper4k | consensus_tie_priority | **1.0000 / 26** | **1.0000 / 26** | **1.0000 / 26** | x\\|0 |"
-    )
-    assert len([line for line in lines if line.startswith("| ") and line[2].isdigit()]) == MAX_CLOSEST_CALLS
-
-
-def test_no_close_calls_says_so() -> None:
-    selections = sc.select_articles([KINDS["top-score"]])
-    text = closest_calls_markdown("b.json", [], sc.summarize(selections))
-    assert "No ties or fallbacks among the 1 articles" in text
-
-
-# --- the summary --------------------------------------------------------------------------------
-
-
-def _summary_text(report_path: Path | None = None, input_path: str = "/data/b_extracted.json") -> str:
-    doc, selections = _selections(3)
-    return summary_markdown(
-        summary=sc.summarize(selections),
-        input_path=Path(input_path),
-        input_sha256="a" * 64,
-        output_path=Path("/data/b_extracted_selected.json"),
-        output_sha256="b" * 64,
-        report_path=report_path,
-        versions={"selection_core": sc.__version__, "ftfy": "6.3.1", "regex": "2025.1.1"},
-        shown_rows=3,
-        max_rows=200,
-    )
-
-
-def test_summary_markdown_has_counts_paths_hashes_and_versions() -> None:
-    doc, selections = _selections(3)
-    summary = sc.summarize(selections)
-    text = _summary_text()
-    assert "| Articles | 3 |" in text
-    assert f"| Input SHA-256 | `{'a' * 64}` |" in text
-    assert f"| Output SHA-256 | `{'b' * 64}` |" in text
-    assert "`/data/b_extracted_selected.json`" in text
-    for name, count in summary.by_extractor.items():
-        assert f"| {name} | {count} |" in text
-    for reason, count in summary.by_reason.items():
-        assert f"| `{reason}` | {count} |" in text
-    for component in ("selection_core", "ftfy", "regex"):
-        assert f"| {component} | " in text
-    assert f"| selection_core | {sc.__version__} |" in text
-    assert f"(listed in `{CLOSEST_CALLS_ARTIFACT_KEY}`)" in text
-
-
-def test_every_summary_table_has_a_header() -> None:
-    lines = _summary_text().split("\n")
-    for i, line in enumerate(lines):
-        if line.startswith("|---"):
-            header = [cell.strip() for cell in lines[i - 1].strip("|").split("|")]
-            assert all(header), lines[i - 1]
-
-
-def test_summary_paths_are_code_and_escaped_for_the_table() -> None:
-    text = _summary_text(Path("/r/<x>|y.jsonl"), "/data/a`b_extracted.json")
-    assert "| Report (JSON Lines) | `/r/<x>\\|y.jsonl` |" in text
-    assert "| Input | ``/data/a`b_extracted.json`` |" in text
-    assert text.startswith("# Content selection: a\\`b_extracted.json\n")
 
 
 # --- the report ---------------------------------------------------------------------------------

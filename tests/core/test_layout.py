@@ -230,4 +230,3 @@ def test_envelope_and_rendered_chunks_write_the_bytes_of_the_whole(
             at += size
     head, tail = sc.envelope_parts(doc, bool(articles))
     assert head + sc.ARTICLE_SEPARATOR.join(chunks) + tail == sc.dump_batch(doc)
-    assert b"".join(sc.iter_dump_batch(doc)) == sc.dump_batch(doc)

@@ -11,7 +11,6 @@ from selection_extraction.artifacts import (
     EXTRACTION_SUMMARY_ARTIFACT_KEY,
     MAX_ERROR_CELL,
     PAGES_ARTIFACT_KEY,
-    extraction_markdown,
     page_rows,
     pages_table_description,
     progress_description,
@@ -68,25 +67,3 @@ def test_descriptions_of_the_table_and_the_summary() -> None:
         "Extraction of 2024-05-01_extracted.json: 2 of 3 pages shown (capped at max_table_rows=2)."
     )
     assert summary_description(output) == "Extraction summary of 2024-05-01_extracted.json"
-
-
-def test_the_summary_markdown() -> None:
-    doc = {
-        "extraction": {
-            "input": "/data/a|b",
-            "input_kind": "directory",
-            "time_limit_seconds": 60.0,
-            "decoding": "the page's <meta>/XML charset",
-            "extractors": {"trafilatura": {"distribution": "trafilatura", "version": "2", "call": "f(x)"}},
-        }
-    }
-    text = extraction_markdown(doc, STATS, Path("/out.json"), "abc", 2, 200)
-    lines = text.split("\n")
-    assert lines[0] == "# Extraction: a\\|b"
-    assert "| Input | `/data/a\\|b` (directory) |" in lines
-    assert "| Unreadable pages | 1 |" in lines
-    assert "| trafilatura | trafilatura 2 | 1 | 1 | `f(x)` |" in lines
-    assert "| readability |   | 2 | 0 |  |" in lines
-    assert lines[2] == "| Item | Value |"  # a real header, not an empty row
-    assert "Decoding: the page's \\<meta\\>/XML charset." in lines  # not swallowed as an HTML tag
-    assert lines[-2] == "The table `extraction-pages` shows 2 of 3 pages (max_table_rows=200)."

@@ -23,10 +23,7 @@ from uuid import UUID
 
 import orjson
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-import selection_core as sc
 from flows.runners import (
     DASK_ADDRESS_ENV,
     TASK_RUNNER_ENV,
@@ -41,7 +38,6 @@ from flows.runners import (
 from flows.select_content import select_content
 from flows.select_directory import select_directory
 from selection_cli.run import run_main
-from selection_core import selection_view
 from selection_core.layout import Chunk
 from selection_storage.engine import ChunkJob
 from selection_storage.files import FileIdentity
@@ -60,50 +56,6 @@ WAIT_SECONDS = 90
 
 
 # --- pure parts -----------------------------------------------------------------
-
-
-def _golden_articles() -> list[dict[str, Any]]:
-    return orjson.loads(GOLDEN_BATCH.read_bytes())["articles"]
-
-
-def test_the_selection_view_gives_every_golden_decision() -> None:
-    articles = _golden_articles()
-    assert [sc.select_article(selection_view(a), i) for i, a in enumerate(articles)] == sc.select_articles(articles)
-
-
-_values = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.text(max_size=3), st.just({"x": 1}))
-_texts = st.one_of(
-    st.sampled_from(["", "  ", "one two three four five six", "one two three four five six seven", "a b", "A, b!"]),
-    st.text(max_size=40),
-    _values,
-)
-
-
-@st.composite
-def _articles(draw: st.DrawFn) -> dict[str, Any]:
-    article: dict[str, Any] = {"id": draw(st.integers())}
-    for name in sc.EXTRACTORS:
-        kind = draw(st.sampled_from(["missing", "not-object", "block"]))
-        if kind == "not-object":
-            article[name] = draw(_values)
-        elif kind == "block":
-            block: dict[str, Any] = {}
-            if draw(st.booleans()):
-                block[sc.TEXT_FIELDS[name]] = draw(_texts)
-            if draw(st.booleans()):
-                block["error"] = draw(st.one_of(_values, st.just(" "), st.just("Timeout")))
-            if draw(st.booleans()):
-                block["title"] = "kept out of the view"
-            article[name] = block
-    return article
-
-
-@settings(max_examples=300, deadline=None)
-@given(article=_articles(), index=st.integers(0, 10**6))
-def test_the_selection_view_decides_like_the_article(article: dict[str, Any], index: int) -> None:
-    view = selection_view(article)
-    assert sc.select_article(view, index) == sc.select_article(article, index)
-    assert set(view) <= set(sc.EXTRACTORS)
 
 
 def _job(start: int, stop: int, part: str = "/out/.o.json.1.0000000000000000.cs-tmp") -> ChunkJob:

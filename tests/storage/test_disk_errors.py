@@ -4,7 +4,7 @@ Two ways to break the disk:
 
 * **Injected** with pytest-mock at the exact system calls of
   ``selection_storage.atomic.write_atomic`` (``os.open``, ``os.write``, ``os.fsync``,
-  ``os.close``, ``os.replace``), and at the ``open()`` of ``read_input``. The
+  ``os.close``, ``os.replace``), and at the ``open()`` of ``open_input``. The
   fault hits only the calls on our temporary file (or input), so everything
   else the interpreter does keeps working; each test checks that it was hit.
 * **For real** on a tiny tmpfs mounted by the test (root only; skipped with the
