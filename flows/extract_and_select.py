@@ -85,9 +85,10 @@ def extract_and_select(
         workers: Worker processes; 0 for one per CPU core.
         max_table_rows: Most rows of each table artifact (`extraction-pages`, `selection-scores`).
         data_root: Directory every path must resolve inside. Empty: CONTENT_SELECTION_DATA_ROOT, else unconfined.
-        task_runner: Where the pages are extracted, as in `extract-articles`; the selection runs in this process.
+        task_runner: Where the pages are extracted (`in-process`, `process` or `dask`), as in `extract-articles`; the
+            selection runs in this process. Empty: CONTENT_SELECTION_TASK_RUNNER, else `dask` with an address.
         dask_address: A Dask scheduler, `tcp://HOST:PORT`. Empty: CONTENT_SELECTION_DASK_ADDRESS, else a local cluster.
-        pages_per_chunk: Pages per chunk (one task run each), as in `extract-articles`.
+        pages_per_chunk: Pages per chunk (one task run each); 0 for one task in-process, else about 2 per worker.
 
     Returns:
         A summary: paths, counts, SHA-256 of both batches.

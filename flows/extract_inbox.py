@@ -46,9 +46,9 @@ def extract_inbox(
 
     Args:
         inbox: The folder where page sets (folders of pages, `.warc`/`.warc.gz` files, `.jsonl` manifests) are
-            dropped. Leave empty for `<data root>/inbox` (created when missing). Must lie inside the data root.
-        data_root: Directory that the inbox and every batch must resolve inside. Leave empty to use
-            CONTENT_SELECTION_DATA_ROOT; one of the two is required.
+            dropped, inside the data root. Empty: `<data root>/inbox` (created when missing).
+        data_root: Directory the inbox and every batch must resolve inside. Empty: CONTENT_SELECTION_DATA_ROOT;
+            one of the two is required.
         time_limit_seconds: Seconds one extractor may spend on one page before it is stopped (TimeoutError).
         workers: Worker processes of each extraction; 0 for one per CPU core.
         max_table_rows: Most rows of each run's `extraction-pages` table artifact.

@@ -106,10 +106,11 @@ def select_directory(
         max_table_rows: Most rows of each batch's `selection-scores` table artifact.
         data_root: Directory every path must resolve inside. Empty: CONTENT_SELECTION_DATA_ROOT, else unconfined.
         max_concurrent_batches: Most batches selected at the same time (on threads).
-        task_runner: Where each batch's articles are scored, as in `select-content`.
+        task_runner: Where each batch's articles are scored (`in-process`, `process` or `dask`), as in
+            `select-content`. Empty: CONTENT_SELECTION_TASK_RUNNER, else `in-process`.
         dask_address: A Dask scheduler (`tcp://HOST:PORT`) shared by all batches. Empty:
             CONTENT_SELECTION_DASK_ADDRESS, else a local cluster per batch.
-        chunk_size: Articles per chunk (one task run each), as in `select-content`.
+        chunk_size: Articles per chunk (one task run each), as in `select-content`; 0 for chunks bounded by bytes.
 
     Returns:
         The outputs written. When any batch failed, the run ends Failed after all were tried, naming each once.
