@@ -55,10 +55,6 @@ class BatchesFailedError(SelectionError):
     """Some batches of a directory run failed; the others were written."""
 
 
-class BatchFailedError(SelectionError):
-    """One batch's ``select-content`` run ended without a result or an exception (e.g. it crashed)."""
-
-
 # A task that lives with its flow, not in tasks/: it runs the select-content flow as a subflow,
 # and tasks/ may not import flows/ (layers import downward only).
 @task(
@@ -77,7 +73,7 @@ def select_batch_file(input_path: str, options: dict[str, Any]) -> Any:
         return state.result().output_path
     error = state.result(raise_on_failure=False)
     if not isinstance(error, BaseException):
-        error = BatchFailedError(f"{input_path}: {state.message or state.name}")
+        error = SelectionError(f"{input_path}: {state.message or state.name}")  # e.g. it crashed
     return Failed(message=error_line(error), data=error)
 
 
