@@ -1,7 +1,4 @@
-"""The ``extract-and-select`` flow: web pages in, the extracted and the selected batch out, in one run.
-
-Every path is checked before any page is read; the run carries the artifacts of both steps. No event is emitted.
-"""
+"""The ``extract-and-select`` flow: web pages in, the extracted and the selected batch out, in one run."""
 
 from __future__ import annotations
 
@@ -13,12 +10,12 @@ from pydantic import BaseModel, Field
 from flows.extract_articles import extract_and_write
 from flows.params import (
     DEFAULT_MAX_TABLE_ROWS,
-    MAX_TABLE_ROWS_LIMIT,
-    MAX_TIME_LIMIT_SECONDS,
     DaskAddress,
     OptionalCount,
     OptionalText,
+    TableRows,
     TaskRunnerChoice,
+    TimeLimit,
     run_namer,
 )
 from flows.refusals import refusals_fail_the_run
@@ -40,9 +37,7 @@ class PipelineRunSummary(BaseModel):
     report_path: str | None = Field(default=None, description="The JSON Lines report, if written.")
     articles: int = Field(description="Number of articles (one per page).")
     unreadable_pages: int = Field(default=0, description="Pages that could not be read at all.")
-    warc_records: dict[str, int] | None = Field(
-        default=None, description="The records of the input's web archives by kind, when it had any."
-    )
+    warc_records: dict[str, int] | None = Field(default=None, description="The input's WARC records by kind, if any.")
     errors: dict[str, int] = Field(description="Articles whose block has an error, per extractor.")
     timeouts: dict[str, int] = Field(default_factory=dict, description="Extractor calls stopped by the time limit.")
     by_extractor: dict[str, int] = Field(description="Selections per extractor.")
@@ -68,9 +63,9 @@ def extract_and_select(
     extracted_path: OptionalText = None,
     output_path: OptionalText = None,
     report_path: OptionalText = None,
-    time_limit_seconds: Annotated[float, Field(gt=0, le=MAX_TIME_LIMIT_SECONDS)] = DEFAULT_TIME_LIMIT_SECONDS,
+    time_limit_seconds: TimeLimit = DEFAULT_TIME_LIMIT_SECONDS,
     workers: OptionalCount = None,
-    max_table_rows: Annotated[int, Field(ge=0, le=MAX_TABLE_ROWS_LIMIT)] = DEFAULT_MAX_TABLE_ROWS,
+    max_table_rows: TableRows = DEFAULT_MAX_TABLE_ROWS,
     data_root: OptionalText = None,
     task_runner: TaskRunnerChoice = None,
     dask_address: DaskAddress = None,
@@ -78,23 +73,22 @@ def extract_and_select(
 ) -> PipelineRunSummary:
     """Extract the article text of every page, then pick the best extractor of each article.
 
+    Every path is checked before any page is read. No event is emitted.
+
     Args:
         pages: A folder of `.html`, `.htm`, `.html.gz` pages and `.warc`/`.warc.gz` archives (searched recursively),
             a WARC file, or a JSON Lines manifest of `{"id": ..., "url": ..., "path": ...}`.
-        extracted_path: Where to write the extracted batch. Leave empty for `<pages>_extracted.json` beside the input.
-        output_path: Where to write the selected batch. Leave empty for `<extracted stem>_selected.json` beside it.
-        report_path: Optional file for the per-article explanation as JSON Lines. Leave empty for no report.
-        time_limit_seconds: Seconds one extractor may spend on one page; one that overruns is stopped (TimeoutError).
-        workers: Worker processes. Leave at 0 for one per CPU core.
+        extracted_path: Where to write the extracted batch. Empty: `<pages>_extracted.json` beside the input.
+        output_path: Where to write the selected batch. Empty: `<extracted stem>_selected.json` beside it.
+        report_path: Optional file for the per-article explanation as JSON Lines. Empty: no report.
+        time_limit_seconds: Seconds one extractor may spend on one page before it is stopped (TimeoutError).
+        workers: Worker processes; 0 for one per CPU core.
         max_table_rows: Most rows of each table artifact (`extraction-pages`, `selection-scores`).
-        data_root: Directory that every path must resolve inside. Leave empty to use
-            CONTENT_SELECTION_DATA_ROOT; with neither, paths are not confined.
-        task_runner: Where the pages are extracted, as in `extract-articles`; the selection runs in this process.
-            Leave empty for CONTENT_SELECTION_TASK_RUNNER, else `dask` with an address, else `in-process`.
-        dask_address: Scheduler of a running Dask cluster, `tcp://HOST:PORT`. Leave empty for
-            CONTENT_SELECTION_DASK_ADDRESS; with neither, `dask` starts a local cluster for the run.
-        pages_per_chunk: Pages per chunk, each one task run. Leave at 0 for one task in-process, else
-            about 2 chunks per worker (at most 500 pages each).
+        data_root: Directory every path must resolve inside. Empty: CONTENT_SELECTION_DATA_ROOT, else unconfined.
+        task_runner: Where the pages are extracted (`in-process`, `process` or `dask`), as in `extract-articles`; the
+            selection runs in this process. Empty: CONTENT_SELECTION_TASK_RUNNER, else `dask` with an address.
+        dask_address: A Dask scheduler, `tcp://HOST:PORT`. Empty: CONTENT_SELECTION_DASK_ADDRESS, else a local cluster.
+        pages_per_chunk: Pages per chunk (one task run each); 0 for one task in-process, else about 2 per worker.
 
     Returns:
         A summary: paths, counts, SHA-256 of both batches.

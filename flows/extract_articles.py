@@ -1,8 +1,4 @@
-"""The ``extract-articles`` flow: web pages in, an extracted batch out, then ``content-selection.batch.extracted``.
-
-The event is emitted only when the batch is completely in place and the run succeeded. The extract step is one
-task, or one ``extract-chunk`` task run per chunk of pages on a parallel runner: the written bytes are the same.
-"""
+"""The ``extract-articles`` flow: web pages in, an extracted batch out, then ``content-selection.batch.extracted``."""
 
 from __future__ import annotations
 
@@ -15,23 +11,22 @@ from pydantic import BaseModel, Field
 from content_selection.events import emit_batch_extracted
 from flows.params import (
     DEFAULT_MAX_TABLE_ROWS,
-    MAX_TABLE_ROWS_LIMIT,
-    MAX_TIME_LIMIT_SECONDS,
     DaskAddress,
     OptionalCount,
     OptionalText,
+    TableRows,
     TaskRunnerChoice,
+    TimeLimit,
     run_namer,
 )
 from flows.refusals import refusals_fail_the_run
 from flows.runners import (
     IN_FLIGHT_PER_WORKER,
     TaskRunnerName,
-    for_each_in_order,
+    map_in_order,
     open_task_runner,
     resolve_task_runner,
     runner_parallelism,
-    runs_in_chunks,
 )
 from selection_core.evidence import counts_text
 from selection_extraction import (
@@ -44,7 +39,7 @@ from selection_extraction import (
 )
 from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY, PageRows, progress_description
 from selection_extraction.batch import ArticleSpool, StatsTotal, log_extraction
-from selection_extraction.chunks import ChunkExtraction, ChunkProgress, joined_root, plan_page_chunks, spool_chunk
+from selection_extraction.chunks import ChunkProgress, joined_root, plan_page_chunks, spool_chunk
 from selection_storage.atomic import WrittenFile
 from tasks.extract import (
     check_extract_paths,
@@ -63,10 +58,7 @@ class ExtractionRunSummary(BaseModel):
 
     pages_path: str = Field(description="The pages that were read (directory, manifest or WARC file).")
     output_path: str = Field(description="The extracted batch that was written.")
-    record_path: str | None = Field(
-        default=None,
-        description="For a JSON Lines batch (.jsonl), the file beside it recording how it was made.",
-    )
+    record_path: str | None = Field(default=None, description="For a .jsonl batch, the record of how it was made.")
     articles: int = Field(description="Number of articles (one per page).")
     unreadable_pages: int = Field(description="Pages that could not be read at all.")
     errors: dict[str, int] = Field(description="Articles whose block has an error, per extractor.")
@@ -87,11 +79,7 @@ def extract_in_chunks(
     runner_name: TaskRunnerName,
     dask_address: str | None,
 ) -> ExtractionResult:
-    """Extract the pages chunk by chunk on the chosen runner; the same result as ``extract-pages``.
-
-    As chunks complete, in order, their articles go to ``spool`` and their counts to one running total:
-    only the chunks in flight are held.
-    """
+    """Extract the pages chunk by chunk on the chosen runner, in order into ``spool``; as ``extract-pages`` does."""
     logger = run_logger()
     extractors = default_extractors()  # fails early, here, when the libraries are missing
     with open_task_runner(runner_name, dask_address) as runner:
@@ -103,12 +91,6 @@ def extract_in_chunks(
         )
         progress.start()
         total = StatsTotal()
-
-        def done(index: int, part: ChunkExtraction) -> None:
-            progress.advance(index, part)
-            spool_chunk(spool, part)
-            total.add(part.stats)
-
         logger.info(
             "Extracting %d pages in %d chunk(s) of up to %d on the %s task runner (%d worker(s))",
             plan.pages,
@@ -117,7 +99,11 @@ def extract_in_chunks(
             runner_name.value,
             workers,
         )
-        for_each_in_order(runner, extract_page_chunk, plan.chunks(), "chunk", IN_FLIGHT_PER_WORKER * workers, done)
+        parts = map_in_order(runner, extract_page_chunk, plan.chunks(), "chunk", IN_FLIGHT_PER_WORKER * workers)
+        for index, part in enumerate(parts):  # only the chunks in flight are held
+            progress.advance(index, part)
+            spool_chunk(spool, part)
+            total.add(part.stats)
     progress.finish()
     result = joined_root(page_set, total.stats(), extractors, time_limit_seconds)
     log_extraction(logger, result.stats)
@@ -133,13 +119,12 @@ def extract_and_write(
     runner: tuple[TaskRunnerName, str | None],
     max_table_rows: int,
 ) -> tuple[ExtractionResult, WrittenFile]:
-    """Find the pages, extract them (in one task, or in chunks on the runner), write the batch through a spool
-    beside it, and publish its artifacts; the run's counts with the batch's root, and the written batch."""
+    """Find, extract and write the pages, and publish the artifacts; the run's counts and the written batch."""
     runner_name, address = runner
     page_set = find_pages_task(paths.pages, label=label)
     rows = PageRows(max_table_rows)
     with ArticleSpool(paths.output, watch=rows) as spool:
-        if not runs_in_chunks(runner_name, pages_per_chunk):
+        if runner_name is TaskRunnerName.IN_PROCESS and pages_per_chunk is None:
             result = extract_pages_task(page_set, spool, time_limit_seconds, workers)
         else:
             result = extract_in_chunks(page_set, spool, time_limit_seconds, pages_per_chunk, runner_name, address)
@@ -165,9 +150,9 @@ def extract_and_write(
 def extract_articles(
     pages: Annotated[str, Field(min_length=1)],
     output_path: OptionalText = None,
-    time_limit_seconds: Annotated[float, Field(gt=0, le=MAX_TIME_LIMIT_SECONDS)] = DEFAULT_TIME_LIMIT_SECONDS,
+    time_limit_seconds: TimeLimit = DEFAULT_TIME_LIMIT_SECONDS,
     workers: OptionalCount = None,
-    max_table_rows: Annotated[int, Field(ge=0, le=MAX_TABLE_ROWS_LIMIT)] = DEFAULT_MAX_TABLE_ROWS,
+    max_table_rows: TableRows = DEFAULT_MAX_TABLE_ROWS,
     data_root: OptionalText = None,
     emit_event: bool = True,
     task_runner: TaskRunnerChoice = None,
@@ -178,22 +163,19 @@ def extract_articles(
 
     Args:
         pages: A folder of `.html`, `.htm`, `.html.gz` pages and `.warc`/`.warc.gz` archives (searched recursively),
-            a WARC file, or a JSON Lines manifest of `{"id": ..., "url": ..., "path": ...}`, e.g. `/data/pages/day1`.
-        output_path: Where to write the batch. Leave empty for `<pages>_extracted.json` beside the input (the name the
-            scheduled selection looks for); `.jsonl` writes JSON Lines, with `<stem>.extraction.json` beside it.
-        time_limit_seconds: Seconds one extractor may spend on one page; one that overruns is stopped (TimeoutError).
-        workers: Worker processes. Leave at 0 for one per CPU core.
-        max_table_rows: Most rows shown in the `extraction-pages` table artifact.
-        data_root: Directory that the pages and the output must resolve inside. Leave empty to use
-            CONTENT_SELECTION_DATA_ROOT; with neither, paths are not confined.
-        emit_event: Announce the batch with the `content-selection.batch.extracted` event, so that the
-            triggered selection deployment selects it.
+            a WARC file, or a JSON Lines manifest of `{"id": ..., "url": ..., "path": ...}`.
+        output_path: Where to write the batch. Empty: `<pages>_extracted.json` beside the input; a `.jsonl` path
+            writes JSON Lines, with `<stem>.extraction.json` beside it.
+        time_limit_seconds: Seconds one extractor may spend on one page before it is stopped (TimeoutError).
+        workers: Worker processes; 0 for one per CPU core.
+        max_table_rows: Most rows of the `extraction-pages` table artifact.
+        data_root: Directory every path must resolve inside. Empty: CONTENT_SELECTION_DATA_ROOT, else unconfined.
+        emit_event: Announce the batch (`content-selection.batch.extracted`) to the triggered selection.
         task_runner: Where the pages are extracted: `in-process` (a pool of `workers` processes), `process` or `dask`.
-            Leave empty for CONTENT_SELECTION_TASK_RUNNER, else `dask` with an address, else `in-process`.
-        dask_address: Scheduler of a running Dask cluster, `tcp://HOST:PORT`. Leave empty for
-            CONTENT_SELECTION_DASK_ADDRESS; with neither, `dask` starts a local cluster of 2 workers.
-        pages_per_chunk: Pages per chunk, each one task run. Leave at 0 for one task in-process, else
-            about 2 chunks per worker (at most 500 pages each).
+            Empty: CONTENT_SELECTION_TASK_RUNNER, else `dask` with an address, else `in-process`.
+        dask_address: A Dask scheduler, `tcp://HOST:PORT`. Empty: CONTENT_SELECTION_DASK_ADDRESS, else a local cluster.
+        pages_per_chunk: Pages per chunk (one task run each); 0 for one task in-process, else about 2 chunks per
+            worker of at most 500 pages.
 
     Returns:
         A summary: paths, article and error counts, SHA-256 of the batch.

@@ -1,25 +1,12 @@
-"""The ``extract-inbox`` flow: extract every new page set of the inbox, each announced to the selection.
-
-Each page set is an ``extract-articles`` subflow run, one after the other in name order. One that fails fails
-alone; the run ends Failed, naming each failed page set once, after all were tried (the next run tries again).
-"""
+"""The ``extract-inbox`` flow: extract every new page set of the inbox, each announced to the selection."""
 
 from __future__ import annotations
-
-from typing import Annotated
 
 from prefect import flow
 from pydantic import BaseModel, Field
 
 from flows.extract_articles import extract_articles
-from flows.params import (
-    DEFAULT_MAX_TABLE_ROWS,
-    MAX_TABLE_ROWS_LIMIT,
-    MAX_TIME_LIMIT_SECONDS,
-    OptionalCount,
-    OptionalText,
-    run_namer,
-)
+from flows.params import DEFAULT_MAX_TABLE_ROWS, OptionalCount, OptionalText, TableRows, TimeLimit, run_namer
 from flows.refusals import refusals_fail_the_run
 from selection_core.errors import SelectionError, error_line
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
@@ -51,19 +38,19 @@ class PageSetsFailedError(SelectionError):
 def extract_inbox(
     inbox: OptionalText = None,
     data_root: OptionalText = None,
-    time_limit_seconds: Annotated[float, Field(gt=0, le=MAX_TIME_LIMIT_SECONDS)] = DEFAULT_TIME_LIMIT_SECONDS,
+    time_limit_seconds: TimeLimit = DEFAULT_TIME_LIMIT_SECONDS,
     workers: OptionalCount = None,
-    max_table_rows: Annotated[int, Field(ge=0, le=MAX_TABLE_ROWS_LIMIT)] = DEFAULT_MAX_TABLE_ROWS,
+    max_table_rows: TableRows = DEFAULT_MAX_TABLE_ROWS,
 ) -> InboxRunSummary:
     """Extract each new page set of the inbox into `<name>_extracted.json` beside it, and announce it.
 
     Args:
         inbox: The folder where page sets (folders of pages, `.warc`/`.warc.gz` files, `.jsonl` manifests) are
-            dropped. Leave empty for `<data root>/inbox` (created when missing). Must lie inside the data root.
-        data_root: Directory that the inbox and every batch must resolve inside. Leave empty to use
-            CONTENT_SELECTION_DATA_ROOT; one of the two is required.
-        time_limit_seconds: Seconds one extractor may spend on one page; one that overruns is stopped (TimeoutError).
-        workers: Worker processes of each extraction. Leave empty (or 0) for one per CPU core.
+            dropped, inside the data root. Empty: `<data root>/inbox` (created when missing).
+        data_root: Directory the inbox and every batch must resolve inside. Empty: CONTENT_SELECTION_DATA_ROOT;
+            one of the two is required.
+        time_limit_seconds: Seconds one extractor may spend on one page before it is stopped (TimeoutError).
+        workers: Worker processes of each extraction; 0 for one per CPU core.
         max_table_rows: Most rows of each run's `extraction-pages` table artifact.
 
     Returns:

@@ -1,9 +1,4 @@
-"""The parameters and limits the flows share, their annotations, and how their runs are named.
-
-The aliases keep the Python type (None means unset) but publish a plain schema with a non-null default for the
-UI's Run form, which submits its defaults and draws ``str | None`` as a type toggle: empty text and a count of 0
-mean unset.
-"""
+"""The parameters and limits the flows share, and how their runs are named."""
 
 from __future__ import annotations
 
@@ -45,7 +40,10 @@ def zero_is_unset(value: Any) -> Any:
     return blank_is_unset(value)
 
 
-#: Text that may stay empty: a plain text box on the Run form; empty (or None) means unset.
+# The UI's Run form submits its defaults and draws `str | None` as a type toggle, so the optional parameters keep
+# their Python type (None is unset) but publish a plain schema with a non-null default: empty text or 0 is unset.
+
+#: Text that may stay empty.
 OptionalText = Annotated[
     str | None,
     BeforeValidator(blank_is_unset),
@@ -53,7 +51,7 @@ OptionalText = Annotated[
     Field(json_schema_extra={"default": ""}),
 ]
 
-#: A count of 1 or more that may be unset: a number box on the Run form; 0 (or None) means unset.
+#: A count of 1 or more that may be unset (0).
 OptionalCount = Annotated[
     Annotated[int, Field(ge=1)] | None,
     BeforeValidator(zero_is_unset),
@@ -61,7 +59,7 @@ OptionalCount = Annotated[
     Field(json_schema_extra={"default": 0}),
 ]
 
-#: The task runner: a drop-down of the runner names; the empty choice (or None) means the setting, else the default.
+#: The task runner: a drop-down of the runner names, whose empty choice means the setting, else the default.
 TaskRunnerChoice = Annotated[
     TaskRunnerName | None,
     BeforeValidator(blank_is_unset),
@@ -77,13 +75,15 @@ DaskAddress = Annotated[
     Field(json_schema_extra={"default": ""}),
 ]
 
+#: Rows of a table artifact.
+TableRows = Annotated[int, Field(ge=0, le=MAX_TABLE_ROWS_LIMIT)]
+
+#: Seconds one extractor may spend on one page.
+TimeLimit = Annotated[float, Field(gt=0, le=MAX_TIME_LIMIT_SECONDS)]
+
 
 def run_namer(prefix: str, parameter: str, default: str, *, task: bool = False) -> Callable[[], str]:
-    """A ``flow_run_name`` (a ``task_run_name`` with ``task``): ``<prefix>-<file name of the parameter's path>``.
-
-    >>> callable(run_namer("select", "input_path", "batch"))
-    True
-    """
+    """A ``flow_run_name`` (a ``task_run_name`` with ``task``): ``<prefix>-<file name of the parameter's path>``."""
 
     def name() -> str:
         from prefect.runtime import flow_run, task_run

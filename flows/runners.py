@@ -1,9 +1,4 @@
-"""Where the mapped tasks of a run execute: in-process, a local process pool, or Dask.
-
-The flow enters the runner its parameters choose around the mapped stage only (a deployment's task runner is
-fixed before its parameters are known). The settings read when they are left empty are ``TASK_RUNNER_ENV``
-and ``DASK_ADDRESS_ENV``.
-"""
+"""Where the mapped tasks of a run execute: in-process, a local process pool, or Dask."""
 
 from __future__ import annotations
 
@@ -13,17 +8,14 @@ import os
 import re
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Final, TypeVar
+from collections.abc import Iterable, Iterator
+from typing import Any, Final
 
 from selection_core.errors import EXIT_USAGE, SelectionError
 
 #: Environment variables read when the ``task_runner`` and ``dask_address`` parameters are left empty.
 TASK_RUNNER_ENV: Final[str] = "CONTENT_SELECTION_TASK_RUNNER"
 DASK_ADDRESS_ENV: Final[str] = "CONTENT_SELECTION_DASK_ADDRESS"
-
-#: Workers of the Dask cluster started when no scheduler address is given.
-LOCAL_DASK_WORKERS: Final[int] = 2
 
 #: Tasks kept submitted ahead per worker: every worker stays busy, and little data is in flight.
 IN_FLIGHT_PER_WORKER: Final[int] = 2
@@ -32,7 +24,17 @@ IN_FLIGHT_PER_WORKER: Final[int] = 2
 DASK_ADDRESS_PATTERN: Final[str] = r"^tcp://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$"
 _DASK_ADDRESS = re.compile(DASK_ADDRESS_PATTERN)
 
-T = TypeVar("T")
+#: The Dask cluster started when no scheduler address is given: single-threaded worker processes on loopback,
+#: no dashboard (its health endpoint off the fixed port 8787).
+LOCAL_CLUSTER_KWARGS: Final[dict[str, Any]] = {
+    "n_workers": 2,
+    "threads_per_worker": 1,
+    "processes": True,
+    "host": "127.0.0.1",
+    "scheduler_port": 0,
+    "dashboard_address": None,
+    "scheduler_kwargs": {"dashboard_address": "127.0.0.1:0"},
+}
 
 
 class TaskRunnerName(enum.StrEnum):
@@ -70,52 +72,16 @@ def resolve_task_runner(name: str | None, dask_address: str | None) -> tuple[Tas
         choices = ", ".join(r.value for r in TaskRunnerName)
         raise TaskRunnerConfigError(f"unknown task runner {name!r}; choose one of {choices}") from None
     if address is not None:
-        check_dask_address(address)
+        if _DASK_ADDRESS.fullmatch(address) is None or not 0 < int(address.rsplit(":", 1)[1]) < 65536:
+            raise TaskRunnerConfigError(
+                f"{address!r} is not a Dask scheduler address; write it as tcp://HOST:PORT (e.g. tcp://127.0.0.1:8786)"
+            )
         if runner is not TaskRunnerName.DASK:
             raise TaskRunnerConfigError(
                 f"a Dask scheduler address ({address}) was given with the {runner.value} task runner; "
                 "choose the dask task runner or leave the address empty"
             )
     return runner, address
-
-
-def runs_in_chunks(runner: TaskRunnerName, chunk_size: int | None) -> bool:
-    """Whether a run maps chunks on a task runner: unless in-process without a chunk size.
-
-    >>> runs_in_chunks(TaskRunnerName.IN_PROCESS, None), runs_in_chunks(TaskRunnerName.IN_PROCESS, 10)
-    (False, True)
-    >>> runs_in_chunks(TaskRunnerName.PROCESS, None)
-    True
-    """
-    return runner is not TaskRunnerName.IN_PROCESS or chunk_size is not None
-
-
-def check_dask_address(address: str) -> str:
-    """Return ``address`` if it is ``tcp://HOST:PORT``, else raise :class:`TaskRunnerConfigError`.
-
-    >>> check_dask_address("tcp://10.0.0.5:8786")
-    'tcp://10.0.0.5:8786'
-    """
-    match = _DASK_ADDRESS.fullmatch(address)
-    if match is None or not 0 < int(address.rsplit(":", 1)[1]) < 65536:
-        raise TaskRunnerConfigError(
-            f"{address!r} is not a Dask scheduler address; write it as tcp://HOST:PORT (e.g. tcp://127.0.0.1:8786)"
-        )
-    return address
-
-
-def local_cluster_kwargs(local_directory: str) -> dict[str, Any]:
-    """The local Dask cluster: single-threaded worker processes on loopback, no dashboard, scratch in a folder."""
-    return {
-        "n_workers": LOCAL_DASK_WORKERS,
-        "threads_per_worker": 1,
-        "processes": True,
-        "host": "127.0.0.1",
-        "scheduler_port": 0,
-        "dashboard_address": None,
-        "scheduler_kwargs": {"dashboard_address": "127.0.0.1:0"},  # its health endpoint, off the fixed port 8787
-        "local_directory": local_directory,
-    }
 
 
 def runner_parallelism(runner: Any) -> int:
@@ -150,9 +116,11 @@ def _api_reachable_from_workers() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def open_task_runner(name: str | None, dask_address: str | None = None) -> Iterator[Any]:
-    """The started runner a run's mapped tasks go to (``in-process``: the flow run's own); stopped on exit."""
-    runner_name, address = resolve_task_runner(name, dask_address)
+def open_task_runner(runner_name: TaskRunnerName, address: str | None) -> Iterator[Any]:
+    """The started runner a run's mapped tasks go to (``in-process``: the flow run's own); stopped on exit.
+
+    Entered around the mapped stage only: a deployment's task runner is fixed before its parameters are known.
+    """
     if runner_name is TaskRunnerName.IN_PROCESS:
         from prefect.context import FlowRunContext
 
@@ -183,11 +151,11 @@ def _new_runner(runner_name: TaskRunnerName, address: str | None, local_director
         ) from None
     if address is not None:
         return DaskTaskRunner(address=address)
-    return DaskTaskRunner(cluster_kwargs=local_cluster_kwargs(str(local_directory)))
+    return DaskTaskRunner(cluster_kwargs={**LOCAL_CLUSTER_KWARGS, "local_directory": local_directory})
 
 
-def map_in_order(runner: Any, task: Any, payloads: Iterable[T], parameter: str, in_flight: int) -> Iterator[Any]:
-    """Run ``task`` once per payload on ``runner``; yield the results in payload order.
+def map_in_order(runner: Any, task: Any, payloads: Iterable[Any], parameter: str, in_flight: int) -> Iterator[Any]:
+    """Run ``task`` once per payload on ``runner``; yield the results in payload order, keeping none.
 
     At most ``in_flight`` tasks are submitted and not yet collected. A payload should be an object Prefect
     does not walk into (not a list, dict, dataclass or model). On an early stop or a failure, the tasks
@@ -209,18 +177,3 @@ def map_in_order(runner: Any, task: Any, payloads: Iterable[T], parameter: str, 
     finally:
         for future in pending:
             future.wait()
-
-
-def for_each_in_order(
-    runner: Any,
-    task: Any,
-    payloads: Iterable[T],
-    parameter: str,
-    in_flight: int,
-    on_result: Callable[[int, Any], None],
-) -> int:
-    """:func:`map_in_order`, handing each result to ``on_result(i, result)`` and keeping none; the count."""
-    count = 0
-    for count, result in enumerate(map_in_order(runner, task, payloads, parameter, in_flight), 1):
-        on_result(count - 1, result)
-    return count

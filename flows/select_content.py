@@ -1,8 +1,4 @@
-"""The ``select-content`` flow: pick the best extractor of every article of one batch.
-
-``check-paths -> select-batch -> publish-artifacts``; on a parallel task runner the flow runs the same engine
-itself, each chunk a ``select-chunk`` task run on that runner. The written bytes are the same.
-"""
+"""The ``select-content`` flow: pick the best extractor of every article of one batch."""
 
 from __future__ import annotations
 
@@ -16,10 +12,10 @@ from pydantic import BaseModel, Field
 import selection_core as sc
 from flows.params import (
     DEFAULT_MAX_TABLE_ROWS,
-    MAX_TABLE_ROWS_LIMIT,
     DaskAddress,
     OptionalCount,
     OptionalText,
+    TableRows,
     TaskRunnerChoice,
     run_namer,
 )
@@ -67,7 +63,6 @@ class SelectionRunSummary(BaseModel):
         )
 
     def one_line(self) -> str:
-        """A one-line human summary, e.g. for a terminal."""
         counts = counts_text(self.by_extractor)
         return f"selected {self.articles} articles ({counts}) -> {self.output_path}"
 
@@ -122,7 +117,7 @@ def select_content(
     input_path: Annotated[str, Field(min_length=1)],
     output_path: OptionalText = None,
     report_path: OptionalText = None,
-    max_table_rows: Annotated[int, Field(ge=0, le=MAX_TABLE_ROWS_LIMIT)] = DEFAULT_MAX_TABLE_ROWS,
+    max_table_rows: TableRows = DEFAULT_MAX_TABLE_ROWS,
     data_root: OptionalText = None,
     require_data_root: bool = False,
     task_runner: TaskRunnerChoice = None,
@@ -132,20 +127,19 @@ def select_content(
     """Select the best extractor of every article of one batch and write the result.
 
     Args:
-        input_path: The extracted batch (JSON with an `articles` array, or JSON Lines), e.g.
-            `/data/batches/2024-05-01_extracted.json`. Relative paths start at the data root, if any.
-        output_path: Where to write the selected batch. Leave empty for `<stem>_selected.json` beside the input.
-        report_path: Optional file for the per-article explanation as JSON Lines. Leave empty for no report.
-        max_table_rows: Most rows shown in the `selection-scores` table artifact (the first articles).
-        data_root: Directory that every path must resolve inside. Leave empty to use
-            CONTENT_SELECTION_DATA_ROOT; with neither, paths are not confined.
+        input_path: The extracted batch (JSON with an `articles` array, or JSON Lines); a relative path starts at
+            the data root, if any.
+        output_path: Where to write the selected batch. Empty: `<stem>_selected.json` beside the input.
+        report_path: Optional file for the per-article explanation as JSON Lines. Empty: no report.
+        max_table_rows: Most rows of the `selection-scores` table artifact (the first articles).
+        data_root: Directory every path must resolve inside. Empty: CONTENT_SELECTION_DATA_ROOT, else unconfined.
         require_data_root: Refuse to run unless a data root is configured (the triggered deployment sets it).
         task_runner: Where the articles are scored: `in-process`, `process` (one process per core) or `dask`.
-            Leave empty for CONTENT_SELECTION_TASK_RUNNER, else `dask` with an address, else `in-process`.
-        dask_address: Scheduler of a running Dask cluster, `tcp://HOST:PORT`. Leave empty for
-            CONTENT_SELECTION_DASK_ADDRESS; with neither, `dask` starts a local cluster of 2 workers.
-        chunk_size: Most articles per chunk, each one task run on `process` and `dask`. Leave at 0 for
-            chunks bounded by bytes (8 MiB in-process, about 4 per worker of at most 64 MiB on `process`/`dask`).
+            Empty: CONTENT_SELECTION_TASK_RUNNER, else `dask` with an address, else `in-process`.
+        dask_address: A Dask scheduler, `tcp://HOST:PORT`. Empty: CONTENT_SELECTION_DASK_ADDRESS, else a local
+            cluster of 2 workers.
+        chunk_size: Most articles per chunk (one task run each on `process` and `dask`); 0 for chunks bounded by
+            bytes (8 MiB in-process, about 4 per worker of at most 64 MiB on `process`/`dask`).
 
     Returns:
         A summary: paths, counts per extractor and per reason, SHA-256 of input and output.

@@ -1,8 +1,4 @@
-"""The ``select-directory`` flow: select every batch of a folder that needs it, each in its own subflow run.
-
-One bad file fails alone (its ``select-batch-file`` task run too); the run ends Failed after every file was
-tried, naming each failed file once. Up to ``max_concurrent_batches`` batches are selected at once, on threads.
-"""
+"""The ``select-directory`` flow: select every batch of a folder that needs it, each in its own subflow run."""
 
 from __future__ import annotations
 
@@ -16,10 +12,10 @@ from pydantic import BaseModel, Field
 
 from flows.params import (
     DEFAULT_MAX_TABLE_ROWS,
-    MAX_TABLE_ROWS_LIMIT,
     DaskAddress,
     OptionalCount,
     OptionalText,
+    TableRows,
     TaskRunnerChoice,
     run_namer,
 )
@@ -59,10 +55,6 @@ class BatchesFailedError(SelectionError):
     """Some batches of a directory run failed; the others were written."""
 
 
-class BatchFailedError(SelectionError):
-    """One batch's ``select-content`` run ended without a result or an exception (e.g. it crashed)."""
-
-
 # A task that lives with its flow, not in tasks/: it runs the select-content flow as a subflow,
 # and tasks/ may not import flows/ (layers import downward only).
 @task(
@@ -71,11 +63,7 @@ class BatchFailedError(SelectionError):
     **local_task_options(),
 )
 def select_batch_file(input_path: str, options: dict[str, Any]) -> Any:
-    """Run ``select-content`` on one batch; this task run fails with it.
-
-    Args:
-        input_path: The batch.
-        options: The other parameters of ``select-content`` (all small values).
+    """Run ``select-content`` on one batch with the other parameters in ``options``; this task run fails with it.
 
     Returns:
         The output path; or, when the subflow failed, a ``Failed`` state with its message and its exception.
@@ -85,7 +73,7 @@ def select_batch_file(input_path: str, options: dict[str, Any]) -> Any:
         return state.result().output_path
     error = state.result(raise_on_failure=False)
     if not isinstance(error, BaseException):
-        error = BatchFailedError(f"{input_path}: {state.message or state.name}")
+        error = SelectionError(f"{input_path}: {state.message or state.name}")  # e.g. it crashed
     return Failed(message=error_line(error), data=error)
 
 
@@ -97,7 +85,7 @@ def select_batch_file(input_path: str, options: dict[str, Any]) -> Any:
 @refusals_fail_the_run
 def select_directory(
     directory: OptionalText = None,
-    max_table_rows: Annotated[int, Field(ge=0, le=MAX_TABLE_ROWS_LIMIT)] = DEFAULT_MAX_TABLE_ROWS,
+    max_table_rows: TableRows = DEFAULT_MAX_TABLE_ROWS,
     data_root: OptionalText = None,
     max_concurrent_batches: Annotated[
         int, Field(ge=1, le=MAX_CONCURRENT_BATCHES_LIMIT)
@@ -109,20 +97,19 @@ def select_directory(
     """Select every batch under a directory that has no up-to-date `_selected.json` (or `.jsonl`).
 
     Args:
-        directory: Folder scanned recursively for `*_extracted.json` and `*_extracted.jsonl` files. Leave
-            empty to scan the data root (the data_root parameter or CONTENT_SELECTION_DATA_ROOT).
+        directory: Folder scanned recursively for `*_extracted.json` and `*_extracted.jsonl` files. Empty: the
+            data root (the data_root parameter or CONTENT_SELECTION_DATA_ROOT).
         max_table_rows: Most rows of each batch's `selection-scores` table artifact.
-        data_root: Directory that every path must resolve inside. Leave empty to use
-            CONTENT_SELECTION_DATA_ROOT; with neither, paths are not confined.
-        max_concurrent_batches: Most batches selected at the same time.
+        data_root: Directory every path must resolve inside. Empty: CONTENT_SELECTION_DATA_ROOT, else unconfined.
+        max_concurrent_batches: Most batches selected at the same time (on threads).
         task_runner: Where each batch's articles are scored (`in-process`, `process` or `dask`), as in
-            `select-content`. Leave empty for CONTENT_SELECTION_TASK_RUNNER, else `in-process`.
-        dask_address: Scheduler of a running Dask cluster (`tcp://HOST:PORT`) shared by all batches. Leave
-            empty for CONTENT_SELECTION_DASK_ADDRESS; with neither, `dask` starts a local cluster per batch.
-        chunk_size: Articles per chunk (one task run each), as in `select-content`; 0 as there.
+            `select-content`. Empty: CONTENT_SELECTION_TASK_RUNNER, else `in-process`.
+        dask_address: A Dask scheduler (`tcp://HOST:PORT`) shared by all batches. Empty:
+            CONTENT_SELECTION_DASK_ADDRESS, else a local cluster per batch.
+        chunk_size: Articles per chunk (one task run each), as in `select-content`; 0 for chunks bounded by bytes.
 
     Returns:
-        The outputs written. When any batch failed, the run ends Failed, after all of them were tried.
+        The outputs written. When any batch failed, the run ends Failed after all were tried, naming each once.
     """
     logger = run_logger()
     folder = directory or configured_data_root(data_root)
@@ -147,8 +134,8 @@ def select_directory(
         if isinstance(output, str):
             result.selected.append(output)
             continue
+        # not logged here: the run's one error line, at the end, names every failed batch
         error = name_once(str(path), error_line(output) if isinstance(output, BaseException) else repr(output))
-        logger.error("failed: %s", error)
         result.failed.append(BatchFailure(input_path=str(path), error=error))
 
     if result.failed:

@@ -12,12 +12,5 @@ from tasks.options import io_task_options
 
 @task(name="find-stale-batches", **io_task_options())
 def find_stale_batches(directory: Path) -> list[Path]:
-    """The ``*_extracted.json`` files under ``directory`` whose ``_selected.json`` is missing or older.
-
-    Args:
-        directory: The folder to scan (recursively).
-
-    Returns:
-        The stale batches, in sorted path order.
-    """
+    """The batches under ``directory`` (recursively, in sorted order) whose ``_selected`` file is missing or older."""
     return directories.find_stale_batches(directory)

@@ -61,14 +61,9 @@ def find_pages_task(pages: Path, label: str | None = None) -> PageSet:
 def extract_pages_task(
     page_set: PageSet, spool: ArticleSpool, time_limit_seconds: float, workers: int | None = None
 ) -> ExtractionResult:
-    """Run trafilatura, newspaper4k and readability on every page, in worker processes (never retried: a failure
-    is recorded in its article). Each article goes to ``spool``, in page order, as soon as it is done.
+    """Run the three extractors on every page in worker processes, each article to ``spool`` in page order.
 
-    Args:
-        page_set: The pages, from ``find-pages``.
-        spool: Where the articles go until ``write-extracted-batch`` writes the batch.
-        time_limit_seconds: Seconds one extractor may spend on one page.
-        workers: Worker processes; None for one per core.
+    Never retried: a failure is recorded in its article. ``workers``: None for one per core.
 
     Returns:
         The run's counts, and the batch's root (its articles are in the spool).
@@ -82,11 +77,9 @@ def extract_pages_task(
 
 @task(name="write-extracted-batch", **io_task_options())
 def write_extracted_batch(root: dict[str, Any], spool: ArticleSpool) -> WrittenFile:
-    """Write the batch atomically from the spooled articles (JSON, or JSON Lines and its record for ``*.jsonl``).
+    """Write the batch atomically from ``root`` (with an empty ``articles`` list) and the spooled articles.
 
-    Args:
-        root: The batch's root, with an empty ``articles`` list (from ``extract-pages``).
-        spool: The articles, in page order; the batch is written to its ``target``.
+    A ``*.jsonl`` target is written as JSON Lines, with its record beside it.
 
     Raises:
         OutputPathError: the location is refused (not retried).
@@ -107,12 +100,7 @@ def publish_extraction_artifacts(
     output_sha256: str,
     max_rows: int,
 ) -> dict[str, UUID]:
-    """Create the ``extraction-pages`` table and the ``extraction-summary`` markdown.
-
-    Args:
-        rows: The table's rows, of the first ``max_rows`` pages (:class:`~selection_extraction.artifacts.PageRows`).
-        root: The batch's root (its articles are not read).
-        stats: The run's counts.
+    """Create the ``extraction-pages`` table (``rows``: the first ``max_rows`` pages) and ``extraction-summary``.
 
     Returns:
         The artifact ids by key.
@@ -132,15 +120,7 @@ def publish_extraction_artifacts(
 
 @task(name=PAGE_CHUNK_TASK_NAME, task_run_name=chunk_run_namer(PAGE_CHUNK_TASK_NAME), **local_task_options())
 def extract_page_chunk(chunk: PageChunk) -> ChunkExtraction:
-    """Extract one chunk of pages with one worker process under the same time limit (never retried).
-
-    Args:
-        chunk: Consecutive pages of the input, the index of the first, and the
-            seconds one extractor may spend on one page.
-
-    Returns:
-        The chunk's articles, in page order, and its counts.
-    """
+    """Extract one chunk of pages with one worker process (never retried); its articles in page order, its counts."""
     extraction = extract_chunk(chunk)
     run_logger().debug("Extracted pages %d..%d", chunk.start, chunk.stop - 1)
     return extraction

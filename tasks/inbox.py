@@ -10,14 +10,7 @@ from tasks.options import io_task_options
 
 @task(name="find-new-page-sets", **io_task_options())
 def find_new_page_sets(inbox: str | None, data_root: str | None) -> InboxScan:
-    """Resolve the inbox inside the data root (creating the default one) and sort its page sets.
-
-    Args:
-        inbox: The inbox folder; None for ``<data root>/inbox``.
-        data_root: The data root; None for ``$CONTENT_SELECTION_DATA_ROOT``.
-
-    Returns:
-        The new and up-to-date page sets, the batch-name clashes and the ignored files.
+    """Resolve the inbox (None: ``<data root>/inbox``, created) inside the data root and sort its page sets.
 
     Raises:
         UnsafePathError: no data root, or an inbox outside it (not retried).

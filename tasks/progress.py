@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from uuid import UUID
 
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
@@ -17,25 +17,21 @@ from tasks.logs import run_logger
 _FOLLOWERS: dict[str, ProgressCallback] = {}
 
 
-class ArtifactSink:
+def _artifact_sink(key: str, description: str) -> Callable[[int], None]:
     """Creates the progress artifact ``key`` at the first update and updates it after; a failure is only logged."""
+    artifact_id: UUID | None = None
 
-    def __init__(self, key: str, description: str) -> None:
-        self.key = key
-        self.description = description
-        self.artifact_id: UUID | None = None
-
-    def __call__(self, percent: int) -> None:
-        creating = self.artifact_id is None
+    def update(percent: int) -> None:
+        nonlocal artifact_id
         try:
-            if self.artifact_id is None:
-                self.artifact_id = create_progress_artifact(
-                    progress=float(percent), key=self.key, description=self.description
-                )
+            if artifact_id is None:
+                artifact_id = create_progress_artifact(progress=float(percent), key=key, description=description)
             else:
-                update_progress_artifact(artifact_id=self.artifact_id, progress=float(percent))
+                update_progress_artifact(artifact_id=artifact_id, progress=float(percent))
         except Exception as exc:  # noqa: BLE001 - progress is informational
-            run_logger().warning("Could not %s the progress artifact: %s", "create" if creating else "update", exc)
+            run_logger().warning("Could not %s the progress artifact: %s", "update" if artifact_id else "create", exc)
+
+    return update
 
 
 @contextlib.contextmanager
@@ -65,7 +61,7 @@ def artifact_progress(key: str, description: str, *, start: bool = True) -> Prog
     follower = _FOLLOWERS.get(key)
     if TaskRunContext.get() is None and FlowRunContext.get() is None:
         return follower
-    progress = PercentProgress(ArtifactSink(key, description))
+    progress = PercentProgress(_artifact_sink(key, description))
     if start:
         progress(0, 1)
     if follower is None:

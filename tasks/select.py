@@ -57,22 +57,12 @@ def select_batch(
         workers=workers,
         start=start,
     )
-    log_selected(selected, where)
-    return selected
-
-
-def log_selected(selected: Selected, where: str) -> None:
-    """The log lines of a selection: what was read and how, what was selected, what was written."""
     logger = run_logger()
-    logger.info(
-        "Read %s (%d bytes, sha256 %s) %s",
-        selected.input_path,
-        selected.input_size,
-        selected.input_sha256,
-        read_as_text(selected.chunks, where),
-    )
+    read_as = read_as_text(selected.chunks, where)
+    logger.info("Read %s (%d bytes, sha256 %s) %s", paths.input, selected.input_size, selected.input_sha256, read_as)
     logger.info("Selected %d articles: %s", selected.summary.articles, counts_text(selected.summary.by_extractor))
     logger.info("Wrote %s: %d bytes, sha256 %s", selected.output_path, selected.output_size, selected.output_sha256)
+    return selected
 
 
 @task(name=CHUNK_TASK_NAME, task_run_name=chunk_run_namer(CHUNK_TASK_NAME), **io_task_options())

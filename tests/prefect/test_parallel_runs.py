@@ -26,12 +26,10 @@ import pytest
 
 from flows.runners import (
     DASK_ADDRESS_ENV,
+    LOCAL_CLUSTER_KWARGS,
     TASK_RUNNER_ENV,
     TaskRunnerConfigError,
     TaskRunnerName,
-    check_dask_address,
-    for_each_in_order,
-    local_cluster_kwargs,
     map_in_order,
     resolve_task_runner,
 )
@@ -121,12 +119,14 @@ def test_bad_runner_settings_are_refused(monkeypatch, name, address, message) ->
         resolve_task_runner(name, address)
 
 
-def test_the_local_cluster_stays_on_loopback_with_two_single_thread_workers(tmp_path: Path) -> None:
-    kwargs = local_cluster_kwargs(str(tmp_path))
+def test_the_local_cluster_stays_on_loopback_with_two_single_thread_workers(monkeypatch) -> None:
+    kwargs = LOCAL_CLUSTER_KWARGS
     assert kwargs["host"] == "127.0.0.1" and kwargs["n_workers"] == 2 and kwargs["threads_per_worker"] == 1
     assert kwargs["processes"] is True and kwargs["dashboard_address"] is None
     assert kwargs["scheduler_kwargs"]["dashboard_address"].startswith("127.0.0.1:")
-    assert check_dask_address("tcp://scheduler.internal:8786") == "tcp://scheduler.internal:8786"
+    monkeypatch.delenv(TASK_RUNNER_ENV, raising=False)
+    address = "tcp://scheduler.internal:8786"
+    assert resolve_task_runner(None, address) == (TaskRunnerName.DASK, address)
 
 
 class _FailingFuture:
@@ -178,23 +178,20 @@ class _Result:
         self.value = value
 
 
-def test_for_each_in_order_hands_over_each_result_in_order_and_keeps_none() -> None:
+def test_map_in_order_keeps_no_result_handed_over() -> None:
     class Runner:  # holds no future: only the helper under test could keep a result alive
         def submit(self, task: Any, parameters: dict[str, Any]) -> _FailingFuture:
             return _FailingFuture(None, _Result(parameters["x"]))
 
     watched: list[weakref.ref[_Result]] = []
-    seen: list[tuple[int, int]] = []
-
-    def on_result(index: int, result: _Result) -> None:
+    seen: list[int] = []
+    for result in map_in_order(Runner(), None, iter([5, 6, 7, 8]), "x", in_flight=2):
         gc.collect()
         # every result handed over before this one is gone: the helper kept none of them
         assert [ref() for ref in watched] == [None] * len(watched)
         watched.append(weakref.ref(result))
-        seen.append((index, result.value))
-
-    count = for_each_in_order(Runner(), None, iter([5, 6, 7, 8]), "x", in_flight=2, on_result=on_result)
-    assert (count, seen) == (4, [(0, 5), (1, 6), (2, 7), (3, 8)])
+        seen.append(result.value)
+    assert seen == [5, 6, 7, 8]
 
 
 # --- flow runs --------------------------------------------------------------------
