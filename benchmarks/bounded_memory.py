@@ -272,6 +272,7 @@ def ratios(table: dict[tuple, dict[str, Any]]) -> dict[str, dict[str, float]]:
         k: {}
         for k in ("peak_largest_over_smallest", "peak_over_input", "select_over_floor", "run_over_select")
         + ("jsonl_over_json_seconds", "jsonl_over_json_peak", "baseline_over_new_seconds", "baseline_over_new_peak")
+        + ("run_over_run_process", "net_run_over_net_run_process")
     }
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for (build, fmt, _n, command), b in table.items():
@@ -293,6 +294,14 @@ def ratios(table: dict[tuple, dict[str, Any]]) -> dict[str, dict[str, float]]:
         if fmt == "jsonl" and (json_ := table.get((build, "json", n, command))):
             out["jsonl_over_json_seconds"][f"{build} {n} {command}"] = b["seconds"] / json_["seconds"]
             out["jsonl_over_json_peak"][f"{build} {n} {command}"] = b["tree_peak_rss_mib"] / json_["tree_peak_rss_mib"]
+        if command == "run-process" and (run := table.get((build, fmt, n, "run"))):
+            out["run_over_run_process"][where] = run["seconds"] / b["seconds"]
+            smallest = min(k[2] for k in table if k[:2] == (build, fmt) and k[3] == "run-process")
+            run0, pool0 = table.get((build, fmt, smallest, "run")), table.get((build, fmt, smallest, "run-process"))
+            if n != smallest and run0 and pool0:  # net of each runner's time on the smallest batch
+                out["net_run_over_net_run_process"][where] = (run["seconds"] - run0["seconds"]) / (
+                    b["seconds"] - pool0["seconds"]
+                )
         if build == "baseline" and (new := table.get(("new", fmt, n, command))):
             out["baseline_over_new_seconds"][f"{fmt} {n} {command}"] = b["seconds"] / new["seconds"]
             out["baseline_over_new_peak"][f"{fmt} {n} {command}"] = b["tree_peak_rss_mib"] / new["tree_peak_rss_mib"]
@@ -319,6 +328,8 @@ GOALS = {
     "peak_over_input": "goal < 0.1 at 100k for select and run",
     "select_over_floor": "goal <= 4x on the 57 MB batch of benchmarks/select_speed.py",
     "baseline_over_new_seconds": "goal >= 1/1.1 = 0.91 at 100k (new no more than 10% slower)",
+    "run_over_run_process": "goal > 1 at 10860: the process pool faster than in-process end to end",
+    "net_run_over_net_run_process": "goal >= 1.7: each runner's time net of its time on the smallest batch",
 }
 
 
