@@ -38,18 +38,9 @@ _STRING = re.compile(rb'"[^"]*+"')
 _LITERAL = re.compile(rb'[^ \t\n\r,}\]"{\[:]*+')
 _CLOSERS = {ord("{"): ord("}"), ord("["): ord("]")}
 _MAX_NESTING = 4096
-_KINDS = {
-    c: kind
-    for chars, kind in (
-        (b"{", "an object"),
-        (b"[", "an array"),
-        (b'"', "a string"),
-        (b"tf", "a boolean"),
-        (b"n", "null"),
-        (b"-0123456789", "a number"),
-    )
-    for c in chars
-}
+_KINDS = {ord("{"): "an object", ord("["): "an array", ord('"'): "a string", ord("t"): "a boolean"}
+_KINDS.update({ord("f"): "a boolean", ord("n"): "null", ord("-"): "a number"})
+_KINDS.update((c, "a number") for c in b"0123456789")
 
 
 def _blank_escapes(data: bytes | bytearray | memoryview) -> bytes:
