@@ -13,7 +13,7 @@ import orjson
 
 from .config import EXTRACTORS, SELECTED_KEY
 from .errors import InvalidBatchError
-from .layout import CHUNK_PREFIX, Chunk, array_spans, check_start
+from .layout import CHUNK_PREFIX, FIX_SHAPE, Chunk, array_spans, check_start
 from .select import Pool, Reason, Selection, select_article
 
 ProgressCallback = Callable[[int, int], None]
@@ -36,7 +36,6 @@ _TYPE_NAMES = {
     bool: "a boolean",
     type(None): "null",
 }
-_FIX_SHAPE = 'expected {"articles": [ {...}, ... ]}'
 _FIX_ARTICLE = "every article must be a JSON object"
 
 
@@ -177,17 +176,19 @@ def check_exact(items: Iterable[ExactItem], source: str) -> None:
             stack.extend((v, (*path, i)) for i, v in reversed(list(enumerate(node))))
 
 
-def exact_check_needed(data: bytes | bytearray, members: int, has_float: bool) -> bool:
-    """Whether the JSON text ``data`` may hold an exact problem, given its objects' ``members`` and whether it
-    holds a float (orjson's form of a big integer or an inexact number): else only a duplicate key is left."""
-    return has_float or count_keys(data) != members
+def needs_close_look(data: bytes | bytearray, items: list[WalkItem], members: int) -> bool:
+    """Whether the JSON text ``data``, with the values ``items`` (consumed) and ``members`` members besides
+    theirs, may be refused: nested too deeply, or holding a float (orjson's form of a big integer or an
+    inexact number) or a duplicate key."""
+    walk = walk_values(items)
+    return walk.too_deep is not None or walk.has_float or count_keys(data) != members + walk.members
 
 
 def check_values(
     data: bytes | bytearray, items: list[WalkItem], members: int, source: str, path: tuple[str | int, ...] = ()
 ) -> None:
     """Refuse nesting deeper than :data:`MAX_DEPTH` below a parsed object, then, only where
-    :func:`exact_check_needed`, its first exact problem.
+    :func:`needs_close_look`, its first exact problem.
 
     ``data`` is the object's text, ``items`` its values (as :func:`walk_values` takes them), ``members`` its
     own member count, ``path`` its path in messages.
@@ -198,7 +199,7 @@ def check_values(
             f"{source}: {walk.too_deep} is nested more than {MAX_DEPTH} levels deep, more than can be written back "
             "exactly; flatten that value"
         )
-    if exact_check_needed(data, members + walk.members, walk.has_float):
+    if walk.has_float or count_keys(data) != members + walk.members:
         check_exact([(exact_tree(data), path)], source)
 
 
@@ -265,12 +266,12 @@ def parse_batch(
     except orjson.JSONDecodeError as exc:
         raise invalid_json(source, data, exc, to_file=to_file) from None
     if not isinstance(doc, dict):
-        raise wrong_type_error(source, "the root", doc, _FIX_SHAPE)
+        raise wrong_type_error(source, "the root", doc, FIX_SHAPE)
     if "articles" not in doc:
-        raise InvalidBatchError(f'{source}: the root object has no "articles" key; {_FIX_SHAPE}')
+        raise InvalidBatchError(f'{source}: the root object has no "articles" key; {FIX_SHAPE}')
     articles = doc["articles"]
     if not isinstance(articles, list):
-        raise wrong_type_error(source, "$.articles", articles, _FIX_SHAPE)
+        raise wrong_type_error(source, "$.articles", articles, FIX_SHAPE)
     for i, article in enumerate(articles):
         if not isinstance(article, dict):
             raise wrong_type_error(source, f"$.articles[{i}]", article, _FIX_ARTICLE)
@@ -291,8 +292,7 @@ def parse_chunk(data: bytes | bytearray, source: str, chunk: Chunk) -> list[dict
         doc = None
     if isinstance(doc, dict) and isinstance(articles := doc.get("articles"), list):
         if len(articles) == len(chunk) and all(type(a) is dict for a in articles):
-            walk = walk_values(top_values(doc.items(), chunk.start))
-            if walk.too_deep is None and not exact_check_needed(data, 1 + walk.members, walk.has_float):
+            if not needs_close_look(data, top_values(doc.items(), chunk.start), 1):
                 return articles
     # Something is wrong, or needs an exact look: article by article, to find and name it.
     spans = array_spans(data, len(CHUNK_PREFIX) - 1)

@@ -7,15 +7,7 @@ from typing import Any, Final
 
 import orjson
 
-from .batch import (
-    ARTICLE_DEPTH,
-    check_values,
-    exact_check_needed,
-    invalid_json,
-    path_text,
-    walk_values,
-    wrong_type_error,
-)
+from .batch import ARTICLE_DEPTH, check_values, invalid_json, needs_close_look, path_text, wrong_type_error
 from .errors import InvalidBatchError
 from .layout import array_spans, check_start
 
@@ -74,8 +66,7 @@ def parse_lines(
             return _parse_line_by_line(data, source, first_line, first_offset)
         articles += values
         start = stop + 1
-    walk = walk_values([(a, ARTICLE_DEPTH, "") for a in articles])
-    if walk.too_deep is not None or exact_check_needed(data, walk.members, walk.has_float):
+    if needs_close_look(data, [(a, ARTICLE_DEPTH, "") for a in articles], 0):
         return _parse_line_by_line(data, source, first_line, first_offset)  # the error is worded with its line there
     return articles
 
@@ -87,37 +78,27 @@ def _parse_piece(body: bytes) -> list[dict[str, Any]] | None:
         values = orjson.loads(joined)
     except orjson.JSONDecodeError:
         return None
-    return values if _one_article_per_line(values, body.count(b"\n") + 1, body, joined) else None
-
-
-def _one_article_per_line(values: Any, lines: int, body: bytes, joined: bytes) -> bool:
-    """Whether the values orjson read from ``joined`` (``body`` one byte later) are objects, one on each line.
-
-    As many values as lines is not enough (``[1`` / ``2],{}``): a newline must lie between every two values.
-    """
-    if len(values) != lines or not all(type(v) is dict for v in values):
-        return False
+    if len(values) != body.count(b"\n") + 1 or not all(type(v) is dict for v in values):
+        return None
+    # As many objects as lines is not enough (``[1`` / ``2],{}``): a newline must lie between every two.
     spans = array_spans(joined, 0)
     if spans is None:  # cannot happen for valid JSON; the line-by-line path decides
-        return False
+        return None
     _, starts, ends = spans
-    find = body.find
-    return all(find(b"\n", end - 1, start - 1) >= 0 for end, start in zip(ends, starts[1:]))
+    find = body.find  # ``body`` is ``joined`` one byte later
+    return values if all(find(b"\n", end - 1, start - 1) >= 0 for end, start in zip(ends, starts[1:])) else None
 
 
 def _parse_line_by_line(data: bytes, source: str, first_line: int, first_offset: int) -> list[dict[str, Any]]:
     """:func:`parse_lines` one line at a time: slower, and the first bad line's error in its words."""
+    lines = data.split(b"\n")
+    if not lines[-1]:  # the last line's newline
+        lines.pop()
     articles: list[dict[str, Any]] = []
-    start = 0
-    number = first_line
-    end = len(data)
-    while start < end:
-        stop = data.find(b"\n", start)
-        if stop < 0:
-            stop = end
-        articles.append(_parse_line(data[start:stop], source, number, first_offset + start))
-        start = stop + 1
-        number += 1
+    offset = first_offset
+    for number, line in enumerate(lines, first_line):
+        articles.append(_parse_line(line, source, number, offset))
+        offset += len(line) + 1
     return articles
 
 

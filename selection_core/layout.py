@@ -24,7 +24,8 @@ READ_SIZE: Final[int] = 8 << 20
 #: Reads up to ``n`` more bytes; ``b""`` at the end.
 Reader = Callable[[int], bytes]
 
-_FIX_SHAPE: Final[str] = 'expected {"articles": [ {...}, ... ]}'
+#: The fix a refusal of a batch's shape names.
+FIX_SHAPE: Final[str] = 'expected {"articles": [ {...}, ... ]}'
 _FIX_SYNTAX: Final[str] = "fix the JSON syntax"
 _WS_BYTES: Final[bytes] = b" \t\n\r"
 _WS = re.compile(rb"[ \t\n\r]*+")
@@ -48,20 +49,9 @@ def _blank_escapes(data: bytes | bytearray | memoryview) -> bytes:
     return bytes(data).replace(b"\\\\", b"__").replace(b'\\"', b"__")
 
 
-def value_end(data: bytes | bytearray | memoryview, pos: int) -> int:
-    r"""The offset just after the JSON value starting at ``data[pos]``, or -1 (-2: nested too deeply to delimit).
-
-    ``data`` must start outside a string.
-
-    >>> value_end(b'{"a": ["]\\\\", "\\"]"]} tail', 0)
-    21
-    >>> value_end(b'"open', 0)
-    -1
-    """
-    return _value_end(_blank_escapes(data), pos)
-
-
 def _value_end(data: bytes, pos: int) -> int:
+    """The offset just after the JSON value starting at ``data[pos]`` (escapes blanked), or -1 (-2: nested too
+    deeply to delimit)."""
     n = len(data)
     if not 0 <= pos < n:
         return -1
@@ -93,11 +83,15 @@ def _value_end(data: bytes, pos: int) -> int:
 
 
 def array_spans(data: bytes | bytearray | memoryview, pos: int) -> tuple[int, list[int], list[int]] | None:
-    """For the array whose ``[`` is at ``data[pos]``: the offset of its ``]`` and each element's span.
+    r"""For the array whose ``[`` is at ``data[pos]``: the offset of its ``]`` and each element's span.
 
     >>> array_spans(b'[ {"a": 1} , [2] ]', 0)
     (17, [2, 13], [10, 16])
+    >>> array_spans(b'[{"a": ["]\\\\", "\\"]"]}, 1]', 0)
+    (25, [1, 24], [22, 25])
     >>> array_spans(b'[1 2]', 0) is None
+    True
+    >>> array_spans(b'["open]', 0) is None
     True
     """
     data = _blank_escapes(data)
@@ -262,25 +256,25 @@ class _Cutter:
 def check_start(data: bytes | bytearray, source: str) -> None:
     """Refuse a batch by its first bytes (any 3 or more decide): empty, a byte-order mark, UTF-16."""
     if not data:
-        raise InvalidBatchError(f"{source}: the file is empty (0 bytes); {_FIX_SHAPE}")
+        raise InvalidBatchError(f"{source}: the file is empty (0 bytes); {FIX_SHAPE}")
     if data.startswith(b"\xef\xbb\xbf"):
         raise InvalidBatchError(f"{source}: starts with a UTF-8 byte-order mark (BOM); save it as UTF-8 without BOM")
     if data.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(data) >= 2 and (data[0] == 0 or data[1] == 0)):
         raise InvalidBatchError(f"{source}: looks like UTF-16, not UTF-8; convert it to UTF-8")
 
 
-def _kind(c: int) -> str:
-    return _KINDS.get(c, "not a JSON value")
-
-
 def _expect(w: _Window, p: int, keep: int, wanted: bytes, what: str) -> int:
     """The byte at ``p`` if it is one of ``wanted``, else refuse (``what``: where it was expected)."""
     c = w.byte(p, keep)
     if c < 0 or c not in wanted:
-        found = "the file ends" if c < 0 else f"found {chr(c)!r}"
-        shown = " or ".join(repr(chr(b)) for b in wanted)
-        raise _Refused(f"expected {shown} {what} at byte offset {p}, {found}; {_FIX_SYNTAX}")
+        raise _unexpected(c, p, " or ".join(repr(chr(b)) for b in wanted) + f" {what}")
     return c
+
+
+def _unexpected(c: int, p: int, expected: str) -> _Refused:
+    """The refusal of the byte ``c`` (-1: the file's end) at offset ``p``, where ``expected`` should be."""
+    found = "the file ends" if c < 0 else f"found {chr(c)!r}"
+    return _Refused(f"expected {expected} at byte offset {p}, {found}; {_FIX_SYNTAX}")
 
 
 def _key(w: _Window, p: int, keep: int) -> tuple[bytes, int]:
@@ -305,8 +299,7 @@ def _articles(w: _Window, pos: int, cutter: _Cutter) -> int:
     while True:
         c = w.byte(p, p)
         if c < 0 or c in b",:]}":
-            found = "the file ends" if c < 0 else f"found {chr(c)!r}"
-            raise _Refused(f"expected $.articles[{cutter.count}] at byte offset {p}, {found}; {_FIX_SYNTAX}")
+            raise _unexpected(c, p, f"$.articles[{cutter.count}]")
         end = w.value_end(p, p, f"$.articles[{cutter.count}]")
         cutter.add(p, end)
         p = w.skip_ws(end, end)
@@ -320,10 +313,10 @@ def _scan_root(w: _Window, cutter: _Cutter) -> Layout:
     c = w.byte(p, 0)
     if c != 0x7B:  # '{'
         if c < 0:
-            raise _Refused(f"the file holds only whitespace; {_FIX_SHAPE}")
+            raise _Refused(f"the file holds only whitespace; {FIX_SHAPE}")
         if c not in _KINDS:
-            raise _Refused(f"not valid JSON at byte offset {p} (it starts with {chr(c)!r}); {_FIX_SHAPE}")
-        raise _Refused(f"the root is {_kind(c)} (byte offset {p}), not an object; {_FIX_SHAPE}")
+            raise _Refused(f"not valid JSON at byte offset {p} (it starts with {chr(c)!r}); {FIX_SHAPE}")
+        raise _Refused(f"the root is {_KINDS[c]} (byte offset {p}), not an object; {FIX_SHAPE}")
     p = w.skip_ws(p + 1, 0)
     head = b""
     opened = closed = -1
@@ -343,8 +336,8 @@ def _scan_root(w: _Window, cutter: _Cutter) -> Layout:
                     )
                 c = w.byte(p, keep)
                 if c != 0x5B:  # '['
-                    kind = "missing" if c < 0 else f"{_kind(c)} (byte offset {p})"
-                    raise _Refused(f"$.articles is {kind}, not an array; {_FIX_SHAPE}")
+                    kind = "missing" if c < 0 else f"{_KINDS.get(c, 'not a JSON value')} (byte offset {p})"
+                    raise _Refused(f"$.articles is {kind}, not an array; {FIX_SHAPE}")
                 opened = p
                 head = w.between(0, p + 1)
                 closed = _articles(w, p, cutter)
@@ -353,8 +346,7 @@ def _scan_root(w: _Window, cutter: _Cutter) -> Layout:
             else:
                 c = w.byte(p, keep)
                 if c < 0 or c in b",:]}":
-                    found = "the file ends" if c < 0 else f"found {chr(c)!r}"
-                    raise _Refused(f"expected a value at byte offset {p}, {found}; {_FIX_SYNTAX}")
+                    raise _unexpected(c, p, "a value")
                 p = w.value_end(p, keep, "a value of the root object")
             p = w.skip_ws(p, keep)
             if _expect(w, p, keep, b",}", "in the root object") == 0x7D:
@@ -364,7 +356,7 @@ def _scan_root(w: _Window, cutter: _Cutter) -> Layout:
     if w.byte(end, keep) >= 0:
         raise _Refused(f"there is more after the root object, at byte offset {end}; remove it")
     if opened < 0:
-        raise _Refused(f'the root object has no "articles" key; {_FIX_SHAPE}')
+        raise _Refused(f'the root object has no "articles" key; {FIX_SHAPE}')
     return Layout(cutter.close(), head + w.between(closed, end), opened, closed)
 
 

@@ -6,6 +6,7 @@ chunk, from the planned version of the file; :func:`select_file` joins the chunk
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -230,9 +231,7 @@ def plan_jobs(
     """The jobs of a planned batch, in order; with ``parts``, each writes part files (temporary files of the
     output and report, owned by this process)."""
     make = _JobMaker(plan.path, output_path, report_path, table_rows, close_calls, parts)
-    for chunk in plan.layout.chunks:
-        make(plan.identity, chunk)
-    return make.jobs
+    return [make(plan.identity, chunk) for chunk in plan.layout.chunks]
 
 
 def select_job(job: ChunkJob) -> SelectedChunk:
@@ -263,10 +262,7 @@ def select_job(job: ChunkJob) -> SelectedChunk:
 
 
 def _write_part(target: Path, part: str, data: bytes) -> None:
-    try:  # a rerun of the same chunk (a retry, a worker lost by Dask) starts afresh
-        os.unlink(part)
-    except FileNotFoundError:
-        pass
+    Path(part).unlink(missing_ok=True)  # a rerun of the same chunk (a retry, a worker lost by Dask) starts afresh
     StagedFile(target, Path(part), durable=False).write_all([data])  # the joined file is fsynced
 
 
@@ -275,10 +271,8 @@ def discard_parts(jobs: Iterable[ChunkJob]) -> None:
     for job in jobs:
         for part in (job.output_part, job.report_part):
             if part is not None:
-                try:
+                with contextlib.suppress(OSError):
                     os.unlink(part)
-                except OSError:
-                    pass
 
 
 class _Joiner:
@@ -425,10 +419,8 @@ def select_file(
             joiner.discard()
         if start is not None:
             for wait in waits[joined:]:  # what was started runs on: wait for it, so that no part is left behind
-                try:
+                with contextlib.suppress(Exception):
                     wait()
-                except Exception:
-                    pass
         discard_parts(make.jobs)
     evidence = merge_evidence(found, table_rows) if shown else None
     return Selected(
