@@ -35,6 +35,7 @@ def chunk_bounds(n_items: int, chunk_size: int) -> list[tuple[int, int]]:
         raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
     return [(start, min(start + chunk_size, n_items)) for start in range(0, n_items, chunk_size)]
 
+
 #: Chunks of pages per worker when no chunk size is given. Fewer than the
 #: selection's chunks per worker: each chunk costs a task-run submission in the
 #: flow process, and more, smaller chunks did not balance the workers measurably
