@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any, Final
 
-from selection_extraction.options import NEWSPAPER_CONFIG, READABILITY_SUMMARY_OPTIONS, TRAFILATURA_OPTIONS
+from selection_extraction.extractors import NEWSPAPER_CONFIG, READABILITY_SUMMARY_OPTIONS, TRAFILATURA_OPTIONS
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -1,35 +1,8 @@
-"""Turn the bytes of a web page into the one ``str`` that every extractor receives.
+"""Turn the bytes of a web page into the one ``str`` that every extractor receives (pure functions, no I/O).
 
-Pure functions on bytes; no I/O, no clock, no locale. The order of evidence
-follows the HTML standard's encoding sniffing, made strict where the standard
-lets a browser guess:
-
-1. **Byte-order mark** (UTF-8, UTF-16LE, UTF-16BE): decisive, as in browsers.
-2. **Transport charset**: the ``charset`` of the HTTP ``Content-Type`` header,
-   when the caller knows it (the ``encoding`` field of a manifest entry).
-3. **Declared charset**: ``<meta charset=...>``, ``<meta http-equiv=...
-   content="...; charset=...">`` or the XML declaration, found in the first
-   :data:`PRESCAN_BYTES` bytes.
-
-   A claim from step 2 or 3 is used only if it is *validated*: the label names
-   a text encoding, and the bytes decode under it without a single error. Labels
-   are mapped the way the Encoding Standard maps them (``iso-8859-1`` and
-   ``ascii`` mean windows-1252, ``gb2312`` means GB18030, ``utf-16`` in a
-   ``<meta>`` means UTF-8...). One more check: when the claim is a legacy
-   encoding but the bytes hold non-ASCII text that is valid UTF-8, UTF-8 wins.
-   Legacy-encoded text almost never forms valid multi-byte UTF-8 by chance,
-   while pages re-saved as UTF-8 under an old ``iso-8859-1`` declaration are
-   common; decoding those as declared would hand every extractor mojibake.
-4. **Valid UTF-8**: no usable claim, and the bytes are valid UTF-8.
-5. **Fallback: UTF-8 with U+FFFD replacement.** No statistical detection: on a
-   page that has no usable claim and is not valid UTF-8, detectors guess
-   differently from one version to the next (so the same page would give
-   different batches after an upgrade) and are unreliable on short texts. UTF-8
-   is the encoding of almost every page served today and the one the HTML
-   standard requires, so the usual case here is a UTF-8 page with a few damaged
-   bytes, which lose only those bytes; U+FFFD marks exactly where. A page in a
-   legacy encoding that does not declare it loses its non-ASCII letters: declare
-   the charset in the page, or give it as ``encoding`` in the manifest.
+The order of evidence (``docs/extraction.md``): a byte-order mark; the transport charset, then the page's declared
+charset, each only if the bytes decode under it without an error (and valid non-ASCII UTF-8 wins over a legacy
+claim); valid UTF-8; UTF-8 with U+FFFD replacement. No statistical detection: it changes from one version to the next.
 
 >>> decode_html(b'<meta charset="windows-1252"><p>caf\\xe9</p>').html
 '<meta charset="windows-1252"><p>café</p>'

@@ -1,29 +1,6 @@
 """The inbox: a folder under the data root where page sets are dropped, and which of them need extracting.
 
-The ``extract-inbox`` flow runs on a schedule: it extracts every page set of the
-inbox that has no up-to-date batch, and each extraction announces its batch, so
-that the triggered selection selects it. The rules, all decided from names and
-modification times (nothing from listing order or the clock):
-
-* **Where**: ``<data root>/inbox`` unless another folder is given, always inside
-  the data root (the triggered selection accepts only batches there). The
-  default inbox is created when it is missing; a folder that was named must exist.
-* **What a page set is**: each entry directly in the inbox that
-  :func:`selection_extraction.pages.find_pages` reads as one input: a folder
-  (its pages and WARC files, recursively), a ``.warc`` / ``.warc.gz`` file, or a
-  ``.jsonl`` manifest. Hidden entries (``.name``) are skipped, so a page set can
-  be copied in under a hidden name and renamed when complete. The batches the
-  chain writes there (``*_extracted.json``, ``*_selected.json``) are not inputs;
-  any other file (a loose page, a note) is listed as ignored.
-* **Where the batch goes**: beside the page set, ``<name>_extracted.json``
-  (:func:`selection_extraction.paths.extracted_path`, the default of ``extract-articles``);
-  the selection then writes ``<name>_extracted_selected.json`` beside it.
-* **What "new" means**: the batch is missing, or older than the newest
-  modification time in the page set (for a folder: itself and every entry under
-  it, hidden ones aside; for a file: the file) -- :func:`selection_storage.directory.is_outdated`.
-  A manifest counts as changed when the manifest file changes.
-* **Two page sets, one batch name** (``news/`` and ``news.jsonl``): neither is
-  extracted; each is reported as failed, naming the other, until one is renamed.
+Its rules are told in ``docs/prefect.md`` (the whole chain); all are decided from names and modification times.
 """
 
 from __future__ import annotations
@@ -48,17 +25,6 @@ from selection_storage.paths import (
     name_once,
 )
 
-__all__ = [
-    "INBOX_DIR",
-    "MANIFEST_SUFFIX",
-    "InboxScan",
-    "failure_line",
-    "failures_message",
-    "is_page_set_name",
-    "prepare_inbox",
-    "scan_inbox",
-]
-
 #: Name of the default inbox, directly under the data root.
 INBOX_DIR: Final[str] = "inbox"
 
@@ -76,15 +42,9 @@ OUTPUT_SUFFIXES: Final[tuple[str, ...]] = (
 
 @dataclass(frozen=True)
 class InboxScan:
-    """What one look at the inbox found, every list in sorted name order.
-
-    Attributes:
-        inbox: The resolved inbox.
-        new: The page sets to extract (no batch yet, or one older than the pages).
-        up_to_date: The page sets whose batch is newer than every page.
-        clashes: One message per page set whose batch name another page set shares (neither is extracted).
-        ignored: Files directly in the inbox that are neither page sets nor batches.
-    """
+    """What one look at the inbox found, every list in sorted name order: the page sets to extract (``new``),
+    those whose batch is up to date, one message per page set whose batch name another shares, and the files
+    that are neither page sets nor batches."""
 
     inbox: Path
     new: tuple[Path, ...]
