@@ -10,7 +10,7 @@ import hashlib
 import itertools
 import logging
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -37,11 +37,8 @@ DECODING_POLICY: Final[str] = (
 
 @dataclass(frozen=True)
 class ExtractionStats:
-    """Counts over one run. ``errors``/``timeouts`` are per extractor, in ``EXTRACTORS`` order.
-
-    ``network_attempts`` are the first :data:`~selection_extraction.pool.MAX_NETWORK_ATTEMPTS_KEPT`
-    attempts blocked, word for word; ``more_network_attempts`` counts the others.
-    """
+    """Counts over one run: ``errors``/``timeouts`` per extractor, in ``EXTRACTORS`` order; the first
+    ``MAX_NETWORK_ATTEMPTS_KEPT`` network attempts blocked, word for word, and how many more there were."""
 
     pages: int
     unreadable_pages: int
@@ -195,25 +192,13 @@ def dump_record(root: dict[str, Any]) -> bytes:
     return dump_batch({key: value for key, value in root.items() if key != "articles"})
 
 
-def _write(target: Path, root: dict[str, Any], data: bytes | Iterable[bytes]) -> None:
-    """Write a batch's bytes atomically, with its record first when it has one (:func:`record_path`)."""
-    record = record_path(target)
-    extra = [] if record is None else [(record, dump_record(root))]
-    write_atomic_group([*extra, (target, data)])
-
-
 #: Bytes copied at a time from the spooled articles into the batch.
 _COPY_BYTES: Final[int] = 1 << 20
 
-#: Called with each article handed to an :class:`ArticleSpool`, and its index in the batch.
-ArticleWatcher = Callable[[int, dict[str, Any]], None]
-
 
 class ArticleSpool:
-    """The articles of one batch, in order, in an anonymous temporary file beside it; then the batch written from them.
-
-    Memory does not grow with the number of articles; the file is gone when the spool is closed, or with the
-    process. A plain class, so that Prefect does not walk into it when it is a task's parameter.
+    """The articles of one batch, in order, in an anonymous temporary file beside it (gone with the spool or the
+    process); then the batch written from them. A plain class, so that Prefect does not walk into it.
 
     Args:
         target: The batch that will be written (its folder holds the file).
@@ -223,7 +208,7 @@ class ArticleSpool:
         WriteError: the temporary file cannot be created or written.
     """
 
-    def __init__(self, target: Path, watch: ArticleWatcher | None = None) -> None:
+    def __init__(self, target: Path, watch: Callable[[int, dict[str, Any]], None] | None = None) -> None:
         self.target = Path(target)
         self.count = 0
         self._format = format_of(self.target.name)
@@ -273,7 +258,9 @@ class ArticleSpool:
                 size += len(piece)
                 yield piece
 
-        _write(self.target, root, pieces())
+        record = record_path(self.target)  # written first: when the batch appears, its record is there
+        extra = [] if record is None else [(record, dump_record(root))]
+        write_atomic_group([*extra, (self.target, pieces())])
         return BatchBytes(digest.hexdigest(), size)
 
     def close(self) -> None:

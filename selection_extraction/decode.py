@@ -21,8 +21,7 @@ from typing import Final
 #: How far into the page a charset declaration is looked for.
 PRESCAN_BYTES: Final[int] = 8192
 
-#: Labels of encodings that are never accepted from a page (not text encodings
-#: of web content, or able to smuggle markup past filters, like UTF-7).
+#: Encodings never accepted from a page (not text encodings of web content, or able to smuggle markup, like UTF-7).
 _REFUSED_CODECS: Final[frozenset[str]] = frozenset(
     {"utf-7", "unicode-escape", "raw-unicode-escape", "idna", "punycode", "undefined", "mbcs", "oem"}
 )
@@ -64,15 +63,8 @@ class DecodeSource(enum.StrEnum):
 
 @dataclass(frozen=True)
 class DecodedHtml:
-    """A page's text and how it was decoded.
-
-    Attributes:
-        html: The decoded page, the same string for every extractor.
-        encoding: Python codec name used (``"utf-8"``, ``"cp1252"``...).
-        source: The evidence that decided.
-        declared: The charset label found in the page (or given as transport
-            charset), as written, or None; kept even when it was not used.
-    """
+    """A page's text, the Python codec that decoded it, the evidence that decided, and the charset label given or
+    declared (as written, even when it was not used)."""
 
     html: str
     encoding: str
@@ -125,7 +117,7 @@ def _strict(data: bytes, codec: str) -> str | None:
 
 
 def _claimed(data: bytes, label: str, source: DecodeSource) -> DecodedHtml | None:
-    """Decode by a claimed charset if the claim is validated (see the module docstring)."""
+    """Decode by a claimed charset if the bytes decode under it without an error (valid UTF-8 wins over legacy)."""
     for codec in web_codecs(label):
         text = _strict(data, codec)
         if text is None:
@@ -139,14 +131,7 @@ def _claimed(data: bytes, label: str, source: DecodeSource) -> DecodedHtml | Non
 
 
 def decode_html(data: bytes, transport_charset: str | None = None) -> DecodedHtml:
-    """Decode a page's bytes (see the module docstring for the order of evidence).
-
-    Args:
-        data: The page as stored (already decompressed).
-        transport_charset: The charset of the HTTP ``Content-Type`` header, if known.
-
-    Returns:
-        The decoded page; never raises on any input bytes.
+    """Decode a page's bytes (decompressed), given the charset of its HTTP ``Content-Type`` if known; never raises.
 
     >>> decode_html(b"\\xef\\xbb\\xbf<p>x</p>").source.value
     'bom'
@@ -157,16 +142,13 @@ def decode_html(data: bytes, transport_charset: str | None = None) -> DecodedHtm
     for bom, codec in _BOMS:
         if data.startswith(bom):
             return DecodedHtml(data[len(bom) :].decode(codec, errors="replace"), codec, DecodeSource.BOM)
+    transport = (transport_charset or "").strip() or None
     declared = declared_charset(data)
-    if transport_charset and transport_charset.strip():
-        decoded = _claimed(data, transport_charset.strip(), DecodeSource.TRANSPORT)
+    for claim, source in ((transport, DecodeSource.TRANSPORT), (declared, DecodeSource.DECLARED)):
+        decoded = None if claim is None else _claimed(data, claim, source)
         if decoded is not None:
             return decoded
-    if declared is not None:
-        decoded = _claimed(data, declared, DecodeSource.DECLARED)
-        if decoded is not None:
-            return decoded
-    label = transport_charset.strip() if transport_charset and transport_charset.strip() else declared
+    label = transport or declared
     text = _strict(data, "utf-8")
     if text is not None:
         return DecodedHtml(text, "utf-8", DecodeSource.VALID_UTF8, label)

@@ -92,11 +92,7 @@ def is_page_set_name(name: str) -> bool:
 
 
 def scan_inbox(inbox: Path) -> InboxScan:
-    """Look at the entries directly in ``inbox`` and sort the page sets into new and up to date.
-
-    Raises:
-        InvalidPagesError: the inbox cannot be listed.
-    """
+    """Sort the entries directly in ``inbox`` into page sets new and up to date; InvalidPagesError if unlistable."""
     page_sets: list[Path] = []
     ignored: list[Path] = []
     try:
@@ -165,8 +161,7 @@ def failure_line(page_set: Path, error: str) -> str:
 
 
 def failures_message(failures: list[str], page_sets: int) -> str:
-    """The message of an inbox run in which some page sets failed (``failures`` from :func:`failure_line`
-    and the clashes).
+    """The message of an inbox run in which some page sets failed (:func:`failure_line` s and clashes).
 
     >>> failures_message(["/in/a.jsonl: line 1 is not JSON"], 3)
     '1 of 3 page set(s) failed, the others were extracted: /in/a.jsonl: line 1 is not JSON'
