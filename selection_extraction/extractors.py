@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from selection_core.config import EXTRACTORS, TEXT_FIELDS
+from selection_core.config import EXTRACTORS
 from selection_core.errors import EXIT_INTERNAL, SelectionError
 from selection_extraction.pool import ExtractorFunction, FunctionRef
 
@@ -26,8 +26,7 @@ READABILITY_SUMMARY_OPTIONS: Final[dict[str, Any]] = {"html_partial": True}
 #: The trafilatura call, as recorded in the batch.
 TRAFILATURA_CALL: Final[str] = "trafilatura.extract(html, include_comments=False)"
 
-#: The newspaper4k call, as recorded in the batch (with the library's version beside it, and
-#: :data:`NEWSPAPER_LEAN_PATH` and :data:`NEWSPAPER_TIE_ORDER` in its settings).
+#: The newspaper4k call, as recorded in the batch.
 NEWSPAPER_CALL: Final[str] = (
     "newspaper.article(url, input_html=html, config=Config(fetch_images=False, memorize_articles=False)) "
     "text and title, by a lean Article.parse() (no authors, publish date, videos, images), "
@@ -55,8 +54,7 @@ ADAPTERS_MODULE: Final[str] = "selection_extraction.adapters"
 #: Modules the workers' fork server imports once.
 WORKER_PRELOAD: Final[tuple[str, ...]] = (ADAPTERS_MODULE,)
 
-#: What every worker runs once before its first page: offline ``tldextract``
-#: (:func:`selection_extraction.adapters.prepare_worker`).
+#: What every worker runs once before its first page: offline ``tldextract``.
 WORKER_INITIALIZER: Final[FunctionRef] = FunctionRef(ADAPTERS_MODULE, "prepare_worker")
 
 #: The top-level modules of the extractor libraries, looked up (not imported) before a run.
@@ -88,10 +86,6 @@ class Extractor:
     distribution: str
     call: str
     settings: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def field(self) -> str:
-        return TEXT_FIELDS[self.name]
 
 
 def default_extractors() -> tuple[Extractor, ...]:
@@ -134,12 +128,6 @@ def default_extractors() -> tuple[Extractor, ...]:
             {**READABILITY_SUMMARY_OPTIONS, "html_text": library_version("html-text")},
         ),
     )
-
-
-def function_refs() -> tuple[FunctionRef, ...]:
-    """Every reference the engine hands to the workers: the initializer and the real extractors' functions."""
-    functions = [e.function for e in default_extractors()]
-    return (WORKER_INITIALIZER, *(f for f in functions if isinstance(f, FunctionRef)))
 
 
 def library_version(distribution: str) -> str:

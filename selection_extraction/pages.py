@@ -142,14 +142,13 @@ def _with_warcs(name: str, kind: str, entries: tuple[Page | _WarcFile, ...], pro
     total = sum(sizes)
     counts = dict.fromkeys(RECORD_KINDS, 0)
     pages: list[Page] = []
-    done = records = 0
+    done = 0
     for entry in entries:
         if isinstance(entry, Page):
             pages.append(entry)
             continue
-        before, records_before = done, records
 
-        def report(read: int, _file_size: int, seen: int, before: int = before, earlier: int = records_before) -> None:
+        def report(read: int, _size: int, seen: int, before: int = done, earlier: int = sum(counts.values())) -> None:
             if progress is not None:
                 progress(before + read, total, earlier + seen)
 
@@ -161,8 +160,7 @@ def _with_warcs(name: str, kind: str, entries: tuple[Page | _WarcFile, ...], pro
             raise InvalidPagesError(
                 f"{entry.shown}: cannot be read ({exc.strerror or exc}); check the path and its permissions"
             ) from None
-        done = before + sizes.pop(0)
-        records += sum(kinds.values())
+        done += sizes.pop(0)
         for kind_name, count in kinds.items():
             counts[kind_name] += count
         pages.extend(

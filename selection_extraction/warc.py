@@ -384,15 +384,12 @@ class WarcReader:
         )
 
     def _record_at(self, path: Path, ref: WarcRecordRef) -> Any:
-        if ref.offset is not None:
+        if ref.offset is not None or self._path != path or self._next_ordinal > ref.ordinal:
             self.close()
             self._stream = open(path, "rb")  # noqa: SIM115 - closed by close()
-            self._stream.seek(ref.offset)
-            self._records = iter(_iterate(self._stream))
-            self._path, self._next_ordinal = path, ref.ordinal
-        elif self._path != path or self._next_ordinal > ref.ordinal:
-            self.close()
-            self._stream = open(path, "rb")  # noqa: SIM115 - closed by close()
+            if ref.offset is not None:
+                self._stream.seek(ref.offset)
+                self._next_ordinal = ref.ordinal
             self._records = iter(_iterate(self._stream))
             self._path = path
         assert self._records is not None

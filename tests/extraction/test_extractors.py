@@ -27,7 +27,6 @@ from selection_extraction.extractors import (
     WORKER_INITIALIZER,
     WORKER_PRELOAD,
     check_extractors,
-    function_refs,
 )
 from selection_extraction.pool import FunctionRef
 from tests.support import ROOT
@@ -40,6 +39,11 @@ for module in preload:
     importlib.import_module(module)
 print(json.dumps([callable(getattr(importlib.import_module(m), n, None)) for m, n in refs]))
 """
+
+
+def function_refs() -> list[FunctionRef]:
+    """Every reference the engine hands to the workers: the initializer and the real extractors' functions."""
+    return [WORKER_INITIALIZER, *(e.function for e in default_extractors() if isinstance(e.function, FunctionRef))]
 
 
 def test_every_function_reference_of_the_engine_resolves() -> None:
