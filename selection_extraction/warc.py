@@ -22,20 +22,8 @@ HTML_CONTENT_TYPES: Final[frozenset[str]] = frozenset({"text/html", "application
 
 #: The kinds of records a scan counts, in the order the counts are written.
 RECORD_KINDS: Final[tuple[str, ...]] = (
-    "html",
-    "warcinfo",
-    "request",
-    "metadata",
-    "revisit",
-    "resource",
-    "conversion",
-    "continuation",
-    "redirect",
-    "not_200",
-    "not_html",
-    "not_http",
-    "broken",
-    "unknown",
+    *("html", "warcinfo", "request", "metadata", "revisit", "resource", "conversion", "continuation"),
+    *("redirect", "not_200", "not_html", "not_http", "broken", "unknown"),
 )
 
 #: How a WARC file starts (after gunzipping).
