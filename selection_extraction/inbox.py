@@ -54,11 +54,8 @@ class InboxScan:
 
 
 def prepare_inbox(inbox: str | None, data_root: str | None) -> Path:
-    """The resolved inbox, inside the data root; the default one is created when missing.
-
-    Args:
-        inbox: The inbox folder (absolute, or relative to the data root); None for ``<data root>/inbox``.
-        data_root: The data root; None for ``$CONTENT_SELECTION_DATA_ROOT``.
+    """The resolved inbox (None: ``<data root>/inbox``, created when missing) inside the data root (None:
+    ``$CONTENT_SELECTION_DATA_ROOT``).
 
     Raises:
         UnsafePathError: no data root is configured, or the inbox lies outside it.
