@@ -30,15 +30,6 @@ def progress_description(page_set: PageSet, n_chunks: int | None = None) -> str:
     return text if n_chunks is None else f"{text} in {n_chunks} chunk(s)"
 
 
-def page_rows(doc: dict[str, Any], max_rows: int) -> list[dict[str, Any]]:
-    """One row per page (the first ``max_rows``) of a whole batch (:func:`page_row`).
-
-    >>> page_rows({"articles": []}, 10)
-    []
-    """
-    return [page_row(index, article) for index, article in enumerate(doc["articles"][: max(max_rows, 0)])]
-
-
 def page_row(index: int, article: dict[str, Any]) -> dict[str, Any]:
     """The row of one page: ids, decoding, and per extractor its text length and error (the URL without its scheme,
     which Prefect's V1 UI would mangle: :func:`~selection_core.evidence.display_url`).
