@@ -98,19 +98,16 @@ def _extract(
     # Only the pages in flight, or done ahead of an earlier one, are in these two.
     outcomes: dict[int, dict[str, Outcome]] = {}
     encodings: dict[int, tuple[str | None, str | None]] = {}
-    waiting: set[int] = set()  # pages done, not yet emitted (membership only: never iterated)
     errors = dict.fromkeys(EXTRACTORS, 0)
     timeouts = dict.fromkeys(EXTRACTORS, 0)
     unreadable = done = emitted = 0
 
-    def page_done(index: int) -> None:
+    def page_done() -> None:
         nonlocal done, emitted
         done += 1
-        waiting.add(index)
         if progress is not None:
             progress(done, total)
-        while emitted in waiting:
-            waiting.remove(emitted)
+        while len(outcomes.get(emitted, ())) == len(EXTRACTORS):  # the next page to emit is done
             page_outcomes = outcomes.pop(emitted)
             for name, outcome in page_outcomes.items():
                 if outcome.error:
@@ -129,7 +126,7 @@ def _extract(
                     unreadable += 1
                     error = read_error(page, exc)
                     outcomes[index] = {name: Outcome("", None, error) for name in EXTRACTORS}
-                    page_done(index)
+                    page_done()
                     continue
                 decoded = decode_html(data, page.encoding)
                 del data
@@ -140,7 +137,7 @@ def _extract(
         page_outcomes = outcomes.setdefault(index, {})
         page_outcomes[name] = outcome
         if len(page_outcomes) == len(EXTRACTORS):
-            page_done(index)
+            page_done()
 
     if progress is not None:
         progress(0, total)
