@@ -1,23 +1,6 @@
-"""The extraction engine of content-selection, free of Prefect.
+"""The extraction engine of content-selection, free of Prefect: pages in, an extracted batch out.
 
-Bottom up: :mod:`~selection_extraction.options` (how the extractors are called),
-:mod:`~selection_extraction.settings` (how a run extracts),
-:mod:`~selection_extraction.warc` (the HTML responses of web archives),
-:mod:`~selection_extraction.pages` (finding and reading pages, WARC records included),
-:mod:`~selection_extraction.decode` (bytes to the one string every extractor gets),
-:mod:`~selection_extraction.pool` (the killable worker pool),
-:mod:`~selection_extraction.adapters` (the only module that imports trafilatura,
-newspaper4k and readability; run by the workers),
-:mod:`~selection_extraction.extractors` (the extractors as the engine names them),
-:mod:`~selection_extraction.paths` (where a run reads and writes),
-:mod:`~selection_extraction.batch` (articles, the batch document, its counts, writing it),
-:mod:`~selection_extraction.engine` (a run over the pool: :func:`extract_pages`, :func:`extract_to_file`,
-:func:`extract_to_spool`),
-:mod:`~selection_extraction.chunks` (a run cut into chunks of pages) and
-:mod:`~selection_extraction.artifacts` (what the Prefect artifacts say).
-
-The names below are the package's public API, for the tasks, the flows and the command line.
-Importing the package imports none of the extractor libraries.
+Importing the package imports none of the extractor libraries (only the workers do, through ``adapters``).
 """
 
 from selection_extraction.batch import ArticleSpool, ExtractionResult, ExtractionStats

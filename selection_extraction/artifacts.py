@@ -1,11 +1,4 @@
-"""What the extract step's Prefect artifacts say, built from the batch by pure functions.
-
-The keys of the artifacts, the rows of the ``extraction-pages`` table (from a
-whole batch, or kept as its articles stream to disk: :class:`PageRows`) and the
-descriptions of all three (the ``extraction-progress`` artifact included). The
-tasks of :mod:`tasks.extract` publish them (the ``extraction-summary`` markdown
-is rendered by :mod:`tasks.artifacts`); nothing here talks to Prefect.
-"""
+"""What the extract step's Prefect artifacts say (keys, table rows, descriptions): pure functions."""
 
 from __future__ import annotations
 
@@ -36,20 +29,9 @@ def progress_description(page_set: PageSet, n_chunks: int | None = None) -> str:
     return text if n_chunks is None else f"{text} in {n_chunks} chunk(s)"
 
 
-def page_rows(doc: dict[str, Any], max_rows: int) -> list[dict[str, Any]]:
-    """One row per page (the first ``max_rows``) of a whole batch (:func:`page_row`).
-
-    The URL is shown as :func:`~selection_core.evidence.display_url` writes it (no scheme), so
-    that Prefect's V1 UI does not show its ``&`` as ``&amp;`` (the reason is given there).
-
-    >>> page_rows({"articles": []}, 10)
-    []
-    """
-    return [page_row(index, article) for index, article in enumerate(doc["articles"][: max(max_rows, 0)])]
-
-
 def page_row(index: int, article: dict[str, Any]) -> dict[str, Any]:
-    """The row of one page: ids, decoding, and per extractor its text length and error.
+    """The row of one page: ids, decoding, and per extractor its text length and error (the URL without its scheme,
+    which Prefect's V1 UI would mangle: :func:`~selection_core.evidence.display_url`).
 
     >>> page_row(0, {"id": "a"})["readability_chars"]
     0
@@ -74,8 +56,7 @@ def page_row(index: int, article: dict[str, Any]) -> dict[str, Any]:
 
 
 class PageRows:
-    """The rows of the first ``max_rows`` pages, kept as the articles stream past (an
-    :class:`~selection_extraction.batch.ArticleSpool`'s ``watch``): the table without the batch in memory.
+    """The rows of the first ``max_rows`` pages, kept as the articles stream past (an ``ArticleSpool``'s ``watch``).
 
     >>> rows = PageRows(1)
     >>> rows(0, {"id": "a"}); rows(1, {"id": "b"})

@@ -1,35 +1,7 @@
 """The extracted batch: its articles, its record of how it was made, its counts, and writing it.
 
-Every page is one article, in input order::
-
-    {"id", "url", "path", "encoding", "encoding_source",
-     "trafilatura": {"text", "error"},
-     "newspaper4k": {"text", "error", "title"},
-     "readability": {"cleaned_text", "error", "title"}}
-
-``error`` is null or ``"<ExceptionType>: message"``; a block with an error has
-an empty text. A page that cannot be read gets three blocks with that error.
-
-The document (:func:`build_batch`) is ``{"extractor_versions", "extraction",
-"articles"}``; ``extraction`` records the input as given, the settings that can
-change the texts and the error counts. No clock, no absolute path that the user
-did not give, no machine detail: the same pages give the same bytes.
-
-A batch is written whole (:func:`write_batch`) or, without holding its articles,
-from an :class:`ArticleSpool`: the articles go to an anonymous temporary file as
-they are done, and the batch is written from it at the end, with the same bytes.
-
-**As JSON Lines** (an output named ``*.jsonl``): the same articles, one per line
-(:func:`selection_core.jsonl.render_lines`), and the rest of the document, the
-record of how the batch was made (``{"extractor_versions", "extraction"}``), in a
-file of its own beside it, ``<stem>.extraction.json``
-(:func:`~selection_extraction.paths.record_path`), written as the JSON batch's root
-is. A JSON Lines file has no root, and every line of it must be an article: dataset
-tools read each line as a row, so the record cannot be a line; and it is too useful
-to be only in a log (which extractor versions made these texts, the time limit,
-the errors), so it is a file a person finds by its name, that tools reading
-``*.jsonl`` pass by. The two files are written as one atomic group, the record
-first: when the batch appears, its record is there.
+The format, and why a JSON Lines batch has its record in ``<stem>.extraction.json`` beside it, are in
+``docs/extraction.md``.
 """
 
 from __future__ import annotations
@@ -37,9 +9,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 import logging
-import os
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -49,11 +20,10 @@ from selection_core.batch import dump_batch
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
 from selection_core.evidence import counts_text
 from selection_core.formats import format_of
-from selection_core.jsonl import render_lines
 from selection_extraction.extractors import Extractor, library_version
 from selection_extraction.pages import Page, PageSet
 from selection_extraction.paths import record_path
-from selection_extraction.pool import Outcome, PoolStats
+from selection_extraction.pool import MAX_NETWORK_ATTEMPTS_KEPT, Outcome
 from selection_extraction.settings import ExtractionSettings
 from selection_storage.atomic import write_atomic_group, write_error
 
@@ -64,17 +34,11 @@ DECODING_POLICY: Final[str] = (
     "else UTF-8; else UTF-8 with U+FFFD replacement"
 )
 
-#: How the error of a call stopped at the time limit begins.
-TIMEOUT_ERROR_PREFIX: Final[str] = "TimeoutError:"
-
 
 @dataclass(frozen=True)
 class ExtractionStats:
-    """Counts over one run. ``errors``/``timeouts`` are per extractor, in ``EXTRACTORS`` order.
-
-    ``network_attempts`` are the first :data:`~selection_extraction.pool.MAX_NETWORK_ATTEMPTS_KEPT`
-    attempts blocked, word for word; ``more_network_attempts`` counts the others.
-    """
+    """Counts over one run: ``errors``/``timeouts`` per extractor, in ``EXTRACTORS`` order; the first
+    ``MAX_NETWORK_ATTEMPTS_KEPT`` network attempts blocked, word for word, and how many more there were."""
 
     pages: int
     unreadable_pages: int
@@ -89,16 +53,33 @@ class ExtractionStats:
         """Every network attempt blocked, recorded or only counted."""
         return len(self.network_attempts) + self.more_network_attempts
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "pages": self.pages,
-            "unreadable_pages": self.unreadable_pages,
-            "errors": dict(self.errors),
-            "timeouts": dict(self.timeouts),
-            "worker_crashes": self.worker_crashes,
-            "network_attempts": list(self.network_attempts),
-            "more_network_attempts": self.more_network_attempts,
-        }
+    def __add__(self, other: ExtractionStats) -> ExtractionStats:
+        """The counts of two runs (chunks) as one run's, with the first network attempts kept."""
+        attempts = self.network_attempts + other.network_attempts
+        return ExtractionStats(
+            pages=self.pages + other.pages,
+            unreadable_pages=self.unreadable_pages + other.unreadable_pages,
+            errors=_add_counts(self.errors, other.errors),
+            timeouts=_add_counts(self.timeouts, other.timeouts),
+            worker_crashes=self.worker_crashes + other.worker_crashes,
+            network_attempts=attempts[:MAX_NETWORK_ATTEMPTS_KEPT],
+            more_network_attempts=self.more_network_attempts
+            + other.more_network_attempts
+            + max(0, len(attempts) - MAX_NETWORK_ATTEMPTS_KEPT),
+        )
+
+
+def _add_counts(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    total = dict(a)
+    for name, count in b.items():
+        total[name] = total.get(name, 0) + count
+    return total
+
+
+#: The counts of a run of no page.
+NO_STATS: Final[ExtractionStats] = ExtractionStats(
+    0, 0, dict.fromkeys(EXTRACTORS, 0), dict.fromkeys(EXTRACTORS, 0), 0, ()
+)
 
 
 @dataclass(frozen=True)
@@ -138,23 +119,6 @@ def build_article(
     return article
 
 
-def count_outcomes(outcomes: Iterable[Mapping[str, Outcome]]) -> tuple[dict[str, int], dict[str, int]]:
-    """The errors and the timeouts per extractor, in ``EXTRACTORS`` order, over the outcomes of every page.
-
-    >>> count_outcomes([{"trafilatura": Outcome("", None, "TimeoutError: late")}])
-    ({'trafilatura': 1, 'newspaper4k': 0, 'readability': 0}, {'trafilatura': 1, 'newspaper4k': 0, 'readability': 0})
-    """
-    errors = dict.fromkeys(EXTRACTORS, 0)
-    timeouts = dict.fromkeys(EXTRACTORS, 0)
-    for page_outcomes in outcomes:
-        for name, outcome in page_outcomes.items():
-            if outcome.error:
-                errors[name] += 1
-                if outcome.error.startswith(TIMEOUT_ERROR_PREFIX):
-                    timeouts[name] += 1
-    return errors, timeouts
-
-
 def combine_stats(parts: Sequence[ExtractionStats]) -> ExtractionStats:
     """The counts of a whole run from those of its chunks, in chunk order.
 
@@ -163,53 +127,22 @@ def combine_stats(parts: Sequence[ExtractionStats]) -> ExtractionStats:
     >>> both.pages, both.errors["readability"], both.network_attempts
     (4, 2, ('x', 'x'))
     """
-    total = StatsTotal()
-    for part in parts:
-        total.add(part)
-    return total.stats()
+    return sum(parts, NO_STATS)
 
 
 class StatsTotal:
-    """The counts of a run added up chunk by chunk, as chunks complete (in order), so that a
-    run cut into any number of chunks keeps one running total, not every chunk's counts.
-
-    >>> total = StatsTotal()
-    >>> total.add(ExtractionStats(2, 1, {"readability": 1}, {}, 0, ("x",)))
-    >>> total.add(ExtractionStats(1, 0, {"readability": 1}, {}, 1, ()))
-    >>> s = total.stats()
-    >>> s.pages, s.unreadable_pages, s.errors["readability"], s.worker_crashes, s.network_attempts
-    (3, 1, 2, 1, ('x',))
-    """
+    """The counts of a run added up chunk by chunk, as chunks complete (in order)."""
 
     def __init__(self) -> None:
-        self.pages = self.unreadable_pages = self.worker_crashes = 0
-        self.errors = dict.fromkeys(EXTRACTORS, 0)
-        self.timeouts = dict.fromkeys(EXTRACTORS, 0)
-        self._attempts = PoolStats()  # only its record of the network attempts is used: the first ones and a count
+        self._total = NO_STATS
 
     def add(self, part: ExtractionStats) -> None:
         """Add the counts of the next chunk."""
-        self.pages += part.pages
-        self.unreadable_pages += part.unreadable_pages
-        self.worker_crashes += part.worker_crashes
-        for name, count in part.errors.items():
-            self.errors[name] = self.errors.get(name, 0) + count
-        for name, count in part.timeouts.items():
-            self.timeouts[name] = self.timeouts.get(name, 0) + count
-        self._attempts.record_network_attempts(part.network_attempts)
-        self._attempts.more_network_attempts += part.more_network_attempts
+        self._total += part
 
     def stats(self) -> ExtractionStats:
         """The counts so far, as one run's."""
-        return ExtractionStats(
-            pages=self.pages,
-            unreadable_pages=self.unreadable_pages,
-            errors=dict(self.errors),
-            timeouts=dict(self.timeouts),
-            worker_crashes=self.worker_crashes,
-            network_attempts=tuple(self._attempts.network_attempts),
-            more_network_attempts=self._attempts.more_network_attempts,
-        )
+        return self._total
 
 
 def build_batch(
@@ -259,55 +192,23 @@ def dump_record(root: dict[str, Any]) -> bytes:
     return dump_batch({key: value for key, value in root.items() if key != "articles"})
 
 
-def _write(target: Path, root: dict[str, Any], data: bytes | Iterable[bytes]) -> None:
-    """Write a batch's bytes atomically, with its record first when it has one (:func:`record_path`)."""
-    record = record_path(target)
-    extra = [] if record is None else [(record, dump_record(root))]
-    write_atomic_group([*extra, (target, data)])
-
-
-def write_batch(doc: dict[str, Any], target: str | os.PathLike[str]) -> BatchBytes:
-    """Write the batch atomically, in the selection stage's own format (JSON, or JSON Lines and its
-    record for a ``*.jsonl`` target); the fingerprint of the batch's bytes.
-
-    Raises:
-        OutputPathError: the location is refused.
-        WriteError: writing failed.
-    """
-    target = Path(target)
-    data = render_lines(doc["articles"]) if record_path(target) is not None else dump_batch(doc)
-    _write(target, doc, data)
-    return BatchBytes(hashlib.sha256(data).hexdigest(), len(data))
-
-
 #: Bytes copied at a time from the spooled articles into the batch.
 _COPY_BYTES: Final[int] = 1 << 20
 
-#: Called with each article handed to an :class:`ArticleSpool`, and its index in the batch.
-ArticleWatcher = Callable[[int, dict[str, Any]], None]
-
 
 class ArticleSpool:
-    """The articles of one batch, in order, in an anonymous temporary file beside it; then the batch written from them.
-
-    Memory does not grow with the number of articles: each is rendered and
-    written to the file when it is added (:meth:`add`), and :meth:`write` copies
-    the file between the batch's head and tail (for a ``*.jsonl`` target: the
-    articles as lines, the file itself, and the record beside it). The file is on the batch's file
-    system and has no name: it is gone when the spool is closed, or with the
-    process, whatever happens. A plain class, so that Prefect does not walk into
-    it when it is a task's parameter.
+    """The articles of one batch, in order, in an anonymous temporary file beside it (gone with the spool or the
+    process); then the batch written from them. A plain class, so that Prefect does not walk into it.
 
     Args:
         target: The batch that will be written (its folder holds the file).
-        watch: Called with ``(index, article)`` for each article added, e.g. to
-            keep the table rows of the first ones.
+        watch: Called with ``(index, article)`` for each article added.
 
     Raises:
         WriteError: the temporary file cannot be created or written.
     """
 
-    def __init__(self, target: Path, watch: ArticleWatcher | None = None) -> None:
+    def __init__(self, target: Path, watch: Callable[[int, dict[str, Any]], None] | None = None) -> None:
         self.target = Path(target)
         self.count = 0
         self._format = format_of(self.target.name)
@@ -338,10 +239,8 @@ class ArticleSpool:
         self.count += 1
 
     def write(self, root: dict[str, Any]) -> BatchBytes:
-        """Write the batch atomically: ``root`` (with an empty ``articles`` list where the articles go)
-        around the articles added, or for JSON Lines the lines, and ``root`` as the record beside them;
-        the bytes of :func:`write_batch` of the whole document.
-        May be called again (a retry) with the same result.
+        """Write the batch atomically: ``root`` (with an empty ``articles`` list) around the articles added, or
+        for JSON Lines the lines and ``root`` as the record beside them; may be called again (a retry).
 
         Raises:
             OutputPathError: the location is refused.
@@ -359,7 +258,9 @@ class ArticleSpool:
                 size += len(piece)
                 yield piece
 
-        _write(self.target, root, pieces())
+        record = record_path(self.target)  # written first: when the batch appears, its record is there
+        extra = [] if record is None else [(record, dump_record(root))]
+        write_atomic_group([*extra, (self.target, pieces())])
         return BatchBytes(digest.hexdigest(), size)
 
     def close(self) -> None:

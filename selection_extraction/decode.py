@@ -1,35 +1,8 @@
-"""Turn the bytes of a web page into the one ``str`` that every extractor receives.
+"""Turn the bytes of a web page into the one ``str`` that every extractor receives (pure functions, no I/O).
 
-Pure functions on bytes; no I/O, no clock, no locale. The order of evidence
-follows the HTML standard's encoding sniffing, made strict where the standard
-lets a browser guess:
-
-1. **Byte-order mark** (UTF-8, UTF-16LE, UTF-16BE): decisive, as in browsers.
-2. **Transport charset**: the ``charset`` of the HTTP ``Content-Type`` header,
-   when the caller knows it (the ``encoding`` field of a manifest entry).
-3. **Declared charset**: ``<meta charset=...>``, ``<meta http-equiv=...
-   content="...; charset=...">`` or the XML declaration, found in the first
-   :data:`PRESCAN_BYTES` bytes.
-
-   A claim from step 2 or 3 is used only if it is *validated*: the label names
-   a text encoding, and the bytes decode under it without a single error. Labels
-   are mapped the way the Encoding Standard maps them (``iso-8859-1`` and
-   ``ascii`` mean windows-1252, ``gb2312`` means GB18030, ``utf-16`` in a
-   ``<meta>`` means UTF-8...). One more check: when the claim is a legacy
-   encoding but the bytes hold non-ASCII text that is valid UTF-8, UTF-8 wins.
-   Legacy-encoded text almost never forms valid multi-byte UTF-8 by chance,
-   while pages re-saved as UTF-8 under an old ``iso-8859-1`` declaration are
-   common; decoding those as declared would hand every extractor mojibake.
-4. **Valid UTF-8**: no usable claim, and the bytes are valid UTF-8.
-5. **Fallback: UTF-8 with U+FFFD replacement.** No statistical detection: on a
-   page that has no usable claim and is not valid UTF-8, detectors guess
-   differently from one version to the next (so the same page would give
-   different batches after an upgrade) and are unreliable on short texts. UTF-8
-   is the encoding of almost every page served today and the one the HTML
-   standard requires, so the usual case here is a UTF-8 page with a few damaged
-   bytes, which lose only those bytes; U+FFFD marks exactly where. A page in a
-   legacy encoding that does not declare it loses its non-ASCII letters: declare
-   the charset in the page, or give it as ``encoding`` in the manifest.
+The order of evidence (``docs/extraction.md``): a byte-order mark; the transport charset, then the page's declared
+charset, each only if the bytes decode under it without an error (and valid non-ASCII UTF-8 wins over a legacy
+claim); valid UTF-8; UTF-8 with U+FFFD replacement. No statistical detection: it changes from one version to the next.
 
 >>> decode_html(b'<meta charset="windows-1252"><p>caf\\xe9</p>').html
 '<meta charset="windows-1252"><p>café</p>'
@@ -48,8 +21,7 @@ from typing import Final
 #: How far into the page a charset declaration is looked for.
 PRESCAN_BYTES: Final[int] = 8192
 
-#: Labels of encodings that are never accepted from a page (not text encodings
-#: of web content, or able to smuggle markup past filters, like UTF-7).
+#: Encodings never accepted from a page (not text encodings of web content, or able to smuggle markup, like UTF-7).
 _REFUSED_CODECS: Final[frozenset[str]] = frozenset(
     {"utf-7", "unicode-escape", "raw-unicode-escape", "idna", "punycode", "undefined", "mbcs", "oem"}
 )
@@ -91,15 +63,8 @@ class DecodeSource(enum.StrEnum):
 
 @dataclass(frozen=True)
 class DecodedHtml:
-    """A page's text and how it was decoded.
-
-    Attributes:
-        html: The decoded page, the same string for every extractor.
-        encoding: Python codec name used (``"utf-8"``, ``"cp1252"``...).
-        source: The evidence that decided.
-        declared: The charset label found in the page (or given as transport
-            charset), as written, or None; kept even when it was not used.
-    """
+    """A page's text, the Python codec that decoded it, the evidence that decided, and the charset label given or
+    declared (as written, even when it was not used)."""
 
     html: str
     encoding: str
@@ -152,7 +117,7 @@ def _strict(data: bytes, codec: str) -> str | None:
 
 
 def _claimed(data: bytes, label: str, source: DecodeSource) -> DecodedHtml | None:
-    """Decode by a claimed charset if the claim is validated (see the module docstring)."""
+    """Decode by a claimed charset if the bytes decode under it without an error (valid UTF-8 wins over legacy)."""
     for codec in web_codecs(label):
         text = _strict(data, codec)
         if text is None:
@@ -166,14 +131,7 @@ def _claimed(data: bytes, label: str, source: DecodeSource) -> DecodedHtml | Non
 
 
 def decode_html(data: bytes, transport_charset: str | None = None) -> DecodedHtml:
-    """Decode a page's bytes (see the module docstring for the order of evidence).
-
-    Args:
-        data: The page as stored (already decompressed).
-        transport_charset: The charset of the HTTP ``Content-Type`` header, if known.
-
-    Returns:
-        The decoded page; never raises on any input bytes.
+    """Decode a page's bytes (decompressed), given the charset of its HTTP ``Content-Type`` if known; never raises.
 
     >>> decode_html(b"\\xef\\xbb\\xbf<p>x</p>").source.value
     'bom'
@@ -184,16 +142,13 @@ def decode_html(data: bytes, transport_charset: str | None = None) -> DecodedHtm
     for bom, codec in _BOMS:
         if data.startswith(bom):
             return DecodedHtml(data[len(bom) :].decode(codec, errors="replace"), codec, DecodeSource.BOM)
+    transport = (transport_charset or "").strip() or None
     declared = declared_charset(data)
-    if transport_charset and transport_charset.strip():
-        decoded = _claimed(data, transport_charset.strip(), DecodeSource.TRANSPORT)
+    for claim, source in ((transport, DecodeSource.TRANSPORT), (declared, DecodeSource.DECLARED)):
+        decoded = None if claim is None else _claimed(data, claim, source)
         if decoded is not None:
             return decoded
-    if declared is not None:
-        decoded = _claimed(data, declared, DecodeSource.DECLARED)
-        if decoded is not None:
-            return decoded
-    label = transport_charset.strip() if transport_charset and transport_charset.strip() else declared
+    label = transport or declared
     text = _strict(data, "utf-8")
     if text is not None:
         return DecodedHtml(text, "utf-8", DecodeSource.VALID_UTF8, label)

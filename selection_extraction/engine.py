@@ -1,18 +1,5 @@
-"""The extract step's run: pages in, the batch that the selection stage reads out.
-
-Plain Python (no Prefect): the CLI (``content-selection extract``), the flows
-``extract-articles`` and ``extract-and-select`` and the quality benchmark all
-call :func:`extract_pages` / :func:`extract_to_file` (or :func:`extract_to_spool`,
-which hands the articles to an :class:`~selection_extraction.batch.ArticleSpool`).
-
-**Per page**: the bytes are read (and gunzipped) once in this process
-(:mod:`selection_extraction.pages`) and decoded once (:mod:`selection_extraction.decode`);
-the same string goes to the three extractors (:mod:`selection_extraction.adapters`,
-described by :mod:`selection_extraction.extractors`), which run in worker processes
-across the machine's cores, each call under a time limit that really stops it
-(:mod:`selection_extraction.pool`). The articles and the batch document are built by
-:mod:`selection_extraction.batch`.
-"""
+"""The extract step's run, free of Prefect: pages in, read and decoded once each, extracted by the three
+extractors in killable worker processes, and the batch out."""
 
 from __future__ import annotations
 
@@ -20,7 +7,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from selection_core.batch import ProgressCallback
 from selection_core.config import EXTRACTORS
@@ -30,7 +17,6 @@ from selection_extraction.batch import (
     ExtractionStats,
     build_article,
     build_batch,
-    count_outcomes,
 )
 from selection_extraction.decode import decode_html
 from selection_extraction.extractors import (
@@ -53,6 +39,9 @@ from selection_extraction.paths import check_batch_paths, extracted_path
 from selection_extraction.pool import Outcome, PageJob, WorkerSetupError, default_workers, run_jobs
 from selection_extraction.settings import ExtractionSettings
 
+#: How the error of a call stopped at the time limit begins.
+TIMEOUT_ERROR_PREFIX: Final[str] = "TimeoutError:"
+
 
 @dataclass(frozen=True)
 class ExtractRunResult:
@@ -70,35 +59,38 @@ def extract_pages(
     extractors: Sequence[Extractor] | None = None,
     progress: ProgressCallback | None = None,
 ) -> ExtractionResult:
-    """Extract every page with the three extractors; return the batch document.
+    """Extract every page with the three extractors (default: the real ones); the batch and the run's counts.
 
-    Args:
-        page_set: From :func:`~selection_extraction.pages.find_pages`.
-        settings: Time limit, page size limit, workers.
-        extractors: The three extractors (default: the real ones).
-        progress: Called with ``(pages done, total)`` as pages complete.
-
-    Returns:
-        The batch and the run's counts (timeouts, crashes, network attempts).
+    ``progress`` is called with ``(pages done, total)`` as pages complete.
     """
-    settings = settings or ExtractionSettings()
-    extractors = tuple(extractors) if extractors is not None else default_extractors()
     articles: list[dict[str, Any]] = []
-    stats = _extract(page_set, settings, extractors, progress, articles.append)
-    return ExtractionResult(build_batch(page_set, articles, extractors, settings, stats), stats)
+    result = _extract(page_set, settings, extractors, progress, articles.append)
+    result.doc["articles"] = articles
+    return result
+
+
+def extract_to_spool(
+    page_set: PageSet,
+    spool: ArticleSpool,
+    settings: ExtractionSettings | None = None,
+    extractors: Sequence[Extractor] | None = None,
+    progress: ProgressCallback | None = None,
+) -> ExtractionResult:
+    """Extract every page as :func:`extract_pages` does, handing each article to ``spool`` in page order;
+    the run's counts and the batch's root with an empty ``articles`` list, for ``spool.write``."""
+    return _extract(page_set, settings, extractors, progress, spool.add)
 
 
 def _extract(
     page_set: PageSet,
-    settings: ExtractionSettings,
-    extractors: Sequence[Extractor],
+    settings: ExtractionSettings | None,
+    extractors: Sequence[Extractor] | None,
     progress: ProgressCallback | None,
     emit: Callable[[dict[str, Any]], None],
-) -> ExtractionStats:
-    """Extract every page; hand each article to ``emit`` in page order as soon as it and those before it are done.
-
-    Only the pages in flight (and those done ahead of an earlier one still in flight) are held.
-    """
+) -> ExtractionResult:
+    """Extract every page; hand each article to ``emit`` in page order as soon as it and those before it are done."""
+    settings = settings or ExtractionSettings()
+    extractors = tuple(extractors) if extractors is not None else default_extractors()
     check_extractors(extractors)
     functions = {e.name: e.function for e in extractors}
     pages = page_set.pages
@@ -106,24 +98,21 @@ def _extract(
     # Only the pages in flight, or done ahead of an earlier one, are in these two.
     outcomes: dict[int, dict[str, Outcome]] = {}
     encodings: dict[int, tuple[str | None, str | None]] = {}
-    waiting: set[int] = set()  # pages done, not yet emitted (membership only: never iterated)
     errors = dict.fromkeys(EXTRACTORS, 0)
     timeouts = dict.fromkeys(EXTRACTORS, 0)
     unreadable = done = emitted = 0
 
-    def page_done(index: int) -> None:
+    def page_done() -> None:
         nonlocal done, emitted
         done += 1
-        waiting.add(index)
         if progress is not None:
             progress(done, total)
-        while emitted in waiting:
-            waiting.remove(emitted)
+        while len(outcomes.get(emitted, ())) == len(EXTRACTORS):  # the next page to emit is done
             page_outcomes = outcomes.pop(emitted)
-            page_errors, page_timeouts = count_outcomes([page_outcomes])
-            for name in EXTRACTORS:
-                errors[name] += page_errors[name]
-                timeouts[name] += page_timeouts[name]
+            for name, outcome in page_outcomes.items():
+                if outcome.error:
+                    errors[name] += 1
+                    timeouts[name] += outcome.error.startswith(TIMEOUT_ERROR_PREFIX)
             emit(build_article(pages[emitted], page_outcomes, *encodings.pop(emitted, (None, None))))
             emitted += 1
 
@@ -137,7 +126,7 @@ def _extract(
                     unreadable += 1
                     error = read_error(page, exc)
                     outcomes[index] = {name: Outcome("", None, error) for name in EXTRACTORS}
-                    page_done(index)
+                    page_done()
                     continue
                 decoded = decode_html(data, page.encoding)
                 del data
@@ -148,7 +137,7 @@ def _extract(
         page_outcomes = outcomes.setdefault(index, {})
         page_outcomes[name] = outcome
         if len(page_outcomes) == len(EXTRACTORS):
-            page_done(index)
+            page_done()
 
     if progress is not None:
         progress(0, total)
@@ -168,7 +157,7 @@ def _extract(
     except WorkerSetupError as exc:
         raise ExtractorsUnavailableError(f"{exc}; reinstall the extractor libraries with: {INSTALL_HINT}") from None
     assert emitted == total, "every page is an article"
-    return ExtractionStats(
+    stats = ExtractionStats(
         pages=total,
         unreadable_pages=unreadable,
         errors=errors,
@@ -177,28 +166,6 @@ def _extract(
         network_attempts=tuple(pool_stats.network_attempts),
         more_network_attempts=pool_stats.more_network_attempts,
     )
-
-
-def extract_to_spool(
-    page_set: PageSet,
-    spool: ArticleSpool,
-    settings: ExtractionSettings | None = None,
-    extractors: Sequence[Extractor] | None = None,
-    progress: ProgressCallback | None = None,
-) -> ExtractionResult:
-    """Extract every page as :func:`extract_pages` does, handing each article to ``spool`` in page order.
-
-    Only the pages in flight are held, never the articles. ``spool.write(result.doc)``
-    then writes the batch, the same bytes as :func:`~selection_extraction.batch.write_batch`
-    of :func:`extract_pages`'s document.
-
-    Returns:
-        The run's counts, and the batch's root with an empty ``articles`` list
-        (the articles are in the spool).
-    """
-    settings = settings or ExtractionSettings()
-    extractors = tuple(extractors) if extractors is not None else default_extractors()
-    stats = _extract(page_set, settings, extractors, progress, spool.add)
     return ExtractionResult(build_batch(page_set, [], extractors, settings, stats), stats)
 
 
@@ -210,22 +177,12 @@ def extract_to_file(
     progress: ProgressCallback | None = None,
     page_set: PageSet | None = None,
 ) -> ExtractRunResult:
-    """Find the pages (unless ``page_set`` is given: :func:`find_pages` of ``source``), extract them
-    and write the batch atomically.
-
-    The output location is checked before any page is read; nothing is written
-    unless the whole batch was built. The articles are not held: each is written,
-    as it is done, to an anonymous temporary file beside the output (an
-    :class:`~selection_extraction.batch.ArticleSpool`, gone with the process,
-    whatever happens), and the batch is then written from it, so memory does not
-    grow with the number of pages. The bytes are those of
-    :func:`~selection_extraction.batch.write_batch` of :func:`extract_pages`'s document:
-    a JSON batch, or JSON Lines and its record beside it when the output's name ends
-    in ``.jsonl`` (see :class:`~selection_extraction.batch.ArticleSpool`).
+    """Find the pages (unless ``page_set`` is given), extract them through an
+    :class:`~selection_extraction.batch.ArticleSpool` and write the batch atomically (JSON, or JSON Lines and
+    its record for a ``*.jsonl`` output); the output location is checked before any page is read.
 
     Returns:
-        The output, its SHA-256 and size, and the run (its ``doc`` is the batch's
-        root without its ``articles``, which are in the file).
+        The output, its SHA-256 and size, and the run (its ``doc`` without ``articles``).
 
     Raises:
         InvalidPagesError: the input cannot be used.

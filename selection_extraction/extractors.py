@@ -1,10 +1,5 @@
-"""The three extractors as the engine sees them: where each text goes, which function computes it
-(named by reference into :mod:`selection_extraction.adapters`), and how each is described in a batch.
-
-The adapters module is named here once (:data:`ADAPTERS_MODULE`), as a string: the
-calling process looks the libraries up but never imports them; only the workers'
-fork server does (:data:`WORKER_PRELOAD`). :func:`function_refs` lists every
-reference the engine hands to the workers, so that a test can check they resolve.
+"""The three extractors as the engine sees them: how each is called and described in a batch, and the function
+that computes its text, named by reference into :mod:`selection_extraction.adapters`, which only the workers import.
 """
 
 from __future__ import annotations
@@ -15,19 +10,43 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from selection_core.config import EXTRACTORS, TEXT_FIELDS
+from selection_core.config import EXTRACTORS
 from selection_core.errors import EXIT_INTERNAL, SelectionError
-from selection_extraction.options import (
-    NEWSPAPER_CALL,
-    NEWSPAPER_CONFIG,
-    NEWSPAPER_LEAN_PATH,
-    NEWSPAPER_TIE_ORDER,
-    READABILITY_CALL,
-    READABILITY_SUMMARY_OPTIONS,
-    TRAFILATURA_CALL,
-    TRAFILATURA_OPTIONS,
-)
 from selection_extraction.pool import ExtractorFunction, FunctionRef
+
+#: Keyword arguments of ``trafilatura.extract`` (besides the HTML).
+TRAFILATURA_OPTIONS: Final[dict[str, Any]] = {"include_comments": False}
+
+#: newspaper4k ``Config`` attributes set for every page.
+NEWSPAPER_CONFIG: Final[dict[str, Any]] = {"fetch_images": False, "memorize_articles": False}
+
+#: Keyword arguments of readability's ``Document.summary``.
+READABILITY_SUMMARY_OPTIONS: Final[dict[str, Any]] = {"html_partial": True}
+
+#: The trafilatura call, as recorded in the batch.
+TRAFILATURA_CALL: Final[str] = "trafilatura.extract(html, include_comments=False)"
+
+#: The newspaper4k call, as recorded in the batch.
+NEWSPAPER_CALL: Final[str] = (
+    "newspaper.article(url, input_html=html, config=Config(fetch_images=False, memorize_articles=False)) "
+    "text and title, by a lean Article.parse() (no authors, publish date, videos, images), "
+    "ties in document order (newspaper4k #738)"
+)
+
+#: What the lean path runs of ``Article.parse()`` (recorded in the batch's newspaper4k settings).
+NEWSPAPER_LEAN_PATH: Final[str] = "parse, title, metadata (for the language), body extractor, cleaner, formatter"
+
+#: How the body extractor's ties are resolved (recorded in the batch's newspaper4k settings).
+NEWSPAPER_TIE_ORDER: Final[str] = (
+    "candidate divs in document order, scored parents in order of first occurrence "
+    "(https://github.com/AndyTheFactory/newspaper4k/pull/738), where the installed release dedupes them through set()"
+)
+
+#: The readability call, as recorded in the batch.
+READABILITY_CALL: Final[str] = (
+    "html_text.extract_text(Document(html).summary(html_partial=True)), "
+    "title Document.title() read from summary()'s first parse of the page"
+)
 
 #: The module of the adapters (the only one that imports the extractor libraries), named, not imported.
 ADAPTERS_MODULE: Final[str] = "selection_extraction.adapters"
@@ -35,8 +54,7 @@ ADAPTERS_MODULE: Final[str] = "selection_extraction.adapters"
 #: Modules the workers' fork server imports once.
 WORKER_PRELOAD: Final[tuple[str, ...]] = (ADAPTERS_MODULE,)
 
-#: What every worker runs once before its first page: offline ``tldextract``
-#: (:func:`selection_extraction.adapters.prepare_worker`).
+#: What every worker runs once before its first page: offline ``tldextract``.
 WORKER_INITIALIZER: Final[FunctionRef] = FunctionRef(ADAPTERS_MODULE, "prepare_worker")
 
 #: The top-level modules of the extractor libraries, looked up (not imported) before a run.
@@ -60,13 +78,8 @@ class ExtractorsUnavailableError(SelectionError):
 
 @dataclass(frozen=True)
 class Extractor:
-    """One extractor: where its text goes, the function that computes it, and how it is described.
-
-    Tests swap ``function`` (``dataclasses.replace``) to inject faults; the
-    function must be a module-level function so that workers can import it, or a
-    :class:`~selection_extraction.pool.FunctionRef` naming one (as the real ones are,
-    so that only the workers import the libraries).
-    """
+    """One extractor: where its text goes, the function that computes it (a module-level function, or a
+    :class:`~selection_extraction.pool.FunctionRef` naming one), and how it is described."""
 
     name: str
     function: ExtractorFunction
@@ -74,19 +87,9 @@ class Extractor:
     call: str
     settings: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def field(self) -> str:
-        return TEXT_FIELDS[self.name]
-
 
 def default_extractors() -> tuple[Extractor, ...]:
-    """The three real extractors, in ``EXTRACTORS`` order.
-
-    The functions are :class:`~selection_extraction.pool.FunctionRef` s to
-    :mod:`selection_extraction.adapters`: the libraries are looked up here but imported only
-    by the workers' fork server, which imports them anyway; importing them in the
-    calling process too would be paid again by every process that extracts, a flow's
-    or each task runner worker's, before the first page (see ``docs/performance.md``).
+    """The three real extractors, in ``EXTRACTORS`` order; their libraries are looked up, not imported.
 
     Raises:
         ExtractorsUnavailableError: a library is not installed.
@@ -125,12 +128,6 @@ def default_extractors() -> tuple[Extractor, ...]:
             {**READABILITY_SUMMARY_OPTIONS, "html_text": library_version("html-text")},
         ),
     )
-
-
-def function_refs() -> tuple[FunctionRef, ...]:
-    """Every reference the engine hands to the workers: the initializer and the real extractors' functions."""
-    functions = [e.function for e in default_extractors()]
-    return (WORKER_INITIALIZER, *(f for f in functions if isinstance(f, FunctionRef)))
 
 
 def library_version(distribution: str) -> str:

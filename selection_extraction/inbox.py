@@ -1,29 +1,6 @@
 """The inbox: a folder under the data root where page sets are dropped, and which of them need extracting.
 
-The ``extract-inbox`` flow runs on a schedule: it extracts every page set of the
-inbox that has no up-to-date batch, and each extraction announces its batch, so
-that the triggered selection selects it. The rules, all decided from names and
-modification times (nothing from listing order or the clock):
-
-* **Where**: ``<data root>/inbox`` unless another folder is given, always inside
-  the data root (the triggered selection accepts only batches there). The
-  default inbox is created when it is missing; a folder that was named must exist.
-* **What a page set is**: each entry directly in the inbox that
-  :func:`selection_extraction.pages.find_pages` reads as one input: a folder
-  (its pages and WARC files, recursively), a ``.warc`` / ``.warc.gz`` file, or a
-  ``.jsonl`` manifest. Hidden entries (``.name``) are skipped, so a page set can
-  be copied in under a hidden name and renamed when complete. The batches the
-  chain writes there (``*_extracted.json``, ``*_selected.json``) are not inputs;
-  any other file (a loose page, a note) is listed as ignored.
-* **Where the batch goes**: beside the page set, ``<name>_extracted.json``
-  (:func:`selection_extraction.paths.extracted_path`, the default of ``extract-articles``);
-  the selection then writes ``<name>_extracted_selected.json`` beside it.
-* **What "new" means**: the batch is missing, or older than the newest
-  modification time in the page set (for a folder: itself and every entry under
-  it, hidden ones aside; for a file: the file) -- :func:`selection_storage.directory.is_outdated`.
-  A manifest counts as changed when the manifest file changes.
-* **Two page sets, one batch name** (``news/`` and ``news.jsonl``): neither is
-  extracted; each is reported as failed, naming the other, until one is renamed.
+Its rules are told in ``docs/prefect.md`` (the whole chain); all are decided from names and modification times.
 """
 
 from __future__ import annotations
@@ -48,17 +25,6 @@ from selection_storage.paths import (
     name_once,
 )
 
-__all__ = [
-    "INBOX_DIR",
-    "MANIFEST_SUFFIX",
-    "InboxScan",
-    "failure_line",
-    "failures_message",
-    "is_page_set_name",
-    "prepare_inbox",
-    "scan_inbox",
-]
-
 #: Name of the default inbox, directly under the data root.
 INBOX_DIR: Final[str] = "inbox"
 
@@ -76,15 +42,9 @@ OUTPUT_SUFFIXES: Final[tuple[str, ...]] = (
 
 @dataclass(frozen=True)
 class InboxScan:
-    """What one look at the inbox found, every list in sorted name order.
-
-    Attributes:
-        inbox: The resolved inbox.
-        new: The page sets to extract (no batch yet, or one older than the pages).
-        up_to_date: The page sets whose batch is newer than every page.
-        clashes: One message per page set whose batch name another page set shares (neither is extracted).
-        ignored: Files directly in the inbox that are neither page sets nor batches.
-    """
+    """What one look at the inbox found, every list in sorted name order: the page sets to extract (``new``),
+    those whose batch is up to date, one message per page set whose batch name another shares, and the files
+    that are neither page sets nor batches."""
 
     inbox: Path
     new: tuple[Path, ...]
@@ -94,11 +54,8 @@ class InboxScan:
 
 
 def prepare_inbox(inbox: str | None, data_root: str | None) -> Path:
-    """The resolved inbox, inside the data root; the default one is created when missing.
-
-    Args:
-        inbox: The inbox folder (absolute, or relative to the data root); None for ``<data root>/inbox``.
-        data_root: The data root; None for ``$CONTENT_SELECTION_DATA_ROOT``.
+    """The resolved inbox (None: ``<data root>/inbox``, created when missing) inside the data root (None:
+    ``$CONTENT_SELECTION_DATA_ROOT``).
 
     Raises:
         UnsafePathError: no data root is configured, or the inbox lies outside it.
@@ -132,11 +89,7 @@ def is_page_set_name(name: str) -> bool:
 
 
 def scan_inbox(inbox: Path) -> InboxScan:
-    """Look at the entries directly in ``inbox`` and sort the page sets into new and up to date.
-
-    Raises:
-        InvalidPagesError: the inbox cannot be listed.
-    """
+    """Sort the entries directly in ``inbox`` into page sets new and up to date; InvalidPagesError if unlistable."""
     page_sets: list[Path] = []
     ignored: list[Path] = []
     try:
@@ -205,8 +158,7 @@ def failure_line(page_set: Path, error: str) -> str:
 
 
 def failures_message(failures: list[str], page_sets: int) -> str:
-    """The message of an inbox run in which some page sets failed (``failures`` from :func:`failure_line`
-    and the clashes).
+    """The message of an inbox run in which some page sets failed (:func:`failure_line` s and clashes).
 
     >>> failures_message(["/in/a.jsonl: line 1 is not JSON"], 3)
     '1 of 3 page set(s) failed, the others were extracted: /in/a.jsonl: line 1 is not JSON'

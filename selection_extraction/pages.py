@@ -1,24 +1,4 @@
-"""The pages of an input: finding them in a folder, a manifest or web archives, and reading their bytes.
-
-**Input** (:func:`find_pages`): a directory of ``.html``, ``.htm``, ``.html.gz``
-or ``.htm.gz`` pages and ``.warc`` / ``.warc.gz`` web archives (searched
-recursively, hidden entries skipped, in the order of their relative paths), a
-single page file, a single WARC file, or a JSON Lines manifest, one page (or one
-WARC file) a line::
-
-    {"id": "a1", "url": "https://news.example/a1", "path": "pages/a1.html.gz"}
-
-``path`` is required (relative paths are taken from the manifest's folder); ``id``
-defaults to the file name without its extension; ``url`` may be null; an
-optional ``encoding`` gives the charset of the HTTP ``Content-Type`` header.
-Other keys are ignored. A WARC file stands for the HTML responses it holds
-(:mod:`selection_extraction.warc`), each with its own id, URL and charset (a
-manifest line's ``id``, ``url`` and ``encoding`` are not used for a WARC file).
-
-**Reading** (:class:`PageReader`): the bytes are read (and gunzipped) once, up to
-the size limit, and tried again after a transient I/O error; a WARC page's payload
-is read from its record. A page that cannot be read is described by :func:`read_error`.
-"""
+"""The pages of an input: finding them in a folder, a manifest or web archives, and reading their bytes."""
 
 from __future__ import annotations
 
@@ -42,6 +22,7 @@ from selection_extraction.warc import (
     WarcRecordRef,
     is_warc_name,
     scan_warc,
+    strip_suffix,
 )
 from selection_storage.transient import TRANSIENT_ERRNOS
 
@@ -62,17 +43,8 @@ UNREADABLE_PAGE_ERRORS: Final[tuple[type[BaseException], ...]] = (OSError, EOFEr
 
 @dataclass(frozen=True)
 class Page:
-    """One input page.
-
-    Attributes:
-        id: The article id (manifest ``id``, else the file name without extension).
-        url: The page's URL, or None.
-        path: The path as written in the output: relative to the input directory,
-            or as written in the manifest.
-        file: Where to read it (for a WARC page, the WARC file).
-        encoding: Transport charset (the manifest's, or a WARC response's ``Content-Type``), or None.
-        warc: Where the page's record lies in ``file``, for a page of a web archive.
-    """
+    """One input page: ``path`` as the batch writes it, ``file`` where to read it (a page of a web archive:
+    the WARC file, and ``warc`` where its record lies), ``encoding`` its transport charset."""
 
     id: str
     url: str | None
@@ -84,12 +56,7 @@ class Page:
     @property
     def weight(self) -> int:
         """About how many bytes the page holds (its file's size, or its record's payload length)."""
-        if self.warc is not None:
-            return max(1, self.warc.length)
-        try:
-            return max(1, os.stat(self.file).st_size)
-        except OSError:  # read (and reported) by the extraction itself
-            return 1
+        return max(1, self.warc.length if self.warc is not None else _size(self.file))
 
 
 @dataclass(frozen=True)
@@ -109,19 +76,11 @@ def page_stem(name: str) -> str | None:
     >>> page_stem("a.HTML.gz"), page_stem("b.htm"), page_stem("c.json")
     ('a', 'b', None)
     """
-    lower = name.lower()
-    for suffix in PAGE_SUFFIXES:
-        if lower.endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)]
-    return None
+    return strip_suffix(name, PAGE_SUFFIXES)
 
 
 def check_pages_input(source: str | os.PathLike[str]) -> None:
-    """Refuse an input that does not exist, as :func:`find_pages` does, without reading it (a cheap first check).
-
-    Raises:
-        InvalidPagesError: no such file or directory.
-    """
+    """Refuse (:class:`InvalidPagesError`) an input that does not exist."""
     if not Path(source).exists():
         raise InvalidPagesError(
             f"{os.fspath(source)}: no such file or directory; give a folder of .html/.htm/.html.gz pages, "
@@ -130,16 +89,8 @@ def check_pages_input(source: str | os.PathLike[str]) -> None:
 
 
 def check_page_listing(source: str | os.PathLike[str]) -> None:
-    """Refuse, as :func:`find_pages` would, an input whose listing is wrong (missing, a folder with
-    no page, a malformed manifest), without reading a page or scanning a web archive.
-
-    The cheap check a command makes before it starts a flow run (``pipeline``), so that such an
-    input is refused at once rather than after the embedded Prefect server has started. A WARC
-    file is only checked to exist here: telling it from a broken one means reading it through.
-
-    Raises:
-        InvalidPagesError: with :func:`find_pages`'s message.
-    """
+    """Refuse, with :func:`find_pages`'s :class:`InvalidPagesError`, an input whose listing is wrong (missing,
+    a folder with no page, a malformed manifest), without reading a page or scanning a web archive."""
     path = Path(os.fspath(source))
     if path.is_dir():
         _directory_pages(path)
@@ -156,13 +107,11 @@ def find_pages(
 
     Args:
         source: Where the pages are.
-        label: How the input is named in the batch (default: ``source`` as given);
-            a caller that resolved a user's path passes the user's spelling here.
+        label: How the input is named in the batch (default: ``source`` as given).
         scan_progress: Called with (bytes read, bytes in all, records seen) while WARC files are scanned.
 
     Raises:
-        InvalidPagesError: the path is missing, a directory holds no page, the
-            manifest is malformed (with the line and the fix), or a WARC file is not one.
+        InvalidPagesError: the input cannot be used (missing, no page, a malformed manifest, not a WARC).
     """
     text = os.fspath(source)
     name = text if label is None else label
@@ -187,38 +136,35 @@ class _WarcFile:
 
 def _with_warcs(name: str, kind: str, entries: tuple[Page | _WarcFile, ...], progress: ScanProgress | None) -> PageSet:
     """The input's pages, each WARC file replaced by its HTML responses; the records' counts when there was one."""
-    warcs = [entry for entry in entries if isinstance(entry, _WarcFile)]
-    if not warcs:
+    sizes = [_size(entry.file) for entry in entries if isinstance(entry, _WarcFile)]
+    if not sizes:
         return PageSet(name, kind, tuple(entry for entry in entries if isinstance(entry, Page)))
-    sizes = [_size(w.file) for w in warcs]
     total = sum(sizes)
     counts = dict.fromkeys(RECORD_KINDS, 0)
     pages: list[Page] = []
-    done = records = 0
+    done = 0
     for entry in entries:
         if isinstance(entry, Page):
             pages.append(entry)
             continue
-        before, records_before = done, records
 
-        def report(read: int, _file_size: int, seen: int, before: int = before, earlier: int = records_before) -> None:
+        def report(read: int, _size: int, seen: int, before: int = done, earlier: int = sum(counts.values())) -> None:
             if progress is not None:
                 progress(before + read, total, earlier + seen)
 
         try:
-            scan = scan_warc(entry.file, entry.shown, report)
+            found, kinds = scan_warc(entry.file, entry.shown, report)
         except NotAWarcError as exc:
             raise InvalidPagesError(str(exc)) from None
         except OSError as exc:
             raise InvalidPagesError(
                 f"{entry.shown}: cannot be read ({exc.strerror or exc}); check the path and its permissions"
             ) from None
-        done = before + sizes[warcs.index(entry)]
-        records += sum(scan.kinds.values())
-        for kind_name, count in scan.kinds.items():
+        done += sizes.pop(0)
+        for kind_name, count in kinds.items():
             counts[kind_name] += count
         pages.extend(
-            Page(record.id, record.url, entry.shown, entry.file, record.charset, record.ref) for record in scan.pages
+            Page(record.id, record.url, entry.shown, entry.file, record.charset, record.ref) for record in found
         )
     if not pages:
         raise InvalidPagesError(
@@ -229,6 +175,7 @@ def _with_warcs(name: str, kind: str, entries: tuple[Page | _WarcFile, ...], pro
 
 
 def _size(path: Path) -> int:
+    """The file's size, or 0 when it cannot be read (the extraction reports that)."""
     try:
         return os.stat(path).st_size
     except OSError:
@@ -329,11 +276,7 @@ def read_page(page: Page, max_bytes: int = DEFAULT_MAX_PAGE_BYTES) -> bytes:
 
 
 class PageReader:
-    """Reads the pages of a run, in order: files whole, WARC pages from their records (one WARC open at a time).
-
-    Every read is tried again after a transient I/O error (:data:`READ_RETRY_DELAYS`).
-    Use it as a context manager, so that the open WARC file is closed.
-    """
+    """Reads the pages of a run, in order, trying again after a transient I/O error; a context manager."""
 
     def __init__(self, max_bytes: int = DEFAULT_MAX_PAGE_BYTES) -> None:
         self.max_bytes = max_bytes
@@ -346,12 +289,7 @@ class PageReader:
         self._warc.close()
 
     def read(self, page: Page) -> bytes:
-        """The page's bytes (see :func:`read_page`; a WARC page's payload, encodings undone).
-
-        Raises:
-            OSError, EOFError, PageTooLargeError, zlib.error: the page cannot be read
-            (:data:`UNREADABLE_PAGE_ERRORS`).
-        """
+        """The page's bytes (a WARC page's payload, encodings undone); :data:`UNREADABLE_PAGE_ERRORS` if unreadable."""
         for delay in (*READ_RETRY_DELAYS, None):
             try:
                 if page.warc is not None:
@@ -366,8 +304,7 @@ class PageReader:
 
 
 def read_error(page: Page, exc: BaseException) -> str:
-    """The error of every block of a page that cannot be read: ``"<ExceptionType>: cannot read page <path>: ..."``
-    (``cannot read WARC record <n> (offset <k>) of <path>`` for a page of a web archive)."""
+    """The error of every block of a page that cannot be read: ``"<ExceptionType>: cannot read page <path>: ..."``."""
     detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else " ".join(str(exc).split())
     what = f"page {page.path}"
     if page.warc is not None:

@@ -1,8 +1,4 @@
-"""Where an extraction reads and writes: the default batch name beside the input, and the checked paths of a run.
-
-The path policy itself (the data root, confinement, what output is refused) is
-:mod:`selection_storage.paths`; this module applies it to the pages and the batch.
-"""
+"""Where an extraction reads and writes: the default batch name beside the input, and the checked paths of a run."""
 
 from __future__ import annotations
 
@@ -25,14 +21,10 @@ from selection_storage.paths import (
 
 
 def extracted_path(source: str | os.PathLike[str]) -> Path:
-    """``<name>_extracted.json`` beside the input (a directory, a manifest or a page).
+    """``<name>_extracted.json`` beside the input (a directory, a manifest, a page or a WARC file).
 
-    >>> extracted_path("data/pages").as_posix()
-    'data/pages_extracted.json'
-    >>> extracted_path("data/pages.jsonl").as_posix()
-    'data/pages_extracted.json'
-    >>> extracted_path("crawl/CC-NEWS-1.warc.gz").as_posix()
-    'crawl/CC-NEWS-1_extracted.json'
+    >>> [extracted_path(p).as_posix() for p in ("data/pages", "data/pages.jsonl", "crawl/CC-NEWS-1.warc.gz")]
+    ['data/pages_extracted.json', 'data/pages_extracted.json', 'crawl/CC-NEWS-1_extracted.json']
     """
     path = Path(source)
     if not path.name or path.name in (".", ".."):
@@ -49,8 +41,8 @@ RECORD_SUFFIX: Final[str] = ".extraction.json"
 
 
 def record_path(batch: str | os.PathLike[str]) -> Path | None:
-    """Where the record of how a batch was made is written: beside a JSON Lines batch, which has no
-    root to hold it (``<stem>.extraction.json``); None for a JSON batch, whose root holds it.
+    """Where the record of how a JSON Lines batch was made is written (``<stem>.extraction.json``); None for a
+    JSON batch, whose root holds it.
 
     >>> record_path("out/crawl_extracted.jsonl").as_posix(), record_path("out/crawl_extracted.json")
     ('out/crawl_extracted.extraction.json', None)
@@ -77,18 +69,14 @@ def resolve_extract_paths(
     option: str = DATA_ROOT_PARAMETER,
     output_option: str = "--output",
 ) -> ExtractPaths:
-    """Resolve the pages input and the batch output; confine both to the data root when one is set.
+    """Resolve the pages input and the batch output (and its record); confine them to the data root when one is set.
 
     Args:
-        pages: A directory of pages or a JSON Lines manifest.
+        pages: The pages input.
         output_path: Where to write the batch; None for ``<pages>_extracted.json`` beside the input.
-        data_root: Directory every path must resolve inside; None for
-            ``$CONTENT_SELECTION_DATA_ROOT`` (no confinement when that is unset too).
+        data_root: Directory every path must resolve inside; None for ``$CONTENT_SELECTION_DATA_ROOT``.
         option: How messages name ``data_root`` (``--data-root`` on the command line).
         output_option: How messages name ``output_path`` (``--extracted`` for ``pipeline``).
-
-    A batch named ``*.jsonl`` is written as JSON Lines, with its record beside it
-    (:func:`record_path`), which is checked as the batch is.
 
     Raises:
         UnsafePathError: a path leaves the data root.
@@ -105,12 +93,7 @@ def resolve_extract_paths(
 
 
 def check_batch_paths(source: Path, batch: Path, option: str = "--output") -> Path:
-    """Check where an extracted batch, and its record if it has one (:func:`record_path`), will go;
-    the batch's path.
-
-    Raises:
-        OutputPathError: a path is refused (a directory, the input, not writable).
-    """
+    """The checked path of an extracted batch, its record's checked too; OutputPathError when one is refused."""
     record = record_path(batch)
     if record is not None:
         resolve_output_path(source, record, option)
@@ -125,11 +108,8 @@ def check_pipeline_paths(
     data_root: str | None = None,
     option: str = DATA_ROOT_PARAMETER,
 ) -> tuple[ExtractPaths, RunPaths]:
-    """Every path of an extract-then-select run, checked as the flow ``extract-and-select`` checks them,
-    and the pages input's listing (:func:`~selection_extraction.pages.check_page_listing`): what can be
-    refused before the run starts, without reading a page.
-
-    ``option`` is how messages name ``data_root`` (``--data-root`` on the command line).
+    """Every path of an extract-then-select run and the pages input's listing, checked as the flow
+    ``extract-and-select`` checks them, without reading a page (``option`` names ``data_root`` in messages).
 
     Raises:
         InvalidPagesError: the pages input does not exist.

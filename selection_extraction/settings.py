@@ -31,17 +31,10 @@ DEFAULT_RECYCLE_AFTER: Final[int] = 500
 
 @dataclass(frozen=True)
 class ExtractionSettings:
-    """How a run extracts. Only ``time_limit_seconds`` and ``max_page_bytes`` can
-    change the output, so only they are recorded in the batch.
+    """How a run extracts; only ``time_limit_seconds`` and ``max_page_bytes`` can change the batch, which records them.
 
-    Attributes:
-        time_limit_seconds: Seconds one extractor may spend on one page.
-        max_page_bytes: Largest page read, after decompression.
-        workers: Worker processes; None for one per available core.
-        recycle_after: Pages a worker extracts before it is replaced.
-        keep_workers: Keep the worker processes after the run for the next run in
-            this process (``selection_extraction.pool``): for a task runner's worker
-            that extracts one chunk of pages after another.
+    ``workers`` None is one per available core; ``keep_workers`` keeps the worker processes for the next run in this
+    process (a task runner's worker extracting one chunk after another).
     """
 
     time_limit_seconds: float = DEFAULT_TIME_LIMIT_SECONDS

@@ -1,40 +1,4 @@
-"""Pages from web archives: the HTML responses of WARC files, found in one streaming pass and read back in order.
-
-The records are read by FastWARC (``fastwarc``, from Resiliparse): the fastest
-maintained WARC reader of the field (``benchmarks/warc.py`` measures it against
-``warcio``, which also cannot read a file gzipped whole), which takes uncompressed
-files, files with one gzip member per record (as crawlers write them) and files
-gzipped whole. The payloads are read as stored; the HTTP transfer coding (chunked)
-and content codings (gzip, deflate, br with ``brotli``, a dependency of FastWARC)
-are undone here, per record, so that one body whose ``Content-Encoding`` lies is one
-page in error, not the end of the file (:func:`decoded_payload`).
-
-**Which records become pages** (:func:`scan_warc`): ``response`` records with an
-HTTP status of 200 and a ``text/html`` or ``application/xhtml+xml`` content type, in
-file order. Every other record is skipped and counted by kind (:data:`RECORD_KINDS`):
-``warcinfo``, ``request``, ``metadata``, ``revisit`` (a revisit holds no payload of
-its own; the page is extracted from the response it refers to when that response is
-in the input), redirects, other statuses, other content types. Two responses for
-the same URL are two pages, each with its own id: deduplicating is not this stage's
-decision, and both are kept as the archive holds them.
-
-**Where each page came from**: its id is the record's ``WARC-Record-ID`` (without
-the angle brackets), its URL the ``WARC-Target-URI``; the article also keeps the
-``WARC-Date`` as written, the WARC file and the byte offset where the record starts
-(``warc_offset``: where ``warcio extract FILE OFFSET`` or FastWARC reads it back; null
-for a file gzipped whole, where no offset in the file starts a record).
-
-**Broken archives** are handled like broken pages: a record whose payload is shorter
-than its header says (a truncated file, a wrong ``Content-Length``), or that no
-longer parses, becomes an article with the same error in its three blocks when its
-URL is known, and a counted skip (``broken``) when it is not. The records read
-before a break are kept; after a ``Content-Length`` that is too short, the next record
-cannot be found, and the rest of the file is one ``broken`` count. A file that is not
-a WARC at all (or is empty) is refused with one line (:class:`~selection_extraction.pages.InvalidPagesError`).
-
-**Memory**: the scan keeps a small description of each page, never a payload;
-reading holds one record's payload at a time (up to the page size limit).
-"""
+"""Pages from web archives: the HTML responses of WARC files, found in one streaming pass and read back in order."""
 
 from __future__ import annotations
 
@@ -58,23 +22,11 @@ HTML_CONTENT_TYPES: Final[frozenset[str]] = frozenset({"text/html", "application
 
 #: The kinds of records a scan counts, in the order the counts are written.
 RECORD_KINDS: Final[tuple[str, ...]] = (
-    "html",
-    "warcinfo",
-    "request",
-    "metadata",
-    "revisit",
-    "resource",
-    "conversion",
-    "continuation",
-    "redirect",
-    "not_200",
-    "not_html",
-    "not_http",
-    "broken",
-    "unknown",
+    *("html", "warcinfo", "request", "metadata", "revisit", "resource", "conversion", "continuation"),
+    *("redirect", "not_200", "not_html", "not_http", "broken", "unknown"),
 )
 
-#: How many bytes of a file the "is it a WARC?" check reads (after gunzipping).
+#: How a WARC file starts (after gunzipping).
 _MAGIC = b"WARC/"
 
 #: Called with (bytes read so far, bytes in all, records seen so far) while a scan runs.
@@ -95,15 +47,8 @@ class WarcReaderMissingError(SelectionError):
 class WarcRecordRef:
     """Where one page's record lies in its WARC file.
 
-    Attributes:
-        ordinal: The record's position among the file's records (0 for the first).
-        offset: The byte offset where the record (or its gzip member) starts, or None
-            when the file is gzipped whole.
-        record_id: The ``WARC-Record-ID`` as written (with its angle brackets).
-        date: The ``WARC-Date`` as written, or None.
-        length: The payload's length as the record's headers give it (a weight for chunks).
-        broken: Why the record cannot be read, or None: the page becomes an article
-            with this error in its three blocks.
+    ``offset`` is None in a file gzipped whole; ``record_id`` keeps its angle brackets; ``length`` is the
+    payload's length by the headers; ``broken`` says why the record cannot be read (the page's error).
     """
 
     ordinal: int
@@ -124,44 +69,31 @@ class ScannedRecord:
     ref: WarcRecordRef
 
 
-@dataclass(frozen=True)
-class WarcScan:
-    """What one WARC file holds: its pages, in file order, and the count of every kind of record."""
+def strip_suffix(name: str, suffixes: tuple[str, ...]) -> str | None:
+    """The name without the first of ``suffixes`` it ends with (any case), or None.
 
-    pages: tuple[ScannedRecord, ...]
-    kinds: dict[str, int]
-    seekable: bool
-
-
-def is_warc_name(name: str) -> bool:
-    """Whether a file name ends in ``.warc`` or ``.warc.gz`` (any case).
-
-    >>> is_warc_name("CC-NEWS-2024.warc.gz"), is_warc_name("a.WARC"), is_warc_name("a.html.gz")
-    (True, True, False)
-    """
-    return warc_stem(name) is not None
-
-
-def warc_stem(name: str) -> str | None:
-    """The name without its WARC suffix, or None when it is not a WARC file name.
-
-    >>> warc_stem("CC-NEWS-1.warc.gz"), warc_stem("a.html")
+    >>> strip_suffix("CC-NEWS-1.WARC.gz", WARC_SUFFIXES), strip_suffix("a.html", WARC_SUFFIXES)
     ('CC-NEWS-1', None)
     """
     lower = name.lower()
-    for suffix in WARC_SUFFIXES:
+    for suffix in suffixes:
         if lower.endswith(suffix) and len(name) > len(suffix):
             return name[: -len(suffix)]
     return None
 
 
-def check_is_warc(path: Path, shown: str) -> None:
-    """Refuse a file that does not start with a WARC record (gunzipped first when it is gzip).
+def warc_stem(name: str) -> str | None:
+    """The name without its ``.warc`` or ``.warc.gz`` suffix, or None when it is not a WARC file name."""
+    return strip_suffix(name, WARC_SUFFIXES)
 
-    Raises:
-        NotAWarcError: empty, unreadable as gzip, or not starting with ``WARC/``.
-        OSError: the file cannot be read.
-    """
+
+def is_warc_name(name: str) -> bool:
+    """Whether a file name ends in ``.warc`` or ``.warc.gz`` (any case)."""
+    return warc_stem(name) is not None
+
+
+def check_is_warc(path: Path, shown: str) -> None:
+    """Refuse (:class:`NotAWarcError`) a file that does not start with a WARC record, gunzipped first if gzip."""
     with open(path, "rb") as raw:
         head = raw.read(2)
         raw.seek(0)
@@ -192,14 +124,13 @@ def _iterate(stream: Any) -> Any:
             "reading web archives needs FastWARC; install it with: pip install 'content-selection[extract]'"
         ) from None
 
-    # The payloads are read as stored and decoded here (:func:`decoded_payload`): FastWARC's own
-    # decoding raises inside the iterator on a body whose Content-Encoding lies, which loses every
-    # later record of the file.
+    # Payloads are decoded per record (decoded_payload): FastWARC's own decoding raises inside the
+    # iterator on a lying Content-Encoding, which loses every later record of the file.
     return ArchiveIterator(stream, parse_http=True, auto_decode="none", fsspec_args=False)
 
 
 def charset_label(value: str | None) -> str | None:
-    """The charset of a ``Content-Type`` header as a label (quotes and spaces removed), or None.
+    """The charset of a ``Content-Type`` header without quotes and spaces, or None.
 
     >>> charset_label('"UTF-8" '), charset_label(""), charset_label(None)
     ('UTF-8', None, None)
@@ -209,14 +140,7 @@ def charset_label(value: str | None) -> str | None:
 
 
 def dechunk(data: bytes) -> bytes:
-    r"""The body of an HTTP/1.1 ``Transfer-Encoding: chunked`` payload (chunk extensions and trailers dropped).
-
-    >>> dechunk(b"4\r\nWiki\r\n5;x=y\r\npedia\r\n0\r\n\r\n")
-    b'Wikipedia'
-
-    Raises:
-        EOFError: the chunks are malformed or cut off.
-    """
+    """The body of an HTTP/1.1 chunked payload; EOFError when the chunks are malformed or cut off."""
     body = bytearray()
     position = 0
     while True:
@@ -239,9 +163,6 @@ def dechunk(data: bytes) -> bytes:
 
 def decoded_payload(stored: bytes, transfer: str | None, content: str | None, max_bytes: int) -> bytes:
     """A response's payload with its transfer coding (chunked) and content codings (gzip, deflate, br) undone.
-
-    >>> decoded_payload(gzip.compress(b"<p>hi</p>", mtime=0), None, "gzip", 100)
-    b'<p>hi</p>'
 
     Raises:
         EOFError: a coding that cannot be undone (unknown, or data that does not decode).
@@ -296,7 +217,6 @@ def _inflate(data: bytes, wbits: int, max_bytes: int) -> bytes:
 
 
 def _kind(record: Any) -> str:
-    """The kind of one record (a name of :data:`RECORD_KINDS`)."""
     kind = str(record.record_type)
     if kind != "response":
         return kind if kind in RECORD_KINDS else "unknown"
@@ -313,7 +233,6 @@ def _kind(record: Any) -> str:
 
 
 def _payload_length(record: Any) -> int:
-    """Read the record's (undecoded) payload through, in pieces; return its length."""
     total = 0
     while True:
         piece = record.reader.read(1 << 16)
@@ -328,16 +247,13 @@ def _page_id(record_id: str, shown: str, ordinal: int) -> str:
     return stripped or f"{shown}#{ordinal}"
 
 
-def scan_warc(path: Path, shown: str, progress: ScanProgress | None = None) -> WarcScan:
-    """Find the pages of one WARC file in one streaming pass (payloads are read through, not kept).
-
-    Args:
-        path: Where to read it.
-        shown: How the file is named in messages and in the batch.
-        progress: Called with (bytes read, file size, records seen) as records go by.
+def scan_warc(
+    path: Path, shown: str, progress: ScanProgress | None = None
+) -> tuple[list[ScannedRecord], dict[str, int]]:
+    """The pages of one WARC file (named ``shown``) in file order, and the count of each kind of record met.
 
     Raises:
-        NotAWarcError: the file is not a WARC (:func:`check_is_warc`).
+        NotAWarcError: the file is not a WARC.
         OSError: the file cannot be read.
     """
     check_is_warc(path, shown)
@@ -385,14 +301,13 @@ def scan_warc(path: Path, shown: str, progress: ScanProgress | None = None) -> W
             last_page = len(pages) - 1
     if progress is not None:
         progress(size, size, ordinal + 1)
-    seekable = positions_rise and _offsets_start_records(path, pages)
-    if not seekable:
+    if not (positions_rise and _offsets_start_records(path, pages)):
         pages = [replace(p, ref=replace(p.ref, offset=None)) for p in pages]
-    return WarcScan(tuple(pages), {k: v for k, v in kinds.items() if v}, seekable)
+    return pages, {k: v for k, v in kinds.items() if v}
 
 
 def _record_break(pages: list[ScannedRecord], kinds: dict[str, int], last_page: int | None, exc: BaseException) -> None:
-    """The file stops parsing: count the rest as broken, and blame the page read just before, if any."""
+    """Count the rest of a file that stops parsing as broken, and blame the page read just before."""
     kinds["broken"] += 1
     if last_page is not None and pages[last_page].ref.broken is None:
         page = pages[last_page]
@@ -404,8 +319,7 @@ def _record_break(pages: list[ScannedRecord], kinds: dict[str, int], last_page: 
 
 
 def _offsets_start_records(path: Path, pages: list[ScannedRecord]) -> bool:
-    """Whether the pages' stream positions are offsets where their records start (not so in a file gzipped whole):
-    the first page after the file's start is read again from its offset."""
+    """Whether the first page after the file's start is read again from its offset (not so if gzipped whole)."""
     for page in pages:
         if page.ref.offset and page.ref.broken is None:
             with open(path, "rb") as stream:
@@ -419,12 +333,8 @@ def _offsets_start_records(path: Path, pages: list[ScannedRecord]) -> bool:
 
 
 class WarcReader:
-    """Reads the payloads of pages' records, in the order they are asked for; one open file at a time.
-
-    A record with an offset is read from there; in a file gzipped whole, the records
-    are read in one pass from the start, kept open between calls while the pages
-    come in file order (as a run asks for them).
-    """
+    """Reads the payloads of pages' records, one open file at a time: from their offsets, or in a file
+    gzipped whole in one pass from the start, kept open while the pages come in file order."""
 
     def __init__(self) -> None:
         self._path: Path | None = None
@@ -439,7 +349,7 @@ class WarcReader:
         self._next_ordinal = 0
 
     def read(self, path: Path, ref: WarcRecordRef, max_bytes: int) -> bytes:
-        """The decoded payload of one record (content and transfer encodings undone).
+        """The decoded payload of one record.
 
         Raises:
             EOFError: the record is broken (``ref.broken``) or no longer where the scan found it.
@@ -462,15 +372,12 @@ class WarcReader:
         )
 
     def _record_at(self, path: Path, ref: WarcRecordRef) -> Any:
-        if ref.offset is not None:
+        if ref.offset is not None or self._path != path or self._next_ordinal > ref.ordinal:
             self.close()
             self._stream = open(path, "rb")  # noqa: SIM115 - closed by close()
-            self._stream.seek(ref.offset)
-            self._records = iter(_iterate(self._stream))
-            self._path, self._next_ordinal = path, ref.ordinal
-        elif self._path != path or self._next_ordinal > ref.ordinal:
-            self.close()
-            self._stream = open(path, "rb")  # noqa: SIM115 - closed by close()
+            if ref.offset is not None:
+                self._stream.seek(ref.offset)
+                self._next_ordinal = ref.ordinal
             self._records = iter(_iterate(self._stream))
             self._path = path
         assert self._records is not None

@@ -11,13 +11,21 @@ from selection_extraction.artifacts import (
     EXTRACTION_SUMMARY_ARTIFACT_KEY,
     MAX_ERROR_CELL,
     PAGES_ARTIFACT_KEY,
-    page_rows,
+    PageRows,
     pages_table_description,
     progress_description,
     summary_description,
 )
 
 STATS = ExtractionStats(3, 1, {"trafilatura": 1, "newspaper4k": 0, "readability": 2}, {"trafilatura": 1}, 0, ())
+
+
+def page_rows(doc: dict[str, Any], max_rows: int) -> list[dict[str, Any]]:
+    """The table's rows as :class:`PageRows` keeps them while the batch's articles stream past."""
+    rows = PageRows(max_rows)
+    for index, article in enumerate(doc["articles"]):
+        rows(index, article)
+    return rows.rows
 
 
 def article(index: int, error: str | None = None) -> dict[str, Any]:

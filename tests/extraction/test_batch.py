@@ -21,7 +21,7 @@ import pytest
 import selection_core as sc
 from selection_core.errors import OutputPathError, WriteError
 from selection_extraction import ArticleSpool, ExtractionSettings, extract_to_file, record_path
-from selection_extraction.batch import dump_record, write_batch
+from selection_extraction.batch import dump_record
 from tests.support import DATA, ROOT
 
 AEB_PAGES = DATA / "aeb-pages"
@@ -72,17 +72,23 @@ def test_the_same_pages_give_the_same_bytes(both: dict[str, Any], tmp_path: Path
     assert record_path(again.output_path).read_bytes() == record_path(both["jsonl"].output_path).read_bytes()
 
 
-def test_a_spooled_batch_is_written_as_the_whole_document_is(tmp_path: Path) -> None:
-    doc = sc.parse_batch(GOLDEN.read_bytes())
-    whole = write_batch(doc, tmp_path / "whole.jsonl")
-    with ArticleSpool(tmp_path / "spooled.jsonl") as spool:
+def spool_batch(doc: dict[str, Any], target: Path) -> tuple[str, int]:
+    """Write ``doc`` through an :class:`ArticleSpool`; the fingerprint of the batch."""
+    with ArticleSpool(target) as spool:
         for article in doc["articles"]:
             spool.add(article)
-        spooled = spool.write({**doc, "articles": []})
-    assert spooled == whole
-    assert (tmp_path / "spooled.jsonl").read_bytes() == (tmp_path / "whole.jsonl").read_bytes()
-    assert (tmp_path / "spooled.jsonl").read_bytes() == sc.render_lines(doc["articles"])
-    assert (tmp_path / "spooled.extraction.json").read_bytes() == (tmp_path / "whole.extraction.json").read_bytes()
+        return spool.write({**doc, "articles": []})
+
+
+@pytest.mark.parametrize("name", ["spooled.jsonl", "spooled.json"])
+def test_a_spooled_batch_is_written_as_the_whole_document_is(tmp_path: Path, name: str) -> None:
+    doc = sc.parse_batch(GOLDEN.read_bytes())
+    written = spool_batch(doc, tmp_path / name)
+    data = (tmp_path / name).read_bytes()
+    assert data == (sc.render_lines(doc["articles"]) if name.endswith(".jsonl") else sc.dump_batch(doc))
+    assert tuple(written) == (hashlib.sha256(data).hexdigest(), len(data))
+    if name.endswith(".jsonl"):
+        assert (tmp_path / "spooled.extraction.json").read_bytes() == dump_record(doc)
 
 
 def test_an_empty_batch_is_an_empty_file(tmp_path: Path) -> None:
@@ -104,7 +110,7 @@ def test_no_room_for_the_batch_leaves_neither_file(tmp_path: Path, mocker: Any) 
 
     mocker.patch("selection_storage.atomic.os.write", side_effect=write)
     with pytest.raises(WriteError, match="no space left on the device"):
-        write_batch(doc, tmp_path / "b.jsonl")
+        spool_batch(doc, tmp_path / "b.jsonl")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -113,7 +113,7 @@ def test_capped_bounds_cover_every_page_once_in_order_within_the_caps(
 
 
 def test_a_plan_without_chunk_size_caps_the_pages_of_a_chunk(tmp_path: Path) -> None:
-    """2 chunks per worker, unless that makes chunks of more than ``MAX_PAGES_PER_CHUNK`` pages (issue 14)."""
+    """2 chunks per worker, unless that makes chunks of more than ``MAX_PAGES_PER_CHUNK`` pages."""
     n = 2 * MAX_PAGES_PER_CHUNK + 1
     plan = plan_page_chunks(made_up_pages(tmp_path, [1] * n), None, workers=1, time_limit_seconds=7.0)
     assert plan.n_chunks == 3 and plan.largest <= MAX_PAGES_PER_CHUNK
@@ -163,7 +163,7 @@ def test_joined_chunks_are_the_batch_of_one_run() -> None:
 @pytest.mark.usefixtures("no_kept_workers")
 def test_a_kept_worker_recycled_in_the_middle_of_a_chunk_gives_the_batch_of_one_run() -> None:
     """A task runner's kept worker is replaced every ``recycle_after`` pages, wherever that falls
-    (issue 14: what bounds its memory); the batch is the same bytes as one run's without recycling."""
+    (what bounds its memory); the batch is the same bytes as one run's without recycling."""
     page_set = find_pages(PAGES / "manifest.jsonl")
     whole = extract_pages(page_set, ExtractionSettings(time_limit_seconds=30.0, workers=1, recycle_after=10**6))
     recycling = ExtractionSettings(time_limit_seconds=30.0, workers=1, recycle_after=4, keep_workers=True)

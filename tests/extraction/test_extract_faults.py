@@ -140,7 +140,7 @@ def test_a_network_attempt_is_blocked_and_recorded(tmp_path: Path) -> None:
 
 def test_only_the_first_network_attempts_are_kept_word_for_word_the_others_are_counted(tmp_path: Path) -> None:
     """A library that tried the network on every page must not leave a record per page in the parent
-    for the whole run (issue 14): the first ``MAX_NETWORK_ATTEMPTS_KEPT`` are kept, the others counted."""
+    for the whole run: the first ``MAX_NETWORK_ATTEMPTS_KEPT`` are kept, the others counted."""
     write_pages(tmp_path / "pages", {"a.html": faults.NETWORK_MANY, "b.html": faults.NETWORK_MANY})
     page_set = find_pages(tmp_path / "pages")
     one_worker = ExtractionSettings(workers=1)  # page 0's attempts come back first

@@ -1,4 +1,4 @@
-"""The extractors as the engine names them (selection_extraction.extractors and .options).
+"""The extractors as the engine names them (selection_extraction.extractors).
 
 The engine names the adapters module by a string, so no import checks that
 the names are right: these tests resolve every reference in a fresh
@@ -18,18 +18,15 @@ import pytest
 from selection_extraction import ExtractorsUnavailableError, default_extractors
 from selection_extraction.extractors import (
     ADAPTERS_MODULE,
-    WORKER_INITIALIZER,
-    WORKER_PRELOAD,
-    check_extractors,
-    function_refs,
-)
-from selection_extraction.options import (
     NEWSPAPER_CALL,
     NEWSPAPER_CONFIG,
     READABILITY_CALL,
     READABILITY_SUMMARY_OPTIONS,
     TRAFILATURA_CALL,
     TRAFILATURA_OPTIONS,
+    WORKER_INITIALIZER,
+    WORKER_PRELOAD,
+    check_extractors,
 )
 from selection_extraction.pool import FunctionRef
 from tests.support import ROOT
@@ -42,6 +39,11 @@ for module in preload:
     importlib.import_module(module)
 print(json.dumps([callable(getattr(importlib.import_module(m), n, None)) for m, n in refs]))
 """
+
+
+def function_refs() -> list[FunctionRef]:
+    """Every reference the engine hands to the workers: the initializer and the real extractors' functions."""
+    return [WORKER_INITIALIZER, *(e.function for e in default_extractors() if isinstance(e.function, FunctionRef))]
 
 
 def test_every_function_reference_of_the_engine_resolves() -> None:
