@@ -25,7 +25,7 @@ class PageTooLargeError(ValueError):
         return cls(f"larger than {max_bytes} bytes{detail}; raise max_page_bytes to extract it")
 
 
-#: Pages a worker extracts before it is replaced by a fresh one.
+#: Pages' worth of calls (this many times the extractors) a worker makes before it is replaced by a fresh one.
 DEFAULT_RECYCLE_AFTER: Final[int] = 500
 
 
@@ -38,10 +38,10 @@ class ExtractionSettings:
         time_limit_seconds: Seconds one extractor may spend on one page.
         max_page_bytes: Largest page read, after decompression.
         workers: Worker processes; None for one per available core.
-        recycle_after: Pages a worker extracts before it is replaced.
+        recycle_after: Pages' worth of calls a worker makes before it is replaced.
         keep_workers: Keep the worker processes after the run for the next run in
-            this process (``selection_extraction.pool``): for a task runner's worker
-            that extracts one chunk of pages after another.
+            this process with the same settings: for a task runner's worker that
+            extracts one chunk of pages after another.
     """
 
     time_limit_seconds: float = DEFAULT_TIME_LIMIT_SECONDS
