@@ -41,7 +41,7 @@ from _batches import ROOT  # noqa: E402
 from selection_extraction.batch import ArticleSpool  # noqa: E402
 from selection_extraction.engine import extract_to_spool  # noqa: E402
 from selection_extraction.pages import find_pages  # noqa: E402
-from selection_extraction.pool import kept_worker_pids, stop_kept_workers  # noqa: E402
+from selection_extraction.pool import stop_kept_workers  # noqa: E402
 from selection_extraction.settings import DEFAULT_RECYCLE_AFTER, ExtractionSettings  # noqa: E402
 
 PAGES_DIR = ROOT / "tests/data/aeb-pages"
@@ -54,6 +54,14 @@ def status_mib(pid: int | str, field: str) -> float:
             if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return 0.0
+
+
+def worker_pids() -> list[int]:
+    """The extraction workers of this process: the children of its fork server."""
+    import psutil
+
+    servers = [p for p in psutil.Process().children() if "forkserver" in " ".join(p.cmdline())]
+    return [worker.pid for server in servers for worker in server.children()]
 
 
 def manifest(folder: Path, pages: int | None) -> Path:
@@ -118,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             with ArticleSpool(Path(tmp) / "batch.json") as spool:
                 extract_to_spool(page_set, spool, settings)
             gc.collect()
-            (pid,) = kept_worker_pids()
+            (pid,) = worker_pids()
             row = {
                 "pass": number,
                 "pages": number * len(page_set.pages),

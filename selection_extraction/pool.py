@@ -1,49 +1,4 @@
-"""Run extractor calls in worker processes, each call under a hard time limit.
-
-Why processes: an extractor that hangs inside C code (an lxml parse, a regular
-expression that backtracks forever) holds the GIL and never returns to the
-interpreter, so no signal handler or thread can stop it. Only killing its
-process does. Each page goes to one idle worker, which runs the page's
-extractors one after the other and sends back one outcome per extractor. The
-pool gives every call ``time_limit`` seconds: a worker that overruns is killed
-(SIGKILL) and replaced, the call that overran gets a ``TimeoutError`` outcome,
-and the page's remaining extractors go to a fresh worker. A worker that dies
-(a crash in C code, the OOM killer) is handled the same way. Nothing a page
-does can stop the batch.
-
-The clock (``time.monotonic``) is used only for deadlines; it never reaches an
-outcome, except through the fact that a call timed out.
-
-Workers are started with the ``forkserver`` method: a clean, single-threaded
-server process imports the extractor libraries once (``preload``), and every
-worker is a cheap fork of it, so a killed worker is replaced in milliseconds.
-That is also safe when the caller runs in a thread (a Prefect task), where a
-plain ``fork`` of a multi-threaded process is not.
-
-**Kept workers.** A caller that runs many small batches in one long-lived
-process (a task runner's worker extracting one chunk of pages after another)
-passes ``keep_workers=True``: the healthy idle workers are then kept after the
-run, and the next run with the same extractors takes them instead of starting
-new ones. A worker is still replaced after ``recycle_after`` pages in all (the
-deterministic bound on whatever a library might keep from page to page: none was
-measured, a worker's memory stays flat over 1,448 new pages, ``docs/performance.md``), and
-every kept worker is a daemon that exits when this process does (or when its
-pipe closes). What a worker returns does not depend on what it ran before: the
-same extractors on the same page give the same outcome in any worker, which the
-tests check by comparing runs cut into different chunks.
-
-**Function references.** The extractors may be given as :class:`FunctionRef`
-(module and name) rather than function objects, so that the caller does not
-import the extractor libraries at all: only the fork server does (``preload``),
-and every worker resolves the references once, before its first page. A worker
-that cannot (a library missing or broken) says so and the run stops with
-:class:`WorkerSetupError`, instead of recording one error per page.
-
-**No network.** Every worker installs an audit hook (:pep:`578`) before it runs
-anything: creating a socket, resolving a name, connecting, binding or sending
-raises :class:`NetworkBlockedError` and is recorded. The records come back with
-each outcome, so the caller can report them, and a test can prove there were none.
-"""
+"""Extractor calls in worker processes (a pebble ``ProcessPool``), each call under a hard time limit, offline."""
 
 from __future__ import annotations
 
@@ -51,17 +6,20 @@ import contextlib
 import importlib
 import logging
 import multiprocessing
+import multiprocessing.util
 import os
+import queue
 import signal
 import sys
 import threading
-import time
 import warnings
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection, wait
 from typing import Any, Final, NamedTuple
+
+from pebble import ProcessExpired, ProcessPool
 
 #: Longest error message kept in an outcome (characters).
 MAX_ERROR_CHARS: Final[int] = 500
@@ -82,14 +40,8 @@ NETWORK_AUDIT_EVENTS: Final[frozenset[str]] = frozenset(
     }
 )
 
-#: Network attempts a run records word for word; any more are only counted
-#: (:class:`PoolStats`). The records are for a person to read (the first few are
-#: logged); without a cap, a library that tried the network on every page would
-#: leave one record per page in the parent for the whole run.
+#: Network attempts a run records word for word; any more are only counted (:class:`PoolStats`).
 MAX_NETWORK_ATTEMPTS_KEPT: Final[int] = 100
-
-#: Seconds a stopping worker gets to exit by itself before it is killed.
-_STOP_GRACE_SECONDS: Final[float] = 5.0
 
 
 class Outcome(NamedTuple):
@@ -104,8 +56,7 @@ class Outcome(NamedTuple):
     error: str | None
 
 
-#: An extractor: ``(html, url) -> (text, title)``. It must be a module-level
-#: function (workers receive it by reference).
+#: An extractor: ``(html, url) -> (text, title)``, a module-level function or a :class:`FunctionRef`.
 ExtractorFunction = Callable[[str, "str | None"], tuple[str, "str | None"]]
 
 
@@ -150,22 +101,16 @@ class FunctionRef:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, FunctionRef) and (self.module, self.name) == (other.module, other.name)
 
-    def __hash__(self) -> int:  # only keys the in-process registry of kept workers; never reaches an output
+    def __hash__(self) -> int:
         return hash((self.module, self.name))
 
     def __repr__(self) -> str:
         return f"FunctionRef({self.module!r}, {self.name!r})"
 
 
-class _SetupFailed(NamedTuple):
-    """The one message of a worker that could not get ready."""
-
-    error: str
-
-
 @dataclass
 class PageJob:
-    """One page to extract: its decoded HTML, its URL, and the extractors still to run."""
+    """One page to extract: its decoded HTML, its URL, and the names of the extractors to run on it."""
 
     index: int
     html: str
@@ -175,10 +120,8 @@ class PageJob:
 
 @dataclass
 class PoolStats:
-    """What happened to the workers during a run (not part of any output file)."""
+    """What happened to the calls of a run (not part of any output file)."""
 
-    workers_started: int = 0
-    workers_reused: int = 0
     timeouts: int = 0
     crashes: int = 0
     network_attempts: list[str] = field(default_factory=list)
@@ -214,7 +157,6 @@ def error_text(exc: BaseException) -> str:
 # --------------------------------------------------------------------------- worker side
 
 _network_attempts: list[str] = []
-
 
 #: Audit events whose first argument is the socket object itself (left out of the record).
 _SOCKET_METHOD_EVENTS: Final[frozenset[str]] = frozenset(
@@ -257,37 +199,42 @@ def call_extractor(function: ExtractorFunction, html: str, url: str | None) -> O
     return Outcome(text, title if isinstance(title, str) else None, None)
 
 
-def _worker_main(
-    conn: Connection,
-    functions: Mapping[str, ExtractorFunction],
-    initializer: Callable[[], None] | None,
-) -> None:
+class _SetupFailed(NamedTuple):
+    error: str
+
+
+_functions: dict[str, Callable[..., Any]] = {}
+_setup_failed: _SetupFailed | None = None
+
+
+def _setup_worker(functions: Mapping[str, ExtractorFunction], initializer: Callable[[], None] | None) -> None:
+    """Resolve the functions, then block the network, then run ``initializer``; keep any failure for the calls."""
+    global _setup_failed  # noqa: PLW0603 - one worker process, one setup
+    # pebble stops a worker with SIGTERM; its Python handler would never run in a call stuck in C code.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
-        # Imported before the guard, as the fork server's preload and function
-        # objects unpickled at the worker's start are: importing a library is not
-        # extracting (urllib3, for one, opens a socket at import to probe for IPv6).
-        for function in (*functions.values(), initializer):
-            if isinstance(function, FunctionRef):
-                function.resolve()
+        # Resolved before the guard: importing a library is not extracting (urllib3 probes IPv6 with a socket).
+        resolved = {name: f.resolve() if isinstance(f, FunctionRef) else f for name, f in functions.items()}
+        if isinstance(initializer, FunctionRef):
+            initializer.resolve()
         install_network_guard()
         quiet_libraries()
         if initializer is not None:
             initializer()
-    except Exception as exc:  # noqa: BLE001 - reported to the parent, which stops the run
-        conn.send(_SetupFailed(error_text(exc)))
+    except Exception as exc:  # noqa: BLE001 - reported by every call, which stops the run
+        _setup_failed = _SetupFailed(error_text(exc))
         return
-    while True:
-        try:
-            job = conn.recv()
-        except (EOFError, OSError):
-            return
-        if job is None:
-            return
-        for name in job.names:
-            outcome = call_extractor(functions[name], job.html, job.url)
-            attempts = list(_network_attempts)
-            _network_attempts.clear()
-            conn.send((job.index, name, outcome, attempts))
+    _functions.update(resolved)
+
+
+def _call(name: str, html: str, url: str | None) -> tuple[Outcome, list[str]] | _SetupFailed:
+    """One call in a worker: its outcome and the network attempts it made."""
+    if _setup_failed is not None:
+        return _setup_failed
+    outcome = call_extractor(_functions[name], html, url)
+    attempts = list(_network_attempts)
+    _network_attempts.clear()
+    return outcome, attempts
 
 
 # --------------------------------------------------------------------------- parent side
@@ -303,18 +250,13 @@ def default_workers() -> int:
 
 @contextlib.contextmanager
 def allow_child_processes() -> Iterator[None]:
-    """Let this process start the pool's workers even when it is daemonic.
+    """Let this process start the pool's workers even when it is daemonic (a Dask worker).
 
-    Dask's worker processes are daemonic by default, and :mod:`multiprocessing`
-    refuses to start children from a daemonic process (so that they cannot be
-    orphaned). The pool's own workers are daemonic and exit when their pipe to
-    this process closes, so lifting the flag while a run lasts is safe.
+    :mod:`multiprocessing` refuses children to a daemonic process so that they cannot
+    be orphaned; the pool's workers exit when their pipe to this process closes.
     """
     config = multiprocessing.current_process()._config  # type: ignore[attr-defined]  # noqa: SLF001 - no public way
     daemon = config.get("daemon")
-    if not daemon:
-        yield
-        return
     config["daemon"] = False
     try:
         yield
@@ -322,59 +264,13 @@ def allow_child_processes() -> Iterator[None]:
         config["daemon"] = daemon
 
 
-def _context(preload: Sequence[str]) -> multiprocessing.context.BaseContext:
+def _context(preload: Sequence[str]) -> Any:
+    """forkserver (workers are cheap forks of a server that imported ``preload``, safe from threads), else spawn."""
     if "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(list(preload))  # only takes effect when the server starts
         return ctx
     return multiprocessing.get_context("spawn")
-
-
-class _Worker:
-    def __init__(self, ctx: Any, functions: Mapping[str, ExtractorFunction], initializer: Any, number: int) -> None:
-        self.conn, child = ctx.Pipe(duplex=True)
-        self.process = ctx.Process(
-            target=_worker_main,
-            args=(child, dict(functions), initializer),
-            name=f"content-selection-extract-{number}",
-            daemon=True,
-        )
-        self.process.start()
-        child.close()
-        self.job: PageJob | None = None
-        self.deadline = 0.0
-        self.served = 0
-        self.stopped = False
-
-    def send(self, job: PageJob, time_limit: float) -> None:
-        self.conn.send(job)
-        self.job = job
-        self.deadline = time.monotonic() + time_limit
-
-    def stop(self, kill: bool = False) -> None:
-        if self.stopped:
-            return
-        self.stopped = True
-        if not kill and self.process.is_alive():
-            try:
-                self.conn.send(None)
-            except OSError:
-                pass
-            self.process.join(_STOP_GRACE_SECONDS)
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join()
-        self.conn.close()
-        self.process.close()
-
-
-def _reap(process: Any) -> str:
-    """Wait for a dying worker to be gone and say how it died."""
-    process.join(_STOP_GRACE_SECONDS)
-    if process.is_alive():  # its pipe broke but it lives on: make sure it is gone
-        process.kill()
-        process.join()
-    return _death_reason(process.exitcode)
 
 
 def _death_reason(exitcode: int | None) -> str:
@@ -386,62 +282,48 @@ def _death_reason(exitcode: int | None) -> str:
     return f"exit status {exitcode}"
 
 
-#: Idle workers kept by runs with ``keep_workers=True``, by what they were started with.
-_kept: dict[tuple[Any, ...], list[_Worker]] = {}
-_kept_lock = threading.Lock()
+#: Idle pools kept by runs with ``keep_workers=True``, by what they were started with.
+_idle: dict[tuple[Any, ...], list[ProcessPool]] = {}
+_idle_lock = threading.Lock()
+#: Pools being stopped in the background.
+_stopping: set[threading.Thread] = set()
 
 
-def _pool_key(
-    functions: Mapping[str, ExtractorFunction], initializer: Callable[[], None] | None, preload: Sequence[str]
-) -> tuple[Any, ...]:
-    return (tuple(functions.items()), initializer, tuple(preload))
+def _stop(pool: ProcessPool, *, wait: bool = True) -> None:
+    """Stop ``pool``'s workers; without ``wait``, in the background (pebble's join waits out its 0.1 s polling)."""
+    pool.stop()
+    if wait:
+        pool.join()
+        return
+    thread = threading.Thread(target=pool.join, name="content-selection-pool-stop", daemon=True)
+    thread.start()
+    with _idle_lock:
+        _stopping.difference_update([t for t in _stopping if not t.is_alive()])
+        _stopping.add(thread)
 
 
-def _take_kept(key: tuple[Any, ...], most: int) -> list[_Worker]:
-    """Up to ``most`` kept idle workers started for ``key``, now owned by the caller (dead ones are reaped)."""
-    taken: list[_Worker] = []
-    with _kept_lock:
-        idle = _kept.get(key, [])
-        while idle and len(taken) < most:
-            taken.append(idle.pop())
-    alive = []
-    for worker in taken:
-        if worker.process.is_alive():
-            alive.append(worker)
-        else:
-            worker.stop(kill=True)
-    return alive
+def _stop_all() -> None:
+    """Stop every pool of this process: its non-daemonic workers would otherwise block its exit."""
+    stop_kept_workers()
+    with _idle_lock:
+        threads = list(_stopping)
+    for thread in threads:
+        thread.join()
 
 
-def _keep(key: tuple[Any, ...], workers: Iterable[_Worker]) -> None:
-    with _kept_lock:
-        _kept.setdefault(key, []).extend(workers)
-
-
-def kept_worker_count() -> int:
-    """How many idle workers this process keeps for its next ``keep_workers=True`` run."""
-    with _kept_lock:
-        return sum(len(idle) for idle in _kept.values())
-
-
-def kept_worker_pids() -> list[int]:
-    """The process ids of the idle workers this process keeps (to watch them: their memory, their recycling)."""
-    with _kept_lock:
-        return [worker.process.pid for idle in _kept.values() for worker in idle if worker.process.pid is not None]
+# A multiprocessing child (a task runner's worker) runs no atexit hook, not even pebble's, but joins its
+# non-daemonic children (pebble's workers) before it exits: this finalizer runs first, in every process.
+multiprocessing.util.Finalize(None, _stop_all, exitpriority=100)
 
 
 def stop_kept_workers() -> int:
-    """Stop every worker kept by ``keep_workers=True`` runs in this process; return how many there were.
-
-    Not needed before exiting (kept workers are daemons that exit with this process);
-    useful to free their memory in a long-lived process.
-    """
-    with _kept_lock:
-        workers = [worker for idle in _kept.values() for worker in idle]
-        _kept.clear()
-    for worker in workers:
-        worker.stop()
-    return len(workers)
+    """Stop the workers kept by ``keep_workers=True`` runs in this process; return how many there were."""
+    with _idle_lock:
+        kept = [(key, pool) for key, pools in _idle.items() for pool in pools]
+        _idle.clear()
+    for _, pool in kept:
+        _stop(pool)
+    return sum(key[3] for key, _ in kept)  # key[3]: the pool's workers
 
 
 def run_jobs(
@@ -458,26 +340,27 @@ def run_jobs(
 ) -> PoolStats:
     """Run every job's extractors in ``workers`` processes; call ``on_outcome`` once per (job, extractor).
 
-    Jobs are taken from ``jobs`` lazily, one per idle worker, and one more while
-    every worker is busy (so the next page is read while the others are extracted),
-    so only the pages in flight and one more are held in memory. Outcomes arrive in completion order; the
-    caller puts them in place by job index.
+    Each call may take ``time_limit`` seconds from its start; one that overruns is
+    killed with its worker (a ``TimeoutError`` outcome), one whose worker dies gets a
+    ``WorkerCrashedError`` outcome, and the worker is replaced: the job's other calls
+    and the other jobs run on. Jobs are taken from ``jobs`` lazily (``workers + 1`` in
+    flight); outcomes arrive in completion order, in this thread, and depend only on
+    the call's function, HTML and URL.
 
     Args:
         jobs: The pages, with the names of the extractors to run on each.
-        functions: Extractor functions by name (module-level functions).
-        on_outcome: Called in this thread with ``(job index, extractor name, outcome)``.
+        functions: Extractor functions by name (module-level functions or :class:`FunctionRef` s).
+        on_outcome: Called with ``(job index, extractor name, outcome)``.
         workers: Number of worker processes (at least 1).
         time_limit: Seconds each extractor call may take before its worker is killed.
-        recycle_after: Replace a worker after this many pages (bounds leaks in libraries).
+        recycle_after: Replace a worker after this many pages' worth of calls (bounds leaks in libraries).
         preload: Modules the fork server imports once for all workers.
-        initializer: Module-level function each worker runs once before its first page.
-        keep_workers: Keep the healthy idle workers after the run for the next run
-            with the same ``functions``, ``initializer`` and ``preload`` in this
-            process, and start by taking the ones kept before (see the module's notes).
+        initializer: Module-level function each worker runs once, after the network guard.
+        keep_workers: Keep the workers after the run for the next run in this process with
+            the same arguments but ``jobs`` and ``on_outcome`` (and start by taking them).
 
     Returns:
-        Counts of workers started and reused, timeouts and crashes, and the network attempts seen.
+        Counts of timeouts and crashes, and the network attempts blocked.
 
     Raises:
         WorkerSetupError: a worker's initializer failed or a function reference did not resolve.
@@ -486,133 +369,91 @@ def run_jobs(
         raise ValueError("workers must be at least 1")
     if time_limit <= 0:
         raise ValueError("time_limit must be positive")
-    ctx = _context(preload)
+    key = (tuple(functions.items()), initializer, tuple(preload), workers, recycle_after)
+    with _idle_lock:
+        idle = _idle.get(key)
+        pool = idle.pop() if idle else None
+
+    def fresh_pool() -> ProcessPool:
+        return ProcessPool(
+            workers,
+            max_tasks=recycle_after * max(1, len(functions)),
+            initializer=_setup_worker,
+            initargs=(dict(functions), initializer),
+            context=_context(preload),
+        )
+
+    pools = [pool or fresh_pool()]
     stats = PoolStats()
-    retry: deque[PageJob] = deque()
-    ahead: deque[PageJob] = deque()  # at most one page, read while the workers extract
-    source: Iterator[PageJob] = iter(jobs)
-    key = _pool_key(functions, initializer, preload) if keep_workers else None
-    pool: list[_Worker] = _take_kept(key, workers) if key is not None else []
-    stats.workers_reused = len(pool)
+    done: queue.SimpleQueue[tuple[PageJob, str, Future[Any]]] = queue.SimpleQueue()
+    calls: dict[tuple[int, str], tuple[PageJob, Future[Any]]] = {}  # every call still out, and its future
+    remaining: dict[int, int] = {}  # calls still out, by job index
+    retried: set[tuple[int, str]] = set()
+    source = iter(jobs)
 
-    def next_job() -> PageJob | None:
-        if retry:
-            return retry.popleft()
-        if ahead:
-            return ahead.popleft()
-        return next(source, None)
+    def schedule(job: PageJob, name: str) -> None:
+        future = pools[0].schedule(_call, (name, job.html, job.url), timeout=time_limit)
+        calls[job.index, name] = (job, future)
+        future.add_done_callback(lambda f: done.put((job, name, f)))
 
-    def read_ahead() -> None:
-        # Reading and decoding the next page here, while every worker is busy, takes it
-        # off the path between one page's last outcome and the next page's dispatch.
-        if not ahead:
-            job = next(source, None)
-            if job is not None:
-                ahead.append(job)
+    def next_job() -> None:
+        for job in source:
+            if job.names:
+                remaining[job.index] = len(job.names)
+                for name in job.names:
+                    schedule(job, name)
+                return
 
-    def start(number: int) -> _Worker:
-        stats.workers_started += 1
-        return _Worker(ctx, functions, initializer, number)
-
-    def fail_current(slot: int, error: str, *, kill: bool) -> None:
-        worker = pool[slot]
-        job = worker.job
-        assert job is not None
-        worker.job = None
-        worker.stop(kill=kill)
-        on_outcome(job.index, job.names.pop(0), Outcome("", None, error))
-        if job.names:
-            retry.appendleft(job)
-        pool[slot] = start(slot)
-
-    def dispatch(slot: int, job: PageJob) -> None:
-        worker = pool[slot]
-        if worker.served >= recycle_after or not worker.process.is_alive():
-            worker.stop()
-            pool[slot] = worker = start(slot)
+    def outcome_of(job: PageJob, name: str, future: Future[Any]) -> Outcome | None:
+        """The call's outcome, or None when the pool broke and every call still out was run again."""
         try:
-            worker.send(job, time_limit)
-        except OSError:  # it died while idle: replace it and send once more
-            worker.job = None
-            worker.stop(kill=True)
-            pool[slot] = worker = start(slot)
-            worker.send(job, time_limit)
+            result = future.result()
+        except TimeoutError:
+            stats.timeouts += 1
+            message = f"{name} did not finish within {time_limit:g} s on this page; its worker process was killed"
+            return Outcome("", None, f"TimeoutError: {message}")
+        except ProcessExpired as exc:
+            stats.crashes += 1
+            reason = _death_reason(exc.exitcode)
+            return Outcome("", None, f"WorkerCrashedError: the worker process running {name} died ({reason})")
+        except BrokenProcessPool:  # a worker died with no call known to run: pebble gives up the pool
+            if (job.index, name) in retried:
+                stats.crashes += 1
+                return Outcome("", None, f"WorkerCrashedError: the worker process running {name} died")
+            _stop(pools[0], wait=False)
+            pools[0] = fresh_pool()
+            retried.update(calls)
+            for (_, call_name), (again, _) in list(calls.items()):
+                schedule(again, call_name)
+            return None
+        if isinstance(result, _SetupFailed):
+            raise WorkerSetupError(f"an extraction worker could not start: {result.error}")
+        outcome, attempts = result
+        stats.record_network_attempts(f"page {job.index} {name}: {a}" for a in attempts)
+        return outcome
 
     try:
-        while True:
-            for slot in range(len(pool)):
-                if pool[slot].job is None:
-                    job = next_job()
-                    if job is None:
-                        break
-                    dispatch(slot, job)
-            while len(pool) < workers:  # start workers only as there are pages for them
-                job = next_job()
-                if job is None:
-                    break
-                pool.append(start(len(pool)))
-                dispatch(len(pool) - 1, job)
-            busy = [slot for slot, worker in enumerate(pool) if worker.job is not None]
-            if not busy:  # every idle worker asked for a job and none was left
-                break
-            if len(busy) == workers:
-                read_ahead()
-            timeout = max(0.0, min(pool[s].deadline for s in busy) - time.monotonic())
-            handles: list[Any] = [pool[s].conn for s in busy] + [pool[s].process.sentinel for s in busy]
-            wait(handles, timeout)
-            for slot in busy:
-                worker = pool[slot]
-                job = worker.job
-                assert job is not None
-                if worker.conn.poll():
-                    try:
-                        message = worker.conn.recv()
-                    except (EOFError, OSError):  # the pipe closed: the worker died mid-call
-                        stats.crashes += 1
-                        fail_current(
-                            slot,
-                            f"WorkerCrashedError: the worker process running {job.names[0]} "
-                            f"died ({_reap(worker.process)})",
-                            kill=True,
-                        )
-                        continue
-                    if isinstance(message, _SetupFailed):
-                        raise WorkerSetupError(f"an extraction worker could not start: {message.error}")
-                    index, name, outcome, attempts = message
-                    if attempts:
-                        stats.record_network_attempts(f"page {index} {name}: {a}" for a in attempts)
-                    job.names.pop(0)
-                    on_outcome(index, name, outcome)
-                    if job.names:
-                        worker.deadline = time.monotonic() + time_limit
-                    else:
-                        worker.job = None
-                        worker.served += 1
-                elif not worker.process.is_alive():
-                    stats.crashes += 1
-                    fail_current(
-                        slot,
-                        f"WorkerCrashedError: the worker process running {job.names[0]} died ({_reap(worker.process)})",
-                        kill=True,
-                    )
-                elif time.monotonic() >= worker.deadline:
-                    stats.timeouts += 1
-                    fail_current(
-                        slot,
-                        f"TimeoutError: {job.names[0]} did not finish within {time_limit:g} s "
-                        "on this page; its worker process was killed",
-                        kill=True,
-                    )
+        for _ in range(workers + 1):
+            next_job()
+        while remaining:
+            job, name, future = done.get()
+            if calls.get((job.index, name), (None, None))[1] is not future:
+                continue  # a call of a pool given up, run again since
+            outcome = outcome_of(job, name, future)
+            if outcome is None:
+                continue
+            del calls[job.index, name]
+            on_outcome(job.index, name, outcome)
+            remaining[job.index] -= 1
+            if not remaining[job.index]:
+                del remaining[job.index]
+                next_job()
     except BaseException:
-        for worker in pool:
-            worker.stop(kill=worker.job is not None)
+        _stop(pools[0], wait=False)
         raise
-    kept: list[_Worker] = []
-    for worker in pool:
-        if key is not None and worker.job is None and worker.served < recycle_after and worker.process.is_alive():
-            kept.append(worker)
-        else:
-            worker.stop()
-    if key is not None:
-        _keep(key, kept)
+    if keep_workers and pools[0].active:
+        with _idle_lock:
+            _idle.setdefault(key, []).append(pools[0])
+    else:
+        _stop(pools[0], wait=False)
     return stats

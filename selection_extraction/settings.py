@@ -25,7 +25,7 @@ class PageTooLargeError(ValueError):
         return cls(f"larger than {max_bytes} bytes{detail}; raise max_page_bytes to extract it")
 
 
-#: Pages a worker extracts before it is replaced by a fresh one.
+#: Pages' worth of calls (this many times the extractors) a worker makes before it is replaced by a fresh one.
 DEFAULT_RECYCLE_AFTER: Final[int] = 500
 
 
@@ -33,8 +33,9 @@ DEFAULT_RECYCLE_AFTER: Final[int] = 500
 class ExtractionSettings:
     """How a run extracts; only ``time_limit_seconds`` and ``max_page_bytes`` can change the batch, which records them.
 
-    ``workers`` None is one per available core; ``keep_workers`` keeps the worker processes for the next run in this
-    process (a task runner's worker extracting one chunk after another).
+    ``workers`` None is one per available core; ``recycle_after`` is the pages' worth of calls a worker makes before
+    it is replaced; ``keep_workers`` keeps the worker processes for the next run in this process (a task runner's
+    worker extracting one chunk after another).
     """
 
     time_limit_seconds: float = DEFAULT_TIME_LIMIT_SECONDS

@@ -25,7 +25,7 @@ import pytest
 
 from selection_core.batch import dump_batch
 from selection_extraction import ExtractionSettings, extract_pages, find_pages
-from selection_extraction.pool import kept_worker_count, stop_kept_workers
+from selection_extraction.pool import stop_kept_workers
 from tests.support import AEB_PAGES, ROOT
 from tests.support.extract_repeatedly import DEFAULT_FUNCTIONS
 
@@ -80,13 +80,14 @@ def test_the_extract_step_gives_one_batch_whatever_its_workers_and_the_manifest_
     one = extract_pages(pages, ExtractionSettings(workers=1)).doc
     two = extract_pages(pages, ExtractionSettings(workers=2)).doc
     assert dump_batch(two) == dump_batch(one)
+    kept = ExtractionSettings(workers=2, keep_workers=True)
     try:
-        kept = ExtractionSettings(workers=2, keep_workers=True)
         shuffled = extract_pages(find_pages(_shuffled_manifest(tmp_path)), kept).doc
-        assert kept_worker_count() == 2
         again = extract_pages(pages, kept)  # the workers that ran the shuffled pages
+        kept_workers = stop_kept_workers()
     finally:
         stop_kept_workers()
+    assert kept_workers == 2  # only those: the second run took them
     assert dump_batch(again.doc) == dump_batch(one)
     assert [a["id"] for a in shuffled["articles"]] != [a["id"] for a in one["articles"]]
     assert _by_id(shuffled) == _by_id(one)

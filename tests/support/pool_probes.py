@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import time
 
 
 def report_pid(html: str, url: str | None) -> tuple[str, str | None]:
@@ -13,3 +15,33 @@ def report_pid(html: str, url: str | None) -> tuple[str, str | None]:
 def failing_initializer() -> None:
     """A worker initializer that cannot get ready."""
     raise OSError("injected: the worker cannot get ready")
+
+
+def sleep_briefly(html: str, url: str | None) -> tuple[str, str | None]:
+    """An "extractor" that takes 0.4 s."""
+    time.sleep(0.4)
+    return "slept", None
+
+
+def crash_on_marker(html: str, url: str | None) -> tuple[str, str | None]:
+    """An "extractor" whose worker dies (SIGSEGV) on a page that says ``crash``, and that reports its pid otherwise."""
+    if "crash" in html:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return str(os.getpid()), None
+
+
+def run_and_keep_workers() -> None:
+    """In a child process: one run that keeps its workers, then return (the process must still exit)."""
+    from selection_extraction.extractors import WORKER_PRELOAD
+    from selection_extraction.pool import PageJob, run_jobs
+
+    jobs = [PageJob(0, "<html></html>", None, ["probe"])]
+    run_jobs(
+        jobs,
+        {"probe": report_pid},
+        lambda *_: None,
+        workers=1,
+        time_limit=30.0,
+        preload=WORKER_PRELOAD,
+        keep_workers=True,
+    )
