@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import selection_core as sc
+from selection_cli.explain import explain_text
 from selection_cli.main import main
-from selection_core.explain import explain_text
 from tests.support import ROOT
 from tests.support.prefect_fixtures import make_batch
 

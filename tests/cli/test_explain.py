@@ -1,4 +1,4 @@
-"""One article's decision in words (selection_core.explain): every reason, the bars, the numbers."""
+"""One article's decision in words (selection_cli.explain): every reason, the bars, the numbers."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from selection_cli.explain import BAR_CELLS, bar, explain_text, reason_text
 from selection_core import Reason, select_article
-from selection_core.explain import BAR_CELLS, bar, explain_text, reason_text
 from tests.core.test_evidence import KINDS
 from tests.core.test_rule_cases import article, words
 
