@@ -30,3 +30,12 @@ from tests.support.prefect_fixtures import (  # noqa: E402,F401 - fixtures, regi
     prefect_harness,
 )
 from tests.support.prefect_server import server  # noqa: E402,F401 - the session's real Prefect server
+
+
+def pytest_collection_modifyitems(items: list) -> None:
+    """Under pytest-xdist (``--dist loadgroup``), every test on the real server runs in one worker: one server."""
+    import pytest
+
+    for item in items:
+        if item.get_closest_marker("server") is not None:
+            item.add_marker(pytest.mark.xdist_group("server"))

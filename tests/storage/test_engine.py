@@ -194,6 +194,23 @@ def test_a_failing_chunk_elsewhere_leaves_no_part_and_no_output(source: Path, tm
     assert leftover_files(tmp_path, {source}) == []
 
 
+def test_chunks_start_during_the_first_pass_and_a_batch_refused_after_them_leaves_no_part(
+    source: Path, tmp_path: Path
+) -> None:
+    started: list[int] = []
+
+    def start(job: ChunkJob) -> Callable[[], Any]:
+        started.append(job.chunk.start)
+        return _POOL.submit(select_job, job).result
+
+    bad = tmp_path / "bad_extracted.json"
+    bad.write_bytes(source.read_bytes().rstrip()[:-1] + b', "run": }')  # the envelope breaks after the articles
+    with pytest.raises(sc.InvalidBatchError, match="bad_extracted.json"):
+        select_file(bad, tmp_path / "o.json", tmp_path / "r.jsonl", chunk_articles=20, workers=2, start=start)
+    assert started == list(range(0, 161, 20))  # the chunks delimited before the refusal were started
+    assert leftover_files(tmp_path, {source, bad}) == []
+
+
 def test_an_input_rewritten_while_a_chunk_is_read_is_refused_and_nothing_is_written(
     source: Path, tmp_path: Path, mocker: Any
 ) -> None:
