@@ -360,6 +360,9 @@ class Selected:
 #: Starts :func:`select_job` of a job elsewhere, at once; the callable it returns waits for the result.
 StartJob = Callable[[ChunkJob], Callable[[], SelectedChunk]]
 
+#: Chunks started elsewhere and not yet joined, per worker: every worker stays busy, little is in flight.
+IN_FLIGHT_PER_WORKER: Final[int] = 2
+
 
 def select_file(
     input_path: str | os.PathLike[str],
@@ -374,9 +377,8 @@ def select_file(
 ) -> Selected:
     """Select every article of one batch file, chunk by chunk; write the output (and the report), or nothing.
 
-    By default each chunk is selected here, in order, once the whole file is planned. With ``start``, each chunk
-    is started elsewhere (on ``workers``, writing part files) as soon as the first pass has delimited it, and the
-    parts are joined in order once the pass is over. With ``evidence_rows``, the result has the table rows of as
+    Once the whole file is planned, each chunk is selected here, in order, or with ``start`` started elsewhere (on
+    ``workers``, writing part files; :data:`IN_FLIGHT_PER_WORKER` per worker ahead of the join) and joined in order. With ``evidence_rows``, the result has the table rows of as
     many articles and the first close calls.
 
     Raises:
@@ -390,22 +392,21 @@ def select_file(
     shown = evidence_rows is not None
     table_rows = max(evidence_rows or 0, 0)
     make = _JobMaker(inp, out, report, table_rows, MAX_CLOSEST_CALLS if shown else 0, parts=start is not None)
-    waits: list[Callable[[], SelectedChunk]] = []
+    waits: list[Callable[[], SelectedChunk]] = []  # of the chunks started, in order
     joined = 0
     summary = sc.summarize(())
     found: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
     joiner: _Joiner | None = None
     try:
-        if start is None:
-            plan = plan_batch(inp, workers, chunk_articles)
-            waits = [functools.partial(select_job, make(plan.identity, chunk)) for chunk in plan.layout.chunks]
-        else:
-            plan = plan_batch(
-                inp, workers, chunk_articles, lambda identity, chunk: waits.append(start(make(identity, chunk)))
-            )
+        plan = plan_batch(inp, workers, chunk_articles)
+        jobs = [make(plan.identity, chunk) for chunk in plan.layout.chunks]
+        ahead = 1 if start is None else IN_FLIGHT_PER_WORKER * max(workers, 1)
         joiner = _Joiner(plan, out, report)
-        for job, wait in zip(make.jobs, waits, strict=True):
-            selected = wait()
+        for number, job in enumerate(jobs):
+            while len(waits) < min(len(jobs), number + ahead):
+                later = jobs[len(waits)]
+                waits.append(functools.partial(select_job, later) if start is None else start(later))
+            selected = waits[number]()
             joined += 1
             joiner.add(selected, job)
             summary = sc.merge_summaries((summary, selected.summary))
