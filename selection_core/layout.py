@@ -221,10 +221,9 @@ class _Window:
 class _Cutter:
     """Groups consecutive articles into chunks of at most ``max_bytes`` bytes and ``max_articles`` articles."""
 
-    def __init__(self, max_bytes: int, max_articles: int | None, on_chunk: Callable[[Chunk], object] | None) -> None:
+    def __init__(self, max_bytes: int, max_articles: int | None) -> None:
         if max_bytes < 1 or (max_articles is not None and max_articles < 1):
             raise ValueError("chunks must allow at least one byte and one article")
-        self._on_chunk = on_chunk
         self._max_bytes = max_bytes
         self._max_articles = max_articles
         self.chunks: list[Chunk] = []
@@ -248,8 +247,6 @@ class _Cutter:
         if self._begin >= 0:
             self.chunks.append(Chunk(self._start, self.count, self._begin, self._end))
             self._begin = -1
-            if self._on_chunk is not None:
-                self._on_chunk(self.chunks[-1])
         return tuple(self.chunks)
 
 
@@ -382,11 +379,9 @@ def scan(
     max_articles: int | None = None,
     lines: bool = False,
     read_size: int = READ_SIZE,
-    on_chunk: Callable[[Chunk], object] | None = None,
 ) -> Layout:
     """Delimit the articles of a batch (JSON Lines with ``lines``) read through ``read``, into chunks
-    of at most ``max_bytes`` bytes (or one larger article) and ``max_articles`` articles; ``on_chunk`` is
-    called with each chunk as soon as it is delimited (the batch may still be refused further on).
+    of at most ``max_bytes`` bytes (or one larger article) and ``max_articles`` articles.
 
     Raises:
         InvalidBatchError: the articles cannot be delimited, with the place and the fix.
@@ -396,7 +391,7 @@ def scan(
     Layout(chunks=(Chunk(start=0, stop=1, begin=24, end=32), Chunk(start=1, stop=2, begin=34, end=36)), \
 envelope=b'{"run": 7, "articles": []}', open=23, close=36)
     """
-    cutter = _Cutter(max_bytes, max_articles, on_chunk)
+    cutter = _Cutter(max_bytes, max_articles)
     w = _Window(lambda n: read(n) or b"", read_size)
     w.refill(0)
     if not lines or w.buf:

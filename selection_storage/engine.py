@@ -69,15 +69,8 @@ class Plan:
         return self.layout.articles
 
 
-def plan_batch(
-    input_path: str | os.PathLike[str],
-    workers: int = 1,
-    chunk_articles: int | None = None,
-    on_chunk: Callable[[FileIdentity, Chunk], object] | None = None,
-) -> Plan:
+def plan_batch(input_path: str | os.PathLike[str], workers: int = 1, chunk_articles: int | None = None) -> Plan:
     """Read the batch once: hash it, cut it into chunks (:func:`chunk_limits`), validate its envelope.
-
-    ``on_chunk`` is called with the file's version and each chunk as soon as the chunk is delimited.
 
     Raises:
         InvalidBatchError: the file is missing or unreadable, its articles cannot be delimited,
@@ -103,8 +96,7 @@ def plan_batch(
             return block
 
         max_bytes, max_articles = chunk_limits(identity.size, workers, chunk_articles)
-        emit = None if on_chunk is None else functools.partial(on_chunk, identity)
-        layout = scan(read, str(path), max_bytes, max_articles, fmt.lines, on_chunk=emit)
+        layout = scan(read, str(path), max_bytes, max_articles, fmt.lines)
     if read_bytes != identity.size or FileIdentity.of(os.stat(path)) != identity:
         raise InputChangedError(f"{path}: the file changed while it was being read; run again once it is complete")
     envelope: dict[str, Any] = {}
@@ -378,8 +370,8 @@ def select_file(
     """Select every article of one batch file, chunk by chunk; write the output (and the report), or nothing.
 
     Once the whole file is planned, each chunk is selected here, in order, or with ``start`` started elsewhere (on
-    ``workers``, writing part files; :data:`IN_FLIGHT_PER_WORKER` per worker ahead of the join) and joined in order. With ``evidence_rows``, the result has the table rows of as
-    many articles and the first close calls.
+    ``workers``, writing part files; :data:`IN_FLIGHT_PER_WORKER` per worker ahead of the join) and joined in
+    order. With ``evidence_rows``, the result has the table rows of as many articles and the first close calls.
 
     Raises:
         InvalidBatchError: the first problem of the batch, in one line naming the place.

@@ -194,21 +194,34 @@ def test_a_failing_chunk_elsewhere_leaves_no_part_and_no_output(source: Path, tm
     assert leftover_files(tmp_path, {source}) == []
 
 
-def test_chunks_start_during_the_first_pass_and_a_batch_refused_after_them_leaves_no_part(
-    source: Path, tmp_path: Path
-) -> None:
-    started: list[int] = []
+def test_chunks_elsewhere_start_two_per_worker_ahead_of_the_join(source: Path, tmp_path: Path) -> None:
+    events: list[tuple[str, int]] = []
 
     def start(job: ChunkJob) -> Callable[[], Any]:
-        started.append(job.chunk.start)
-        return _POOL.submit(select_job, job).result
+        events.append(("start", job.chunk.start))
 
+        def wait() -> Any:
+            events.append(("join", job.chunk.start))
+            return select_job(job)
+
+        return wait
+
+    select_file(source, tmp_path / "o.json", chunk_articles=20, workers=2, start=start)
+    starts = [n for kind, n in events if kind == "start"]
+    assert starts == list(range(0, 181, 20))
+    for position, (kind, n) in enumerate(events):  # when chunk n is joined, those up to n + 3 chunks are started
+        if kind == "join":
+            started = {m for k, m in events[:position] if k == "start"}
+            assert started == {m for m in starts if m <= min(n + 60, 180)}
+
+
+def test_a_batch_refused_by_its_envelope_starts_no_chunk(source: Path, tmp_path: Path) -> None:
+    started: list[int] = []
     bad = tmp_path / "bad_extracted.json"
     bad.write_bytes(source.read_bytes().rstrip()[:-1] + b', "run": }')  # the envelope breaks after the articles
     with pytest.raises(sc.InvalidBatchError, match="bad_extracted.json"):
-        select_file(bad, tmp_path / "o.json", tmp_path / "r.jsonl", chunk_articles=20, workers=2, start=start)
-    assert started == list(range(0, 161, 20))  # the chunks delimited before the refusal were started
-    assert leftover_files(tmp_path, {source, bad}) == []
+        select_file(bad, tmp_path / "o.json", chunk_articles=20, workers=2, start=lambda job: started.append(job))
+    assert started == [] and leftover_files(tmp_path, {source, bad}) == []
 
 
 def test_an_input_rewritten_while_a_chunk_is_read_is_refused_and_nothing_is_written(
