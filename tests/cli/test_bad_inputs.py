@@ -181,7 +181,7 @@ def test_unreadable_input_is_refused_cleanly(
     work: Path, mocker: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Root reads any file whatever its mode, so as root the refusal comes from a
-    fault injected at the ``open()`` of ``read_input``; otherwise from chmod 000."""
+    fault injected at the ``open()`` of the input; otherwise from chmod 000."""
     case = next(c for c in CASES if c["id"] == "input_unreadable")
     args = corpus.prepare(case, work, lambda: work)
     inp = work / INPUT

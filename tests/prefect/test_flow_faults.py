@@ -290,7 +290,7 @@ def chunked_flow_rig(tmp_path_factory: pytest.TempPathFactory, prefect_harness: 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rig_name", ["flow_rig", "chunked_flow_rig"], ids=["one-piece", "chunked"])
+@pytest.mark.parametrize("rig_name", ["flow_rig", "chunked_flow_rig"], ids=["in-process", "chunked"])
 def test_sigkill_of_flow_runs_never_leaves_a_partial_output(rig_name: str, request: pytest.FixtureRequest) -> None:
     flow_rig: CrashRig = request.getfixturevalue(rig_name)
     rng = random.Random(7)
