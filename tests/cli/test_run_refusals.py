@@ -75,6 +75,7 @@ def test_run_refuses_a_bad_input_once_without_starting_prefect(tmp_path: Path, c
     assert not (tmp_path / "prefect-home").exists()  # nothing of Prefect's was set up
 
 
+@pytest.mark.slow
 def test_a_bad_article_is_refused_by_the_run_on_its_last_line_in_select_s_words(tmp_path: Path) -> None:
     # The check before Prefect is the first pass only (it reads the file once, without holding it,
     # and does not parse the articles): validating every article there would parse the whole batch

@@ -228,6 +228,7 @@ def test_a_file_that_is_not_a_warc_is_refused_in_one_line(tmp_path: Path, conten
     assert "\n" not in str(caught.value) and str(target) in str(caught.value)
 
 
+@pytest.mark.slow
 def test_the_command_refuses_a_non_warc_with_one_line_and_writes_nothing(tmp_path: Path) -> None:
     target = tmp_path / "crawl.warc"
     shutil.copyfile(WARCS / "not_a_warc.warc", target)

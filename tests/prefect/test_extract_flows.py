@@ -220,6 +220,7 @@ def test_flow_parameters_are_described_for_the_ui() -> None:
             assert prop.get("description"), f"{flow_object.name}: parameter {name} has no description"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task_runner", ["in-process", "process"])
 def test_extract_articles_reads_a_web_archive(data_root: Path, task_runner: str) -> None:
     warc = data_root / "crawl" / "pages.warc.gz"
