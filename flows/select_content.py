@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator, Sequence
 from typing import Annotated
 
 from prefect import flow
@@ -20,7 +20,14 @@ from flows.params import (
     run_namer,
 )
 from flows.refusals import refusals_fail_the_run
-from flows.runners import TaskRunnerName, open_task_runner, resolve_task_runner, runner_parallelism
+from flows.runners import (
+    IN_FLIGHT_PER_WORKER,
+    TaskRunnerName,
+    map_in_order,
+    open_task_runner,
+    resolve_task_runner,
+    runner_parallelism,
+)
 from selection_core.chunks import SelectedChunk
 from selection_core.evidence import counts_text, read_as_text
 from selection_storage.engine import ChunkJob, Selected
@@ -82,11 +89,11 @@ def select_on(
     with open_task_runner(runner_name, dask_address) as runner:
         workers = runner_parallelism(runner)
 
-        def start(job: ChunkJob) -> Callable[[], SelectedChunk]:
-            return runner.submit(select_chunk, {"chunk": job}).result
+        def map_jobs(jobs: Sequence[ChunkJob]) -> Iterator[SelectedChunk]:
+            return map_in_order(runner, select_chunk, jobs, "chunk", IN_FLIGHT_PER_WORKER * workers)
 
         # In the flow itself: a task submitted from inside a task does not reach Prefect's process pool.
-        selected = select_batch.fn(paths, max_table_rows, chunk_size, workers, start, where)
+        selected = select_batch.fn(paths, max_table_rows, chunk_size, workers, map_jobs, where)
     return selected, read_as_text(selected.chunks, where)
 
 

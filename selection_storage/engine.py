@@ -7,12 +7,11 @@ chunk, from the planned version of the file; :func:`select_file` joins the chunk
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import os
 import secrets
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -183,50 +182,6 @@ class ChunkJob:
         return ("content-selection-chunk", self.output_part, self.chunk.start, self.chunk.stop)
 
 
-class _JobMaker:
-    """Makes the job of each chunk of one selection, numbered in order; with ``parts``, each writes part files
-    (temporary files of the output and report, owned by this process)."""
-
-    def __init__(
-        self,
-        input_path: Path,
-        output_path: Path,
-        report_path: Path | None,
-        table_rows: int,
-        close_calls: int,
-        parts: bool,
-    ) -> None:
-        self._args = (input_path, output_path, report_path, table_rows, close_calls, parts)
-        self._pid, self._host, self._token = os.getpid(), socket.gethostname(), secrets.token_hex(4)
-        self.jobs: list[ChunkJob] = []
-
-    def __call__(self, identity: FileIdentity, chunk: Chunk) -> ChunkJob:
-        input_path, output_path, report_path, table_rows, close_calls, parts = self._args
-        number = len(self.jobs)
-
-        def part(target: Path | None) -> str | None:
-            if target is None or not parts:
-                return None
-            return str(temporary_name(target, self._pid, f"{self._token}{number:08x}"))
-
-        job = ChunkJob(
-            input_path=str(input_path),
-            identity=identity,
-            chunk=chunk,
-            format_name=format_of(input_path.name).name,
-            output_path=str(output_path),
-            report_path=None if report_path is None else str(report_path),
-            output_part=part(output_path),
-            report_part=part(report_path),
-            table_rows=table_rows,
-            close_calls=close_calls,
-            owner_pid=self._pid,
-            owner_host=self._host,
-        )
-        self.jobs.append(job)
-        return job
-
-
 def plan_jobs(
     plan: Plan,
     output_path: Path,
@@ -237,8 +192,28 @@ def plan_jobs(
 ) -> list[ChunkJob]:
     """The jobs of a planned batch, in order; with ``parts``, each writes part files (temporary files of the
     output and report, owned by this process)."""
-    make = _JobMaker(plan.path, output_path, report_path, table_rows, close_calls, parts)
-    return [make(plan.identity, chunk) for chunk in plan.layout.chunks]
+    pid, host, token = os.getpid(), socket.gethostname(), secrets.token_hex(4)
+
+    def part(target: Path | None, number: int) -> str | None:
+        return None if target is None or not parts else str(temporary_name(target, pid, f"{token}{number:08x}"))
+
+    return [
+        ChunkJob(
+            input_path=str(plan.path),
+            identity=plan.identity,
+            chunk=chunk,
+            format_name=plan.format.name,
+            output_path=str(output_path),
+            report_path=None if report_path is None else str(report_path),
+            output_part=part(output_path, number),
+            report_part=part(report_path, number),
+            table_rows=table_rows,
+            close_calls=close_calls,
+            owner_pid=pid,
+            owner_host=host,
+        )
+        for number, chunk in enumerate(plan.layout.chunks)
+    ]
 
 
 def select_job(job: ChunkJob) -> SelectedChunk:
@@ -364,11 +339,12 @@ class Selected:
     evidence: ShownEvidence | None = None
 
 
-#: Starts :func:`select_job` of a job elsewhere, at once; the callable it returns waits for the result.
-StartJob = Callable[[ChunkJob], Callable[[], SelectedChunk]]
+#: Runs :func:`select_job` on every job and yields the results in the jobs' order.
+MapJobs = Callable[[Sequence[ChunkJob]], Iterable[SelectedChunk]]
 
-#: Chunks started elsewhere and not yet joined, per worker: every worker stays busy, little is in flight.
-IN_FLIGHT_PER_WORKER: Final[int] = 2
+
+def _here(jobs: Sequence[ChunkJob]) -> Iterator[SelectedChunk]:
+    return map(select_job, jobs)
 
 
 def select_file(
@@ -380,13 +356,12 @@ def select_file(
     chunk_articles: int | None = None,
     progress: ProgressCallback | None = None,
     workers: int = 1,
-    start: StartJob | None = None,
+    map_jobs: MapJobs | None = None,
 ) -> Selected:
     """Select every article of one batch file, chunk by chunk; write the output (and the report), or nothing.
 
-    Once the whole file is planned, each chunk is selected here, in order, or with ``start`` started elsewhere (on
-    ``workers``, writing part files; :data:`IN_FLIGHT_PER_WORKER` per worker ahead of the join) and joined in
-    order. With ``evidence_rows``, the result has the table rows of as many articles and the first close calls.
+    ``map_jobs`` runs the chunks elsewhere (on ``workers``; they then write part files), by default here,
+    in order. With ``evidence_rows``, the result has the table rows of as many articles and the first close calls.
 
     Raises:
         InvalidBatchError: the first problem of the batch, in one line naming the place.
@@ -396,25 +371,15 @@ def select_file(
     inp = Path(input_path)
     out = resolve_selected_path(inp, output_path)
     report = resolve_report_path(inp, out, report_path)
+    plan = plan_batch(inp, workers, chunk_articles)
     shown = evidence_rows is not None
     table_rows = max(evidence_rows or 0, 0)
-    make = _JobMaker(inp, out, report, table_rows, MAX_CLOSEST_CALLS if shown else 0, parts=start is not None)
-    waits: list[Callable[[], SelectedChunk]] = []  # of the chunks started, in order
-    joined = 0
+    jobs = plan_jobs(plan, out, report, table_rows, MAX_CLOSEST_CALLS if shown else 0, parts=map_jobs is not None)
+    joiner = _Joiner(plan, out, report)
     summary = sc.summarize(())
     found: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
-    joiner: _Joiner | None = None
     try:
-        plan = plan_batch(inp, workers, chunk_articles)
-        jobs = [make(plan.identity, chunk) for chunk in plan.layout.chunks]
-        ahead = 1 if start is None else IN_FLIGHT_PER_WORKER * max(workers, 1)
-        joiner = _Joiner(plan, out, report)
-        for number, job in enumerate(jobs):
-            while len(waits) < min(len(jobs), number + ahead):
-                later = jobs[len(waits)]
-                waits.append(functools.partial(select_job, later) if start is None else start(later))
-            selected = waits[number]()
-            joined += 1
+        for job, selected in zip(jobs, (map_jobs or _here)(jobs), strict=True):
             joiner.add(selected, job)
             summary = sc.merge_summaries((summary, selected.summary))
             if selected.rows or selected.close_calls:
@@ -423,14 +388,9 @@ def select_file(
                 progress(selected.chunk.stop, plan.article_count)
         sha256 = joiner.complete()
     finally:
-        if joiner is not None:
-            joiner.discard()
-        if start is not None:
-            for wait in waits[joined:]:  # what was started runs on: wait for it, so that no part is left behind
-                with contextlib.suppress(Exception):
-                    wait()
-        discard_parts(make.jobs)
+        joiner.discard()
+        discard_parts(jobs)
     evidence = merge_evidence(found, table_rows) if shown else None
     return Selected(
-        inp, plan.sha256, plan.identity.size, out, sha256, joiner.size, report, summary, len(make.jobs), evidence
+        inp, plan.sha256, plan.identity.size, out, sha256, joiner.size, report, summary, len(jobs), evidence
     )

@@ -9,7 +9,7 @@ from prefect import task
 from selection_core.chunks import SelectedChunk
 from selection_core.evidence import counts_text, read_as_text
 from selection_storage import engine
-from selection_storage.engine import ChunkJob, Selected, StartJob
+from selection_storage.engine import ChunkJob, MapJobs, Selected
 from selection_storage.paths import RunPaths
 from tasks.logs import run_logger
 from tasks.options import chunk_run_namer, io_task_options
@@ -31,7 +31,7 @@ def select_batch(
     max_table_rows: int,
     chunk_size: int | None = None,
     workers: int = 1,
-    start: StartJob | None = None,
+    map_jobs: MapJobs | None = None,
     where: str = IN_PROCESS,
 ) -> Selected:
     """Select every article of the batch chunk by chunk and write the output (and report).
@@ -40,7 +40,7 @@ def select_batch(
         paths: The checked input, output and report.
         max_table_rows: Rows of the scores table to keep (the first articles).
         chunk_size: Most articles per chunk (default: bounded by bytes).
-        workers, start: Where the chunks are selected (default: here, one after the other).
+        workers, map_jobs: Where the chunks are selected (default: here, one after the other).
         where: How the log says where they were selected.
 
     Returns:
@@ -55,7 +55,7 @@ def select_batch(
         chunk_articles=chunk_size,
         progress=progress,
         workers=workers,
-        start=start,
+        map_jobs=map_jobs,
     )
     logger = run_logger()
     read_as = read_as_text(selected.chunks, where)

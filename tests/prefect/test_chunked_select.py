@@ -19,13 +19,12 @@ Prefect API of the test harness).
 from __future__ import annotations
 
 import errno
-import functools
 import json
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +48,8 @@ def _report(source: Path) -> bytes:
     return b"".join(orjson.dumps(report_entry(a, s)) + b"\n" for a, s in zip(doc["articles"], selections))
 
 
-def _with_parts(job: ChunkJob) -> Callable[[], Any]:
-    return functools.partial(select_job, job)
+def _with_parts(jobs: Sequence[ChunkJob]) -> Iterator[Any]:
+    return map(select_job, jobs)
 
 
 BAD_DIR = ROOT / "tests" / "data" / "bad"
@@ -73,7 +72,7 @@ def _write_case(case: dict[str, Any], path: Path) -> Path:
 
 def _chunked_steps(source: Path, output: Path, report: Path | None, chunk_size: int) -> bytes:
     """The engine with part files, as on a parallel runner: the written bytes."""
-    select_file(source, output, report, chunk_articles=chunk_size, workers=2, start=_with_parts)
+    select_file(source, output, report, chunk_articles=chunk_size, workers=2, map_jobs=_with_parts)
     return output.read_bytes()
 
 
@@ -119,7 +118,7 @@ def test_rows_built_by_chunks_are_the_rows_of_the_whole(tmp_path: Path) -> None:
     source = tmp_path / "b_extracted.json"
     source.write_bytes(sc.dump_batch(doc))
     result = select_file(
-        source, tmp_path / "out.json", chunk_articles=4, evidence_rows=10, workers=2, start=_with_parts
+        source, tmp_path / "out.json", chunk_articles=4, evidence_rows=10, workers=2, map_jobs=_with_parts
     )
     evidence = result.evidence
     assert evidence is not None

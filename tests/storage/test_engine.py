@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -45,12 +45,10 @@ def source(tmp_path: Path) -> Path:
     return path
 
 
-_POOL = ThreadPoolExecutor(2)
-
-
-def _elsewhere(job: ChunkJob) -> Callable[[], Any]:
-    """A chunk started on one of two threads, as a parallel runner would (each writing its parts)."""
-    return _POOL.submit(select_job, job).result
+def _elsewhere(jobs: Sequence[ChunkJob]) -> Iterator[sc.Selection]:
+    """Chunks selected on two threads, as a parallel runner would (each writing its parts)."""
+    with ThreadPoolExecutor(2) as pool:
+        yield from pool.map(select_job, jobs)
 
 
 @pytest.mark.parametrize("chunk_articles", [1, 17, 180, 181, 1000, None])
@@ -68,7 +66,7 @@ def test_the_output_and_report_are_the_cores_whatever_the_chunks(
         chunk_articles=chunk_articles,
         evidence_rows=7,
         workers=workers,
-        start=mapped,
+        map_jobs=mapped,
     )
     assert (tmp_path / "o.json").read_bytes() == output and (tmp_path / "r.jsonl").read_bytes() == report
     assert result.summary == sc.summarize(selections)
@@ -171,6 +169,20 @@ def test_the_same_version_of_a_file_is_planned_once_and_a_new_version_again(sour
     assert again.identity != first.identity and again.sha256 != first.sha256 and again.envelope["run"] == 1
 
 
+def test_a_batch_refused_by_its_envelope_after_the_articles_selects_nothing(source: Path, tmp_path: Path) -> None:
+    mapped: list[ChunkJob] = []
+
+    def map_jobs(jobs: Sequence[ChunkJob]) -> Iterator[Any]:
+        mapped.extend(jobs)
+        return map(select_job, jobs)
+
+    bad = tmp_path / "bad_extracted.json"
+    bad.write_bytes(source.read_bytes().rstrip()[:-1] + b', "run": }')  # the envelope breaks after the articles
+    with pytest.raises(sc.InvalidBatchError, match="bad_extracted.json"):
+        select_file(bad, tmp_path / "o.json", chunk_articles=20, workers=2, map_jobs=map_jobs)
+    assert mapped == [] and leftover_files(tmp_path, {source, bad}) == []
+
+
 def test_a_chunk_of_a_file_changed_since_the_plan_is_refused(source: Path, tmp_path: Path) -> None:
     plan = plan_batch(source, chunk_articles=50)
     jobs = plan_jobs(plan, tmp_path / "out.json", None, parts=True)
@@ -192,46 +204,17 @@ def test_discard_parts_removes_what_exists_and_never_raises(source: Path, tmp_pa
 
 
 def test_a_failing_chunk_elsewhere_leaves_no_part_and_no_output(source: Path, tmp_path: Path) -> None:
-    def fail_third(job: ChunkJob) -> Callable[[], Any]:
-        def fail(job: ChunkJob) -> Any:
-            select_job(job)  # its parts are written, then the task fails
-            raise OSError(5, "Input/output error")
-
-        return _POOL.submit(fail if job.chunk.start == 40 else select_job, job).result
+    def fail_third(jobs: Sequence[ChunkJob]) -> Iterator[Any]:
+        for number, job in enumerate(jobs):
+            if number == 2:
+                raise OSError(5, "Input/output error")
+            yield select_job(job)
 
     with pytest.raises(OSError):
-        select_file(source, tmp_path / "o.json", tmp_path / "r.jsonl", chunk_articles=20, workers=2, start=fail_third)
+        select_file(
+            source, tmp_path / "o.json", tmp_path / "r.jsonl", chunk_articles=20, workers=2, map_jobs=fail_third
+        )
     assert leftover_files(tmp_path, {source}) == []
-
-
-def test_chunks_elsewhere_start_two_per_worker_ahead_of_the_join(source: Path, tmp_path: Path) -> None:
-    events: list[tuple[str, int]] = []
-
-    def start(job: ChunkJob) -> Callable[[], Any]:
-        events.append(("start", job.chunk.start))
-
-        def wait() -> Any:
-            events.append(("join", job.chunk.start))
-            return select_job(job)
-
-        return wait
-
-    select_file(source, tmp_path / "o.json", chunk_articles=20, workers=2, start=start)
-    starts = [n for kind, n in events if kind == "start"]
-    assert starts == list(range(0, 181, 20))
-    for position, (kind, n) in enumerate(events):  # when chunk n is joined, those up to n + 3 chunks are started
-        if kind == "join":
-            started = {m for k, m in events[:position] if k == "start"}
-            assert started == {m for m in starts if m <= min(n + 60, 180)}
-
-
-def test_a_batch_refused_by_its_envelope_starts_no_chunk(source: Path, tmp_path: Path) -> None:
-    started: list[int] = []
-    bad = tmp_path / "bad_extracted.json"
-    bad.write_bytes(source.read_bytes().rstrip()[:-1] + b', "run": }')  # the envelope breaks after the articles
-    with pytest.raises(sc.InvalidBatchError, match="bad_extracted.json"):
-        select_file(bad, tmp_path / "o.json", chunk_articles=20, workers=2, start=lambda job: started.append(job))
-    assert started == [] and leftover_files(tmp_path, {source, bad}) == []
 
 
 def test_an_input_rewritten_while_a_chunk_is_read_is_refused_and_nothing_is_written(
