@@ -99,7 +99,8 @@ def extract_in_chunks(
             runner_name.value,
             workers,
         )
-        parts = map_in_order(runner, extract_page_chunk, plan.chunks(), "chunk", IN_FLIGHT_PER_WORKER * workers)
+        in_flight = IN_FLIGHT_PER_WORKER * workers
+        parts = map_in_order(lambda c: runner.submit(extract_page_chunk, {"chunk": c}), plan.chunks(), in_flight)
         for index, part in enumerate(parts):  # only the chunks in flight are held
             progress.advance(index, part)
             spool_chunk(spool, part)

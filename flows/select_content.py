@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from functools import partial
 from typing import Annotated
 
 from prefect import flow
@@ -27,10 +28,11 @@ from flows.runners import (
     open_task_runner,
     resolve_task_runner,
     runner_parallelism,
+    worker_processes,
 )
 from selection_core.chunks import SelectedChunk
 from selection_core.evidence import counts_text, read_as_text
-from selection_storage.engine import ChunkJob, Selected
+from selection_storage.engine import ChunkJob, Selected, select_job
 from selection_storage.paths import RunPaths
 from tasks.artifacts import publish_artifacts
 from tasks.logs import run_logger
@@ -86,14 +88,23 @@ def select_on(
         selected = select_batch(paths, max_table_rows, chunk_size)
         return selected, read_as_text(selected.chunks, IN_PROCESS)
     where = f"in parallel on the {runner_name.value} task runner"
+    if runner_name is TaskRunnerName.PROCESS:
+        with worker_processes() as (workers, submit):
+
+            def in_processes(jobs: Sequence[ChunkJob]) -> Iterator[SelectedChunk]:
+                return map_in_order(partial(submit, select_job), jobs, IN_FLIGHT_PER_WORKER * workers)
+
+            selected = select_batch(paths, max_table_rows, chunk_size, workers, in_processes, where)
+        return selected, read_as_text(selected.chunks, where)
     with open_task_runner(runner_name, dask_address) as runner:
         workers = runner_parallelism(runner)
 
-        def map_jobs(jobs: Sequence[ChunkJob]) -> Iterator[SelectedChunk]:
-            return map_in_order(runner, select_chunk, jobs, "chunk", IN_FLIGHT_PER_WORKER * workers)
+        def on_runner(jobs: Sequence[ChunkJob]) -> Iterator[SelectedChunk]:
+            in_flight = IN_FLIGHT_PER_WORKER * workers
+            return map_in_order(lambda job: runner.submit(select_chunk, {"chunk": job}), jobs, in_flight)
 
-        # In the flow itself: a task submitted from inside a task does not reach Prefect's process pool.
-        selected = select_batch.fn(paths, max_table_rows, chunk_size, workers, map_jobs, where)
+        # In the flow itself: a task submitted from inside a task does not reach Prefect's own runners.
+        selected = select_batch.fn(paths, max_table_rows, chunk_size, workers, on_runner, where)
     return selected, read_as_text(selected.chunks, where)
 
 
@@ -145,7 +156,7 @@ def select_content(
             Empty: CONTENT_SELECTION_TASK_RUNNER, else `dask` with an address, else `in-process`.
         dask_address: A Dask scheduler, `tcp://HOST:PORT`. Empty: CONTENT_SELECTION_DASK_ADDRESS, else a local
             cluster of 2 workers.
-        chunk_size: Most articles per chunk (one task run each on `process` and `dask`); 0 for chunks bounded by
+        chunk_size: Most articles per chunk (one task run each on `dask`); 0 for chunks bounded by
             bytes (8 MiB in-process, about 4 per worker of at most 64 MiB on `process`/`dask`).
 
     Returns:

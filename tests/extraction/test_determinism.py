@@ -7,8 +7,8 @@ does not see that. These tests run every real page (the 187 of ``tests/data``):
 * each extractor, in two fresh processes (different ``PYTHONHASHSEED``), every page
   twice in a shuffled order, with other objects allocated between calls: one result
   (text, title, exception type) per page and extractor;
-* the whole extract step: byte-identical batches with 1 and 2 workers, with fresh and
-  with kept workers, and the same articles (keyed by id) from a shuffled manifest.
+* the whole extract step: the same articles (keyed by id) from a shuffled manifest on 2
+  fresh workers, and byte-identical batches with 1 worker and with 2 kept workers.
 """
 
 from __future__ import annotations
@@ -78,12 +78,10 @@ def _by_id(doc: dict[str, Any]) -> dict[str, bytes]:
 def test_the_extract_step_gives_one_batch_whatever_its_workers_and_the_manifest_order(tmp_path: Path) -> None:
     pages = find_pages(AEB_PAGES / "manifest.jsonl")
     one = extract_pages(pages, ExtractionSettings(workers=1)).doc
-    two = extract_pages(pages, ExtractionSettings(workers=2)).doc
-    assert dump_batch(two) == dump_batch(one)
     kept = ExtractionSettings(workers=2, keep_workers=True)
     try:
-        shuffled = extract_pages(find_pages(_shuffled_manifest(tmp_path)), kept).doc
-        again = extract_pages(pages, kept)  # the workers that ran the shuffled pages
+        shuffled = extract_pages(find_pages(_shuffled_manifest(tmp_path)), kept).doc  # 2 fresh workers
+        again = extract_pages(pages, kept)  # the 2 workers that ran the shuffled pages
         kept_workers = stop_kept_workers()
     finally:
         stop_kept_workers()

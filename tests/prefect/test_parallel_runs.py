@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import signal
 import subprocess
 import sys
 import time
 import weakref
 from collections.abc import Callable, Iterator
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -32,12 +34,13 @@ from flows.runners import (
     TaskRunnerName,
     map_in_order,
     resolve_task_runner,
+    worker_processes,
 )
 from flows.select_content import select_content
 from flows.select_directory import select_directory
 from selection_cli.run import run_main
 from selection_core.layout import Chunk
-from selection_storage.engine import ChunkJob
+from selection_storage.engine import ChunkJob, select_file, select_job
 from selection_storage.files import FileIdentity
 from tests.support import ROOT
 from tests.support.prefect_fixtures import expected_output, free_port, leftover_files, task_runs_of
@@ -146,12 +149,11 @@ def test_map_in_order_keeps_order_bounds_the_window_and_waits_on_failure() -> No
     submitted: list[Any] = []
     futures: list[_FailingFuture] = []
 
-    class Runner:
-        def submit(self, task: Any, parameters: dict[str, Any]) -> _FailingFuture:
-            submitted.append(parameters["x"])
-            future = _FailingFuture(RuntimeError("boom") if parameters["x"] == 2 else None, parameters["x"] * 10)
-            futures.append(future)
-            return future
+    def submit(x: int) -> _FailingFuture:
+        submitted.append(x)
+        future = _FailingFuture(RuntimeError("boom") if x == 2 else None, x * 10)
+        futures.append(future)
+        return future
 
     built: list[int] = []
 
@@ -164,11 +166,11 @@ def test_map_in_order_keeps_order_bounds_the_window_and_waits_on_failure() -> No
 
     seen: list[int] = []
     with pytest.raises(RuntimeError, match="boom"):
-        for result in map_in_order(Runner(), None, payloads(), "x", in_flight=2):
+        for result in map_in_order(submit, payloads(), in_flight=2):
             seen.append(result)
     assert seen == [0, 10]
     assert all(f.waited for f in futures[3:])  # the ones still pending were waited for
-    assert list(map_in_order(Runner(), None, [0, 1, 3], "x", in_flight=1)) == [0, 10, 30]
+    assert list(map_in_order(submit, [0, 1, 3], in_flight=1)) == [0, 10, 30]
 
 
 class _Result:
@@ -179,13 +181,12 @@ class _Result:
 
 
 def test_map_in_order_keeps_no_result_handed_over() -> None:
-    class Runner:  # holds no future: only the helper under test could keep a result alive
-        def submit(self, task: Any, parameters: dict[str, Any]) -> _FailingFuture:
-            return _FailingFuture(None, _Result(parameters["x"]))
+    def submit(x: int) -> _FailingFuture:  # holds no future: only the helper under test could keep a result alive
+        return _FailingFuture(None, _Result(x))
 
     watched: list[weakref.ref[_Result]] = []
     seen: list[int] = []
-    for result in map_in_order(Runner(), None, iter([5, 6, 7, 8]), "x", in_flight=2):
+    for result in map_in_order(submit, iter([5, 6, 7, 8]), in_flight=2):
         gc.collect()
         # every result handed over before this one is gone: the helper kept none of them
         assert [ref() for ref in watched] == [None] * len(watched)
@@ -287,7 +288,31 @@ def test_in_process_chunks_of_one_article(sample: Path, tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.usefixtures("prefect_harness", "no_data_root_env")
 def test_process_pool_writes_the_same_bytes(golden: Path, tmp_path: Path) -> None:
-    _run_and_check(golden, tmp_path / "out.json", 7, N_GOLDEN, task_runner="process")
+    output = tmp_path / "out.json"
+    state = select_content(input_path=str(golden), output_path=str(output), chunk_size=7, task_runner="process")
+    assert output.read_bytes() == expected_output(golden)
+    n_chunks = -(-N_GOLDEN // 7)
+    assert state.read_as == f"in {n_chunks} chunks of articles, in parallel on the process task runner"
+    assert leftover_files(tmp_path, {golden, output}) == []  # no part file is left
+
+
+def _killed_after_the_first_chunk(job: ChunkJob) -> Any:
+    """A worker's job that SIGKILLs its own process on every chunk but the first."""
+    if job.start > 0:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return select_job(job)
+
+
+def test_a_killed_worker_process_fails_the_selection_and_leaves_nothing(golden: Path, tmp_path: Path) -> None:
+    output = tmp_path / "out.json"
+    with worker_processes() as (workers, submit):
+
+        def in_processes(jobs: Any) -> Iterator[Any]:
+            return map_in_order(lambda job: submit(_killed_after_the_first_chunk, job), jobs, 2 * workers)
+
+        with pytest.raises(BrokenProcessPool):
+            select_file(golden, output, workers=workers, chunk_articles=7, map_jobs=in_processes)
+    assert leftover_files(tmp_path, {golden}) == []  # no output, no part file
 
 
 @pytest.mark.slow
