@@ -8,6 +8,7 @@ import enum
 import multiprocessing
 import os
 import re
+import sys
 import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -166,7 +167,10 @@ def worker_processes() -> Iterator[tuple[int, Callable[..., concurrent.futures.F
     workers = os.cpu_count() or 1
     if "forkserver" in multiprocessing.get_all_start_methods():  # safe from the flow's threads, unlike fork
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["__main__", "selection_storage.engine"])  # only when the server starts
+        # Imported once by the server (only when it starts), not by each worker; a `python -m` program (as a
+        # deployment's flow run is) is imported again as each worker's __main__ unless the server has it.
+        main = getattr(getattr(sys.modules.get("__main__"), "__spec__", None), "name", None)
+        context.set_forkserver_preload(["__main__", *([main] if main else []), "selection_storage.engine"])
     else:
         context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
