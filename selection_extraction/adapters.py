@@ -1,8 +1,4 @@
-"""The three extractors as ``(html, url) -> (text, title)`` functions run by the workers: the libraries' own texts,
-deterministic, nothing fetched (``docs/extraction.md`` tells why the lean paths and the tie fix give the same texts).
-
-The only module that imports the extractor libraries (at its top, so that the workers' fork server imports them once).
-"""
+"""The three extractors as ``(html, url) -> (text, title)`` functions; the only module importing their libraries."""
 
 from __future__ import annotations
 
@@ -71,8 +67,7 @@ def _dedupes_through_set(method: Callable[..., Any], marker: str) -> bool:
         return True
 
 
-#: The body extractor's methods that dedupe through ``set`` in newspaper4k 0.9.x, with the text that shows it in
-#: their source; a method whose installed source no longer holds it is not overridden.
+#: The body extractor's methods that dedupe through ``set``, with the source text that shows it.
 TIE_FIXES: Final[dict[str, str]] = {
     "nodes_to_check": "items = set(items)",
     "compute_gravity_scores": "set(parent_nodes)",
@@ -119,8 +114,8 @@ def _newspaper_config() -> newspaper.Config:
 
 
 def newspaper4k_article(html: str, url: str | None) -> newspaper.Article:
-    """The ``Article`` that ``newspaper.article(url, input_html=html, config=...)`` builds, with
-    :class:`TieOrderBodyExtractor`; not parsed yet (a fresh ``Config``: ``parse()`` sets the page's language on it)."""
+    """The unparsed ``Article`` of ``newspaper.article(url, input_html=html, config=...)``, with
+    :class:`TieOrderBodyExtractor` (a fresh ``Config``: ``parse()`` sets the page's language on it)."""
     article = newspaper.Article(url or "", language=None, config=_newspaper_config())
     article.extractor.article_body_extractor = TieOrderBodyExtractor(article.config)
     article.download(input_html=html)
