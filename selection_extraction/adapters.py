@@ -24,31 +24,6 @@ with warnings.catch_warnings():
     from readability.htmls import get_title as _readability_title
 
 
-#: The library code (``module:qualified name``) the lean paths and the tie fix reproduce or reorder, by distribution;
-#: ``tests/data/extractor_sources.json`` pins the SHA-256 of each one's installed source.
-RELIED_ON: Final[dict[str, tuple[str, ...]]] = {
-    "newspaper4k": (
-        "newspaper:article",
-        "newspaper.article:Article.__init__",
-        "newspaper.article:Article.download",
-        "newspaper.article:Article.parse",
-        "newspaper.extractors.content_extractor:ContentExtractor.__init__",
-        "newspaper.extractors.content_extractor:ContentExtractor.calculate_best_node",
-        "newspaper.extractors.articlebody_extractor:ArticleBodyExtractor.parse",
-        "newspaper.extractors.articlebody_extractor:ArticleBodyExtractor.calculate_best_node",
-        "newspaper.extractors.articlebody_extractor:ArticleBodyExtractor.compute_gravity_scores",
-        "newspaper.extractors.articlebody_extractor:ArticleBodyExtractor.nodes_to_check",
-    ),
-    "readability-lxml": (
-        "readability.readability:Document.__init__",
-        "readability.readability:Document._html",
-        "readability.readability:Document.title",
-        "readability.readability:Document.summary",
-        "readability.htmls:get_title",
-    ),
-}
-
-
 def prepare_worker() -> None:
     """Make ``tldextract`` (used by newspaper4k) offline: bundled public suffix list, no cache."""
     _tldextract.TLD_EXTRACTOR = _tldextract.TLDExtract(cache_dir=None, suffix_list_urls=(), fallback_to_snapshot=True)

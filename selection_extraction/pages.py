@@ -75,24 +75,9 @@ def page_stem(name: str) -> str | None:
     return strip_suffix(name, PAGE_SUFFIXES)
 
 
-def check_pages_input(source: str | os.PathLike[str]) -> None:
-    """Refuse (:class:`InvalidPagesError`) an input that does not exist."""
-    if not Path(source).exists():
-        raise InvalidPagesError(
-            f"{os.fspath(source)}: no such file or directory; give a folder of .html/.htm/.html.gz pages, "
-            "a .warc/.warc.gz file or a JSON Lines manifest"
-        )
-
-
 def check_page_listing(source: str | os.PathLike[str]) -> None:
     """Refuse as :func:`find_pages` does an input whose listing is wrong, without reading a page or a web archive."""
-    path = Path(os.fspath(source))
-    if path.is_dir():
-        _directory_pages(path)
-        return
-    check_pages_input(source)
-    if not is_warc_name(path.name) and page_stem(path.name) is None:
-        _manifest_pages(path)
+    _listing(os.fspath(source), "")
 
 
 def find_pages(
@@ -102,15 +87,24 @@ def find_pages(
     input in the batch (default: ``source``). InvalidPagesError when the input cannot be used."""
     text = os.fspath(source)
     name = text if label is None else label
+    return _with_warcs(name, *_listing(text, name), scan_progress)
+
+
+def _listing(text: str, name: str) -> tuple[str, tuple[Page | _WarcFile, ...]]:
+    """The input's kind and entries, its WARC files not scanned yet."""
     path = Path(text)
     if path.is_dir():
-        return _with_warcs(name, "directory", _directory_pages(path), scan_progress)
-    check_pages_input(text)
+        return "directory", _directory_pages(path)
+    if not path.exists():
+        raise InvalidPagesError(
+            f"{text}: no such file or directory; give a folder of .html/.htm/.html.gz pages, "
+            "a .warc/.warc.gz file or a JSON Lines manifest"
+        )
     if is_warc_name(path.name):
-        return _with_warcs(name, "warc", (_WarcFile(name, path),), scan_progress)
+        return "warc", (_WarcFile(name, path),)
     if page_stem(path.name) is not None:
-        return PageSet(name, "page", (Page(page_stem(path.name) or path.name, None, path.name, path),))
-    return _with_warcs(name, "manifest", _manifest_pages(path), scan_progress)
+        return "page", (Page(page_stem(path.name) or path.name, None, path.name, path),)
+    return "manifest", _manifest_pages(path)
 
 
 @dataclass(frozen=True)
