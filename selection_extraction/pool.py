@@ -74,7 +74,7 @@ class FunctionRef:
 
     def resolve(self) -> Callable[..., Any]:
         """The function itself (its module imported)."""
-        return getattr(importlib.import_module(self.module), self.name)  # type: ignore[no-any-return]
+        return getattr(importlib.import_module(self.module), self.name)
 
     def __call__(self, *args: Any) -> Any:
         return self.resolve()(*args)
