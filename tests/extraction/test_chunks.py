@@ -59,7 +59,7 @@ def made_up_pages(tmp_path: Path, sizes: list[int]) -> PageSet:
 def test_chunk_counts_add_up() -> None:
     a = ExtractionStats(2, 0, {"trafilatura": 1}, {"trafilatura": 1}, 1, ("connect",))
     b = ExtractionStats(3, 1, {"trafilatura": 2, "readability": 1}, {}, 0, ("send",))
-    total = a + b
+    total = NO_STATS + a + b
     assert (total.pages, total.unreadable_pages, total.worker_crashes) == (5, 1, 1)
     assert total.errors == {"trafilatura": 3, "newspaper4k": 0, "readability": 1}
     assert total.timeouts == {"trafilatura": 1, "newspaper4k": 0, "readability": 0}
