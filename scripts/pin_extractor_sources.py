@@ -4,7 +4,7 @@
     python scripts/pin_extractor_sources.py
 
 Writes ``tests/data/extractor_sources.json``: for each distribution of
-``selection_extraction.adapters.RELIED_ON``, its installed version and the SHA-256 of
+``tests.support.library_sources.RELIED_ON``, its installed version and the SHA-256 of
 the source of every function named there. ``tests/extraction/test_adapters.py`` fails
 when the installed libraries differ from the pins. Before regenerating after an
 upgrade, read what changed in those functions and check that the lean paths

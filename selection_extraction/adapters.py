@@ -1,8 +1,4 @@
-"""The three extractors as ``(html, url) -> (text, title)`` functions run by the workers: the libraries' own texts,
-deterministic, nothing fetched (``docs/extraction.md`` tells why the lean paths and the tie fix give the same texts).
-
-The only module that imports the extractor libraries (at its top, so that the workers' fork server imports them once).
-"""
+"""The three extractors as ``(html, url) -> (text, title)`` functions; the only module importing their libraries."""
 
 from __future__ import annotations
 
@@ -28,31 +24,6 @@ with warnings.catch_warnings():
     from readability.htmls import get_title as _readability_title
 
 
-#: The library code (``module:qualified name``) the lean paths and the tie fix reproduce or reorder, by distribution;
-#: ``tests/data/extractor_sources.json`` pins the SHA-256 of each one's installed source.
-RELIED_ON: Final[dict[str, tuple[str, ...]]] = {
-    "newspaper4k": (
-        "newspaper:article",
-        "newspaper.article:Article.__init__",
-        "newspaper.article:Article.download",
-        "newspaper.article:Article.parse",
-        "newspaper.extractors.content_extractor:ContentExtractor.__init__",
-        "newspaper.extractors.content_extractor:ContentExtractor.calculate_best_node",
-        "newspaper.extractors.articlebody_extractor:ArticleBodyExtractor.parse",
-        "newspaper.extractors.articlebody_extractor:ArticleBodyExtractor.calculate_best_node",
-        "newspaper.extractors.articlebody_extractor:ArticleBodyExtractor.compute_gravity_scores",
-        "newspaper.extractors.articlebody_extractor:ArticleBodyExtractor.nodes_to_check",
-    ),
-    "readability-lxml": (
-        "readability.readability:Document.__init__",
-        "readability.readability:Document._html",
-        "readability.readability:Document.title",
-        "readability.readability:Document.summary",
-        "readability.htmls:get_title",
-    ),
-}
-
-
 def prepare_worker() -> None:
     """Make ``tldextract`` (used by newspaper4k) offline: bundled public suffix list, no cache."""
     _tldextract.TLD_EXTRACTOR = _tldextract.TLDExtract(cache_dir=None, suffix_list_urls=(), fallback_to_snapshot=True)
@@ -71,8 +42,7 @@ def _dedupes_through_set(method: Callable[..., Any], marker: str) -> bool:
         return True
 
 
-#: The body extractor's methods that dedupe through ``set`` in newspaper4k 0.9.x, with the text that shows it in
-#: their source; a method whose installed source no longer holds it is not overridden.
+#: The body extractor's methods that dedupe through ``set``, with the source text that shows it.
 TIE_FIXES: Final[dict[str, str]] = {
     "nodes_to_check": "items = set(items)",
     "compute_gravity_scores": "set(parent_nodes)",
@@ -119,8 +89,8 @@ def _newspaper_config() -> newspaper.Config:
 
 
 def newspaper4k_article(html: str, url: str | None) -> newspaper.Article:
-    """The ``Article`` that ``newspaper.article(url, input_html=html, config=...)`` builds, with
-    :class:`TieOrderBodyExtractor`; not parsed yet (a fresh ``Config``: ``parse()`` sets the page's language on it)."""
+    """The unparsed ``Article`` of ``newspaper.article(url, input_html=html, config=...)``, with
+    :class:`TieOrderBodyExtractor` (a fresh ``Config``: ``parse()`` sets the page's language on it)."""
     article = newspaper.Article(url or "", language=None, config=_newspaper_config())
     article.extractor.article_body_extractor = TieOrderBodyExtractor(article.config)
     article.download(input_html=html)

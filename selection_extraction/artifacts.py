@@ -10,7 +10,6 @@ from selection_core.evidence import display_url
 from selection_extraction.batch import ExtractionStats
 from selection_extraction.pages import PageSet
 
-#: Artifact keys (lowercase with dashes).
 PAGES_ARTIFACT_KEY: Final[str] = "extraction-pages"
 EXTRACTION_SUMMARY_ARTIFACT_KEY: Final[str] = "extraction-summary"
 EXTRACTION_PROGRESS_ARTIFACT_KEY: Final[str] = "extraction-progress"
@@ -20,22 +19,14 @@ MAX_ERROR_CELL: Final[int] = 160
 
 
 def progress_description(page_set: PageSet, n_chunks: int | None = None) -> str:
-    """The description of the ``extraction-progress`` artifact (with the chunks when the run is cut in chunks).
-
-    >>> progress_description(PageSet("data/pages", "directory", ()), 2)
-    'Extracting 0 pages of pages in 2 chunk(s)'
-    """
+    """The description of the ``extraction-progress`` artifact (with the chunks when the run is cut in chunks)."""
     text = f"Extracting {len(page_set.pages)} pages of {Path(page_set.source).name}"
     return text if n_chunks is None else f"{text} in {n_chunks} chunk(s)"
 
 
 def page_row(index: int, article: dict[str, Any]) -> dict[str, Any]:
-    """The row of one page: ids, decoding, and per extractor its text length and error (the URL without its scheme,
-    which Prefect's V1 UI would mangle: :func:`~selection_core.evidence.display_url`).
-
-    >>> page_row(0, {"id": "a"})["readability_chars"]
-    0
-    """
+    """The row of one page: ids, decoding, and per extractor its text length and error (the URL shown by
+    :func:`~selection_core.evidence.display_url`)."""
     row: dict[str, Any] = {
         "index": index,
         "id": article.get("id"),
@@ -56,13 +47,7 @@ def page_row(index: int, article: dict[str, Any]) -> dict[str, Any]:
 
 
 class PageRows:
-    """The rows of the first ``max_rows`` pages, kept as the articles stream past (an ``ArticleSpool``'s ``watch``).
-
-    >>> rows = PageRows(1)
-    >>> rows(0, {"id": "a"}); rows(1, {"id": "b"})
-    >>> [row["id"] for row in rows.rows]
-    ['a']
-    """
+    """The rows of the first ``max_rows`` pages, kept as the articles stream past (an ``ArticleSpool``'s ``watch``)."""
 
     def __init__(self, max_rows: int) -> None:
         self.max_rows = max(max_rows, 0)

@@ -1,8 +1,4 @@
-"""The extracted batch: its articles, its record of how it was made, its counts, and writing it.
-
-The format, and why a JSON Lines batch has its record in ``<stem>.extraction.json`` beside it, are in
-``docs/extraction.md``.
-"""
+"""The extracted batch: its articles, its record of how it was made, its counts, and writing it."""
 
 from __future__ import annotations
 
@@ -37,8 +33,8 @@ DECODING_POLICY: Final[str] = (
 
 @dataclass(frozen=True)
 class ExtractionStats:
-    """Counts over one run: ``errors``/``timeouts`` per extractor, in ``EXTRACTORS`` order; the first
-    ``MAX_NETWORK_ATTEMPTS_KEPT`` network attempts blocked, word for word, and how many more there were."""
+    """Counts over one run (per extractor for ``errors``/``timeouts``); the first ``MAX_NETWORK_ATTEMPTS_KEPT``
+    network attempts blocked, word for word, and how many more there were."""
 
     pages: int
     unreadable_pages: int
@@ -119,29 +115,16 @@ def build_article(
     return article
 
 
-def combine_stats(parts: Sequence[ExtractionStats]) -> ExtractionStats:
-    """The counts of a whole run from those of its chunks, in chunk order.
-
-    >>> s = ExtractionStats(2, 1, {"readability": 1}, {}, 0, ("x",))
-    >>> both = combine_stats([s, s])
-    >>> both.pages, both.errors["readability"], both.network_attempts
-    (4, 2, ('x', 'x'))
-    """
-    return sum(parts, NO_STATS)
-
-
 class StatsTotal:
-    """The counts of a run added up chunk by chunk, as chunks complete (in order)."""
+    """The counts of a run added up chunk by chunk, in order."""
 
     def __init__(self) -> None:
         self._total = NO_STATS
 
     def add(self, part: ExtractionStats) -> None:
-        """Add the counts of the next chunk."""
         self._total += part
 
     def stats(self) -> ExtractionStats:
-        """The counts so far, as one run's."""
         return self._total
 
 
@@ -184,11 +167,7 @@ def build_batch(
 
 
 def dump_record(root: dict[str, Any]) -> bytes:
-    """The extraction record of a JSON Lines batch: its document without the articles, written as a JSON batch is.
-
-    >>> dump_record({"extraction": {"pages": 0}, "articles": []})
-    b'{\\n  "extraction": {\\n    "pages": 0\\n  }\\n}\\n'
-    """
+    """The extraction record of a JSON Lines batch: its document without the articles, written as a JSON batch is."""
     return dump_batch({key: value for key, value in root.items() if key != "articles"})
 
 
@@ -197,16 +176,9 @@ _COPY_BYTES: Final[int] = 1 << 20
 
 
 class ArticleSpool:
-    """The articles of one batch, in order, in an anonymous temporary file beside it (gone with the spool or the
-    process); then the batch written from them. A plain class, so that Prefect does not walk into it.
-
-    Args:
-        target: The batch that will be written (its folder holds the file).
-        watch: Called with ``(index, article)`` for each article added.
-
-    Raises:
-        WriteError: the temporary file cannot be created or written.
-    """
+    """The articles of one batch, in order, in an anonymous temporary file beside ``target``; then the batch written
+    from them (``watch`` is called with ``(index, article)`` for each article added). A plain class, so that Prefect
+    does not walk into it; WriteError when the temporary file cannot be created or written."""
 
     def __init__(self, target: Path, watch: Callable[[int, dict[str, Any]], None] | None = None) -> None:
         self.target = Path(target)
@@ -228,7 +200,6 @@ class ArticleSpool:
         self.close()
 
     def add(self, article: dict[str, Any]) -> None:
-        """Append the next article of the batch."""
         if self._watch is not None:
             self._watch(self.count, article)
         piece = (self._format.separator if self.count else b"") + self._format.render([article])
@@ -239,13 +210,9 @@ class ArticleSpool:
         self.count += 1
 
     def write(self, root: dict[str, Any]) -> BatchBytes:
-        """Write the batch atomically: ``root`` (with an empty ``articles`` list) around the articles added, or
-        for JSON Lines the lines and ``root`` as the record beside them; may be called again (a retry).
-
-        Raises:
-            OutputPathError: the location is refused.
-            WriteError: writing failed.
-        """
+        """Write the batch atomically: ``root`` (with an empty ``articles`` list) around the articles added, or for
+        JSON Lines the lines and ``root`` as the record beside them; may be called again. Raises OutputPathError
+        or WriteError."""
         head, tail = self._format.envelope_parts(root, self.count > 0)
         digest = hashlib.sha256()
         size = 0

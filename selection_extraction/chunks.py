@@ -1,7 +1,4 @@
-"""An extraction cut into chunks of consecutive pages: planning the chunks, extracting one, joining them.
-
-Only which pages go together depends on the plan, never the written batch.
-"""
+"""An extraction cut into chunks of consecutive pages (the plan never changes the written batch)."""
 
 from __future__ import annotations
 
@@ -10,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from selection_core.batch import ProgressCallback
-from selection_extraction.batch import ArticleSpool, ExtractionResult, ExtractionStats, build_batch, combine_stats
+from selection_extraction.batch import ArticleSpool, ExtractionResult, ExtractionStats, build_batch
 from selection_extraction.engine import extract_pages
 from selection_extraction.extractors import Extractor
 from selection_extraction.pages import Page, PageSet
@@ -20,17 +17,14 @@ from selection_extraction.settings import ExtractionSettings
 #: Chunks of pages per worker when no chunk size is given (see ``docs/performance.md``).
 PAGE_CHUNKS_PER_WORKER: Final[int] = 2
 
-#: Most pages, and most bytes of pages (:attr:`~selection_extraction.pages.Page.weight`), of a chunk when no chunk
-#: size is given: a chunk's articles are held whole by its worker and, until they are spooled, by the flow.
+#: Most pages, and most bytes of pages, of a chunk when no chunk size is given (its articles are held whole).
 MAX_PAGES_PER_CHUNK: Final[int] = 500
 MAX_PAGE_BYTES_PER_CHUNK: Final[int] = 32 * 1024 * 1024
 
 
 class PageChunk:
-    """Consecutive pages ``start .. stop - 1`` of one input, and the run's time limit.
-
-    A plain class, so that Prefect does not walk into it and Dask names the task by its position.
-    """
+    """Consecutive pages ``start .. stop - 1`` of one input, and the run's time limit (a plain class, so that Prefect
+    does not walk into it and Dask names the task by its position)."""
 
     __slots__ = ("pages", "start", "time_limit_seconds")
 
@@ -51,7 +45,7 @@ class PageChunk:
 
 
 class ChunkExtraction:
-    """The articles of one :class:`PageChunk`, in page order, and the chunk's counts (a plain container)."""
+    """The articles of one :class:`PageChunk`, in page order, and the chunk's counts."""
 
     __slots__ = ("articles", "pages", "start", "stats")
 
@@ -66,16 +60,8 @@ class ChunkExtraction:
 
 
 def balanced_bounds(weights: Sequence[int], n_chunks: int) -> list[tuple[int, int]]:
-    """Cut consecutive items into ``n_chunks`` runs (fewer if there are fewer items) of about equal weight.
-
-    Every run holds at least one item; the cuts fall where the running total is nearest to each multiple of
-    ``total / n_chunks``.
-
-    >>> balanced_bounds([1, 1, 1, 1, 8, 1, 1, 1], 2)
-    [(0, 4), (4, 8)]
-    >>> balanced_bounds([5, 5, 5], 5), balanced_bounds([], 2)
-    ([(0, 1), (1, 2), (2, 3)], [])
-    """
+    """Cut consecutive items into ``n_chunks`` non-empty runs (fewer if there are fewer items) of about equal weight:
+    the cuts fall where the running total is nearest to each multiple of ``total / n_chunks``."""
     n = len(weights)
     n_chunks = max(1, min(n_chunks, n))
     if n == 0:
@@ -103,12 +89,8 @@ def balanced_bounds(weights: Sequence[int], n_chunks: int) -> list[tuple[int, in
 def capped_bounds(
     bounds: Sequence[tuple[int, int]], weights: Sequence[int], max_items: int, max_weight: int
 ) -> list[tuple[int, int]]:
-    """``bounds`` with every run cut, greedily from its start, into pieces of at most ``max_items``
-    items and ``max_weight`` in weight (an item heavier than that is a piece alone).
-
-    >>> capped_bounds([(0, 5), (5, 6)], [1, 1, 1, 1, 1, 9], max_items=2, max_weight=10)
-    [(0, 2), (2, 4), (4, 5), (5, 6)]
-    """
+    """``bounds`` with every run cut, greedily from its start, into pieces of at most ``max_items`` items and
+    ``max_weight`` in weight (an item heavier than that is a piece alone)."""
     capped: list[tuple[int, int]] = []
     for start, stop in bounds:
         piece, weight = start, 0
@@ -132,12 +114,10 @@ class PageChunkPlan:
 
     @property
     def pages(self) -> int:
-        """Pages of the input."""
         return len(self.page_set.pages)
 
     @property
     def n_chunks(self) -> int:
-        """Chunks of the plan."""
         return len(self.bounds)
 
     @property
@@ -146,7 +126,6 @@ class PageChunkPlan:
         return max((stop - start for start, stop in self.bounds), default=0)
 
     def chunks(self) -> Iterator[PageChunk]:
-        """The chunks, in page order."""
         for start, stop in self.bounds:
             yield PageChunk(start, self.page_set.pages[start:stop], self.time_limit_seconds)
 
@@ -179,16 +158,13 @@ class ChunkProgress:
         self._progress = progress
 
     def start(self) -> None:
-        """Report that no page is done yet."""
         self._report(0)
 
     def advance(self, _index: int, chunk: ChunkExtraction) -> None:
-        """Count the pages of a chunk that completed (an ``on_result`` callback)."""
         self.done += chunk.pages
         self._report(self.done)
 
     def finish(self) -> None:
-        """Report every page done."""
         self._report(self.total)
 
     def _report(self, done: int) -> None:
@@ -197,10 +173,7 @@ class ChunkProgress:
 
 
 def extract_chunk(chunk: PageChunk) -> ChunkExtraction:
-    """Extract one chunk of pages with one worker process, kept for the next chunk, under the run's time limit.
-
-    Works in a daemonic process too (a Dask worker).
-    """
+    """Extract one chunk with one worker process, kept for the next chunk (in a daemonic process too)."""
     settings = ExtractionSettings(time_limit_seconds=chunk.time_limit_seconds, workers=1, keep_workers=True)
     with allow_child_processes():
         result = extract_pages(PageSet("", "chunk", chunk.pages), settings)
@@ -223,15 +196,3 @@ def joined_root(
     """The batch's root with an empty ``articles`` list, from the counts of the whole input, as one run's."""
     settings = ExtractionSettings(time_limit_seconds=time_limit_seconds)
     return ExtractionResult(build_batch(page_set, [], extractors, settings, stats), stats)
-
-
-def join_chunks(
-    page_set: PageSet,
-    parts: Sequence[ChunkExtraction],
-    extractors: Sequence[Extractor],
-    time_limit_seconds: float,
-) -> ExtractionResult:
-    """The batch of the whole input from its chunks' extractions, in page order: the same as one run's."""
-    result = joined_root(page_set, combine_stats([part.stats for part in parts]), extractors, time_limit_seconds)
-    result.doc["articles"] = [article for part in parts for article in part.articles]
-    return result

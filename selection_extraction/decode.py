@@ -1,14 +1,4 @@
-"""Turn the bytes of a web page into the one ``str`` that every extractor receives (pure functions, no I/O).
-
-The order of evidence (``docs/extraction.md``): a byte-order mark; the transport charset, then the page's declared
-charset, each only if the bytes decode under it without an error (and valid non-ASCII UTF-8 wins over a legacy
-claim); valid UTF-8; UTF-8 with U+FFFD replacement. No statistical detection: it changes from one version to the next.
-
->>> decode_html(b'<meta charset="windows-1252"><p>caf\\xe9</p>').html
-'<meta charset="windows-1252"><p>café</p>'
->>> decode_html('<meta charset="iso-8859-1"><p>café</p>'.encode()).source.value
-'valid-utf-8'
-"""
+"""Turn the bytes of a web page into the one ``str`` that every extractor receives (pure functions, no I/O)."""
 
 from __future__ import annotations
 
@@ -21,7 +11,7 @@ from typing import Final
 #: How far into the page a charset declaration is looked for.
 PRESCAN_BYTES: Final[int] = 8192
 
-#: Encodings never accepted from a page (not text encodings of web content, or able to smuggle markup, like UTF-7).
+#: Encodings never accepted from a page (not web text encodings, or able to smuggle markup, like UTF-7).
 _REFUSED_CODECS: Final[frozenset[str]] = frozenset(
     {"utf-7", "unicode-escape", "raw-unicode-escape", "idna", "punycode", "undefined", "mbcs", "oem"}
 )
@@ -63,8 +53,7 @@ class DecodeSource(enum.StrEnum):
 
 @dataclass(frozen=True)
 class DecodedHtml:
-    """A page's text, the Python codec that decoded it, the evidence that decided, and the charset label given or
-    declared (as written, even when it was not used)."""
+    """A page's text, its codec, the evidence that decided, and the charset label claimed (even when not used)."""
 
     html: str
     encoding: str
@@ -73,28 +62,14 @@ class DecodedHtml:
 
 
 def declared_charset(data: bytes) -> str | None:
-    """The charset label the page declares in its first :data:`PRESCAN_BYTES` bytes.
-
-    >>> declared_charset(b'<html><head><meta http-equiv="Content-Type" content="text/html; charset=ISO-8859-1">')
-    'ISO-8859-1'
-    >>> declared_charset(b"<p>no declaration</p>") is None
-    True
-    """
+    """The charset label the page declares in its first :data:`PRESCAN_BYTES` bytes, or None."""
     head = data[:PRESCAN_BYTES]
     match = _XML_DECL.match(head) or _META_CHARSET.search(head)
     return match.group(1).decode("ascii") if match else None
 
 
 def web_codecs(label: str) -> tuple[str, ...]:
-    """The codecs to try, in order, for a charset label; empty when the label is refused.
-
-    >>> web_codecs("ISO-8859-1")
-    ('cp1252', 'iso8859-1')
-    >>> web_codecs("utf-16")
-    ('utf-8',)
-    >>> web_codecs("no-such-charset")
-    ()
-    """
+    """The codecs to try, in order, for a charset label; empty when the label is refused."""
     try:
         info = codecs.lookup(label.strip())
     except (LookupError, ValueError):
@@ -131,14 +106,8 @@ def _claimed(data: bytes, label: str, source: DecodeSource) -> DecodedHtml | Non
 
 
 def decode_html(data: bytes, transport_charset: str | None = None) -> DecodedHtml:
-    """Decode a page's bytes (decompressed), given the charset of its HTTP ``Content-Type`` if known; never raises.
-
-    >>> decode_html(b"\\xef\\xbb\\xbf<p>x</p>").source.value
-    'bom'
-    >>> d = decode_html(b'<meta charset="utf-8"><p>caf\\xe9</p>')
-    >>> d.html.endswith("caf\\ufffd</p>"), d.source.value
-    (True, 'utf-8-with-replacement')
-    """
+    """Decode a page's bytes by the order of evidence of ``docs/extraction.md``, given the charset of its HTTP
+    ``Content-Type`` if known; never raises."""
     for bom, codec in _BOMS:
         if data.startswith(bom):
             return DecodedHtml(data[len(bom) :].decode(codec, errors="replace"), codec, DecodeSource.BOM)

@@ -1,5 +1,4 @@
-"""The extract step's run, free of Prefect: pages in, read and decoded once each, extracted by the three
-extractors in killable worker processes, and the batch out."""
+"""The extract step's run, free of Prefect: pages in, extracted in killable worker processes, the batch out."""
 
 from __future__ import annotations
 
@@ -59,10 +58,7 @@ def extract_pages(
     extractors: Sequence[Extractor] | None = None,
     progress: ProgressCallback | None = None,
 ) -> ExtractionResult:
-    """Extract every page with the three extractors (default: the real ones); the batch and the run's counts.
-
-    ``progress`` is called with ``(pages done, total)`` as pages complete.
-    """
+    """Extract every page with the three extractors (default: the real ones); ``progress(done, total)`` in pages."""
     articles: list[dict[str, Any]] = []
     result = _extract(page_set, settings, extractors, progress, articles.append)
     result.doc["articles"] = articles
@@ -76,8 +72,7 @@ def extract_to_spool(
     extractors: Sequence[Extractor] | None = None,
     progress: ProgressCallback | None = None,
 ) -> ExtractionResult:
-    """Extract every page as :func:`extract_pages` does, handing each article to ``spool`` in page order;
-    the run's counts and the batch's root with an empty ``articles`` list, for ``spool.write``."""
+    """:func:`extract_pages` handing each article to ``spool`` in page order; the root has an empty ``articles``."""
     return _extract(page_set, settings, extractors, progress, spool.add)
 
 
@@ -88,14 +83,13 @@ def _extract(
     progress: ProgressCallback | None,
     emit: Callable[[dict[str, Any]], None],
 ) -> ExtractionResult:
-    """Extract every page; hand each article to ``emit`` in page order as soon as it and those before it are done."""
+    """Extract every page; hand each article to ``emit`` in page order as soon as those before it are done."""
     settings = settings or ExtractionSettings()
     extractors = tuple(extractors) if extractors is not None else default_extractors()
     check_extractors(extractors)
     functions = {e.name: e.function for e in extractors}
     pages = page_set.pages
     total = len(pages)
-    # Only the pages in flight, or done ahead of an earlier one, are in these two.
     outcomes: dict[int, dict[str, Outcome]] = {}
     encodings: dict[int, tuple[str | None, str | None]] = {}
     errors = dict.fromkeys(EXTRACTORS, 0)
@@ -177,12 +171,8 @@ def extract_to_file(
     progress: ProgressCallback | None = None,
     page_set: PageSet | None = None,
 ) -> ExtractRunResult:
-    """Find the pages (unless ``page_set`` is given), extract them through an
-    :class:`~selection_extraction.batch.ArticleSpool` and write the batch atomically (JSON, or JSON Lines and
-    its record for a ``*.jsonl`` output); the output location is checked before any page is read.
-
-    Returns:
-        The output, its SHA-256 and size, and the run (its ``doc`` without ``articles``).
+    """Find the pages (unless ``page_set`` is given), extract them and write the batch atomically, its output
+    checked before any page is read; the run's ``doc`` is returned without ``articles``.
 
     Raises:
         InvalidPagesError: the input cannot be used.

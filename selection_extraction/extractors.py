@@ -1,6 +1,4 @@
-"""The three extractors as the engine sees them: how each is called and described in a batch, and the function
-that computes its text, named by reference into :mod:`selection_extraction.adapters`, which only the workers import.
-"""
+"""The three extractors as the engine sees them: how each is called and described, and its function by name."""
 
 from __future__ import annotations
 
@@ -23,32 +21,19 @@ NEWSPAPER_CONFIG: Final[dict[str, Any]] = {"fetch_images": False, "memorize_arti
 #: Keyword arguments of readability's ``Document.summary``.
 READABILITY_SUMMARY_OPTIONS: Final[dict[str, Any]] = {"html_partial": True}
 
-#: The trafilatura call, as recorded in the batch.
+#: The calls, as recorded in the batch.
 TRAFILATURA_CALL: Final[str] = "trafilatura.extract(html, include_comments=False)"
-
-#: The newspaper4k call, as recorded in the batch.
 NEWSPAPER_CALL: Final[str] = (
     "newspaper.article(url, input_html=html, config=Config(fetch_images=False, memorize_articles=False)) "
     "text and title, by a lean Article.parse() (no authors, publish date, videos, images), "
     "ties in document order (newspaper4k #738)"
 )
-
-#: What the lean path runs of ``Article.parse()`` (recorded in the batch's newspaper4k settings).
-NEWSPAPER_LEAN_PATH: Final[str] = "parse, title, metadata (for the language), body extractor, cleaner, formatter"
-
-#: How the body extractor's ties are resolved (recorded in the batch's newspaper4k settings).
-NEWSPAPER_TIE_ORDER: Final[str] = (
-    "candidate divs in document order, scored parents in order of first occurrence "
-    "(https://github.com/AndyTheFactory/newspaper4k/pull/738), where the installed release dedupes them through set()"
-)
-
-#: The readability call, as recorded in the batch.
 READABILITY_CALL: Final[str] = (
     "html_text.extract_text(Document(html).summary(html_partial=True)), "
     "title Document.title() read from summary()'s first parse of the page"
 )
 
-#: The module of the adapters (the only one that imports the extractor libraries), named, not imported.
+#: The module of the extractor functions, named, not imported (only the workers import it).
 ADAPTERS_MODULE: Final[str] = "selection_extraction.adapters"
 
 #: Modules the workers' fork server imports once.
@@ -56,15 +41,6 @@ WORKER_PRELOAD: Final[tuple[str, ...]] = (ADAPTERS_MODULE,)
 
 #: What every worker runs once before its first page: offline ``tldextract``.
 WORKER_INITIALIZER: Final[FunctionRef] = FunctionRef(ADAPTERS_MODULE, "prepare_worker")
-
-#: The top-level modules of the extractor libraries, looked up (not imported) before a run.
-EXTRACTOR_LIBRARY_MODULES: Final[tuple[str, ...]] = (
-    "trafilatura",
-    "newspaper",
-    "readability",
-    "html_text",
-    "tldextract",
-)
 
 #: What to install when the extractor libraries are missing.
 INSTALL_HINT: Final[str] = "pip install 'content-selection[extract]'"
@@ -78,8 +54,8 @@ class ExtractorsUnavailableError(SelectionError):
 
 @dataclass(frozen=True)
 class Extractor:
-    """One extractor: where its text goes, the function that computes it (a module-level function, or a
-    :class:`~selection_extraction.pool.FunctionRef` naming one), and how it is described."""
+    """One extractor: its name, its function (module-level, or a :class:`~selection_extraction.pool.FunctionRef`),
+    and how the batch describes it."""
 
     name: str
     function: ExtractorFunction
@@ -94,7 +70,8 @@ def default_extractors() -> tuple[Extractor, ...]:
     Raises:
         ExtractorsUnavailableError: a library is not installed.
     """
-    missing = [name for name in EXTRACTOR_LIBRARY_MODULES if importlib.util.find_spec(name) is None]
+    modules = ("trafilatura", "newspaper", "readability", "html_text", "tldextract")
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
     if missing:
         raise ExtractorsUnavailableError(
             f"the extract step needs trafilatura, newspaper4k, readability-lxml and html-text "
@@ -115,8 +92,10 @@ def default_extractors() -> tuple[Extractor, ...]:
             NEWSPAPER_CALL,
             {
                 **NEWSPAPER_CONFIG,
-                "lean_path": NEWSPAPER_LEAN_PATH,
-                "tie_order": NEWSPAPER_TIE_ORDER,
+                "lean_path": "parse, title, metadata (for the language), body extractor, cleaner, formatter",
+                "tie_order": "candidate divs in document order, scored parents in order of first occurrence "
+                "(https://github.com/AndyTheFactory/newspaper4k/pull/738), where the installed release dedupes them "
+                "through set()",
                 "public_suffix_list": f"tldextract {library_version('tldextract')} bundled snapshot",
             },
         ),
@@ -131,11 +110,7 @@ def default_extractors() -> tuple[Extractor, ...]:
 
 
 def library_version(distribution: str) -> str:
-    """The installed version of ``distribution``, or ``"not installed"``.
-
-    >>> library_version("no-such-distribution-for-content-selection")
-    'not installed'
-    """
+    """The installed version of ``distribution``, or ``"not installed"``."""
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
@@ -143,11 +118,7 @@ def library_version(distribution: str) -> str:
 
 
 def check_extractors(extractors: Sequence[Extractor]) -> None:
-    """Refuse anything but one extractor for each name of ``EXTRACTORS``.
-
-    Raises:
-        ValueError: a name is missing or repeated.
-    """
+    """Refuse (ValueError) anything but one extractor for each name of ``EXTRACTORS``."""
     names = [e.name for e in extractors]
     if sorted(names) != sorted(EXTRACTORS):
         raise ValueError(f"need one extractor for each of {list(EXTRACTORS)}, got {names}")

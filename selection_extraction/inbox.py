@@ -1,7 +1,4 @@
-"""The inbox: a folder under the data root where page sets are dropped, and which of them need extracting.
-
-Its rules are told in ``docs/prefect.md`` (the whole chain); all are decided from names and modification times.
-"""
+"""The inbox: a folder under the data root where page sets are dropped, and which of them need extracting."""
 
 from __future__ import annotations
 
@@ -31,7 +28,7 @@ INBOX_DIR: Final[str] = "inbox"
 #: What the name of a manifest in the inbox ends with (matched case-insensitively).
 MANIFEST_SUFFIX: Final[str] = ".jsonl"
 
-#: Names of what this stage writes (extracted and selected batches, either format), never page sets.
+#: Names of the batches this stage writes, never page sets.
 OUTPUT_SUFFIXES: Final[tuple[str, ...]] = (
     EXTRACTED_SUFFIX,
     SELECTED_SUFFIX,
@@ -42,9 +39,8 @@ OUTPUT_SUFFIXES: Final[tuple[str, ...]] = (
 
 @dataclass(frozen=True)
 class InboxScan:
-    """What one look at the inbox found, every list in sorted name order: the page sets to extract (``new``),
-    those whose batch is up to date, one message per page set whose batch name another shares, and the files
-    that are neither page sets nor batches."""
+    """What one look at the inbox found, in name order: page sets to extract, those up to date, a message per
+    page set whose batch name another shares, and files that are neither page sets nor batches."""
 
     inbox: Path
     new: tuple[Path, ...]
@@ -54,8 +50,7 @@ class InboxScan:
 
 
 def prepare_inbox(inbox: str | None, data_root: str | None) -> Path:
-    """The resolved inbox (None: ``<data root>/inbox``, created when missing) inside the data root (None:
-    ``$CONTENT_SELECTION_DATA_ROOT``).
+    """The resolved inbox (None: ``<data root>/inbox``, created when missing) inside the data root.
 
     Raises:
         UnsafePathError: no data root is configured, or the inbox lies outside it.
@@ -80,11 +75,7 @@ def prepare_inbox(inbox: str | None, data_root: str | None) -> Path:
 
 
 def is_page_set_name(name: str) -> bool:
-    """Whether an entry's name (a file directly in the inbox) makes it a page set: a WARC file or a manifest.
-
-    >>> is_page_set_name("CC-NEWS-1.warc.gz"), is_page_set_name("list.JSONL"), is_page_set_name("a.html")
-    (True, True, False)
-    """
+    """Whether a file directly in the inbox is a page set: a WARC file or a manifest."""
     return is_warc_name(name) or (name.lower().endswith(MANIFEST_SUFFIX) and len(name) > len(MANIFEST_SUFFIX))
 
 
@@ -131,7 +122,7 @@ def scan_inbox(inbox: Path) -> InboxScan:
 
 
 def _newest_mtime_ns(entry: Path) -> int:
-    """The newest modification time of a page set: the file's, or the folder's and everything under it."""
+    """The newest modification time of a file, or of a folder and everything under it."""
     newest = entry.stat().st_mtime_ns
     if not entry.is_dir():
         return newest
@@ -147,20 +138,10 @@ def _newest_mtime_ns(entry: Path) -> int:
 
 
 def failure_line(page_set: Path, error: str) -> str:
-    """One failed page set and its error, the page set named once.
-
-    >>> failure_line(Path("/in/a.jsonl"), "/in/a.jsonl: line 1 is not JSON")
-    '/in/a.jsonl: line 1 is not JSON'
-    >>> failure_line(Path("/in/b"), "TimeoutError")
-    '/in/b: TimeoutError'
-    """
+    """One failed page set and its error, the page set named once."""
     return name_once(page_set, error)
 
 
 def failures_message(failures: list[str], page_sets: int) -> str:
-    """The message of an inbox run in which some page sets failed (:func:`failure_line` s and clashes).
-
-    >>> failures_message(["/in/a.jsonl: line 1 is not JSON"], 3)
-    '1 of 3 page set(s) failed, the others were extracted: /in/a.jsonl: line 1 is not JSON'
-    """
+    """The message of an inbox run in which some page sets failed (:func:`failure_line` s and clashes)."""
     return f"{len(failures)} of {page_sets} page set(s) failed, the others were extracted: {'; '.join(failures)}"

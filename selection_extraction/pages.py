@@ -29,22 +29,22 @@ from selection_storage.transient import TRANSIENT_ERRNOS
 #: File name endings of pages, matched case-insensitively; longest first.
 PAGE_SUFFIXES: Final[tuple[str, ...]] = (".html.gz", ".htm.gz", ".html", ".htm")
 
-#: Seconds to wait before each new try of a page read that failed with a transient I/O error.
+#: Seconds to wait before each new try of a read that failed with a transient I/O error.
 READ_RETRY_DELAYS: Final[tuple[float, ...]] = (0.2, 1.0)
 
 
 class InvalidPagesError(InvalidBatchError):
-    """The pages input cannot be used (missing, empty directory, bad manifest). Never worth retrying."""
+    """The pages input cannot be used (missing, empty directory, bad manifest)."""
 
 
-#: What reading a page may raise for that page alone: it becomes an article with three error blocks.
+#: What reading a page may raise for that page alone (it becomes an article with three error blocks).
 UNREADABLE_PAGE_ERRORS: Final[tuple[type[BaseException], ...]] = (OSError, EOFError, PageTooLargeError, zlib.error)
 
 
 @dataclass(frozen=True)
 class Page:
-    """One input page: ``path`` as the batch writes it, ``file`` where to read it (a page of a web archive:
-    the WARC file, and ``warc`` where its record lies), ``encoding`` its transport charset."""
+    """One input page: ``path`` as the batch writes it, ``file`` where to read it (for a WARC page with ``warc``),
+    ``encoding`` its transport charset."""
 
     id: str
     url: str | None
@@ -55,7 +55,7 @@ class Page:
 
     @property
     def weight(self) -> int:
-        """About how many bytes the page holds (its file's size, or its record's payload length)."""
+        """About how many bytes the page holds."""
         return max(1, self.warc.length if self.warc is not None else _size(self.file))
 
 
@@ -66,64 +66,45 @@ class PageSet:
     source: str
     kind: str  # "directory" | "manifest" | "page" | "warc" | "chunk"
     pages: tuple[Page, ...]
-    #: The records of the input's WARC files by kind (``warc.RECORD_KINDS``), or None without a WARC file.
+    #: The records of the input's WARC files by kind, or None without a WARC file.
     warc_records: dict[str, int] | None = None
 
 
 def page_stem(name: str) -> str | None:
-    """The name without its page suffix, or None when it is not a page.
-
-    >>> page_stem("a.HTML.gz"), page_stem("b.htm"), page_stem("c.json")
-    ('a', 'b', None)
-    """
+    """The name without its page suffix, or None when it is not a page."""
     return strip_suffix(name, PAGE_SUFFIXES)
 
 
-def check_pages_input(source: str | os.PathLike[str]) -> None:
-    """Refuse (:class:`InvalidPagesError`) an input that does not exist."""
-    if not Path(source).exists():
-        raise InvalidPagesError(
-            f"{os.fspath(source)}: no such file or directory; give a folder of .html/.htm/.html.gz pages, "
-            "a .warc/.warc.gz file or a JSON Lines manifest"
-        )
-
-
 def check_page_listing(source: str | os.PathLike[str]) -> None:
-    """Refuse, with :func:`find_pages`'s :class:`InvalidPagesError`, an input whose listing is wrong (missing,
-    a folder with no page, a malformed manifest), without reading a page or scanning a web archive."""
-    path = Path(os.fspath(source))
-    if path.is_dir():
-        _directory_pages(path)
-        return
-    check_pages_input(source)
-    if not is_warc_name(path.name) and page_stem(path.name) is None:
-        _manifest_pages(path)
+    """Refuse as :func:`find_pages` does an input whose listing is wrong, without reading a page or a web archive."""
+    _listing(os.fspath(source), "")
 
 
 def find_pages(
     source: str | os.PathLike[str], label: str | None = None, scan_progress: ScanProgress | None = None
 ) -> PageSet:
-    """The pages of a directory, a manifest, a single page file or a WARC file, in batch order.
-
-    Args:
-        source: Where the pages are.
-        label: How the input is named in the batch (default: ``source`` as given).
-        scan_progress: Called with (bytes read, bytes in all, records seen) while WARC files are scanned.
-
-    Raises:
-        InvalidPagesError: the input cannot be used (missing, no page, a malformed manifest, not a WARC).
-    """
+    """The pages of a directory, a manifest, a single page file or a WARC file, in batch order; ``label`` names the
+    input in the batch (default: ``source``). InvalidPagesError when the input cannot be used."""
     text = os.fspath(source)
     name = text if label is None else label
+    return _with_warcs(name, *_listing(text, name), scan_progress)
+
+
+def _listing(text: str, name: str) -> tuple[str, tuple[Page | _WarcFile, ...]]:
+    """The input's kind and entries, its WARC files not scanned yet."""
     path = Path(text)
     if path.is_dir():
-        return _with_warcs(name, "directory", _directory_pages(path), scan_progress)
-    check_pages_input(text)
+        return "directory", _directory_pages(path)
+    if not path.exists():
+        raise InvalidPagesError(
+            f"{text}: no such file or directory; give a folder of .html/.htm/.html.gz pages, "
+            "a .warc/.warc.gz file or a JSON Lines manifest"
+        )
     if is_warc_name(path.name):
-        return _with_warcs(name, "warc", (_WarcFile(name, path),), scan_progress)
+        return "warc", (_WarcFile(name, path),)
     if page_stem(path.name) is not None:
-        return PageSet(name, "page", (Page(page_stem(path.name) or path.name, None, path.name, path),))
-    return _with_warcs(name, "manifest", _manifest_pages(path), scan_progress)
+        return "page", (Page(page_stem(path.name) or path.name, None, path.name, path),)
+    return "manifest", _manifest_pages(path)
 
 
 @dataclass(frozen=True)
@@ -135,7 +116,7 @@ class _WarcFile:
 
 
 def _with_warcs(name: str, kind: str, entries: tuple[Page | _WarcFile, ...], progress: ScanProgress | None) -> PageSet:
-    """The input's pages, each WARC file replaced by its HTML responses; the records' counts when there was one."""
+    """The input's pages, each WARC file replaced by its HTML responses, with the records' counts."""
     sizes = [_size(entry.file) for entry in entries if isinstance(entry, _WarcFile)]
     if not sizes:
         return PageSet(name, kind, tuple(entry for entry in entries if isinstance(entry, Page)))
@@ -257,13 +238,7 @@ def _manifest_pages(manifest: Path) -> tuple[Page | _WarcFile, ...]:
 
 
 def read_page(page: Page, max_bytes: int = DEFAULT_MAX_PAGE_BYTES) -> bytes:
-    """The page's bytes, gunzipped when its name ends in ``.gz``.
-
-    Raises:
-        OSError: the file cannot be read, or is not valid gzip.
-        EOFError: a truncated gzip file.
-        PageTooLargeError: more than ``max_bytes`` (after decompression).
-    """
+    """The page's bytes, gunzipped when its name ends in ``.gz``; PageTooLargeError over ``max_bytes``."""
     with open(page.file, "rb") as raw:
         if page.file.name.lower().endswith(".gz"):
             with gzip.GzipFile(fileobj=raw) as unzipped:
@@ -276,7 +251,7 @@ def read_page(page: Page, max_bytes: int = DEFAULT_MAX_PAGE_BYTES) -> bytes:
 
 
 class PageReader:
-    """Reads the pages of a run, in order, trying again after a transient I/O error; a context manager."""
+    """Reads the pages of a run, in order, trying again after a transient I/O error."""
 
     def __init__(self, max_bytes: int = DEFAULT_MAX_PAGE_BYTES) -> None:
         self.max_bytes = max_bytes
@@ -289,7 +264,7 @@ class PageReader:
         self._warc.close()
 
     def read(self, page: Page) -> bytes:
-        """The page's bytes (a WARC page's payload, encodings undone); :data:`UNREADABLE_PAGE_ERRORS` if unreadable."""
+        """The page's bytes (a WARC page's payload decoded); :data:`UNREADABLE_PAGE_ERRORS` if unreadable."""
         for delay in (*READ_RETRY_DELAYS, None):
             try:
                 if page.warc is not None:
@@ -304,7 +279,7 @@ class PageReader:
 
 
 def read_error(page: Page, exc: BaseException) -> str:
-    """The error of every block of a page that cannot be read: ``"<ExceptionType>: cannot read page <path>: ..."``."""
+    """The error of every block of a page that cannot be read."""
     detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else " ".join(str(exc).split())
     what = f"page {page.path}"
     if page.warc is not None:

@@ -1,4 +1,4 @@
-"""Where an extraction reads and writes: the default batch name beside the input, and the checked paths of a run."""
+"""Where an extraction reads and writes: the default batch beside the input, and the checked paths of a run."""
 
 from __future__ import annotations
 
@@ -21,11 +21,7 @@ from selection_storage.paths import (
 
 
 def extracted_path(source: str | os.PathLike[str]) -> Path:
-    """``<name>_extracted.json`` beside the input (a directory, a manifest, a page or a WARC file).
-
-    >>> [extracted_path(p).as_posix() for p in ("data/pages", "data/pages.jsonl", "crawl/CC-NEWS-1.warc.gz")]
-    ['data/pages_extracted.json', 'data/pages_extracted.json', 'crawl/CC-NEWS-1_extracted.json']
-    """
+    """``<name>_extracted.json`` beside the input (a directory, a manifest, a page or a WARC file)."""
     path = Path(source)
     if not path.name or path.name in (".", ".."):
         path = path.resolve()
@@ -36,17 +32,12 @@ def extracted_path(source: str | os.PathLike[str]) -> Path:
     return path.with_name(f"{stem}{EXTRACTED_SUFFIX}")
 
 
-#: What the extraction record of a JSON Lines batch is named with, in place of the batch's ``.jsonl``.
+#: What the record of a JSON Lines batch is named with, in place of the batch's ``.jsonl``.
 RECORD_SUFFIX: Final[str] = ".extraction.json"
 
 
 def record_path(batch: str | os.PathLike[str]) -> Path | None:
-    """Where the record of how a JSON Lines batch was made is written (``<stem>.extraction.json``); None for a
-    JSON batch, whose root holds it.
-
-    >>> record_path("out/crawl_extracted.jsonl").as_posix(), record_path("out/crawl_extracted.json")
-    ('out/crawl_extracted.extraction.json', None)
-    """
+    """Where the record of how a JSON Lines batch was made is written; None for a JSON batch, whose root holds it."""
     path = Path(batch)
     if not is_jsonl(path.name):
         return None
@@ -69,14 +60,9 @@ def resolve_extract_paths(
     option: str = DATA_ROOT_PARAMETER,
     output_option: str = "--output",
 ) -> ExtractPaths:
-    """Resolve the pages input and the batch output (and its record); confine them to the data root when one is set.
-
-    Args:
-        pages: The pages input.
-        output_path: Where to write the batch; None for ``<pages>_extracted.json`` beside the input.
-        data_root: Directory every path must resolve inside; None for ``$CONTENT_SELECTION_DATA_ROOT``.
-        option: How messages name ``data_root`` (``--data-root`` on the command line).
-        output_option: How messages name ``output_path`` (``--extracted`` for ``pipeline``).
+    """Resolve the pages input and the batch output (None: beside the input) and its record, confined to the data
+    root when one is set (None: ``$CONTENT_SELECTION_DATA_ROOT``); ``option`` and ``output_option`` name
+    ``data_root`` and ``output_path`` in messages.
 
     Raises:
         UnsafePathError: a path leaves the data root.
@@ -93,7 +79,7 @@ def resolve_extract_paths(
 
 
 def check_batch_paths(source: Path, batch: Path, option: str = "--output") -> Path:
-    """The checked path of an extracted batch, its record's checked too; OutputPathError when one is refused."""
+    """The checked path of an extracted batch, its record checked too; OutputPathError when one is refused."""
     record = record_path(batch)
     if record is not None:
         resolve_output_path(source, record, option)
@@ -109,7 +95,7 @@ def check_pipeline_paths(
     option: str = DATA_ROOT_PARAMETER,
 ) -> tuple[ExtractPaths, RunPaths]:
     """Every path of an extract-then-select run and the pages input's listing, checked as the flow
-    ``extract-and-select`` checks them, without reading a page (``option`` names ``data_root`` in messages).
+    ``extract-and-select`` checks them, without reading a page.
 
     Raises:
         InvalidPagesError: the pages input does not exist.

@@ -45,18 +45,14 @@ MAX_NETWORK_ATTEMPTS_KEPT: Final[int] = 100
 
 
 class Outcome(NamedTuple):
-    """What one extractor call produced: its text and title, or an error.
-
-    ``error`` is None or ``"<ExceptionType>: message"`` (one line); ``text`` is
-    empty whenever there is an error.
-    """
+    """One extractor call's text and title, or its ``"<ExceptionType>: message"`` error (then ``text`` is empty)."""
 
     text: str
     title: str | None
     error: str | None
 
 
-#: An extractor: ``(html, url) -> (text, title)``, a module-level function or a :class:`FunctionRef`.
+#: ``(html, url) -> (text, title)``: a module-level function or a :class:`FunctionRef`.
 ExtractorFunction = Callable[[str, "str | None"], tuple[str, "str | None"]]
 
 
@@ -68,49 +64,25 @@ class WorkerSetupError(RuntimeError):
     """A worker could not get ready: its initializer failed or a :class:`FunctionRef` did not resolve."""
 
 
+@dataclass(frozen=True)
 class FunctionRef:
-    """A module-level function named by its module and name, imported where it is first called.
+    """A module-level function named by module and name: it pickles as the names, so the process that hands it to
+    a worker does not import the module."""
 
-    It pickles as the two names, so handing it to a worker process does not
-    import the function's module in the process that hands it over.
-
-    >>> ref = FunctionRef("os.path", "basename")
-    >>> ref("/a/b.html"), ref == FunctionRef("os.path", "basename")
-    ('b.html', True)
-    """
-
-    __slots__ = ("_function", "module", "name")
-
-    def __init__(self, module: str, name: str) -> None:
-        self.module = module
-        self.name = name
-        self._function: Callable[..., Any] | None = None
+    module: str
+    name: str
 
     def resolve(self) -> Callable[..., Any]:
-        """The function itself (imported on first use)."""
-        if self._function is None:
-            self._function = getattr(importlib.import_module(self.module), self.name)
-        return self._function
+        """The function itself (its module imported)."""
+        return getattr(importlib.import_module(self.module), self.name)
 
     def __call__(self, *args: Any) -> Any:
         return self.resolve()(*args)
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (FunctionRef, (self.module, self.name))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, FunctionRef) and (self.module, self.name) == (other.module, other.name)
-
-    def __hash__(self) -> int:
-        return hash((self.module, self.name))
-
-    def __repr__(self) -> str:
-        return f"FunctionRef({self.module!r}, {self.name!r})"
-
 
 @dataclass
 class PageJob:
-    """One page to extract: its decoded HTML, its URL, and the names of the extractors to run on it."""
+    """One page to extract, and the names of the extractors to run on it."""
 
     index: int
     html: str
@@ -128,13 +100,7 @@ class PoolStats:
     more_network_attempts: int = 0
 
     def record_network_attempts(self, attempts: Iterable[str]) -> None:
-        """Keep the first :data:`MAX_NETWORK_ATTEMPTS_KEPT` attempts of the run, count the others.
-
-        >>> stats = PoolStats()
-        >>> stats.record_network_attempts(str(i) for i in range(MAX_NETWORK_ATTEMPTS_KEPT + 3))
-        >>> len(stats.network_attempts), stats.more_network_attempts
-        (100, 3)
-        """
+        """Keep the first :data:`MAX_NETWORK_ATTEMPTS_KEPT` attempts of the run, count the others."""
         for attempt in attempts:
             if len(self.network_attempts) < MAX_NETWORK_ATTEMPTS_KEPT:
                 self.network_attempts.append(attempt)
@@ -143,11 +109,7 @@ class PoolStats:
 
 
 def error_text(exc: BaseException) -> str:
-    """``"<ExceptionType>: message"`` on one line, the message shortened to :data:`MAX_ERROR_CHARS`.
-
-    >>> error_text(ValueError("bad\\n  value"))
-    'ValueError: bad value'
-    """
+    """``"<ExceptionType>: message"`` on one line, the message shortened to :data:`MAX_ERROR_CHARS`."""
     message = " ".join(str(exc).split()) or "(no message)"
     if len(message) > MAX_ERROR_CHARS:
         message = message[: MAX_ERROR_CHARS - 1] + "…"
@@ -171,16 +133,8 @@ def _network_audit_hook(event: str, args: tuple[Any, ...]) -> None:
         raise NetworkBlockedError(f"{event}: network access is blocked during extraction")
 
 
-def install_network_guard() -> None:
-    """Block and record every network attempt of this process from now on (cannot be undone)."""
-    sys.addaudithook(_network_audit_hook)
-
-
 def quiet_libraries() -> None:
-    """Keep library warnings and log records out of the user's terminal.
-
-    Errors are not lost: every exception of an extractor becomes its outcome's ``error``.
-    """
+    """Keep library warnings and log records out of the terminal (every exception still becomes an ``error``)."""
     warnings.simplefilter("ignore")
     logging.getLogger().addHandler(logging.NullHandler())
     logging.getLogger().setLevel(logging.CRITICAL)
@@ -217,7 +171,7 @@ def _setup_worker(functions: Mapping[str, ExtractorFunction], initializer: Calla
         resolved = {name: f.resolve() if isinstance(f, FunctionRef) else f for name, f in functions.items()}
         if isinstance(initializer, FunctionRef):
             initializer.resolve()
-        install_network_guard()
+        sys.addaudithook(_network_audit_hook)  # blocks and records every network attempt from now on
         quiet_libraries()
         if initializer is not None:
             initializer()
@@ -250,11 +204,8 @@ def default_workers() -> int:
 
 @contextlib.contextmanager
 def allow_child_processes() -> Iterator[None]:
-    """Let this process start the pool's workers even when it is daemonic (a Dask worker).
-
-    :mod:`multiprocessing` refuses children to a daemonic process so that they cannot
-    be orphaned; the pool's workers exit when their pipe to this process closes.
-    """
+    """Let this process start the pool's workers even when it is daemonic (a Dask worker): they cannot be orphaned,
+    as they exit when their pipe to this process closes."""
     config = multiprocessing.current_process()._config  # type: ignore[attr-defined]  # noqa: SLF001 - no public way
     daemon = config.get("daemon")
     config["daemon"] = False
@@ -338,29 +289,14 @@ def run_jobs(
     initializer: Callable[[], None] | None = None,
     keep_workers: bool = False,
 ) -> PoolStats:
-    """Run every job's extractors in ``workers`` processes; call ``on_outcome`` once per (job, extractor).
+    """Run every job's extractors in ``workers`` processes; call ``on_outcome(job index, name, outcome)`` once per
+    call, in this thread, in completion order.
 
-    Each call may take ``time_limit`` seconds from its start; one that overruns is
-    killed with its worker (a ``TimeoutError`` outcome), one whose worker dies gets a
-    ``WorkerCrashedError`` outcome, and the worker is replaced: the job's other calls
-    and the other jobs run on. Jobs are taken from ``jobs`` lazily (``workers + 1`` in
-    flight); outcomes arrive in completion order, in this thread, and depend only on
-    the call's function, HTML and URL.
-
-    Args:
-        jobs: The pages, with the names of the extractors to run on each.
-        functions: Extractor functions by name (module-level functions or :class:`FunctionRef` s).
-        on_outcome: Called with ``(job index, extractor name, outcome)``.
-        workers: Number of worker processes (at least 1).
-        time_limit: Seconds each extractor call may take before its worker is killed.
-        recycle_after: Replace a worker after this many pages' worth of calls (bounds leaks in libraries).
-        preload: Modules the fork server imports once for all workers.
-        initializer: Module-level function each worker runs once, after the network guard.
-        keep_workers: Keep the workers after the run for the next run in this process with
-            the same arguments but ``jobs`` and ``on_outcome`` (and start by taking them).
-
-    Returns:
-        Counts of timeouts and crashes, and the network attempts blocked.
+    Each call may take ``time_limit`` seconds; one that overruns is killed with its worker (a ``TimeoutError``
+    outcome), one whose worker dies gets a ``WorkerCrashedError`` outcome, and the worker is replaced. Jobs are
+    taken lazily (``workers + 1`` in flight). A worker is replaced after ``recycle_after`` pages' worth of calls;
+    ``preload`` is imported once by the fork server; ``initializer`` runs once per worker, after the network
+    guard; ``keep_workers`` keeps the workers for the next run in this process with the same arguments.
 
     Raises:
         WorkerSetupError: a worker's initializer failed or a function reference did not resolve.

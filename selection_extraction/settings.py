@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-#: Default seconds one extractor may spend on one page before its worker is killed.
+#: Default seconds one extractor may spend on one page.
 DEFAULT_TIME_LIMIT_SECONDS: Final[float] = 60.0
 
-#: Default largest page (after decompression) that is read; larger pages get error blocks.
+#: Default largest page (after decompression) that is read.
 DEFAULT_MAX_PAGE_BYTES: Final[int] = 64 * 1024 * 1024
 
 
@@ -17,15 +17,11 @@ class PageTooLargeError(ValueError):
 
     @classmethod
     def over(cls, max_bytes: int, detail: str = "") -> PageTooLargeError:
-        """The error of a page over ``max_bytes``, with what to do (``detail``: when it was found).
-
-        >>> str(PageTooLargeError.over(10, " once decoded"))
-        'larger than 10 bytes once decoded; raise max_page_bytes to extract it'
-        """
+        """The error of a page over ``max_bytes``, with what to do (``detail``: when it was found)."""
         return cls(f"larger than {max_bytes} bytes{detail}; raise max_page_bytes to extract it")
 
 
-#: Pages' worth of calls (this many times the extractors) a worker makes before it is replaced by a fresh one.
+#: Pages' worth of calls a worker makes before it is replaced.
 DEFAULT_RECYCLE_AFTER: Final[int] = 500
 
 
@@ -33,9 +29,7 @@ DEFAULT_RECYCLE_AFTER: Final[int] = 500
 class ExtractionSettings:
     """How a run extracts; only ``time_limit_seconds`` and ``max_page_bytes`` can change the batch, which records them.
 
-    ``workers`` None is one per available core; ``recycle_after`` is the pages' worth of calls a worker makes before
-    it is replaced; ``keep_workers`` keeps the worker processes for the next run in this process (a task runner's
-    worker extracting one chunk after another).
+    ``workers`` None is one per available core; ``keep_workers`` keeps the workers for the next run in this process.
     """
 
     time_limit_seconds: float = DEFAULT_TIME_LIMIT_SECONDS

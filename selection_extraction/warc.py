@@ -45,11 +45,8 @@ class WarcReaderMissingError(SelectionError):
 
 @dataclass(frozen=True)
 class WarcRecordRef:
-    """Where one page's record lies in its WARC file.
-
-    ``offset`` is None in a file gzipped whole; ``record_id`` keeps its angle brackets; ``length`` is the
-    payload's length by the headers; ``broken`` says why the record cannot be read (the page's error).
-    """
+    """Where one page's record lies in its WARC file (``offset`` None in a file gzipped whole; ``length`` by the
+    headers; ``broken`` why the record cannot be read)."""
 
     ordinal: int
     offset: int | None
@@ -61,7 +58,7 @@ class WarcRecordRef:
 
 @dataclass(frozen=True)
 class ScannedRecord:
-    """A page found by :func:`scan_warc`: its id, URL, transport charset and where its record is."""
+    """A page found by :func:`scan_warc`."""
 
     id: str
     url: str | None
@@ -70,11 +67,7 @@ class ScannedRecord:
 
 
 def strip_suffix(name: str, suffixes: tuple[str, ...]) -> str | None:
-    """The name without the first of ``suffixes`` it ends with (any case), or None.
-
-    >>> strip_suffix("CC-NEWS-1.WARC.gz", WARC_SUFFIXES), strip_suffix("a.html", WARC_SUFFIXES)
-    ('CC-NEWS-1', None)
-    """
+    """The name without the first of ``suffixes`` it ends with (any case), or None."""
     lower = name.lower()
     for suffix in suffixes:
         if lower.endswith(suffix) and len(name) > len(suffix):
@@ -83,7 +76,7 @@ def strip_suffix(name: str, suffixes: tuple[str, ...]) -> str | None:
 
 
 def warc_stem(name: str) -> str | None:
-    """The name without its ``.warc`` or ``.warc.gz`` suffix, or None when it is not a WARC file name."""
+    """The name without its ``.warc`` or ``.warc.gz`` suffix, or None."""
     return strip_suffix(name, WARC_SUFFIXES)
 
 
@@ -93,7 +86,7 @@ def is_warc_name(name: str) -> bool:
 
 
 def check_is_warc(path: Path, shown: str) -> None:
-    """Refuse (:class:`NotAWarcError`) a file that does not start with a WARC record, gunzipped first if gzip."""
+    """Refuse (:class:`NotAWarcError`) a file that does not start with a WARC record (gunzipped if gzip)."""
     with open(path, "rb") as raw:
         head = raw.read(2)
         raw.seek(0)
@@ -124,17 +117,12 @@ def _iterate(stream: Any) -> Any:
             "reading web archives needs FastWARC; install it with: pip install 'content-selection[extract]'"
         ) from None
 
-    # Payloads are decoded per record (decoded_payload): FastWARC's own decoding raises inside the
-    # iterator on a lying Content-Encoding, which loses every later record of the file.
+    # Payloads are decoded per record: FastWARC's decoding raises inside the iterator on a lying Content-Encoding.
     return ArchiveIterator(stream, parse_http=True, auto_decode="none", fsspec_args=False)
 
 
 def charset_label(value: str | None) -> str | None:
-    """The charset of a ``Content-Type`` header without quotes and spaces, or None.
-
-    >>> charset_label('"UTF-8" '), charset_label(""), charset_label(None)
-    ('UTF-8', None, None)
-    """
+    """The charset of a ``Content-Type`` header without quotes and spaces, or None."""
     label = (value or "").strip().strip('"').strip("'").strip()
     return label or None
 
@@ -162,12 +150,8 @@ def dechunk(data: bytes) -> bytes:
 
 
 def decoded_payload(stored: bytes, transfer: str | None, content: str | None, max_bytes: int) -> bytes:
-    """A response's payload with its transfer coding (chunked) and content codings (gzip, deflate, br) undone.
-
-    Raises:
-        EOFError: a coding that cannot be undone (unknown, or data that does not decode).
-        PageTooLargeError: more than ``max_bytes`` once decoded.
-    """
+    """A response's payload with its transfer and content codings undone; EOFError for a coding that cannot be
+    undone, PageTooLargeError over ``max_bytes``."""
     data = stored
     if transfer is not None and "chunked" in transfer.lower():
         data = dechunk(data)
@@ -250,12 +234,8 @@ def _page_id(record_id: str, shown: str, ordinal: int) -> str:
 def scan_warc(
     path: Path, shown: str, progress: ScanProgress | None = None
 ) -> tuple[list[ScannedRecord], dict[str, int]]:
-    """The pages of one WARC file (named ``shown``) in file order, and the count of each kind of record met.
-
-    Raises:
-        NotAWarcError: the file is not a WARC.
-        OSError: the file cannot be read.
-    """
+    """The pages of one WARC file (named ``shown``) in file order, and the count of each kind of record met;
+    NotAWarcError or OSError."""
     check_is_warc(path, shown)
     size = os.stat(path).st_size
     kinds = dict.fromkeys(RECORD_KINDS, 0)
@@ -333,8 +313,8 @@ def _offsets_start_records(path: Path, pages: list[ScannedRecord]) -> bool:
 
 
 class WarcReader:
-    """Reads the payloads of pages' records, one open file at a time: from their offsets, or in a file
-    gzipped whole in one pass from the start, kept open while the pages come in file order."""
+    """Reads the payloads of pages' records, one open file at a time: from their offsets, or in a file gzipped whole
+    in one pass from the start."""
 
     def __init__(self) -> None:
         self._path: Path | None = None
@@ -349,13 +329,7 @@ class WarcReader:
         self._next_ordinal = 0
 
     def read(self, path: Path, ref: WarcRecordRef, max_bytes: int) -> bytes:
-        """The decoded payload of one record.
-
-        Raises:
-            EOFError: the record is broken (``ref.broken``) or no longer where the scan found it.
-            PageTooLargeError: the payload is larger than ``max_bytes``.
-            OSError: the file cannot be read.
-        """
+        """The decoded payload of one record; EOFError when it is broken or no longer where the scan found it."""
         if ref.broken is not None:
             raise EOFError(ref.broken)
         record = self._record_at(path, ref)

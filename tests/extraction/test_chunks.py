@@ -24,7 +24,7 @@ from selection_extraction import (
     find_pages,
     stop_kept_workers,
 )
-from selection_extraction.batch import StatsTotal, combine_stats
+from selection_extraction.batch import NO_STATS, StatsTotal
 from selection_extraction.chunks import (
     MAX_PAGES_PER_CHUNK,
     PAGE_CHUNKS_PER_WORKER,
@@ -33,10 +33,10 @@ from selection_extraction.chunks import (
     balanced_bounds,
     capped_bounds,
     extract_chunk,
-    join_chunks,
     plan_page_chunks,
 )
 from tests.support import PAGES
+from tests.support.chunks import join_chunks
 
 
 @pytest.fixture
@@ -59,7 +59,7 @@ def made_up_pages(tmp_path: Path, sizes: list[int]) -> PageSet:
 def test_chunk_counts_add_up() -> None:
     a = ExtractionStats(2, 0, {"trafilatura": 1}, {"trafilatura": 1}, 1, ("connect",))
     b = ExtractionStats(3, 1, {"trafilatura": 2, "readability": 1}, {}, 0, ("send",))
-    total = combine_stats([a, b])
+    total = NO_STATS + a + b
     assert (total.pages, total.unreadable_pages, total.worker_crashes) == (5, 1, 1)
     assert total.errors == {"trafilatura": 3, "newspaper4k": 0, "readability": 1}
     assert total.timeouts == {"trafilatura": 1, "newspaper4k": 0, "readability": 0}
@@ -73,8 +73,8 @@ def test_a_running_total_gives_the_counts_of_all_chunks_and_moves_on() -> None:
     total.add(a)
     first = total.stats()
     total.add(b)
-    assert first == combine_stats([a])  # a snapshot, not changed by what is added after
-    assert total.stats() == combine_stats([a, b])
+    assert first == NO_STATS + a  # a snapshot, not changed by what is added after
+    assert total.stats() == NO_STATS + a + b
 
 
 @settings(max_examples=300, deadline=None)

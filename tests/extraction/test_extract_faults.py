@@ -17,7 +17,6 @@ import pytest
 
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
 from selection_extraction import ExtractionSettings, default_extractors, extract_pages, find_pages
-from selection_extraction.batch import combine_stats
 from selection_extraction.pool import MAX_NETWORK_ATTEMPTS_KEPT
 from tasks.artifacts import extraction_markdown
 from tests.support import PAGES
@@ -152,7 +151,7 @@ def test_only_the_first_network_attempts_are_kept_word_for_word_the_others_are_c
         {}, stats, tmp_path / "out.json", "0" * 64, 0, 0
     )
     # added up over chunks, the same cap and the same count
-    total = combine_stats([stats, stats])
+    total = stats + stats
     assert len(total.network_attempts) == MAX_NETWORK_ATTEMPTS_KEPT
     assert total.blocked_network_attempts == 4 * faults.MANY_ATTEMPTS
 

@@ -25,12 +25,13 @@ import pytest
 from selection_core.batch import dump_batch
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
 from selection_extraction import ExtractionSettings, InvalidPagesError, extract_pages, find_pages
-from selection_extraction.chunks import extract_chunk, join_chunks, plan_page_chunks
+from selection_extraction.chunks import extract_chunk, plan_page_chunks
 from selection_extraction.extractors import default_extractors
 from selection_extraction.pages import PageReader
 from selection_extraction.settings import PageTooLargeError
 from selection_extraction.warc import RECORD_KINDS, dechunk, decoded_payload, scan_warc
 from tests.support import DATA, PAGES, ROOT
+from tests.support.chunks import join_chunks
 
 WARCS = DATA / "warc"
 EXPECTED = json.loads((WARCS / "expected.json").read_text(encoding="utf-8"))

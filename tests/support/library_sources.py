@@ -10,10 +10,33 @@ import hashlib
 import importlib
 import importlib.metadata
 import inspect
-from typing import Any
+from typing import Any, Final
 
-from selection_extraction.adapters import RELIED_ON
 from tests.support import DATA
+
+#: The library code (``module:qualified name``) that ``selection_extraction.adapters``' lean paths and tie fix
+#: reproduce or reorder, by distribution.
+RELIED_ON: Final[dict[str, tuple[str, ...]]] = {
+    "newspaper4k": (
+        "newspaper:article",
+        "newspaper.article:Article.__init__",
+        "newspaper.article:Article.download",
+        "newspaper.article:Article.parse",
+        "newspaper.extractors.content_extractor:ContentExtractor.__init__",
+        "newspaper.extractors.content_extractor:ContentExtractor.calculate_best_node",
+        "newspaper.extractors.articlebody_extractor:ArticleBodyExtractor.parse",
+        "newspaper.extractors.articlebody_extractor:ArticleBodyExtractor.calculate_best_node",
+        "newspaper.extractors.articlebody_extractor:ArticleBodyExtractor.compute_gravity_scores",
+        "newspaper.extractors.articlebody_extractor:ArticleBodyExtractor.nodes_to_check",
+    ),
+    "readability-lxml": (
+        "readability.readability:Document.__init__",
+        "readability.readability:Document._html",
+        "readability.readability:Document.title",
+        "readability.readability:Document.summary",
+        "readability.htmls:get_title",
+    ),
+}
 
 #: The committed pins.
 PINS_PATH = DATA / "extractor_sources.json"

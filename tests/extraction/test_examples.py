@@ -1,0 +1,117 @@
+"""Small contracts of the extraction helpers, one example each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from selection_extraction.artifacts import PageRows, page_row, progress_description
+from selection_extraction.batch import NO_STATS, ExtractionStats, dump_record
+from selection_extraction.chunks import balanced_bounds, capped_bounds
+from selection_extraction.decode import declared_charset, decode_html, web_codecs
+from selection_extraction.extractors import library_version
+from selection_extraction.inbox import failure_line, failures_message, is_page_set_name
+from selection_extraction.pages import PageSet, page_stem
+from selection_extraction.paths import extracted_path, record_path
+from selection_extraction.pool import FunctionRef, error_text
+from selection_extraction.settings import PageTooLargeError
+from selection_extraction.warc import WARC_SUFFIXES, charset_label, strip_suffix
+
+
+def test_function_ref_calls_the_named_function_and_compares_by_name() -> None:
+    ref = FunctionRef("os.path", "basename")
+    assert ref("/a/b.html") == "b.html"
+    assert ref == FunctionRef("os.path", "basename")
+    assert hash(ref) == hash(FunctionRef("os.path", "basename"))
+
+
+def test_error_text_is_one_line() -> None:
+    assert error_text(ValueError("bad\n  value")) == "ValueError: bad value"
+
+
+def test_chunk_bounds_examples() -> None:
+    assert balanced_bounds([1, 1, 1, 1, 8, 1, 1, 1], 2) == [(0, 4), (4, 8)]
+    assert balanced_bounds([5, 5, 5], 5) == [(0, 1), (1, 2), (2, 3)]
+    assert balanced_bounds([], 2) == []
+    assert capped_bounds([(0, 5), (5, 6)], [1, 1, 1, 1, 1, 9], max_items=2, max_weight=10) == [
+        (0, 2),
+        (2, 4),
+        (4, 5),
+        (5, 6),
+    ]
+
+
+def test_the_counts_of_two_chunks_add_up_as_one_run() -> None:
+    s = ExtractionStats(2, 1, {"readability": 1}, {}, 0, ("x",))
+    both = NO_STATS + s + s
+    assert (both.pages, both.errors["readability"], both.network_attempts) == (4, 2, ("x", "x"))
+
+
+def test_the_record_of_a_jsonl_batch_is_its_root_without_articles() -> None:
+    record = dump_record({"extraction": {"pages": 0}, "articles": []})
+    assert record == b'{\n  "extraction": {\n    "pages": 0\n  }\n}\n'
+
+
+def test_artifact_examples() -> None:
+    description = progress_description(PageSet("data/pages", "directory", ()), 2)
+    assert description == "Extracting 0 pages of pages in 2 chunk(s)"
+    assert page_row(0, {"id": "a"})["readability_chars"] == 0
+    rows = PageRows(1)
+    rows(0, {"id": "a"})
+    rows(1, {"id": "b"})
+    assert [row["id"] for row in rows.rows] == ["a"]
+
+
+def test_decoding_examples() -> None:
+    assert (
+        decode_html(b'<meta charset="windows-1252"><p>caf\xe9</p>').html == '<meta charset="windows-1252"><p>café</p>'
+    )
+    assert decode_html('<meta charset="iso-8859-1"><p>café</p>'.encode()).source.value == "valid-utf-8"
+    assert decode_html(b"\xef\xbb\xbf<p>x</p>").source.value == "bom"
+    replaced = decode_html(b'<meta charset="utf-8"><p>caf\xe9</p>')
+    assert replaced.html.endswith("caf\ufffd</p>") and replaced.source.value == "utf-8-with-replacement"
+    meta = b'<html><head><meta http-equiv="Content-Type" content="text/html; charset=ISO-8859-1">'
+    assert declared_charset(meta) == "ISO-8859-1"
+    assert declared_charset(b"<p>no declaration</p>") is None
+    assert web_codecs("ISO-8859-1") == ("cp1252", "iso8859-1")
+    assert web_codecs("utf-16") == ("utf-8",)
+    assert web_codecs("no-such-charset") == ()
+
+
+def test_inbox_examples() -> None:
+    assert (is_page_set_name("CC-NEWS-1.warc.gz"), is_page_set_name("list.JSONL"), is_page_set_name("a.html")) == (
+        True,
+        True,
+        False,
+    )
+    assert failure_line(Path("/in/a.jsonl"), "/in/a.jsonl: line 1 is not JSON") == "/in/a.jsonl: line 1 is not JSON"
+    assert failure_line(Path("/in/b"), "TimeoutError") == "/in/b: TimeoutError"
+    assert failures_message(["/in/a.jsonl: line 1 is not JSON"], 3) == (
+        "1 of 3 page set(s) failed, the others were extracted: /in/a.jsonl: line 1 is not JSON"
+    )
+
+
+def test_page_and_warc_stems() -> None:
+    assert (page_stem("a.HTML.gz"), page_stem("b.htm"), page_stem("c.json")) == ("a", "b", None)
+    assert (strip_suffix("CC-NEWS-1.WARC.gz", WARC_SUFFIXES), strip_suffix("a.html", WARC_SUFFIXES)) == (
+        "CC-NEWS-1",
+        None,
+    )
+    assert (charset_label('"UTF-8" '), charset_label(""), charset_label(None)) == ("UTF-8", None, None)
+
+
+def test_batch_paths_beside_the_input() -> None:
+    sources = ("data/pages", "data/pages.jsonl", "crawl/CC-NEWS-1.warc.gz")
+    assert [extracted_path(p).as_posix() for p in sources] == [
+        "data/pages_extracted.json",
+        "data/pages_extracted.json",
+        "crawl/CC-NEWS-1_extracted.json",
+    ]
+    assert record_path("out/crawl_extracted.jsonl").as_posix() == "out/crawl_extracted.extraction.json"
+    assert record_path("out/crawl_extracted.json") is None
+
+
+def test_a_page_too_large_says_what_to_do() -> None:
+    assert str(PageTooLargeError.over(10, " once decoded")) == (
+        "larger than 10 bytes once decoded; raise max_page_bytes to extract it"
+    )
+    assert library_version("no-such-distribution-for-content-selection") == "not installed"

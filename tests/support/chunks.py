@@ -1,0 +1,22 @@
+"""Joining chunk extractions as the flow ``extract-articles`` does, for the tests that compare with one run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from selection_extraction.batch import ExtractionResult, StatsTotal
+from selection_extraction.chunks import ChunkExtraction, joined_root
+from selection_extraction.extractors import Extractor
+from selection_extraction.pages import PageSet
+
+
+def join_chunks(
+    page_set: PageSet, parts: Sequence[ChunkExtraction], extractors: Sequence[Extractor], time_limit_seconds: float
+) -> ExtractionResult:
+    """The batch of the whole input from its chunks' extractions, in page order."""
+    total = StatsTotal()
+    for part in parts:
+        total.add(part.stats)
+    result = joined_root(page_set, total.stats(), extractors, time_limit_seconds)
+    result.doc["articles"] = [article for part in parts for article in part.articles]
+    return result
