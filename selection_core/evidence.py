@@ -29,16 +29,8 @@ TABLE_DIGITS: Final[int] = 4
 #: The columns of the ``selection-scores`` table (the article last: what was picked and why is never cut off).
 TABLE_COLUMNS: Final[tuple[str, ...]] = ("index", "selected", "reason", *EXTRACTORS, "article")
 
-#: The reasons of a close call: a tie broken by shingle count or priority, or a fallback.
-CLOSE_CALL_REASONS: Final[frozenset[Reason]] = frozenset(
-    {
-        Reason.CONSENSUS_TIE_FEWEST_SHINGLES,
-        Reason.CONSENSUS_TIE_PRIORITY,
-        Reason.NO_CONSENSUS_MEDIAN,
-        Reason.NO_CONSENSUS_LARGEST,
-        Reason.ALL_UNAVAILABLE,
-    }
-)
+#: The reasons of a close call: a tie broken by shingle count or priority, or a fallback (all but a clear answer).
+CLOSE_CALL_REASONS: Final[frozenset[Reason]] = frozenset(Reason) - {Reason.CONSENSUS_TOP_SCORE, Reason.SINGLE_CANDIDATE}
 
 #: Most closest calls listed in the ``selection-closest-calls`` artifact (the first ones of the batch).
 MAX_CLOSEST_CALLS: Final[int] = 50
