@@ -1,11 +1,4 @@
-"""content-selection core: pick, for every article, the extractor text that best
-covers what the extractors agree on. Deterministic, exact and explained.
-
->>> import selection_core as sc
->>> doc = sc.parse_batch(b'{"articles": [{"newspaper4k": {"text": "a b c"}}]}')
->>> [s.selected for s in sc.select_articles(doc["articles"])]
-['newspaper4k']
-"""
+"""content-selection core: pick, per article, the extractor text that best covers what the extractors agree on."""
 
 from __future__ import annotations
 

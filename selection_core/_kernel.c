@@ -1,24 +1,7 @@
 /*
- * selection_core._kernel: the optional compiled kernel of the selection rule.
- *
- *     article_counts(texts, fold_table, seed) -> (token_counts, regions) or None
- *
- * texts        1 to 8 items, each a str (steps 1 to 6 of docs/rule.md done) or None;
- * fold_table   0x110000 native-endian uint32, one per code point: its lower case
- *              when that is a token character, 0 when it is not, FOLD_UNKNOWN when
- *              it cannot be lowered on its own (built by kernel.py; '\n' must be 0);
- * seed         mixed into the hashes: only the speed depends on it, never a result;
- * regions[m]   the distinct shingles found in exactly the texts whose bits are set in m.
- * None         a text holds a FOLD_UNKNOWN code point, or the article is too large
- *              to number its tokens in 32 bits.
- *
- * Hash values only choose where to look: tokens (their code points) and shingles
- * (their five token ids, NO_TOKEN-padded) are compared in full. No token crosses a
- * '\n', so each distinct line is tokenized once for every text holding it, and each
- * text adds the windows across its line breaks. Runs without the GIL, on PyMem_Raw*.
- *
- * Also marker_windows(text, marker_table, width): the windows around ftfy's mojibake
- * markers that normalize._maybe_mojibake searches.
+ * selection_core._kernel: the C twin of selection_core/kernel.py's article_counts and marker_windows.
+ * The pure-Python path (kernel.py, shingles.py, select.py) is the reference; comments here explain only the C.
+ * Hashes only choose where to look: tokens and shingles are compared in full. Runs without the GIL, on PyMem_Raw*.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -27,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define SHINGLE_SIZE 5 /* the rule's config.SHINGLE_SIZE: kernel.py refuses, when it loads, a kernel built otherwise */
+#define SHINGLE_SIZE 5 /* config.SHINGLE_SIZE: kernel.check_shingle_size refuses a kernel built otherwise */
 #define KEEP (SHINGLE_SIZE - 1) /* tokens before a break that a crossing window can use */
 #define MAX_TEXTS 8
 #define CODE_POINTS 0x110000
@@ -35,7 +18,7 @@
 #define NO_TOKEN UINT32_MAX
 #define MAX_COUNT (UINT32_MAX - 1) /* ids, pool offsets and token lengths fit in uint32 */
 
-/* How a step ended: done, out of memory, or "not for the kernel" (None). */
+/* DECLINED: "not for the kernel" (None). */
 enum { OK = 0, NO_MEMORY = -1, DECLINED = -2 };
 
 /* A growable array of `size`-byte items. */
@@ -68,6 +51,30 @@ reserve(Array *a, size_t extra, size_t size)
 }
 
 #define ITEMS(array, type) ((type *)(array).items)
+
+/* Appends `value` to an Array of `type`, or returns NO_MEMORY. */
+#define PUSH(array, type, value)                                              \
+    do {                                                                      \
+        if ((array).length == (array).capacity &&                             \
+            reserve(&(array), 1, sizeof(type)) < 0) {                         \
+            return NO_MEMORY;                                                 \
+        }                                                                     \
+        ITEMS(array, type)[(array).length++] = (value);                       \
+    } while (0)
+
+/* Runs BODY(CHAR) with the character type of a str of this kind. */
+#define DISPATCH(kind, BODY)                                                  \
+    switch (kind) {                                                           \
+    case PyUnicode_1BYTE_KIND:                                                \
+        BODY(Py_UCS1);                                                        \
+        break;                                                                \
+    case PyUnicode_2BYTE_KIND:                                                \
+        BODY(Py_UCS2);                                                        \
+        break;                                                                \
+    default:                                                                  \
+        BODY(Py_UCS4);                                                        \
+        break;                                                                \
+    }
 
 /* A distinct token. id == 0 marks a free slot. */
 typedef struct {
@@ -122,9 +129,8 @@ typedef struct {
 } Work;
 
 static inline uint64_t
-mix64(uint64_t x)
+mix64(uint64_t x) /* SplitMix64's finalizer */
 {
-    /* The finalizer of SplitMix64: a bijection that spreads every input bit. */
     x ^= x >> 30;
     x *= 0xbf58476d1ce4e5b9ULL;
     x ^= x >> 27;
@@ -132,8 +138,6 @@ mix64(uint64_t x)
     x ^= x >> 31;
     return x;
 }
-
-/* ------------------------------------------------------------------ tokens */
 
 static inline uint64_t
 token_hash(const uint32_t *cp, size_t length, uint64_t seed)
@@ -176,9 +180,8 @@ grow_tokens(Work *w)
 }
 
 static inline int
-same_code_points(const uint32_t *a, const uint32_t *b, size_t length)
+same_code_points(const uint32_t *a, const uint32_t *b, size_t length) /* tokens are short: faster than memcmp */
 {
-    /* Tokens are short: a plain loop beats a call to memcmp. */
     for (size_t k = 0; k < length; k++) {
         if (a[k] != b[k]) {
             return 0;
@@ -225,10 +228,7 @@ add_token(Work *w)
         }
         j = (j + 1) & mask;
     }
-    if (w->line_ids.length == w->line_ids.capacity && reserve(&w->line_ids, 1, sizeof(uint32_t)) < 0) {
-        return NO_MEMORY;
-    }
-    ITEMS(w->line_ids, uint32_t)[w->line_ids.length++] = id;
+    PUSH(w->line_ids, uint32_t, id);
     return OK;
 }
 
@@ -250,11 +250,7 @@ add_token(Work *w)
                 if (f == FOLD_UNKNOWN) {                                      \
                     return DECLINED;                                          \
                 }                                                             \
-                if (w->scratch.length == w->scratch.capacity &&               \
-                    reserve(&w->scratch, 1, sizeof(uint32_t)) < 0) {          \
-                    return NO_MEMORY;                                         \
-                }                                                             \
-                ITEMS(w->scratch, uint32_t)[w->scratch.length++] = f;         \
+                PUSH(w->scratch, uint32_t, f);                                \
                 i++;                                                          \
             } while (i < n && (f = fold[s[i]]) != 0);                         \
             int rc = add_token(w);                                            \
@@ -269,21 +265,9 @@ static int
 read_tokens(Work *w, int kind, const void *data, size_t n)
 {
     const uint32_t *fold = w->fold;
-    switch (kind) {
-    case PyUnicode_1BYTE_KIND:
-        READ_TOKENS(Py_UCS1);
-        break;
-    case PyUnicode_2BYTE_KIND:
-        READ_TOKENS(Py_UCS2);
-        break;
-    default:
-        READ_TOKENS(Py_UCS4);
-        break;
-    }
+    DISPATCH(kind, READ_TOKENS)
     return OK;
 }
-
-/* ------------------------------------------------------------------- lines */
 
 static uint64_t
 bytes_hash(const char *p, size_t n, uint64_t seed)
@@ -375,10 +359,7 @@ add_line(Work *w, int text, int kind, const void *data, size_t n)
     Line *line = &ITEMS(w->lines, Line)[index];
     line->mask |= 1u << text;
     if (line->n_ids > 0) {
-        if (reserve(&w->seq[text], 1, sizeof(size_t)) < 0) {
-            return NO_MEMORY;
-        }
-        ITEMS(w->seq[text], size_t)[w->seq[text].length++] = index;
+        PUSH(w->seq[text], size_t, index);
         w->token_counts[text] += line->n_ids;
     }
     return OK;
@@ -406,21 +387,9 @@ add_line(Work *w, int text, int kind, const void *data, size_t n)
 static int
 read_lines(Work *w, int text, const TextView *t)
 {
-    switch (t->kind) {
-    case PyUnicode_1BYTE_KIND:
-        READ_LINES(Py_UCS1);
-        break;
-    case PyUnicode_2BYTE_KIND:
-        READ_LINES(Py_UCS2);
-        break;
-    default:
-        READ_LINES(Py_UCS4);
-        break;
-    }
+    DISPATCH(t->kind, READ_LINES)
     return OK;
 }
-
-/* ---------------------------------------------------------------- shingles */
 
 /* Odd constants for the shingle hash (digits of pi and e, forced odd). */
 static const uint64_t K[SHINGLE_SIZE] = {
@@ -508,8 +477,6 @@ add_text_shingles(Work *w, int text, int shift, size_t *regions)
         add_shingle(w, key, 1u << text, shift, regions);
     }
 }
-
-/* --------------------------------------------------------------- articles */
 
 static int
 same_text(const TextView *a, const TextView *b)
@@ -702,11 +669,7 @@ done:
     return result;
 }
 
-/* ------------------------------------------------------- mojibake markers */
-
-/* The windows [p - width + 1, p + width) (clipped at 0) around every code point p
- * marked in the table, overlapping ones merged, in order: exactly the windows that
- * normalize._maybe_mojibake searches. */
+/* The windows of normalize._maybe_mojibake; `goto error` on a Python error. */
 #define MARKER_WINDOWS(CHAR)                                                  \
     do {                                                                      \
         const CHAR *s = (const CHAR *)data;                                   \
@@ -763,17 +726,7 @@ marker_windows(PyObject *Py_UNUSED(module), PyObject *args)
     const unsigned char *marked = table.buf;
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text), lo = -1, hi = -1;
-    switch (PyUnicode_KIND(text)) {
-    case PyUnicode_1BYTE_KIND:
-        MARKER_WINDOWS(Py_UCS1);
-        break;
-    case PyUnicode_2BYTE_KIND:
-        MARKER_WINDOWS(Py_UCS2);
-        break;
-    default:
-        MARKER_WINDOWS(Py_UCS4);
-        break;
-    }
+    DISPATCH(PyUnicode_KIND(text), MARKER_WINDOWS)
     if (hi > 0 && append_window(out, lo, hi) < 0) {
         goto error;
     }
@@ -785,33 +738,16 @@ done:
     return out;
 }
 
-PyDoc_STRVAR(marker_windows_doc,
-"marker_windows(text, marker_table, width, /)\n"
-"--\n"
-"\n"
-"The windows [p - width + 1, p + width) (from 0 at least) around every code\n"
-"point p of text whose byte in marker_table is not 0, overlapping windows\n"
-"merged, as a list of (start, end) in order.");
-
-PyDoc_STRVAR(article_counts_doc,
-"article_counts(texts, fold_table, seed, /)\n"
-"--\n"
-"\n"
-"Token counts of the texts (a tuple of str or None) and the sizes of the\n"
-"regions of their shingle sets' Venn diagram (regions[m]: distinct shingles\n"
-"found in exactly the texts whose bits are set in m); None when a text holds a\n"
-"code point the table cannot lower on its own.");
-
 static PyMethodDef kernel_methods[] = {
-    {"article_counts", article_counts, METH_VARARGS, article_counts_doc},
-    {"marker_windows", marker_windows, METH_VARARGS, marker_windows_doc},
+    {"article_counts", article_counts, METH_VARARGS, "article_counts(texts, fold_table, seed, /): see kernel.py"},
+    {"marker_windows", marker_windows, METH_VARARGS, "marker_windows(text, marker_table, width, /): see kernel.py"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef kernel_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "selection_core._kernel",
-    .m_doc = "The optional compiled kernel of the selection rule (tokens, shingles, set sizes).",
+    .m_doc = "The C twin of selection_core.kernel (tokens, shingles, set sizes).",
     .m_size = 0,
     .m_methods = kernel_methods,
 };

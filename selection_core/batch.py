@@ -57,8 +57,7 @@ def path_text(path: Sequence[str | int]) -> str:
 
 @dataclass(frozen=True)
 class Walk:
-    """What :func:`walk_values` found: object members, whether any float, and the place of the
-    item holding the first value nested deeper than :data:`MAX_DEPTH` (None; else the counts are partial)."""
+    """What :func:`walk_values` found; when ``too_deep`` (a place) is set, the counts are partial."""
 
     members: int
     has_float: bool
@@ -70,8 +69,7 @@ WalkItem = tuple[Any, int, str]
 
 
 def top_values(pairs: Iterable[tuple[str, Any]], first_index: int = 0) -> list[WalkItem]:
-    """The root's values as :func:`walk_values` takes them, ``articles`` expanded into its articles
-    (``first_index``: the batch index of the first one)."""
+    """The root's values as :func:`walk_values` takes them, ``articles`` expanded (``first_index``: the first's)."""
     items: list[WalkItem] = []
     for key, value in pairs:
         if key == "articles" and isinstance(value, list):
@@ -82,8 +80,7 @@ def top_values(pairs: Iterable[tuple[str, Any]], first_index: int = 0) -> list[W
 
 
 def walk_values(items: list[WalkItem]) -> Walk:
-    """Count object members below ``items`` (consumed), tell whether they hold any float, find nesting too deep
-    (:attr:`Walk.too_deep` names the last item nested too deeply)."""
+    """Count object members below ``items`` (consumed), whether any float, and nesting too deep."""
     members = 0
     has_float = False
     stack = items
@@ -136,8 +133,7 @@ def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def exact_tree(data: bytes | bytearray) -> Any:
-    """The document parsed exactly: every key kept (:class:`_DupDict` marks a duplicate),
-    integers of any size, and the text of every float literal a double would change.
+    """The document parsed exactly: duplicate keys marked, big integers and inexact floats kept.
 
     The stdlib parser recurses: only a document at most :data:`MAX_DEPTH` deep may be given.
     """
@@ -149,7 +145,7 @@ ExactItem = tuple[Any, tuple[str | int, ...]]
 
 
 def check_exact(items: Iterable[ExactItem], source: str) -> None:
-    """Raise the first exact problem in ``items`` and below them, in document order (``items`` in order)."""
+    """Raise the first exact problem in ``items`` and below them, in document order."""
     stack: list[ExactItem] = list(items)
     stack.reverse()
     while stack:
@@ -177,9 +173,8 @@ def check_exact(items: Iterable[ExactItem], source: str) -> None:
 
 
 def needs_close_look(data: bytes | bytearray, items: list[WalkItem], members: int) -> bool:
-    """Whether the JSON text ``data``, with the values ``items`` (consumed) and ``members`` members besides
-    theirs, may be refused: nested too deeply, or holding a float (orjson's form of a big integer or an
-    inexact number) or a duplicate key."""
+    """Whether ``data`` (values ``items``, consumed, and ``members`` members besides theirs) may be refused:
+    too deep, a float (maybe a big integer or inexact), or a duplicate key."""
     walk = walk_values(items)
     return walk.too_deep is not None or walk.has_float or count_keys(data) != members + walk.members
 
@@ -187,12 +182,8 @@ def needs_close_look(data: bytes | bytearray, items: list[WalkItem], members: in
 def check_values(
     data: bytes | bytearray, items: list[WalkItem], members: int, source: str, path: tuple[str | int, ...] = ()
 ) -> None:
-    """Refuse nesting deeper than :data:`MAX_DEPTH` below a parsed object, then, only where
-    :func:`needs_close_look`, its first exact problem.
-
-    ``data`` is the object's text, ``items`` its values (as :func:`walk_values` takes them), ``members`` its
-    own member count, ``path`` its path in messages.
-    """
+    """Refuse a parsed object (text ``data``) nested too deeply, then, where :func:`needs_close_look`, its first
+    exact problem; ``items`` and ``members`` as there, ``path`` its path in messages."""
     walk = walk_values(items)
     if walk.too_deep is not None:
         raise InvalidBatchError(
@@ -203,20 +194,15 @@ def check_values(
         check_exact([(exact_tree(data), path)], source)
 
 
-def _same(offset: int) -> int:
-    return offset
-
-
 def invalid_json(
     source: str,
     data: bytes | bytearray,
     exc: orjson.JSONDecodeError,
     where: str = "",
-    to_file: Callable[[int], int] = _same,
+    to_file: Callable[[int], int] = int,
 ) -> InvalidBatchError:
-    """The refusal of ``data``, which orjson rejected with ``exc``; ``to_file`` maps an offset in
-    ``data`` to the file's. Invalid UTF-8 anywhere is the refusal, at its first bad byte (orjson
-    checks the UTF-8 of the whole input before it parses)."""
+    """The refusal of ``data``, which orjson rejected with ``exc``; ``to_file`` maps an offset in ``data`` to the
+    file's. Invalid UTF-8 anywhere is refused first (orjson checks it before it parses)."""
     msg = exc.msg
     if "UTF-8" in msg or "utf-8" in msg or "surrogate" in msg:
         try:
@@ -245,20 +231,14 @@ def wrong_type_error(source: str, place: str, value: Any, fix: str) -> InvalidBa
 
 
 def parse_batch(
-    data: bytes | bytearray, source: str = "<input>", to_file: Callable[[int], int] = _same
+    data: bytes | bytearray, source: str = "<input>", to_file: Callable[[int], int] = int
 ) -> dict[str, Any]:
-    """Parse and validate a batch document from its bytes.
+    """Parse and validate a batch document from its bytes (the first problem in the order of docs/rule.md).
 
-    The checks, in this order: the first bytes; invalid UTF-8; the first JSON error; the shape;
-    the first article that is not an object; nesting; the first exact problem. ``to_file`` maps
-    a byte offset of ``data`` to the file's (``data`` may be a batch's envelope).
+    ``to_file`` maps a byte offset of ``data`` to the file's (``data`` may be a batch's envelope).
 
     Raises:
-        InvalidBatchError: with a one-line message naming ``source``, the place
-            and the fix, for anything that is not a valid batch.
-
-    >>> parse_batch(b'{"articles": [], "run": 7}')
-    {'articles': [], 'run': 7}
+        InvalidBatchError: naming ``source``, the place and the fix, for anything that is not a valid batch.
     """
     check_start(data, source)
     try:
@@ -280,8 +260,7 @@ def parse_batch(
 
 
 def parse_chunk(data: bytes | bytearray, source: str, chunk: Chunk) -> list[dict[str, Any]]:
-    """The validated articles of ``chunk`` of a JSON batch, from its bytes wrapped in
-    :data:`~selection_core.layout.CHUNK_PREFIX` and ``CHUNK_SUFFIX``.
+    """The validated articles of ``chunk`` of a JSON batch, from its bytes wrapped in ``CHUNK_PREFIX``/``SUFFIX``.
 
     Raises:
         InvalidBatchError: for the first invalid article: its index, the byte offset in the file, the fix.
@@ -332,8 +311,7 @@ def select_articles(articles: Sequence[Any]) -> list[Selection]:
 
 
 def apply_selections(doc: dict[str, Any], selections: Sequence[Selection], start: int = 0) -> dict[str, Any]:
-    """Write each decision into its article (mutates and returns ``doc``; ``start``: the batch index of its first
-    article); a new key goes last."""
+    """Write each decision into its article (mutates and returns ``doc``; ``start``: its first article's index)."""
     articles = doc["articles"]
     if len(selections) != len(articles):
         raise ValueError(f"{len(selections)} selections for {len(articles)} articles")
@@ -352,12 +330,7 @@ ARTICLE_SEPARATOR = b",\n    "
 
 
 def render_articles(articles: Iterable[dict[str, Any]]) -> bytes:
-    r"""The bytes of consecutive articles as they appear inside a written batch (chunks join by
-    :data:`ARTICLE_SEPARATOR`).
-
-    >>> render_articles([{"a": 1}, {"b": [2]}])
-    b'{\n      "a": 1\n    },\n    {\n      "b": [\n        2\n      ]\n    }'
-    """
+    """The bytes of consecutive articles inside a written batch (chunks join by :data:`ARTICLE_SEPARATOR`)."""
     # orjson writes no raw newline inside a string: every newline is structural, re-indented by a replacement.
     return ARTICLE_SEPARATOR.join(
         orjson.dumps(article, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ") for article in articles
@@ -365,12 +338,8 @@ def render_articles(articles: Iterable[dict[str, Any]]) -> bytes:
 
 
 def envelope_parts(doc: dict[str, Any], any_articles: bool) -> tuple[bytes, bytes]:
-    """The bytes written before and after the articles of ``doc`` (``doc["articles"]`` is not read;
-    ``any_articles``: the array is not empty): a written batch is ``head + render_articles(...) + tail``.
-
-    >>> envelope_parts({"run": 7, "articles": []}, True)
-    (b'{\\n  "run": 7,\\n  "articles": [\\n    ', b'\\n  ]\\n}\\n')
-    """
+    """The bytes before and after the articles of ``doc`` (not read; ``any_articles``: the array is not empty):
+    a written batch is ``head + render_articles(...) + tail``."""
     if not doc:
         return b"{}\n", b""
     head: list[bytes] = [b"{"]
@@ -416,11 +385,7 @@ class Summary:
 
 
 def merge_summaries(parts: Iterable[Summary]) -> Summary:
-    """The summary of consecutive parts of a batch, from theirs.
-
-    >>> merge_summaries([]) == summarize([])
-    True
-    """
+    """The summary of consecutive parts of a batch, from theirs."""
     total = summarize(())
     n = 0
     for part in parts:

@@ -36,9 +36,8 @@ def select_chunk(
     close_calls: int = 0,
     with_report: bool = False,
 ) -> SelectedChunk:
-    """Parse, validate and select the articles of ``chunk``, from its bytes wrapped as ``fmt`` wraps a chunk.
-
-    Table rows for those among the batch's first ``table_rows`` articles, at most ``close_calls`` close calls.
+    """Parse, validate and select the articles of ``chunk``, from its bytes wrapped as ``fmt`` wraps a chunk; table
+    rows for those among the batch's first ``table_rows`` articles, at most ``close_calls`` close calls.
 
     Raises:
         InvalidBatchError: the first invalid article, named with its place in the file.

@@ -67,13 +67,7 @@ class ReadError(SelectionError, OSError):
 
 
 def error_line(error: BaseException) -> str:
-    """The one-line text of an error: a :class:`SelectionError`'s message as it is, a bug's with its type.
-
-    >>> error_line(InvalidBatchError("b.json: not JSON; fix it"))
-    'b.json: not JSON; fix it'
-    >>> error_line(KeyError("articles")), error_line(RuntimeError())
-    ("KeyError: 'articles'", 'RuntimeError')
-    """
+    """The one-line text of an error: a :class:`SelectionError`'s message as it is, a bug's with its type."""
     text = " ".join(str(error).split())
     if isinstance(error, SelectionError):
         return text

@@ -19,7 +19,7 @@ CLOSEST_CALLS_ARTIFACT_KEY: Final[str] = "selection-closest-calls"
 #: Article fields that name it: copied into each report line; the first one it has labels it in the artifacts.
 ARTICLE_ID_FIELDS: Final[tuple[str, ...]] = ("id", "url")
 
-#: Longest article label in the table, and in the closest calls (which the V2 UI does not scroll).
+#: Longest article label in the table, and in the closest calls (the V2 UI does not scroll them).
 ARTICLE_LABEL_CHARS: Final[int] = 24
 CLOSE_CALL_LABEL_CHARS: Final[int] = 12
 
@@ -29,16 +29,8 @@ TABLE_DIGITS: Final[int] = 4
 #: The columns of the ``selection-scores`` table (the article last: what was picked and why is never cut off).
 TABLE_COLUMNS: Final[tuple[str, ...]] = ("index", "selected", "reason", *EXTRACTORS, "article")
 
-#: The reasons of a close call: a tie broken by shingle count or priority, or a fallback.
-CLOSE_CALL_REASONS: Final[frozenset[Reason]] = frozenset(
-    {
-        Reason.CONSENSUS_TIE_FEWEST_SHINGLES,
-        Reason.CONSENSUS_TIE_PRIORITY,
-        Reason.NO_CONSENSUS_MEDIAN,
-        Reason.NO_CONSENSUS_LARGEST,
-        Reason.ALL_UNAVAILABLE,
-    }
-)
+#: The reasons of a close call: a tie broken by shingle count or priority, or a fallback (all but a clear answer).
+CLOSE_CALL_REASONS: Final[frozenset[Reason]] = frozenset(Reason) - {Reason.CONSENSUS_TOP_SCORE, Reason.SINGLE_CANDIDATE}
 
 #: Most closest calls listed in the ``selection-closest-calls`` artifact (the first ones of the batch).
 MAX_CLOSEST_CALLS: Final[int] = 50
@@ -51,20 +43,12 @@ _URL_UNSAFE = re.compile(r'[\x00-\x20<>"`\\^{}|\x7f]')
 
 
 def counts_text(counts: Mapping[Any, int]) -> str:
-    """``<name> <count>, ...`` in the mapping's order: how logs, summaries and the terminal list counts.
-
-    >>> counts_text({"trafilatura": 1, "newspaper4k": 10})
-    'trafilatura 1, newspaper4k 10'
-    """
+    """``<name> <count>, ...`` in the mapping's order: how logs, summaries and the terminal list counts."""
     return ", ".join(f"{name} {count}" for name, count in counts.items())
 
 
 def shorten(text: str, limit: int = ARTICLE_LABEL_CHARS) -> str:
-    """``text`` if it fits in ``limit`` characters, else its start and end around one ``…``.
-
-    >>> shorten("0123456789abcdef", 9)
-    '0123…cdef'
-    """
+    """``text`` if it fits in ``limit`` characters, else its start and end around one ``…``."""
     if len(text) <= limit:
         return text
     tail = (limit - 1) // 2
@@ -72,23 +56,13 @@ def shorten(text: str, limit: int = ARTICLE_LABEL_CHARS) -> str:
 
 
 def display_url(url: str) -> str:
-    """A URL as the artifacts show it: without scheme and ``www.``, unsafe characters percent-encoded.
-
-    >>> display_url("https://www.example.org/a?b=1&c=<2>")
-    'example.org/a?b=1&c=%3C2%3E'
-    """
+    """A URL as the artifacts show it: without scheme and ``www.``, unsafe characters percent-encoded."""
     return _URL_UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), _URL_PREFIX.sub("", url))
 
 
 def article_label(article: Mapping[str, Any], limit: int = ARTICLE_LABEL_CHARS) -> str | None:
-    """How the artifacts name an article: its ``id``, else its ``url`` (shown as :func:`display_url` when a URL),
-    shortened; None with neither.
-
-    >>> article_label({"id": "f" * 64, "url": "https://example.org/a"})
-    'ffffffffffff…fffffffffff'
-    >>> article_label({"url": "https://www.example.org/news?id=1&lang=en"})
-    'example.org/…d=1&lang=en'
-    """
+    """How the artifacts name an article: its ``id``, else its ``url`` (a URL as :func:`display_url`), shortened;
+    None with neither."""
     for name in ARTICLE_ID_FIELDS:
         value = article.get(name)
         if value is None or value == "":
@@ -113,14 +87,7 @@ def score_rows(doc: dict[str, Any], selections: Sequence[Selection], max_rows: i
 
 
 def article_row(article: Mapping[str, Any], selection: Selection) -> dict[str, Any]:
-    """The row of one article, before :func:`align_rows` drops the columns no shown row fills.
-
-    >>> from selection_core.select import select_article
-    >>> article = {"id": "a1", "newspaper4k": {"text": "a b c"}}
-    >>> row = article_row(article, select_article(article))
-    >>> row["article"], row["reason"], row["trafilatura"], row["newspaper4k"]
-    ('a1', 'single_candidate', 'unavailable', None)
-    """
+    """The row of one article, before :func:`align_rows` drops the columns no shown row fills."""
     row: dict[str, Any] = {"index": selection.index, "selected": selection.selected, "reason": selection.reason.value}
     row.update((candidate.name, score_cell(candidate)) for candidate in selection.candidates)
     row["article"] = article_label(article)
@@ -128,11 +95,7 @@ def article_row(article: Mapping[str, Any], selection: Selection) -> dict[str, A
 
 
 def align_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The rows with the same columns, in :data:`TABLE_COLUMNS` order, less those empty in every row.
-
-    >>> align_rows([{"index": 0, "article": None, "selected": "a"}, {"index": 1, "article": None, "selected": "b"}])
-    [{'index': 0, 'selected': 'a'}, {'index': 1, 'selected': 'b'}]
-    """
+    """The rows with the same columns, in :data:`TABLE_COLUMNS` order, less those empty in every row."""
     columns = [c for c in TABLE_COLUMNS if any(row.get(c) is not None for row in rows)]
     return [{c: row.get(c) for c in columns} for row in rows]
 
@@ -178,8 +141,7 @@ def batch_evidence(doc: dict[str, Any], selections: Sequence[Selection], max_row
 def merge_evidence(
     parts: Iterable[tuple[Sequence[dict[str, Any]], Sequence[dict[str, Any]]]], max_rows: int
 ) -> ShownEvidence:
-    """:func:`batch_evidence` of a batch selected in chunks, from each chunk's ``(rows, close_calls)`` in order (its
-    rows of the batch's first ``max_rows`` articles, its first :data:`MAX_CLOSEST_CALLS` close calls)."""
+    """:func:`batch_evidence` of a batch selected in chunks, from each chunk's ``(rows, close_calls)`` in order."""
     rows: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
     for chunk_rows, chunk_calls in parts:
@@ -190,12 +152,7 @@ def merge_evidence(
 
 def report_entry(article: Mapping[str, Any], selection: Selection) -> dict[str, Any]:
     """One line of the JSON Lines report: ``index``, the article's ``id`` and ``url`` (when it has them),
-    then the explanation (:meth:`Selection.to_dict`).
-
-    >>> from selection_core.select import select_article
-    >>> list(report_entry({"url": "u", "newspaper4k": {"text": "a"}}, select_article({"newspaper4k": {"text": "a"}})))
-    ['index', 'url', 'selected_extractor', 'reason', 'pool', 'consensus_size', 'tie_pool', 'candidates']
-    """
+    then the explanation (:meth:`Selection.to_dict`)."""
     explanation = selection.to_dict()
     entry: dict[str, Any] = {"index": explanation.pop("index")}
     entry.update((name, article[name]) for name in ARTICLE_ID_FIELDS if article.get(name) is not None)
@@ -204,11 +161,7 @@ def report_entry(article: Mapping[str, Any], selection: Selection) -> dict[str, 
 
 
 def read_as_text(chunks: int, where: str = "one after the other in this process") -> str:
-    """How a run read its batch, for its log and its summary artifact.
-
-    >>> read_as_text(3)
-    'in 3 chunks of articles, one after the other in this process'
-    """
+    """How a run read its batch, for its log and its summary artifact."""
     return f"in {chunks} chunk{'' if chunks == 1 else 's'} of articles, {where}"
 
 

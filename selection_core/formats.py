@@ -53,9 +53,5 @@ FORMATS: Final[dict[str, BatchFormat]] = {f.name: f for f in (JSON_BATCH, JSON_L
 
 
 def format_of(name: str) -> BatchFormat:
-    """The format of a batch file of this name.
-
-    >>> format_of("crawl_extracted.jsonl").name, format_of("crawl_extracted.json").name
-    ('JSON Lines', 'JSON')
-    """
+    """The format of a batch file of this name."""
     return JSON_LINES if is_jsonl(name) else JSON_BATCH

@@ -21,11 +21,7 @@ _PIECE_BYTES: Final[int] = 1 << 20
 
 
 def is_jsonl(name: str) -> bool:
-    """Whether a batch of this file name is JSON Lines (it ends with :data:`JSONL_SUFFIX`, in any case).
-
-    >>> is_jsonl("crawl_extracted.jsonl"), is_jsonl("CRAWL.JSONL"), is_jsonl("crawl_extracted.json")
-    (True, True, False)
-    """
+    """Whether a batch of this file name is JSON Lines (it ends with :data:`JSONL_SUFFIX`, in any case)."""
     return name.lower().endswith(JSONL_SUFFIX)
 
 
@@ -42,15 +38,6 @@ def parse_lines(
 
     Raises:
         InvalidBatchError: for the first invalid line: the line number, the place within the line and the fix.
-
-    >>> parse_lines(b'{"id": "a1"}\n{"id": "a2"}\r\n')
-    [{'id': 'a1'}, {'id': 'a2'}]
-    >>> parse_lines(b"")
-    []
-    >>> parse_lines(b'{"id": 1}\n\n{"id": 2}\n', "b.jsonl")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    selection_core.errors.InvalidBatchError: b.jsonl: line 2 is blank; remove it (...)
     """
     if not data:
         return []
@@ -131,10 +118,5 @@ def _parse_line(line: bytes, source: str, number: int, offset: int) -> dict[str,
 
 
 def render_lines(articles: Iterable[dict[str, Any]]) -> bytes:
-    r"""The bytes of articles as lines of a JSON Lines batch: each compact, keys in order,
-    UTF-8 (not ASCII-escaped), then ``\n`` (orjson never writes a raw newline).
-
-    >>> render_lines([{"id": "é", "n": [1, 2]}, {}])
-    b'{"id":"\xc3\xa9","n":[1,2]}\n{}\n'
-    """
+    """The bytes of articles as lines of a JSON Lines batch: each compact, UTF-8, then a newline."""
     return b"".join([orjson.dumps(article) + b"\n" for article in articles])

@@ -1,9 +1,10 @@
-"""The optional compiled kernel (``_kernel.c``): what ``text_shingles`` and ``select.py``'s set algebra compute."""
+"""The optional compiled kernel (``_kernel.c``): the C twin of ``text_shingles`` and ``select.py``'s set algebra."""
 
 from __future__ import annotations
 
 import functools
 import sys
+from dataclasses import dataclass
 from types import ModuleType
 
 from .config import SHINGLE_SIZE
@@ -11,7 +12,7 @@ from .tokens import MOJIBAKE_MARKERS, MOJIBAKE_MAX_WIDTH, TOKEN
 
 CODE_POINTS = 0x110000
 
-#: The table entry of a code point that the kernel cannot lower case on its own.
+#: The fold-table entry of a code point that the kernel cannot lower case on its own.
 FOLD_UNKNOWN = 0xFFFFFFFF
 
 # Lowered by str.lower according to the characters around it (final sigma), and what that can become.
@@ -20,11 +21,7 @@ _CONTEXTUAL_RESULTS = "\u03c3\u03c2"
 
 
 def check_shingle_size(compiled: ModuleType, size: int = SHINGLE_SIZE) -> None:
-    """Refuse a compiled kernel whose shingles are not ``size`` tokens long.
-
-    Raises:
-        RuntimeError: the kernel was built for another shingle size.
-    """
+    """Raise RuntimeError when the compiled kernel's shingles are not ``size`` tokens long."""
     # One text of size + 1 distinct tokens has exactly 2 shingles of that size.
     fold = bytearray(4 * CODE_POINTS)
     letters = [chr(ord("a") + i) for i in range(size + 1)]
@@ -38,16 +35,8 @@ def check_shingle_size(compiled: ModuleType, size: int = SHINGLE_SIZE) -> None:
         )
 
 
-def _load() -> ModuleType | None:
-    try:
-        from . import _kernel  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return _kernel
-
-
 def _all_code_points() -> str:
-    """One string of every code point in order, surrogates included (built as UTF-32)."""
+    """One string of every code point in order, surrogates included."""
     n = CODE_POINTS
     buf = bytearray(4 * n)
     buf[0::4] = bytes(range(256)) * (n // 256)
@@ -68,20 +57,15 @@ def _unknown_code_points(chars: str) -> list[int]:
 
 
 def build_fold_table() -> tuple[bytes, bool]:
-    """The kernel's table, and whether already lower-cased text may be passed to it.
+    """The kernel's fold table, and whether already lower-cased text may be passed to it.
 
-    Entry ``c`` (a native-endian uint32) is ``ord(chr(c).lower())`` when that is one character
-    matching ``tokens.TOKEN``, 0 when it does not match, and ``FOLD_UNKNOWN`` when ``str.lower``
-    of it depends on its neighbours (final sigma) or is several characters (``İ``).
-
-    >>> table, _ = build_fold_table()
-    >>> [int.from_bytes(table[4 * ord(c) : 4 * ord(c) + 4], sys.byteorder) for c in "aA7-"]
-    [97, 97, 55, 0]
+    Entry ``c`` (native-endian uint32): ``ord(chr(c).lower())`` when that is one character matching
+    ``tokens.TOKEN``, 0 when it does not match, ``FOLD_UNKNOWN`` when it cannot be lowered alone (``Σ``, ``İ``).
     """
     chars = _all_code_points()
     unknown = _unknown_code_points(chars)
     simple = chars
-    for cp in unknown:  # a few: each becomes a placeholder of one character
+    for cp in unknown:
         simple = simple[:cp] + " " + simple[cp + 1 :]
     lowered = simple.lower()
     if len(lowered) != CODE_POINTS:
@@ -102,12 +86,7 @@ def build_fold_table() -> tuple[bytes, bool]:
 
 
 def build_marker_table() -> bytes:
-    """One byte per code point: 1 for the mojibake markers of ``tokens.MOJIBAKE_MARKERS``.
-
-    >>> table = build_marker_table()
-    >>> table[ord("\u00c3")], table[ord("a")]
-    (1, 0)
-    """
+    """One byte per code point: 1 for the mojibake markers of ``tokens.MOJIBAKE_MARKERS``."""
     table = bytearray(CODE_POINTS)
     if MOJIBAKE_MARKERS is not None:
         for m in MOJIBAKE_MARKERS.finditer(_all_code_points()):
@@ -115,39 +94,37 @@ def build_marker_table() -> bytes:
     return bytes(table)
 
 
+try:
+    from . import _kernel as _built  # type: ignore[attr-defined]
+except ImportError:
+    _built = None
+
 #: The compiled kernel when it was built, whether it is in use or not.
-BUILT: ModuleType | None = _load()
+BUILT: ModuleType | None = _built
 
 #: The compiled kernel in use, or ``None`` when the pure-Python path runs (see :func:`use_kernel`).
 KERNEL: ModuleType | None = BUILT
 
 
 def use_kernel(enabled: bool) -> bool:
-    """Use the compiled kernel (when built) or the pure-Python path in this process; whether the kernel is in use.
-
-    >>> was = KERNEL is not None
-    >>> use_kernel(False)
-    False
-    >>> use_kernel(was) == was
-    True
-    """
+    """Use the compiled kernel (when built) or the pure-Python path in this process; whether the kernel is in use."""
     global KERNEL
     KERNEL = BUILT if enabled else None
     return KERNEL is not None
 
 
+@dataclass
 class Tables:
-    """The kernel's tables (empty when not built): :func:`build_fold_table`'s two, :func:`build_marker_table`'s."""
+    """The kernel's tables (empty when not built)."""
 
-    __slots__ = ("fold", "lowered_ok", "marker")
-
-    def __init__(self, fold: bytes, lowered_ok: bool, marker: bytes) -> None:
-        self.fold, self.lowered_ok, self.marker = fold, lowered_ok, marker
+    fold: bytes
+    lowered_ok: bool
+    marker: bytes
 
 
 @functools.cache
 def tables() -> Tables:
-    """The tables, built on first use (not at import: every process would pay it), after :func:`check_shingle_size`."""
+    """The tables, built on first use (not at import), after :func:`check_shingle_size`."""
     if BUILT is None:
         return Tables(b"", False, b"")
     check_shingle_size(BUILT)
@@ -155,22 +132,15 @@ def tables() -> Tables:
     return Tables(fold, lowered_ok, build_marker_table())
 
 
-# Only the speed of the kernel's hash tables depends on the seed, never a result; per process, as str hashes.
+# Only the speed of the kernel's hash tables depends on the seed, never a result.
 _SEED = hash("selection_core.kernel") & (2**64 - 1)
 
 
 def article_counts(texts: tuple[str | None, ...]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """Token counts and shingle-set Venn regions of texts in ``normalize.nfkc_form`` (``None``: no text).
 
-    ``regions[m]``: the distinct shingles in exactly the texts whose bits are set in ``m``; ``None`` when
-    the kernel cannot take the article.
-
-    Raises:
-        RuntimeError: when the kernel is not in use (check ``KERNEL`` first).
-
-    >>> if KERNEL is not None:
-    ...     counts, regions = article_counts(("A b c d e F", "b c d e f", None))
-    ...     assert counts == (6, 5, 0) and regions == (0, 1, 0, 1, 0, 0, 0, 0)
+    ``regions[m]``: the distinct shingles in exactly the texts whose bits are set in ``m``. ``None`` when the
+    kernel cannot take the article. Raises RuntimeError when the kernel is not in use.
     """
     if KERNEL is None:
         raise RuntimeError("the compiled kernel is not in use")
@@ -183,15 +153,8 @@ def article_counts(texts: tuple[str | None, ...]) -> tuple[tuple[int, ...], tupl
 
 
 def marker_windows(text: str) -> list[tuple[int, int]]:
-    """The windows ``[p - W + 1, p + W)`` (from 0) around every mojibake marker at ``p``, merged, in order
-    (``W = tokens.MOJIBAKE_MAX_WIDTH``).
-
-    Raises:
-        RuntimeError: when the kernel is not in use (check ``KERNEL`` first).
-
-    >>> if KERNEL is not None:
-    ...     assert marker_windows("caf\u00c3\u00a9 ok" + " " * 40 + "\u00c3") == [(0, 10), (42, 55)]
-    """
+    """The merged windows ``[p - W + 1, p + W)`` (from 0) around every mojibake marker at ``p``, in order
+    (``W = tokens.MOJIBAKE_MAX_WIDTH``). Raises RuntimeError when the kernel is not in use."""
     if KERNEL is None:
         raise RuntimeError("the compiled kernel is not in use")
     return KERNEL.marker_windows(text, tables().marker, MOJIBAKE_MAX_WIDTH)  # type: ignore[no-any-return]

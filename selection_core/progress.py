@@ -1,12 +1,4 @@
-"""One progress reporter for every long step: at most one call of its sink per whole percent, no clock.
-
->>> seen = []
->>> progress = PercentProgress(seen.append)
->>> for done in range(0, 401):
-...     progress(done, 400)
->>> len(seen), seen[:3], seen[-1]
-(101, [0, 1, 2], 100)
-"""
+"""One progress reporter for every long step: at most one call of its sink per whole percent, no clock."""
 
 from __future__ import annotations
 

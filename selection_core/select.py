@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -56,8 +56,7 @@ def _fraction_text(value: Fraction | None) -> str | None:
 
 
 def _fraction_float(value: Fraction | None) -> float | None:
-    # float(Fraction) is correctly rounded and round() is exact on it, so the
-    # informational copy is the same on every machine.
+    # float(Fraction) is correctly rounded and round() is exact on it: the same on every machine.
     return None if value is None else round(float(value), FLOAT_DIGITS)
 
 
@@ -94,11 +93,7 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Selection:
-    """The decision for one article and everything needed to re-derive it.
-
-    ``tie_pool``, in ``EXTRACTORS`` order: the candidates within ``TIE_MARGIN`` of the top score, or at
-    the target shingle count without consensus, or the single candidate (``docs/rule.md``).
-    """
+    """The decision for one article and everything needed to re-derive it (``tie_pool``: see docs/rule.md)."""
 
     index: int
     selected: str
@@ -141,71 +136,62 @@ def _by_priority(names: list[str] | tuple[str, ...]) -> str:
     return min(names, key=PRIORITY.index)
 
 
+def _texts(article: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any] | None, str | None]]:
+    """Each extractor's name, block and text (``None`` unless a string), in EXTRACTORS order."""
+    found: list[tuple[str, Mapping[str, Any] | None, str | None]] = []
+    for name in EXTRACTORS:
+        block = article.get(name)
+        text = block.get(TEXT_FIELDS[name]) if isinstance(block, Mapping) else None
+        found.append((name, block, text) if isinstance(text, str) else (name, None, None))
+    return found
+
+
+def _candidate(name: str, block: Mapping[str, Any] | None, token_count: int, shingle_count: int) -> Candidate:
+    if block is None or token_count == 0:
+        return Candidate(name, State.UNAVAILABLE, 0, 0)
+    state = State.DEGRADED if error_present(block.get(ERROR_FIELD)) else State.USABLE
+    return Candidate(name, state, token_count, shingle_count)
+
+
 def _measure(article: Mapping[str, Any]) -> tuple[list[Candidate], dict[str, frozenset[Shingle]]]:
     """State, token count and shingle set of each extractor, in EXTRACTORS order."""
     measured: list[Candidate] = []
     sets: dict[str, frozenset[Shingle]] = {}
-    # Two extractors often return the same text; compute its tokens once per article.
-    seen: dict[str, tuple[int, frozenset[Shingle]]] = {}
+    seen: dict[str, tuple[int, frozenset[Shingle]]] = {}  # equal texts are measured once
     lines = LineCache()
-    for name in EXTRACTORS:
-        block = article.get(name)
-        text = block.get(TEXT_FIELDS[name]) if isinstance(block, Mapping) else None
-        if not isinstance(text, str):
-            measured.append(Candidate(name, State.UNAVAILABLE, 0, 0))
-            continue
-        if text in seen:
+    for name, block, text in _texts(article):
+        token_count, sh = 0, frozenset[Shingle]()
+        if text is not None:
+            if text not in seen:
+                seen[text] = text_shingles(text, lines)
             token_count, sh = seen[text]
-        else:
-            token_count, sh = seen[text] = text_shingles(text, lines)
-        if token_count == 0:
-            measured.append(Candidate(name, State.UNAVAILABLE, 0, 0))
-            continue
-        assert isinstance(block, Mapping)
-        state = State.DEGRADED if error_present(block.get(ERROR_FIELD)) else State.USABLE
-        measured.append(Candidate(name, state, token_count, len(sh)))
-        sets[name] = sh
+        measured.append(_candidate(name, block, token_count, len(sh)))
+        if measured[-1].state is not State.UNAVAILABLE:
+            sets[name] = sh
     return measured, sets
 
 
 def _measure_sizes(article: Mapping[str, Any]) -> tuple[list[Candidate], tuple[int, ...]] | None:
-    """What ``_measure`` finds, by the compiled kernel: the candidates and the Venn regions of the shingle
-    sets (:func:`kernel.article_counts`), or ``None`` when the kernel cannot take the article."""
-    texts: list[str | None] = []
-    blocks: list[Mapping[str, Any] | None] = []
-    forms: dict[str, str] = {}  # equal texts are normalized once (and the kernel sees them once)
-    for name in EXTRACTORS:
-        block = article.get(name)
-        text = block.get(TEXT_FIELDS[name]) if isinstance(block, Mapping) else None
-        if isinstance(text, str):
-            form = forms.get(text)
-            if form is None:
-                form = forms[text] = nfkc_form(text)
-            texts.append(form)
-            blocks.append(block)
-        else:
-            texts.append(None)
-            blocks.append(None)
-    found = kernel.article_counts(tuple(texts))
+    """The candidates and the shingle sets' Venn regions, by the compiled kernel (:func:`kernel.article_counts`);
+    ``None`` when the kernel cannot take the article."""
+    entries = _texts(article)
+    forms: dict[str, str] = {}  # equal texts are normalized once
+    for _, _, text in entries:
+        if text is not None and text not in forms:
+            forms[text] = nfkc_form(text)
+    found = kernel.article_counts(tuple(None if t is None else forms[t] for _, _, t in entries))
     if found is None:
         return None
     token_counts, regions = found
-    measured: list[Candidate] = []
-    for i, (name, block) in enumerate(zip(EXTRACTORS, blocks)):
-        if block is None or token_counts[i] == 0:
-            measured.append(Candidate(name, State.UNAVAILABLE, 0, 0))
-            continue
-        state = State.DEGRADED if error_present(block.get(ERROR_FIELD)) else State.USABLE
-        shingle_count = sum(size for m, size in enumerate(regions) if m >> i & 1)
-        measured.append(Candidate(name, state, token_counts[i], shingle_count))
+    measured = [
+        _candidate(name, block, token_counts[i], sum(size for m, size in enumerate(regions) if m >> i & 1))
+        for i, (name, block, _) in enumerate(entries)
+    ]
     return measured, regions
 
 
 def _consensus_from_regions(regions: tuple[int, ...], active: list[int]) -> tuple[int, list[int]]:
-    """|C| and |S ∩ C| for each active extractor (by EXTRACTORS index), from the regions.
-
-    A shingle is in C exactly when its region holds at least two active extractors.
-    """
+    """|C| and |S ∩ C| for each active extractor (by EXTRACTORS index), from the regions."""
     active_bits = sum(1 << i for i in active)
     c_size = 0
     overlaps = [0] * len(active)
@@ -239,15 +225,7 @@ def _consensus_counts(active_sets: list[frozenset[Shingle]]) -> tuple[int, list[
 
 
 def select_article(article: Mapping[str, Any], index: int = 0) -> Selection:
-    """Apply the selection rule to one article (a mapping of extractor blocks).
-
-    >>> a = {"newspaper4k": {"text": "one two three four five six"},
-    ...      "trafilatura": {"text": "one two three four five six"},
-    ...      "readability": {"cleaned_text": "menu one two three four five six login"}}
-    >>> s = select_article(a)
-    >>> s.selected, s.reason.value
-    ('newspaper4k', 'consensus_tie_priority')
-    """
+    """Apply the selection rule to one article (a mapping of extractor blocks)."""
     sized = _measure_sizes(article) if kernel.KERNEL is not None else None
     if sized is not None:
         measured, regions = sized
@@ -290,18 +268,8 @@ def select_article(article: Mapping[str, Any], index: int = 0) -> Selection:
         overlap = overlap_of[cand.name]
         score = Fraction(2 * overlap, c_size + cand.shingle_count)
         scores[cand.name] = score
-        scored.append(
-            Candidate(
-                cand.name,
-                cand.state,
-                cand.token_count,
-                cand.shingle_count,
-                overlap,
-                Fraction(overlap, c_size),
-                Fraction(overlap, cand.shingle_count),
-                score,
-            )
-        )
+        coverage, support = Fraction(overlap, c_size), Fraction(overlap, cand.shingle_count)
+        scored.append(replace(cand, overlap=overlap, coverage=coverage, support=support, score=score))
 
     top = max(scores.values())
     tie_pool = tuple(name for name in active if top - scores[name] <= TIE_MARGIN)

@@ -34,28 +34,15 @@ def _windows(t: Sequence[str], size: int) -> frozenset[Shingle]:
 
 
 def shingles(tokens: Sequence[str]) -> frozenset[Shingle]:
-    """The distinct ``SHINGLE_SIZE``-token windows of ``tokens``; a shorter sequence, if not empty, is one shingle.
-
-    >>> sorted(shingles(["a", "b", "c"]))
-    ['a b c']
-    >>> len(shingles(["a", "b", "c", "d", "e", "a", "b", "c", "d", "e"]))
-    5
-    """
+    """The distinct ``SHINGLE_SIZE``-token windows of ``tokens``; a shorter sequence, if not empty, is one shingle."""
     if 0 < len(tokens) < SHINGLE_SIZE:
         return frozenset((" ".join(tokens),))
     return _windows(tokens, SHINGLE_SIZE)
 
 
 def text_shingles(text: str, cache: LineCache | None = None) -> tuple[int, frozenset[Shingle]]:
-    """Token count and shingle set of a raw extractor text (all steps of the rule).
-
-    Equal to ``(len(t), shingles(t))`` with ``t = tokenize(text)``, line by line, so that the lines
-    several texts share (pass one ``cache``) are done once.
-
-    >>> count, found = text_shingles("one two three\\nfour five six")
-    >>> count, sorted(found)
-    (6, ['one two three four five', 'two three four five six'])
-    """
+    """``(len(t), shingles(t))`` with ``t = tokenize(text)``, done line by line: the lines several texts share
+    (pass one ``cache``) are done once."""
     if cache is None:
         cache = LineCache()
     lines, crossings = cache.lines, cache.crossings
@@ -75,8 +62,7 @@ def text_shingles(text: str, cache: LineCache | None = None) -> tuple[int, froze
         if not toks:
             continue
         if tail:
-            # The windows of tail + the line's first tokens are exactly the
-            # windows that start before the line break and end in this line.
+            # The windows that start before the line break and end in this line.
             if prev_line:
                 key = (prev_line, line)
                 cross = crossings.get(key)
