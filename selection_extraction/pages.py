@@ -101,6 +101,7 @@ def _listing(text: str, name: str) -> tuple[str, tuple[Page | _WarcFile, ...]]:
             "a .warc/.warc.gz file or a JSON Lines manifest"
         )
     if is_warc_name(path.name):
+        check_is_warc(path, name or text)  # its first bytes only: refused before a run starts
         return "warc", (_WarcFile(name, path),)
     if page_stem(path.name) is not None:
         return "page", (Page(page_stem(path.name) or path.name, None, path.name, path),)
