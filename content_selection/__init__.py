@@ -1,8 +1,4 @@
-"""What your own code imports from content-selection: the event contract and the completion trigger.
-
-It imports nothing of the project's ``flows``, ``tasks`` or ``deployments``, so a project with packages
-of those names can use it.
-"""
+"""What your own code imports from content-selection: the event contract and the completion trigger."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Prefect-native trigger: select a batch when a run of a named upstream flow completes (docs/prefect.md)."""
+"""The Prefect-native trigger: select a batch when a run of a named upstream flow completes."""
 
 from __future__ import annotations
 
@@ -11,16 +11,11 @@ FLOW_COMPLETED_EVENT: Final[str] = "prefect.flow-run.Completed"
 
 
 def completion_trigger_name(flow_name: str) -> str:
-    """The name of the automation created for ``flow_name``."""
     return f"select-content-after-{flow_name}"
 
 
 def path_parameter_template(parameter: str) -> str:
-    """The Jinja template, rendered by the server, that reads ``parameter`` of the completed flow run.
-
-    Raises:
-        ValueError: ``parameter`` is not a Python identifier (flow parameters always are).
-    """
+    """The Jinja template, rendered by the server, that reads ``parameter`` (an identifier) of the completed run."""
     if not parameter.isidentifier():
         raise ValueError(
             f"{parameter!r} is not a flow parameter name; give the name of the upstream flow's path parameter"
@@ -29,17 +24,8 @@ def path_parameter_template(parameter: str) -> str:
 
 
 def flow_completed_trigger(flow_name: str, parameter: str, *, enabled: bool = True) -> DeploymentEventTrigger:
-    """A deployment trigger: one ``select-content`` run per Completed run of ``flow_name``,
-    on the path in that run's ``parameter``.
-
-    Args:
-        flow_name: The upstream flow's name (``@flow(name=...)``, as the UI shows it).
-        parameter: The upstream flow's parameter that holds the batch it wrote.
-        enabled: Whether the automation starts enabled.
-
-    Raises:
-        ValueError: an empty flow name, or a parameter that is not an identifier.
-    """
+    """A deployment trigger: one ``select-content`` run per Completed run of the flow ``flow_name``
+    (as the UI shows it), on the path in that run's ``parameter``; ``ValueError`` for an empty name."""
     if not flow_name.strip():
         raise ValueError("the upstream flow name is empty; give the name its runs show in the UI")
     return DeploymentEventTrigger(
@@ -47,7 +33,7 @@ def flow_completed_trigger(flow_name: str, parameter: str, *, enabled: bool = Tr
         description=f"Select the batch a run of {flow_name} wrote (its {parameter} parameter) when the run completes.",
         enabled=enabled,
         expect={FLOW_COMPLETED_EVENT},
-        # The server emits the event with the flow run as resource and the flow (role "flow") as a related one.
+        # the event's resource is the flow run; the flow is a related resource of role "flow"
         match={"prefect.resource.id": "prefect.flow-run.*"},
         match_related={"prefect.resource.role": "flow", "prefect.resource.name": flow_name},
         for_each={"prefect.resource.id"},

@@ -1,4 +1,4 @@
-"""The contract between an upstream extraction flow and the triggered selection run (docs/prefect.md)."""
+"""The contract between an upstream extraction flow and the triggered selection run."""
 
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ INPUT_PATH_TEMPLATE: Final[str] = "{{ event.resource['" + BATCH_PATH_LABEL + "']
 
 
 def batch_extracted_resource(path: str | os.PathLike[str]) -> dict[str, str]:
-    """The event resource that names one batch: a relative path made absolute, nothing else changed
-    (no symlink or ``..`` resolution): the selection run checks the path exactly as sent."""
+    """The event resource that names one batch: a relative path made absolute, nothing else resolved (the
+    selection run checks the path exactly as sent)."""
     text = os.fspath(path)
     absolute = text if os.path.isabs(text) else os.path.join(os.getcwd(), text)
     return {
@@ -50,8 +50,8 @@ def batch_extracted_resource(path: str | os.PathLike[str]) -> dict[str, str]:
 def emit_batch_extracted(path: str | os.PathLike[str], **payload: Any) -> Event | None:
     """Announce, last in the upstream flow, that the batch at ``path`` is completely written.
 
-    ``payload`` holds extra JSON-able fields (the selection run reads only the path). Returns the
-    emitted event (related to the current flow run, if any), or None when events are disabled.
+    ``payload``: extra JSON-able fields (the selection run reads only the path). Returns the emitted event
+    (related to the current flow run, if any), or None when events are disabled.
     """
     resource = batch_extracted_resource(path)
     return emit_event(

@@ -20,12 +20,8 @@ if TYPE_CHECKING:
 
 
 def check_after_flow(flow_name: str, parameter: str) -> None:
-    """Refuse an upstream flow that ``select-content/after-flow`` cannot follow.
-
-    Raises:
-        ValueError: an empty name, a flow of the stage (it would start itself, or select a batch twice),
-            or a parameter that is not an identifier.
-    """
+    """Refuse (``ValueError``) an upstream flow that ``select-content/after-flow`` cannot follow: an empty name,
+    a flow of the stage (it would start itself, or select a batch twice), or a parameter that is not an identifier."""
     stage = (select_content, select_directory, extract_articles, extract_inbox, extract_and_select)
     own = sorted(f.name for f in stage)
     if flow_name in own:
@@ -50,7 +46,6 @@ def build_deployments(
     Args:
         data_root: Default ``data_root`` of the scheduled and triggered deployments; None for the environment's.
         directory, inbox: Folders the scheduled selection and extraction scan; None for their defaults.
-        cron, timezone: The schedule of both scheduled deployments.
         after_flow: ``(flow name, path parameter)`` of an upstream flow whose completed runs start
             ``select-content/after-flow``; None for no such deployment.
 

@@ -25,7 +25,7 @@ from selection_core.evidence import counts_text
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
 from tasks.extract import check_extract_paths
 from tasks.logs import run_logger
-from tasks.paths import check_paths
+from tasks.select import check_paths
 
 
 class PipelineRunSummary(BaseModel):
@@ -71,13 +71,10 @@ def extract_and_select(
     dask_address: DaskAddress = None,
     pages_per_chunk: OptionalCount = None,
 ) -> PipelineRunSummary:
-    """Extract the article text of every page, then pick the best extractor of each article.
-
-    Every path is checked before any page is read. No event is emitted.
+    """Extract the article text of every page, then pick the best extractor of each article; no event is emitted.
 
     Args:
-        pages: A folder of `.html`, `.htm`, `.html.gz` pages and `.warc`/`.warc.gz` archives (searched recursively),
-            a WARC file, or a JSON Lines manifest of `{"id": ..., "url": ..., "path": ...}`.
+        pages: A folder of pages and web archives (searched recursively), a WARC file, or a JSON Lines manifest.
         extracted_path: Where to write the extracted batch. Empty: `<pages>_extracted.json` beside the input.
         output_path: Where to write the selected batch. Empty: `<extracted stem>_selected.json` beside it.
         report_path: Optional file for the per-article explanation as JSON Lines. Empty: no report.
@@ -85,13 +82,9 @@ def extract_and_select(
         workers: Worker processes; 0 for one per CPU core.
         max_table_rows: Most rows of each table artifact (`extraction-pages`, `selection-scores`).
         data_root: Directory every path must resolve inside. Empty: CONTENT_SELECTION_DATA_ROOT, else unconfined.
-        task_runner: Where the pages are extracted (`in-process`, `process` or `dask`), as in `extract-articles`; the
-            selection runs in this process. Empty: CONTENT_SELECTION_TASK_RUNNER, else `dask` with an address.
+        task_runner: Where the pages are extracted, as in `extract-articles`; the selection runs in this process.
         dask_address: A Dask scheduler, `tcp://HOST:PORT`. Empty: CONTENT_SELECTION_DASK_ADDRESS, else a local cluster.
         pages_per_chunk: Pages per chunk (one task run each); 0 for one task in-process, else about 2 per worker.
-
-    Returns:
-        A summary: paths, counts, SHA-256 of both batches.
     """
     logger = run_logger()
     extract_paths = check_extract_paths(pages, extracted_path, data_root)

@@ -79,7 +79,7 @@ def extract_in_chunks(
     runner_name: TaskRunnerName,
     dask_address: str | None,
 ) -> ExtractionResult:
-    """Extract the pages chunk by chunk on the chosen runner, in order into ``spool``; as ``extract-pages`` does."""
+    """Extract the pages chunk by chunk on the chosen runner, in order into ``spool``."""
     logger = run_logger()
     extractors = default_extractors()  # fails early, here, when the libraries are missing
     with open_task_runner(runner_name, dask_address) as runner:
@@ -165,21 +165,16 @@ def extract_articles(
     Args:
         pages: A folder of `.html`, `.htm`, `.html.gz` pages and `.warc`/`.warc.gz` archives (searched recursively),
             a WARC file, or a JSON Lines manifest of `{"id": ..., "url": ..., "path": ...}`.
-        output_path: Where to write the batch. Empty: `<pages>_extracted.json` beside the input; a `.jsonl` path
-            writes JSON Lines, with `<stem>.extraction.json` beside it.
+        output_path: Where to write the batch. Empty: `<pages>_extracted.json` beside the input; `.jsonl`: JSON Lines.
         time_limit_seconds: Seconds one extractor may spend on one page before it is stopped (TimeoutError).
         workers: Worker processes; 0 for one per CPU core.
         max_table_rows: Most rows of the `extraction-pages` table artifact.
         data_root: Directory every path must resolve inside. Empty: CONTENT_SELECTION_DATA_ROOT, else unconfined.
         emit_event: Announce the batch (`content-selection.batch.extracted`) to the triggered selection.
-        task_runner: Where the pages are extracted: `in-process` (a pool of `workers` processes), `process` or `dask`.
-            Empty: CONTENT_SELECTION_TASK_RUNNER, else `dask` with an address, else `in-process`.
+        task_runner: Where the pages are extracted: `in-process`, `process` or `dask`. Empty:
+            CONTENT_SELECTION_TASK_RUNNER, else `dask` with an address, else `in-process`.
         dask_address: A Dask scheduler, `tcp://HOST:PORT`. Empty: CONTENT_SELECTION_DASK_ADDRESS, else a local cluster.
-        pages_per_chunk: Pages per chunk (one task run each); 0 for one task in-process, else about 2 chunks per
-            worker of at most 500 pages.
-
-    Returns:
-        A summary: paths, article and error counts, SHA-256 of the batch.
+        pages_per_chunk: Pages per chunk (one task run each); 0 for one task in-process, else about 2 per worker.
     """
     logger = run_logger()
     paths = check_extract_paths(pages, output_path, data_root)

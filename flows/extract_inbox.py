@@ -11,7 +11,7 @@ from flows.refusals import refusals_fail_the_run
 from selection_core.errors import SelectionError, error_line
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
 from selection_extraction.inbox import failure_line, failures_message
-from tasks.inbox import find_new_page_sets
+from tasks.extract import find_new_page_sets
 from tasks.logs import run_logger
 
 
@@ -45,16 +45,11 @@ def extract_inbox(
     """Extract each new page set of the inbox into `<name>_extracted.json` beside it, and announce it.
 
     Args:
-        inbox: The folder where page sets (folders of pages, `.warc`/`.warc.gz` files, `.jsonl` manifests) are
-            dropped, inside the data root. Empty: `<data root>/inbox` (created when missing).
-        data_root: Directory the inbox and every batch must resolve inside. Empty: CONTENT_SELECTION_DATA_ROOT;
-            one of the two is required.
+        inbox: The folder, inside the data root, where page sets are dropped. Empty: `<data root>/inbox` (created).
+        data_root: Directory the inbox must resolve inside. Empty: CONTENT_SELECTION_DATA_ROOT; one is required.
         time_limit_seconds: Seconds one extractor may spend on one page before it is stopped (TimeoutError).
         workers: Worker processes of each extraction; 0 for one per CPU core.
         max_table_rows: Most rows of each run's `extraction-pages` table artifact.
-
-    Returns:
-        The batches written, the page sets already up to date and the ignored files.
     """
     logger = run_logger()
     scan = find_new_page_sets(inbox, data_root)
@@ -83,6 +78,6 @@ def extract_inbox(
         failures.append(
             failure_line(page_set, error_line(error) if isinstance(error, BaseException) else str(state.message))
         )
-    if failures:  # each failed subflow run logged its own error; the message lists them all, once
+    if failures:  # each failed subflow run logged its own error
         raise PageSetsFailedError(failures_message(failures, len(scan.new) + len(scan.clashes)))
     return summary

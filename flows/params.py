@@ -10,31 +10,18 @@ from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from flows.runners import DASK_ADDRESS_PATTERN, TaskRunnerName
 
-#: Default number of rows of a table artifact (``selection-scores``, ``extraction-pages``).
 DEFAULT_MAX_TABLE_ROWS: Final[int] = 200
-
-#: Largest accepted ``max_table_rows`` (a table artifact is meant to be read in a browser).
 MAX_TABLE_ROWS_LIMIT: Final[int] = 5000
-
-#: Longest accepted time limit per extractor and page (one hour).
 MAX_TIME_LIMIT_SECONDS: Final[float] = 3600.0
 
 
 def blank_is_unset(value: Any) -> Any:
-    """An empty or blank string is an unset parameter (None); anything else is kept.
-
-    >>> blank_is_unset(""), blank_is_unset("  "), blank_is_unset("x")
-    (None, None, 'x')
-    """
+    """An empty or blank string is an unset parameter (None); anything else is kept."""
     return None if isinstance(value, str) and not value.strip() else value
 
 
 def zero_is_unset(value: Any) -> Any:
-    """0 (and an empty string) is an unset count (None); anything else is kept.
-
-    >>> zero_is_unset(0), zero_is_unset(""), zero_is_unset(3)
-    (None, None, 3)
-    """
+    """0 (and an empty string) is an unset count (None); anything else is kept."""
     if isinstance(value, int) and not isinstance(value, bool) and value == 0:
         return None
     return blank_is_unset(value)
@@ -43,7 +30,6 @@ def zero_is_unset(value: Any) -> Any:
 # The UI's Run form submits its defaults and draws `str | None` as a type toggle, so the optional parameters keep
 # their Python type (None is unset) but publish a plain schema with a non-null default: empty text or 0 is unset.
 
-#: Text that may stay empty.
 OptionalText = Annotated[
     str | None,
     BeforeValidator(blank_is_unset),
@@ -59,7 +45,7 @@ OptionalCount = Annotated[
     Field(json_schema_extra={"default": 0}),
 ]
 
-#: The task runner: a drop-down of the runner names, whose empty choice means the setting, else the default.
+#: A drop-down of the runner names, whose empty choice means the setting, else the default.
 TaskRunnerChoice = Annotated[
     TaskRunnerName | None,
     BeforeValidator(blank_is_unset),
@@ -67,7 +53,6 @@ TaskRunnerChoice = Annotated[
     Field(json_schema_extra={"default": ""}),
 ]
 
-#: A Dask scheduler address (``tcp://HOST:PORT``) that may stay empty, checked on the form too.
 DaskAddress = Annotated[
     Annotated[str, Field(pattern=DASK_ADDRESS_PATTERN)] | None,
     BeforeValidator(blank_is_unset),
@@ -75,10 +60,7 @@ DaskAddress = Annotated[
     Field(json_schema_extra={"default": ""}),
 ]
 
-#: Rows of a table artifact.
 TableRows = Annotated[int, Field(ge=0, le=MAX_TABLE_ROWS_LIMIT)]
-
-#: Seconds one extractor may spend on one page.
 TimeLimit = Annotated[float, Field(gt=0, le=MAX_TIME_LIMIT_SECONDS)]
 
 

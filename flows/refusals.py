@@ -16,10 +16,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def refusals_fail_the_run(fn: F) -> F:
-    """Decorate a flow function (under ``@flow``): a :class:`SelectionError` ends the run Failed with its message.
-
-    A Python caller still gets the exception (``flow.fn`` returns the state); any other exception propagates.
-    """
+    """Decorate a flow function (under ``@flow``): a :class:`SelectionError` ends the run Failed with its message."""
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
@@ -29,7 +26,6 @@ def refusals_fail_the_run(fn: F) -> F:
             run_logger().error("%s", str(error))
             return Failed(message=str(error), data=error)
 
-    # Prefect validates the parameters against the signature it reads through the wrapper:
-    # hand it over with the annotations already resolved in the flow module's namespace.
+    # Prefect reads the signature through the wrapper: give it with the annotations resolved in the flow's module.
     run.__signature__ = inspect.signature(fn, eval_str=True)  # type: ignore[attr-defined]
     return run  # type: ignore[return-value]

@@ -23,12 +23,10 @@ DASK_ADDRESS_ENV: Final[str] = "CONTENT_SELECTION_DASK_ADDRESS"
 #: Tasks kept submitted ahead per worker: every worker stays busy, and little data is in flight.
 IN_FLIGHT_PER_WORKER: Final[int] = 2
 
-#: What a scheduler address looks like (also the pattern of the ``dask_address`` flow parameter).
 DASK_ADDRESS_PATTERN: Final[str] = r"^tcp://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$"
 _DASK_ADDRESS = re.compile(DASK_ADDRESS_PATTERN)
 
-#: The Dask cluster started when no scheduler address is given: single-threaded worker processes on loopback,
-#: no dashboard (its health endpoint off the fixed port 8787).
+#: The Dask cluster started when no scheduler address is given (the health endpoint off the fixed port 8787).
 LOCAL_CLUSTER_KWARGS: Final[dict[str, Any]] = {
     "n_workers": 2,
     "threads_per_worker": 1,
@@ -41,30 +39,17 @@ LOCAL_CLUSTER_KWARGS: Final[dict[str, Any]] = {
 
 
 class TaskRunnerName(enum.StrEnum):
-    """The task runners a run can use."""
-
     IN_PROCESS = "in-process"
     PROCESS = "process"
     DASK = "dask"
 
 
 class TaskRunnerConfigError(SelectionError):
-    """The task runner settings of a run are not usable."""
-
     exit_code = EXIT_USAGE
 
 
 def resolve_task_runner(name: str | None, dask_address: str | None) -> tuple[TaskRunnerName, str | None]:
-    """The runner and scheduler address a run uses: the parameters, else the settings; an address alone means dask.
-
-    Raises:
-        TaskRunnerConfigError: an unknown runner, a malformed address, or an address with another runner.
-
-    >>> resolve_task_runner(None, None)
-    (<TaskRunnerName.IN_PROCESS: 'in-process'>, None)
-    >>> resolve_task_runner("dask", "tcp://127.0.0.1:8786")
-    (<TaskRunnerName.DASK: 'dask'>, 'tcp://127.0.0.1:8786')
-    """
+    """The runner and scheduler address a run uses: the parameters, else the settings; an address alone means dask."""
     name = name or os.environ.get(TASK_RUNNER_ENV) or None
     address = dask_address or os.environ.get(DASK_ADDRESS_ENV) or None
     if name is None:
@@ -120,10 +105,7 @@ def _api_reachable_from_workers() -> Iterator[None]:
 
 @contextlib.contextmanager
 def open_task_runner(runner_name: TaskRunnerName, address: str | None) -> Iterator[Any]:
-    """The started runner a run's mapped tasks go to (``in-process``: the flow run's own); stopped on exit.
-
-    Entered around the mapped stage only: a deployment's task runner is fixed before its parameters are known.
-    """
+    """The started runner a run's mapped tasks go to (``in-process``: the flow run's own); stopped on exit."""
     if runner_name is TaskRunnerName.IN_PROCESS:
         from prefect.context import FlowRunContext
 
@@ -178,17 +160,11 @@ def worker_processes() -> Iterator[tuple[int, Callable[..., concurrent.futures.F
 
 
 def map_in_order(submit: Callable[[Any], Any], payloads: Iterable[Any], in_flight: int) -> Iterator[Any]:
-    """Run ``submit(payload)`` for each payload; yield the futures' results in payload order, keeping none.
+    """Run ``submit(payload)`` for each payload, at most ``in_flight`` at a time; yield the results in order.
 
-    At most ``in_flight`` futures are submitted and not yet collected. A payload given to a Prefect task should be
-    an object Prefect does not walk into (not a list, dict, dataclass or model). On an early stop or a failure,
-    the futures already submitted are waited for.
-
-    Raises:
-        The first failed future's exception.
+    A payload given to a Prefect task should be an object Prefect does not walk into. On an early stop or a
+    failure (the first failed future's exception is raised), the futures already submitted are waited for.
     """
-    if in_flight < 1:
-        raise ValueError(f"in_flight must be at least 1, got {in_flight}")
     pending: deque[Any] = deque()
     try:
         for payload in payloads:

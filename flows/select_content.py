@@ -36,8 +36,7 @@ from selection_storage.engine import ChunkJob, Selected, select_job
 from selection_storage.paths import RunPaths
 from tasks.artifacts import publish_artifacts
 from tasks.logs import run_logger
-from tasks.paths import check_paths
-from tasks.select import IN_PROCESS, select_batch, select_chunk
+from tasks.select import IN_PROCESS, check_paths, select_batch, select_chunk
 
 
 class SelectionRunSummary(BaseModel):
@@ -56,7 +55,6 @@ class SelectionRunSummary(BaseModel):
 
     @classmethod
     def of(cls, selected: Selected, read_as: str) -> SelectionRunSummary:
-        """The summary of a run that wrote what ``selected`` says."""
         summary = selected.summary
         return cls(
             input_path=str(selected.input_path),
@@ -109,7 +107,7 @@ def select_on(
 
 
 def publish_selection(selected: Selected, read_as: str, max_table_rows: int) -> None:
-    """The run's artifacts: scores table, closest calls and summary (``extract-and-select`` too)."""
+    """The run's artifacts: scores table, closest calls and summary."""
     assert selected.evidence is not None
     publish_artifacts(
         opaque(selected.evidence),
@@ -145,23 +143,16 @@ def select_content(
     """Select the best extractor of every article of one batch and write the result.
 
     Args:
-        input_path: The extracted batch (JSON with an `articles` array, or JSON Lines); a relative path starts at
-            the data root, if any.
+        input_path: The extracted batch (JSON or JSON Lines); a relative path starts at the data root, if any.
         output_path: Where to write the selected batch. Empty: `<stem>_selected.json` beside the input.
         report_path: Optional file for the per-article explanation as JSON Lines. Empty: no report.
         max_table_rows: Most rows of the `selection-scores` table artifact (the first articles).
         data_root: Directory every path must resolve inside. Empty: CONTENT_SELECTION_DATA_ROOT, else unconfined.
         require_data_root: Refuse to run unless a data root is configured (the triggered deployment sets it).
-        task_runner: Where the articles are scored: `in-process`, `process` (one process per core) or `dask`.
-            Empty: CONTENT_SELECTION_TASK_RUNNER, else `dask` with an address, else `in-process`.
-        dask_address: A Dask scheduler, `tcp://HOST:PORT`. Empty: CONTENT_SELECTION_DASK_ADDRESS, else a local
-            cluster of 2 workers.
-        chunk_size: Most articles per chunk (one task run each on `dask`); 0 for chunks bounded by
-            bytes (8 MiB in-process, about 4 per worker of at most 64 MiB on `process`/`dask`).
-
-    Returns:
-        A summary: paths, counts per extractor and per reason, SHA-256 of input and output.
-        A refusal (invalid batch, refused path) ends the run Failed with its one-line message.
+        task_runner: Where the articles are scored: `in-process`, `process` or `dask`. Empty:
+            CONTENT_SELECTION_TASK_RUNNER, else `dask` with an address, else `in-process`.
+        dask_address: A Dask scheduler, `tcp://HOST:PORT`. Empty: CONTENT_SELECTION_DASK_ADDRESS, else a local cluster.
+        chunk_size: Most articles per chunk (one task run each on `dask`); 0 for chunks bounded by bytes.
     """
     logger = run_logger()
     paths = check_paths(input_path, output_path, report_path, data_root, require_data_root)

@@ -24,9 +24,9 @@ from flows.runners import resolve_task_runner
 from flows.select_content import select_content
 from selection_core.errors import SelectionError, error_line
 from selection_storage.paths import DATA_ROOT_ENV, configured_data_root, name_once
-from tasks.discover import find_stale_batches
 from tasks.logs import run_logger
 from tasks.options import local_task_options
+from tasks.select import find_stale_batches
 
 
 class BatchFailure(BaseModel):
@@ -44,30 +44,19 @@ class DirectoryRunSummary(BaseModel):
     failed: list[BatchFailure] = Field(default_factory=list, description="Batches that failed, with their error.")
 
 
-#: Default number of batches selected at once by one directory run.
-DEFAULT_MAX_CONCURRENT_BATCHES = 2
-
-#: Largest accepted ``max_concurrent_batches``.
-MAX_CONCURRENT_BATCHES_LIMIT = 32
-
-
 class BatchesFailedError(SelectionError):
     """Some batches of a directory run failed; the others were written."""
 
 
-# A task that lives with its flow, not in tasks/: it runs the select-content flow as a subflow,
-# and tasks/ may not import flows/ (layers import downward only).
+# Here, not in tasks/: it runs a flow, and tasks/ may not import flows/.
 @task(
     name="select-batch-file",
     task_run_name=run_namer("select-batch-file", "input_path", "", task=True),
     **local_task_options(),
 )
 def select_batch_file(input_path: str, options: dict[str, Any]) -> Any:
-    """Run ``select-content`` on one batch with the other parameters in ``options``; this task run fails with it.
-
-    Returns:
-        The output path; or, when the subflow failed, a ``Failed`` state with its message and its exception.
-    """
+    """Run ``select-content`` on one batch with the other parameters in ``options``: the output path, or a
+    ``Failed`` state with the subflow's message and exception."""
     state = select_content(input_path=input_path, return_state=True, **options)
     if state.is_completed():
         return state.result().output_path
@@ -87,29 +76,22 @@ def select_directory(
     directory: OptionalText = None,
     max_table_rows: TableRows = DEFAULT_MAX_TABLE_ROWS,
     data_root: OptionalText = None,
-    max_concurrent_batches: Annotated[
-        int, Field(ge=1, le=MAX_CONCURRENT_BATCHES_LIMIT)
-    ] = DEFAULT_MAX_CONCURRENT_BATCHES,
+    max_concurrent_batches: Annotated[int, Field(ge=1, le=32)] = 2,
     task_runner: TaskRunnerChoice = None,
     dask_address: DaskAddress = None,
     chunk_size: OptionalCount = None,
 ) -> DirectoryRunSummary:
-    """Select every batch under a directory that has no up-to-date `_selected.json` (or `.jsonl`).
+    """Select every batch under a directory that has no up-to-date `_selected.json` (or `.jsonl`); when any
+    batch failed, the run ends Failed after all were tried.
 
     Args:
-        directory: Folder scanned recursively for `*_extracted.json` and `*_extracted.jsonl` files. Empty: the
-            data root (the data_root parameter or CONTENT_SELECTION_DATA_ROOT).
+        directory: Folder scanned recursively for `*_extracted.json(l)` files. Empty: the data root.
         max_table_rows: Most rows of each batch's `selection-scores` table artifact.
         data_root: Directory every path must resolve inside. Empty: CONTENT_SELECTION_DATA_ROOT, else unconfined.
         max_concurrent_batches: Most batches selected at the same time (on threads).
-        task_runner: Where each batch's articles are scored (`in-process`, `process` or `dask`), as in
-            `select-content`. Empty: CONTENT_SELECTION_TASK_RUNNER, else `in-process`.
-        dask_address: A Dask scheduler (`tcp://HOST:PORT`) shared by all batches. Empty:
-            CONTENT_SELECTION_DASK_ADDRESS, else a local cluster per batch.
+        task_runner: Where each batch's articles are scored, as in `select-content`.
+        dask_address: A Dask scheduler (`tcp://HOST:PORT`) shared by all batches, as in `select-content`.
         chunk_size: Articles per chunk (one task run each), as in `select-content`; 0 for chunks bounded by bytes.
-
-    Returns:
-        The outputs written. When any batch failed, the run ends Failed after all were tried, naming each once.
     """
     logger = run_logger()
     folder = directory or configured_data_root(data_root)
@@ -134,7 +116,6 @@ def select_directory(
         if isinstance(output, str):
             result.selected.append(output)
             continue
-        # not logged here: the run's one error line, at the end, names every failed batch
         error = name_once(str(path), error_line(output) if isinstance(output, BaseException) else repr(output))
         result.failed.append(BatchFailure(input_path=str(path), error=error))
 

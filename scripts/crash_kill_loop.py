@@ -20,7 +20,7 @@ processes were actually killed (a run that finished before its kill is checked
 but not counted). Exit status 0 when every kill was survived, 1 otherwise.
 
 With ``--flow`` the process killed is a ``select-content`` flow run
-(``python -m selection_cli.run INPUT``) and the run after each kill is a flow run
+(``python -m selection_cli.main run INPUT``) and the run after each kill is a flow run
 too. It talks to ``$PREFECT_API_URL`` when set; otherwise the script starts a
 ``prefect server start`` on 127.0.0.1 with a temporary ``PREFECT_HOME`` and
 stops it at the end. Every flow process imports Prefect, so a flow trial takes
@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.support.faultkit import CrashRig, child_env  # noqa: E402
 
 STATES = ("absent", "previous", "current")
-FLOW_CMD = (sys.executable, "-m", "selection_cli.run")
+FLOW_CMD = (sys.executable, "-m", "selection_cli.main", "run")
 
 
 @contextlib.contextmanager

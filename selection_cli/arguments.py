@@ -7,11 +7,7 @@ from collections.abc import Callable
 
 
 def whole_number(minimum: int, too_small: str) -> Callable[[str], int]:
-    """An ``argparse`` type: a whole number of at least ``minimum``; ``too_small`` may use ``{text}`` and ``{value}``.
-
-    >>> whole_number(1, "must be at least 1, got {text!r}")("3")
-    3
-    """
+    """An ``argparse`` type: a whole number of at least ``minimum``; ``too_small`` may use ``{text}``, ``{value}``."""
 
     def parse(text: str) -> int:
         try:

@@ -8,11 +8,8 @@ from contextlib import contextmanager
 
 
 class OneErrorLine(logging.Filter):
-    """Leaves out the run-log lines that the command's last line says anyway; a bug's traceback is kept.
-
-    Those are the run loggers' error lines without a traceback (a refusal, a task's "Finished in
-    state Failed") and a final "Finished in state" other than Completed. The API still gets every line.
-    """
+    """Leaves out the run-log lines that the command's last line says anyway (error lines without a traceback,
+    "Finished in state" other than Completed); a bug's traceback is kept, and the API still gets every line."""
 
     def __init__(self, run_loggers: tuple[str, ...]) -> None:
         super().__init__()
@@ -29,8 +26,8 @@ class OneErrorLine(logging.Filter):
 
 @contextmanager
 def errors_left_to_the_last_line() -> Iterator[None]:
-    """Around a flow run: :class:`OneErrorLine` on Prefect's console handlers, then warnings only, so that
-    the summary or the error stays the last line (not "Stopping temporary server", logged as the process exits)."""
+    """Around a flow run: :class:`OneErrorLine` on Prefect's console handlers, then warnings only, so that the
+    summary or the error stays the last line."""
     from prefect.logging.configuration import ensure_logging_setup
     from prefect.logging.handlers import PrefectConsoleHandler
 

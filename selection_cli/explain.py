@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Final
@@ -16,7 +16,6 @@ from selection_core.select import Candidate, Pool, Reason, Selection, State
 
 
 def add_explain_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Add the arguments of ``explain`` to ``parser``."""
     parser.add_argument("input", metavar="BATCH", help='batch JSON file: {"articles": [...]}')
     which = parser.add_mutually_exclusive_group(required=True)
     index = whole_number(0, "an index is 0 or more, not {value}")
@@ -26,7 +25,6 @@ def add_explain_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
 
 
 def explain_command(args: argparse.Namespace) -> int:
-    """Run ``explain``; returns 0, raises the project's typed errors."""
     from selection_core.select import select_article
     from selection_storage.lookup import find_article
 
@@ -38,48 +36,28 @@ def explain_command(args: argparse.Namespace) -> int:
 
 #: Cells of a full bar (a value of 1); each cell is drawn in eighths.
 BAR_CELLS: Final[int] = 24
-
 _EIGHTHS: Final[str] = " ▏▎▍▌▋▊▉"
-_FULL: Final[str] = "█"
+_MARGIN: Final[str] = f"{TIE_MARGIN.numerator}/{TIE_MARGIN.denominator}"
+_PRIORITY: Final[str] = " > ".join(PRIORITY)
 
 
 def bar(value: Fraction | None, cells: int = BAR_CELLS) -> str:
-    """A text bar of ``value`` (0 to 1), ``cells`` wide when full, exact to an eighth of a cell (rounded down).
-
-    >>> bar(Fraction(1, 2), 4), bar(Fraction(1), 4), bar(None, 4)
-    ('██', '████', '')
-    """
+    """A text bar of ``value`` (0 to 1), ``cells`` wide when full, exact to an eighth of a cell (rounded down)."""
     if value is None:
         return ""
     eighths = int(min(max(value, Fraction(0)), Fraction(1)) * cells * 8)  # int() of a Fraction is exact
     full, rest = divmod(eighths, 8)
-    return _FULL * full + (_EIGHTHS[rest] if rest else "")
+    return "█" * full + (_EIGHTHS[rest] if rest else "")
 
 
 def _number(value: Fraction | None) -> str:
     return "–" if value is None else f"{float(value):.{TABLE_DIGITS}f}"
 
 
-def _names(names: Sequence[str]) -> str:
-    return ", ".join(names)
-
-
-def _margin() -> str:
-    return f"{TIE_MARGIN.numerator}/{TIE_MARGIN.denominator}"
-
-
-def _priority() -> str:
-    return " > ".join(PRIORITY)
-
-
-def _active(selection: Selection) -> list[Candidate]:
-    state = {Pool.USABLE: State.USABLE, Pool.DEGRADED: State.DEGRADED}.get(selection.pool)
-    return [c for c in selection.candidates if c.state is state]
-
-
 def pool_text(selection: Selection) -> str:
-    """Which candidates were compared (the active set of the rule, section 4)."""
-    names = _names([c.name for c in _active(selection)])
+    """Which candidates were compared (the active set of the rule)."""
+    state = {Pool.USABLE: State.USABLE, Pool.DEGRADED: State.DEGRADED}.get(selection.pool)
+    names = ", ".join(c.name for c in selection.candidates if c.state is state)
     if selection.pool is Pool.USABLE:
         return f"the usable candidates: {names}"
     if selection.pool is Pool.DEGRADED:
@@ -103,18 +81,18 @@ def reason_text(selection: Selection) -> str:
         )
         text = f"No shingle is in two active candidates (the consensus is empty); {how}: {counts[chosen]}."
         if len(pool) > 1:
-            text += f" {_names(pool)} have that count; the priority {_priority()} picks {chosen}."
+            text += f" {', '.join(pool)} have that count; the priority {_PRIORITY} picks {chosen}."
         return text
-    within = f"within {_margin()} of the top score"
+    within = f"within {_MARGIN} of the top score"
     if selection.reason is Reason.CONSENSUS_TOP_SCORE:
-        return f"{chosen} has the top score and no other candidate is within {_margin()} of it."
+        return f"{chosen} has the top score and no other candidate is within {_MARGIN} of it."
     fewest = min(counts[name] for name in pool)
-    text = f"{_names(pool)} are {within} (a tie)"
+    text = f"{', '.join(pool)} are {within} (a tie)"
     if selection.reason is Reason.CONSENSUS_TIE_FEWEST_SHINGLES:
         return f"{text}, and the one with the fewest shingles wins: {chosen}, with {fewest}."
     at_fewest = [name for name in pool if counts[name] == fewest]
-    shared = f"{_names(at_fewest)} share the fewest shingles ({fewest})"
-    return f"{text}; {shared}, so the priority {_priority()} picks {chosen}."
+    shared = f"{', '.join(at_fewest)} share the fewest shingles ({fewest})"
+    return f"{text}; {shared}, so the priority {_PRIORITY} picks {chosen}."
 
 
 def _candidate_lines(candidate: Candidate, selection: Selection) -> list[str]:
@@ -154,7 +132,7 @@ def explain_text(article: Mapping[str, Any], selection: Selection, batch_name: s
         lines.append(f"Consensus: {selection.consensus_size} shingles are in at least two active candidates.")
     if len(selection.tie_pool) > 1:
         lines.append(
-            f"Tie pool: {_names(selection.tie_pool)} "
+            f"Tie pool: {', '.join(selection.tie_pool)} "
             "(the candidates that were tied; the tie-breaks are taken among them)."
         )
     lines.append(f"Why: {reason_text(selection)}")

@@ -5,16 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flows.params import MAX_TIME_LIMIT_SECONDS
 from flows.runners import resolve_task_runner
 from selection_cli.arguments import whole_number
-from selection_cli.environment import apply_kernel_setting, prepare_embedded_api
+from selection_cli.environment import prepare_embedded_api
 from selection_cli.progress import ProgressBar
 from selection_cli.select import format_summary
-from selection_core.errors import SelectionError
 from selection_core.evidence import counts_text
 from selection_extraction import (
     DEFAULT_TIME_LIMIT_SECONDS,
@@ -106,7 +105,6 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser) -> argparse.Argument
 
 
 def _pages_bar() -> ProgressBar:
-    """``extracting done/total pages`` on a terminal (stderr); silent elsewhere."""
     return ProgressBar(sys.stderr, "extracting", width=0, min_total=1, unit="pages")
 
 
@@ -132,7 +130,6 @@ def format_extraction(pages: int, counts: Any, output: Any, warc_records: Mappin
 
 
 def extract_command(args: argparse.Namespace) -> int:
-    """Run ``extract``; returns 0, raises the project's typed errors."""
     page_set = find_pages(args.pages, scan_progress=_scan_bar())
     settings = ExtractionSettings(time_limit_seconds=args.time_limit, workers=args.workers)
     run = extract_to_file(args.pages, args.output, settings, progress=_pages_bar(), page_set=page_set)
@@ -154,10 +151,7 @@ def format_pipeline(summary: Any) -> str:
 
 
 def pipeline_command(args: argparse.Namespace) -> int:
-    """Run ``pipeline``: the flow ``extract-and-select``; returns 0, raises the project's typed errors.
-
-    Every path is checked, and that PAGES exists, before Prefect is imported (exit 65 for a refused one).
-    """
+    """Run the flow ``extract-and-select``; every path is checked, and that PAGES exists, before Prefect starts."""
     from selection_storage.paths import configured_data_root
 
     def absolute(path: str | None) -> str | None:
@@ -195,31 +189,3 @@ def pipeline_command(args: argparse.Namespace) -> int:
     print(format_pipeline(summary))
     print(f"flow run: {state.state_details.flow_run_id}")
     return 0
-
-
-def _standalone(prog: str, add: Callable[..., Any], command: Callable[..., int], argv: Sequence[str] | None) -> int:
-    apply_kernel_setting()
-    parser = add(argparse.ArgumentParser(prog=prog))
-    args = parser.parse_args(argv)
-    try:
-        return command(args)
-    except SelectionError as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted; nothing was written", file=sys.stderr)
-        return 130
-
-
-def extract_main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m selection_cli.extract PAGES [-o BATCH]``; returns the exit status."""
-    return _standalone("content-selection extract", add_extract_arguments, extract_command, argv)
-
-
-def pipeline_main(argv: Sequence[str] | None = None) -> int:
-    """``pipeline`` without the main CLI; returns the exit status."""
-    return _standalone("content-selection pipeline", add_pipeline_arguments, pipeline_command, argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(extract_main())

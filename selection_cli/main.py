@@ -1,7 +1,4 @@
-"""The ``content-selection`` command: the parser of every subcommand, and the one error policy.
-
-Prefect is imported only when a command that needs it runs, so that ``select`` and ``--help`` stay light.
-"""
+"""The ``content-selection`` command: the parser of every subcommand, and the one error policy."""
 
 from __future__ import annotations
 
@@ -18,7 +15,6 @@ from selection_cli.serve import add_serve_arguments, serve_command
 from selection_core import __version__
 from selection_core.errors import EXIT_INTERNAL, SelectionError
 
-#: The line ``content-selection --help`` shows for each subcommand.
 COMMAND_HELP = {
     "select": "run the selection core on one batch file (no orchestrator)",
     "run": "run the Prefect flow select-content on one batch file",
@@ -51,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``content-selection`` (and ``python -m selection_cli.main``); returns the exit status."""
+    """Entry point of ``content-selection``; returns the exit status."""
     apply_kernel_setting()
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -6,26 +6,14 @@ from typing import Final, TextIO
 
 from selection_core.progress import PercentProgress
 
-#: Batches at least this long get a progress bar (on a terminal only).
 PROGRESS_MIN_ARTICLES: Final[int] = 1000
 
 
 class ProgressBar:
     """``bar(done, total)``: ``\\r<label> [###---] done/total [unit]`` on a terminal stream; silent elsewhere.
 
-    It redraws at most once per whole percent (no clock decides). ``width`` 0 draws the counts alone;
-    totals under ``min_total`` draw nothing.
-
-    >>> import io
-    >>> class Terminal(io.StringIO):
-    ...     def isatty(self) -> bool:
-    ...         return True
-    >>> term = Terminal()
-    >>> bar = ProgressBar(term, "extracting", width=0, min_total=1, unit="pages")
-    >>> for done in range(201):
-    ...     bar(done, 200)
-    >>> term.getvalue().count("\\r"), term.getvalue().split("\\r")[-1]
-    (101, 'extracting 200/200 pages\\n')
+    It redraws at most once per whole percent. ``width`` 0 draws the counts alone; totals under ``min_total``
+    draw nothing.
     """
 
     def __init__(

@@ -6,13 +6,12 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Sequence
 from typing import Any
 
 from flows.params import DEFAULT_MAX_TABLE_ROWS
 from flows.runners import TaskRunnerName, resolve_task_runner
 from selection_cli.console import errors_left_to_the_last_line
-from selection_cli.environment import apply_kernel_setting, prepare_embedded_api
+from selection_cli.environment import prepare_embedded_api
 from selection_core.errors import ReadError, SelectionError, error_line
 from selection_storage.engine import CHUNK_BYTES, MAX_CHUNK_BYTES, plan_batch
 from selection_storage.paths import resolve_run_paths
@@ -67,19 +66,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     return parser
 
 
-def run_main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m selection_cli.run INPUT [options]``; returns the exit status."""
-    apply_kernel_setting()
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="Run the select-content Prefect flow on one extracted batch "
-        "(embedded Prefect API unless PREFECT_API_URL is set).",
-    )
-    return run_command(add_run_arguments(parser).parse_args(argv))
-
-
 def run_command(args: argparse.Namespace) -> int:
-    """Run the flow with parsed ``run`` arguments; returns the exit status, the error said in one line on stderr."""
+    """Run the flow; returns the exit status, an error said in one line on stderr."""
     if args.max_rows is not None and args.max_rows < 0:
         print(f"{PROG}: error: --max-rows must be 0 or more", file=sys.stderr)
         return 2
@@ -123,7 +111,3 @@ def run_command(args: argparse.Namespace) -> int:
         return int(getattr(exc, "exit_code", 1))
     print(summary.one_line())
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(run_main())

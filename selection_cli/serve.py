@@ -1,18 +1,13 @@
-"""``content-selection serve``: the stage's deployments (:mod:`deployments.definitions`), served from this process.
-
-It needs ``PREFECT_API_URL``: an embedded API would vanish with the process, out of reach of any UI or upstream flow.
-"""
+"""``content-selection serve``: the stage's deployments, served from this process (needs ``PREFECT_API_URL``)."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from collections.abc import Sequence
 
 from deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
-from selection_cli.environment import apply_kernel_setting
-from selection_storage.paths import DATA_ROOT_ENV, configured_data_root, data_root_in_force
+from selection_storage.paths import DATA_ROOT_ENV, data_root_in_force
 
 PROG = "content-selection serve"
 
@@ -60,7 +55,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    """Run ``serve`` with parsed arguments until stopped; returns the exit status."""
+    """Serve until stopped; returns the exit status."""
     if (args.after_flow is None) != (args.path_parameter is None):
         _error("--after-flow NAME and --path-parameter PARAM go together; give both, or neither")
         return 2
@@ -73,17 +68,16 @@ def serve_command(args: argparse.Namespace) -> int:
             "set PREFECT_API_URL=http://127.0.0.1:4200/api"
         )
         return 2
-    if configured_data_root(args.data_root) is None:
-        _error(f"no data root; pass --data-root DIR or set {DATA_ROOT_ENV} (event paths are only accepted inside it)")
-        return 2
     try:
         in_force = data_root_in_force(args.data_root, "--data-root")
-        assert in_force is not None  # configured, checked above
-        if args.inbox:  # the extraction's outputs must be where the triggered selection accepts them
+        if in_force is not None and args.inbox:  # the extraction's outputs must be where the selection accepts them
             in_force.confine(args.inbox, "inbox")
     except Exception as exc:  # noqa: BLE001 - reported as one line
         _error(str(exc))
         return int(getattr(exc, "exit_code", 2))
+    if in_force is None:
+        _error(f"no data root; pass --data-root DIR or set {DATA_ROOT_ENV} (event paths are only accepted inside it)")
+        return 2
 
     from deployments.definitions import build_deployments, check_after_flow
 
@@ -122,20 +116,5 @@ def serve_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def serve_main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m selection_cli.serve [options]``; returns the exit status."""
-    apply_kernel_setting()
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="Serve the deployments of the content-selection stage (selection and extraction) "
-        "from this process (needs PREFECT_API_URL).",
-    )
-    return serve_command(add_serve_arguments(parser).parse_args(argv))
-
-
 def _error(message: str) -> None:
     print(f"{PROG}: error: {message}", file=sys.stderr)
-
-
-if __name__ == "__main__":
-    raise SystemExit(serve_main())

@@ -20,6 +20,7 @@ from selection_extraction.warc import (
     ScanProgress,
     WarcReader,
     WarcRecordRef,
+    check_is_warc,
     is_warc_name,
     scan_warc,
     strip_suffix,

@@ -1,8 +1,4 @@
-"""Atomic writes: temporary files beside their target, fsynced, then renamed into place (``docs/prefect.md``).
-
-A reader sees the previous file or the complete new one. A temporary file, ``.<target name>.<pid>.<random>.cs-tmp``,
-is removed on every failure, and by a later write to the same target once its process is gone.
-"""
+"""Atomic writes: a temporary file beside its target, fsynced, then renamed into place."""
 
 from __future__ import annotations
 
@@ -19,7 +15,6 @@ from typing import Final
 from selection_core.errors import OutputPathError, WriteError
 from selection_storage.transient import TRANSIENT_ERRNOS
 
-#: What the name of every temporary file of this project ends with.
 TMP_SUFFIX: Final[str] = ".cs-tmp"
 
 
@@ -83,23 +78,14 @@ def write_error(target: Path, exc: OSError) -> Exception:
 
 
 def temporary_name(target: Path, pid: int | None = None, token: str | None = None) -> Path:
-    """A temporary file's path beside ``target``: ``.<name>.<pid>.<16 hex>.cs-tmp``, owned by ``pid``
-    (default: this process), with ``token`` (16 lowercase hex digits) random unless given.
-
-    >>> temporary_name(Path("out/batch.json"), 42, "0123456789abcdef").as_posix()
-    'out/.batch.json.42.0123456789abcdef.cs-tmp'
-    """
+    """``.<name>.<pid>.<token: 16 hex digits, random by default>.cs-tmp`` beside ``target``."""
     token = secrets.token_hex(8) if token is None else token
-    if re.fullmatch(r"[0-9a-f]{16}", token) is None:
-        raise ValueError(f"token must be 16 lowercase hex digits, got {token!r}")
     return target.parent / f".{target.name}.{os.getpid() if pid is None else pid}.{token}{TMP_SUFFIX}"
 
 
 class StagedFile:
-    """A temporary file beside ``target``: :meth:`write`, :meth:`finish`, then :meth:`commit` or :meth:`discard`.
-
-    Any failure removes it and raises the errors of :func:`write_atomic`.
-    """
+    """A temporary file beside ``target``: :meth:`write`, :meth:`finish`, then :meth:`commit` or :meth:`discard`;
+    any failure removes it and raises the errors of :func:`write_atomic`."""
 
     def __init__(self, target: Path, path: Path | None = None, durable: bool = True) -> None:
         self.target = target
@@ -113,7 +99,6 @@ class StagedFile:
 
     @contextmanager
     def _or_discard(self) -> Iterator[None]:
-        """On any failure inside: discard the file, and raise an ``OSError`` as :func:`write_error`'s."""
         try:
             yield
         except BaseException as exc:
@@ -129,7 +114,6 @@ class StagedFile:
                 view = view[os.write(self._fd, view) :]
 
     def write_all(self, pieces: Iterable[bytes]) -> None:
-        """Write every piece, then :meth:`finish`; on any failure the file is removed."""
         try:
             for piece in pieces:
                 self.write(piece)
@@ -139,7 +123,6 @@ class StagedFile:
             raise
 
     def finish(self) -> None:
-        """Flush to disk (when durable) and close; the file is complete."""
         with self._or_discard():
             if self._durable:
                 os.fsync(self._fd)
@@ -147,7 +130,6 @@ class StagedFile:
             os.close(fd)
 
     def commit(self) -> None:
-        """Rename the finished file onto the target, and make the rename durable where the file system allows."""
         with self._or_discard():
             os.replace(self.path, self.target)
         try:
@@ -160,7 +142,6 @@ class StagedFile:
             pass
 
     def discard(self) -> None:
-        """Close and remove the temporary file (never raises)."""
         if self._fd >= 0:
             try:
                 os.close(self._fd)
@@ -185,7 +166,7 @@ def commit_in_order(files: Sequence[StagedFile]) -> None:
 
 
 def write_atomic(target: str | os.PathLike[str], data: bytes | Iterable[bytes]) -> None:
-    """Write ``data`` to ``target`` atomically (see the module docstring).
+    """Write ``data`` to ``target`` atomically: a reader sees the previous file or the complete new one.
 
     Raises:
         OutputPathError: permission denied or read-only file system.
@@ -195,8 +176,7 @@ def write_atomic(target: str | os.PathLike[str], data: bytes | Iterable[bytes]) 
 
 
 def write_atomic_group(items: Sequence[tuple[Path, bytes | Iterable[bytes]]]) -> None:
-    """Write several files so that a failure while writing leaves none of them: all are staged, then renamed
-    in order (only a failed rename can leave the ones renamed before it)."""
+    """Write several files: all are staged, then renamed in order (only a failed rename leaves the earlier ones)."""
     staged: list[StagedFile] = []
     try:
         for target, data in items:

@@ -8,12 +8,11 @@ from pathlib import Path
 from selection_core.errors import InvalidBatchError
 from selection_storage.paths import DATA_ROOT_ENV, EXTRACTED_LINES_SUFFIX, EXTRACTED_SUFFIX, selected_path
 
-#: The names the directory scan picks up: extracted batches, JSON and JSON Lines.
 BATCH_SUFFIXES = (EXTRACTED_SUFFIX, EXTRACTED_LINES_SUFFIX)
 
 
 def is_outdated(output: Path, input_mtime_ns: int) -> bool:
-    """True when ``output`` is missing or older (in nanoseconds) than an input last modified at ``input_mtime_ns``."""
+    """True when ``output`` is missing or older than an input last modified at ``input_mtime_ns``."""
     try:
         output_mtime = output.stat().st_mtime_ns
     except FileNotFoundError:
@@ -22,17 +21,12 @@ def is_outdated(output: Path, input_mtime_ns: int) -> bool:
 
 
 def is_stale(input_path: Path) -> bool:
-    """True when the default output of ``input_path`` is missing or older than the input (:func:`is_outdated`)."""
+    """True when the default output of ``input_path`` is missing or older than the input."""
     return is_outdated(selected_path(input_path), input_path.stat().st_mtime_ns)
 
 
 def find_batches(directory: Path) -> list[Path]:
-    """Every ``*_extracted.json(l)`` file under ``directory``, recursively, sorted; symlinked and hidden
-    directories are not entered.
-
-    Raises:
-        InvalidBatchError: ``directory`` does not exist or is not a directory.
-    """
+    """Every ``*_extracted.json(l)`` file under ``directory``, sorted; symlinked and hidden directories are skipped."""
     if not directory.is_dir():
         raise InvalidBatchError(
             f"{directory}: not an existing directory; set the directory parameter "

@@ -1,8 +1,4 @@
-"""The one selection engine of a batch file: plan it, select its chunks (here or where a map sends them), join them.
-
-:func:`plan_batch` reads the input once, hashing it and cutting it into chunks; :func:`select_job` selects one
-chunk, from the planned version of the file; :func:`select_file` joins the chunks in order into the output.
-"""
+"""The selection engine of a batch file: plan it, select its chunks (here or where a map sends them), join them."""
 
 from __future__ import annotations
 
@@ -11,7 +7,7 @@ import hashlib
 import os
 import secrets
 import socket
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -26,7 +22,7 @@ from selection_storage.atomic import StagedFile, clean_stale_temporaries, commit
 from selection_storage.files import FileIdentity, InputChangedError, open_input, read_error, read_span
 from selection_storage.paths import resolve_report_path, resolve_selected_path
 
-#: Most bytes and articles of input in one chunk selected in this process (memory: a few times that).
+#: Most bytes and articles of input in one chunk selected in this process.
 CHUNK_BYTES: Final[int] = 8 << 20
 CHUNK_ARTICLES: Final[int] = 500
 
@@ -37,11 +33,7 @@ MAX_CHUNK_ARTICLES: Final[int] = 25_000
 
 
 def chunk_limits(size: int, workers: int, chunk_articles: int | None = None) -> tuple[int, int]:
-    """Most bytes and articles of a chunk of a ``size``-byte batch selected by ``workers`` workers.
-
-    >>> chunk_limits(10**9, 1), chunk_limits(10**9, 2), chunk_limits(10**9, 2, 100)
-    ((8388608, 500), (67108864, 25000), (67108864, 100))
-    """
+    """Most bytes and articles of a chunk of a ``size``-byte batch selected by ``workers`` workers."""
     if chunk_articles is not None and chunk_articles < 1:
         raise ValueError(f"chunk_articles must be at least 1, got {chunk_articles}")
     if workers <= 1:
@@ -63,24 +55,16 @@ class Plan:
     envelope: dict[str, Any]
     layout: Layout
 
-    @property
-    def article_count(self) -> int:
-        return self.layout.articles
 
-
-#: The last plan made in this process and what it was made for: ``run`` plans before Prefect starts, to refuse a
-#: bad batch at once, and its flow plans the same version of the same file again.
+#: The last plan made in this process: ``run`` plans before Prefect starts, and its flow plans the same file again.
 _last_plan: tuple[tuple[Path, int, int | None], Plan] | None = None
 
 
 def plan_batch(input_path: str | os.PathLike[str], workers: int = 1, chunk_articles: int | None = None) -> Plan:
     """Read the batch once: hash it, cut it into chunks (:func:`chunk_limits`), validate its envelope.
 
-    The last plan made in this process is returned again for the same file, version and chunk limits.
-
     Raises:
-        InvalidBatchError: the file is missing or unreadable, its articles cannot be delimited,
-            or its envelope is invalid.
+        InvalidBatchError: the file is missing or unreadable, its articles cannot be delimited, or its envelope is bad.
         InputChangedError: the file changed while it was read.
         ReadError: a transient read error.
     """
@@ -122,55 +106,29 @@ def plan_batch(input_path: str | os.PathLike[str], workers: int = 1, chunk_artic
 
 class ChunkJob:
     """What selecting one chunk needs: where it lies, the file's version, where its parts go (None: return the
-    bytes). A plain class, so that Prefect does not walk into it looking for futures."""
+    bytes). A plain class, not a dataclass, so that Prefect does not walk into it looking for futures."""
 
-    __slots__ = (
-        "chunk",
-        "close_calls",
-        "format_name",
-        "identity",
-        "input_path",
-        "output_part",
-        "output_path",
-        "owner_host",
-        "owner_pid",
-        "report_part",
-        "report_path",
-        "table_rows",
-    )
+    input_path: str
+    identity: FileIdentity
+    chunk: Chunk
+    format_name: str
+    output_path: str
+    report_path: str | None
+    output_part: str | None
+    report_part: str | None
+    table_rows: int
+    close_calls: int
+    owner_pid: int
+    owner_host: str
 
-    def __init__(
-        self,
-        *,
-        input_path: str,
-        identity: FileIdentity,
-        chunk: Chunk,
-        format_name: str,
-        output_path: str,
-        report_path: str | None,
-        output_part: str | None,
-        report_part: str | None,
-        table_rows: int,
-        close_calls: int,
-        owner_pid: int,
-        owner_host: str,
-    ) -> None:
-        self.input_path = input_path
-        self.identity = identity
-        self.chunk = chunk
-        self.format_name = format_name
-        self.output_path = output_path
-        self.report_path = report_path
-        self.output_part = output_part
-        self.report_part = report_part
-        self.table_rows = table_rows
-        self.close_calls = close_calls
-        self.owner_pid = owner_pid
-        self.owner_host = owner_host
+    def __init__(self, **fields: Any) -> None:
+        if fields.keys() != ChunkJob.__annotations__.keys():
+            raise TypeError(f"ChunkJob takes exactly the fields {sorted(ChunkJob.__annotations__)}")
+        self.__dict__.update(fields)
 
     @property
     def start(self) -> int:
-        """The chunk's first article (``tasks.options.chunk_run_namer`` names the task run by it)."""
+        """The chunk's first article (the task run's name)."""
         return self.chunk.start
 
     def __repr__(self) -> str:
@@ -217,13 +175,7 @@ def plan_jobs(
 
 
 def select_job(job: ChunkJob) -> SelectedChunk:
-    """Read, validate and select one chunk; its parts are written when the job names them.
-
-    Raises:
-        InputChangedError: the input is no longer the planned version.
-        InvalidBatchError: the chunk is not valid.
-        ReadError, WriteError, OutputPathError: as reading and writing files.
-    """
+    """Read, validate and select one chunk; its parts are written when the job names them."""
     path, chunk, fmt = Path(job.input_path), job.chunk, FORMATS[job.format_name]
     data = read_span(path, job.identity, chunk.begin, chunk.end, fmt.chunk_prefix, fmt.chunk_suffix)
     with_report = job.report_path is not None
@@ -264,7 +216,7 @@ class _Joiner:
         for target in (output_path, report_path):
             if target is not None:
                 clean_stale_temporaries(target)
-        head, self._tail = plan.format.envelope_parts(plan.envelope, plan.article_count > 0)
+        head, self._tail = plan.format.envelope_parts(plan.envelope, plan.layout.articles > 0)
         self._separator = plan.format.separator
         self._digest = hashlib.sha256()
         self.size = 0
@@ -303,7 +255,7 @@ class _Joiner:
         self._chunks += 1
 
     def complete(self) -> str:
-        """Write the tail, flush both files to disk, rename the report then the output; the output's SHA-256."""
+        """Write the tail, flush, rename the report then the output; the output's SHA-256."""
         self._append(self._tail)
         for staged in self._files:
             staged.finish()
@@ -343,10 +295,6 @@ class Selected:
 MapJobs = Callable[[Sequence[ChunkJob]], Iterable[SelectedChunk]]
 
 
-def _here(jobs: Sequence[ChunkJob]) -> Iterator[SelectedChunk]:
-    return map(select_job, jobs)
-
-
 def select_file(
     input_path: str | os.PathLike[str],
     output_path: str | os.PathLike[str] | None = None,
@@ -366,7 +314,6 @@ def select_file(
     Raises:
         InvalidBatchError: the first problem of the batch, in one line naming the place.
         InputChangedError: the input changed during the run.
-        OutputPathError, ReadError, WriteError: as reading and writing files.
     """
     inp = Path(input_path)
     out = resolve_selected_path(inp, output_path)
@@ -379,13 +326,13 @@ def select_file(
     summary = sc.summarize(())
     found: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
     try:
-        for job, selected in zip(jobs, (map_jobs or _here)(jobs), strict=True):
+        for job, selected in zip(jobs, map_jobs(jobs) if map_jobs else map(select_job, jobs), strict=True):
             joiner.add(selected, job)
             summary = sc.merge_summaries((summary, selected.summary))
             if selected.rows or selected.close_calls:
                 found.append((selected.rows, selected.close_calls))
             if progress is not None:
-                progress(selected.chunk.stop, plan.article_count)
+                progress(selected.chunk.stop, plan.layout.articles)
         sha256 = joiner.complete()
     finally:
         joiner.discard()

@@ -14,12 +14,7 @@ from selection_storage.transient import TRANSIENT_ERRNOS
 
 
 def open_input(path: str | os.PathLike[str]) -> BinaryIO:
-    """Open the input for reading (never for writing).
-
-    Raises:
-        InvalidBatchError: missing, a directory, unreadable, a symlink loop.
-        ReadError: a machine I/O error that a retry may cure.
-    """
+    """Open the input for reading; raises :func:`read_error`'s errors."""
     p = Path(path)
     try:
         return open(p, "rb")
@@ -55,15 +50,9 @@ def _changed(p: Path) -> InputChangedError:
 def read_span(
     path: str | os.PathLike[str], identity: FileIdentity, start: int, end: int, before: bytes = b"", after: bytes = b""
 ) -> bytearray:
-    """``before + <bytes start..end of the file> + after``, read by one copy.
-
-    Raises:
-        InputChangedError: the file is no longer the version ``identity`` describes.
-        InvalidBatchError, ReadError: as :func:`open_input`.
-    """
+    """``before + <bytes start..end of the file> + after``, read by one copy; an ``InputChangedError`` if the
+    file is no longer the version ``identity`` describes."""
     p = Path(path)
-    if not 0 <= start <= end:
-        raise ValueError(f"bad span {start}..{end}")
     try:
         fd = os.open(p, os.O_RDONLY)
     except OSError as exc:
@@ -94,7 +83,7 @@ def read_span(
 
 
 def read_error(p: Path, exc: OSError) -> SelectionError:
-    """The typed error for an ``OSError`` met while reading the input ``p``."""
+    """The typed error for an ``OSError`` met while reading the input ``p``: ``ReadError`` when transient."""
     if isinstance(exc, FileNotFoundError):
         return InvalidBatchError(f"{p}: no such file; check the input path")
     if isinstance(exc, IsADirectoryError):

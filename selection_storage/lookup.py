@@ -13,7 +13,6 @@ from selection_core.layout import Chunk
 from selection_storage.engine import Plan, plan_batch
 from selection_storage.files import read_span
 
-#: Articles parsed at a time while an id is looked for.
 LOOKUP_CHUNK_ARTICLES: Final[int] = 1000
 
 
@@ -27,7 +26,7 @@ class FoundArticle:
 
 
 def _id_matches(value: Any, wanted: str) -> bool:
-    """Whether an article's ``id`` is ``wanted`` (a number matches its JSON spelling: id 7 is ``7``)."""
+    # a number matches its JSON spelling: id 7 is "7"
     if value is None:
         return False
     return value == wanted if isinstance(value, str) else json.dumps(value) == wanted
@@ -42,18 +41,14 @@ def _articles_of(plan: Plan, chunk: Chunk) -> list[dict[str, Any]]:
 def find_article(
     input_path: str | os.PathLike[str], *, index: int | None = None, article_id: str | None = None
 ) -> FoundArticle:
-    """The article at ``index`` (of a JSON Lines batch: its line number minus one), or the first whose ``id``
-    is ``article_id`` (give exactly one).
+    """The article at ``index``, or the first whose ``id`` is ``article_id`` (give exactly one).
 
     Raises:
-        InvalidBatchError: the file is missing, unreadable or not a valid batch (as far as it was read).
+        InvalidBatchError: the file is not a valid batch (as far as it was read).
         ArticleNotFoundError: no article at that index, or none with that id.
-        ReadError: a transient read error.
     """
-    if (index is None) == (article_id is None):
-        raise ValueError("give exactly one of index and article_id")
     plan = plan_batch(Path(input_path), chunk_articles=LOOKUP_CHUNK_ARTICLES)
-    total = plan.article_count
+    total = plan.layout.articles
     for chunk in plan.layout.chunks:
         if index is not None and chunk.start <= index < chunk.stop:
             return FoundArticle(index, _articles_of(plan, chunk)[index - chunk.start], total)

@@ -1,4 +1,4 @@
-"""Where a run may read and write: resolve paths and keep them inside the data root (``docs/prefect.md``)."""
+"""Where a run may read and write: resolve paths and keep them inside the data root."""
 
 from __future__ import annotations
 
@@ -10,24 +10,19 @@ from typing import Final
 from selection_core.errors import InvalidBatchError, OutputPathError, UnsafePathError
 from selection_core.jsonl import is_jsonl
 
-#: What an extracted batch's name ends with (what the scheduled directory scan picks up).
 EXTRACTED_SUFFIX: Final[str] = "_extracted.json"
-
-#: What the stem of a selected batch's default name ends with.
 SELECTED_SUFFIX: Final[str] = "_selected.json"
-
 EXTRACTED_LINES_SUFFIX: Final[str] = "_extracted.jsonl"
 SELECTED_LINES_SUFFIX: Final[str] = "_selected.jsonl"
 
+#: Environment variable naming the directory that every path of a run must stay inside.
+DATA_ROOT_ENV: Final[str] = "CONTENT_SELECTION_DATA_ROOT"
+#: How messages name the flows' ``data_root`` parameter.
+DATA_ROOT_PARAMETER: Final[str] = "the data_root parameter"
+
 
 def selected_path(input_path: str | os.PathLike[str]) -> Path:
-    """``<stem>_selected.json`` beside the input; ``<stem>_selected.jsonl`` for a JSON Lines batch.
-
-    >>> selected_path("data/batch_extracted.json").as_posix()
-    'data/batch_extracted_selected.json'
-    >>> selected_path("data/batch_extracted.jsonl").as_posix()
-    'data/batch_extracted_selected.jsonl'
-    """
+    """``<stem>_selected.json`` beside the input; ``<stem>_selected.jsonl`` for a JSON Lines batch."""
     p = Path(input_path)
     return p.with_name(f"{p.stem}{SELECTED_LINES_SUFFIX if is_jsonl(p.name) else SELECTED_SUFFIX}")
 
@@ -35,11 +30,7 @@ def selected_path(input_path: str | os.PathLike[str]) -> Path:
 def resolve_selected_path(
     input_path: str | os.PathLike[str], output_path: str | os.PathLike[str] | None = None
 ) -> Path:
-    """:func:`resolve_output_path` for a selected batch, which is written in the input's format.
-
-    Raises:
-        OutputPathError: as :func:`resolve_output_path`, or the output is named for the other format.
-    """
+    """:func:`resolve_output_path`, also refusing an output named for the other format than the input's."""
     out = resolve_output_path(input_path, output_path)
     lines = is_jsonl(Path(input_path).name)
     if lines != is_jsonl(out.name) and out.suffix in (".json", ".jsonl"):
@@ -62,12 +53,11 @@ def resolve_output_path(
     output_path: str | os.PathLike[str] | None = None,
     option: str = "--output",
 ) -> Path:
-    """Check (without writing) where the output will go, and return it (``option``: the argument's name in messages).
+    """Check (without writing) where the output will go, and return it; ``option`` names it in messages.
 
     Raises:
         InvalidBatchError: the input path is a symbolic link loop.
-        OutputPathError: the output is the input itself, is a directory, is a
-            symbolic link loop, or its directory is missing or not writable.
+        OutputPathError: the output is the input, a directory or a symlink loop, or its directory is unusable.
     """
     inp = Path(input_path)
     out = selected_path(inp) if output_path is None else Path(output_path)
@@ -90,11 +80,16 @@ def resolve_output_path(
     return out
 
 
-#: Environment variable naming the directory that every path of a run must stay inside.
-DATA_ROOT_ENV: Final[str] = "CONTENT_SELECTION_DATA_ROOT"
-
-#: How messages name the flows' ``data_root`` parameter (the command line passes ``--data-root`` instead).
-DATA_ROOT_PARAMETER: Final[str] = "the data_root parameter"
+def resolve_report_path(
+    source: str | os.PathLike[str], output: Path, report: str | os.PathLike[str] | None, option: str = "--report"
+) -> Path | None:
+    """:func:`resolve_output_path` for the report (None: no report), refusing the output's own path."""
+    if report is None:
+        return None
+    checked = resolve_output_path(source, report, option)
+    if checked.resolve() == output.resolve():
+        raise OutputPathError(f"{checked}: the report path is the output path; choose another {option}")
+    return checked
 
 
 @dataclass(frozen=True)
@@ -115,13 +110,25 @@ def configured_data_root(data_root: str | None = None) -> str | None:
     return from_env if from_env.strip() else None
 
 
-def resolve_data_root(data_root: str, source: str) -> Path:
-    """Resolve the data root itself, an existing directory (``source``: what set it, for the message).
+@dataclass(frozen=True)
+class DataRoot:
+    """The data root in force, resolved, and what set it (``source``, as messages name it)."""
 
-    Raises:
-        UnsafePathError: the root does not exist or is not a directory.
-    """
-    root = Path(data_root).expanduser()
+    path: Path
+    source: str
+
+    def confine(self, path: str | os.PathLike[str], what: str) -> Path:
+        return confine(path, self.path, what, self.source)
+
+
+def data_root_in_force(data_root: str | None, option: str = DATA_ROOT_PARAMETER) -> DataRoot | None:
+    """The data root of a run, resolved: ``data_root`` (named ``option``), else ``$CONTENT_SELECTION_DATA_ROOT``;
+    an ``UnsafePathError`` if it is not an existing directory."""
+    root_text = configured_data_root(data_root)
+    if root_text is None:
+        return None
+    source = option if data_root is not None and data_root.strip() else DATA_ROOT_ENV
+    root = Path(root_text).expanduser()
     try:
         resolved = root.resolve(strict=True)
     except (OSError, RuntimeError, ValueError) as exc:
@@ -131,46 +138,12 @@ def resolve_data_root(data_root: str, source: str) -> Path:
         ) from None
     if not resolved.is_dir():
         raise UnsafePathError(f"data root {str(root)!r} is not a directory; point {source} at an existing directory")
-    return resolved
-
-
-@dataclass(frozen=True)
-class DataRoot:
-    """The data root in force, resolved, and what set it (how its messages name it)."""
-
-    path: Path
-    source: str
-
-    def confine(self, path: str | os.PathLike[str], what: str) -> Path:
-        """:func:`confine` ``path`` to this root; the message names :attr:`source`."""
-        return confine(path, self.path, what, self.source)
-
-
-def data_root_in_force(data_root: str | None, option: str = DATA_ROOT_PARAMETER) -> DataRoot | None:
-    """The data root of a run, resolved: ``data_root`` (named ``option`` in messages), else
-    ``$CONTENT_SELECTION_DATA_ROOT`` (named so); None when neither is set.
-
-    Raises:
-        UnsafePathError: the root does not exist or is not a directory.
-    """
-    root_text = configured_data_root(data_root)
-    if root_text is None:
-        return None
-    source = option if data_root is not None and data_root.strip() else DATA_ROOT_ENV
-    return DataRoot(resolve_data_root(root_text, source), source)
+    return DataRoot(resolved, source)
 
 
 def confine(path: str | os.PathLike[str], root: Path, what: str, source: str) -> Path:
-    """Resolve ``path`` (relative to the resolved ``root``; symlinks and ``..`` followed); refuse it outside ``root``.
-
-    ``what`` (``"input"``...) and ``source`` (what set the root) are for the message.
-
-    Raises:
-        UnsafePathError: the path is empty, malformed, or resolves outside ``root``.
-
-    >>> confine("batch_extracted.json", Path("/"), "input", "--data-root")
-    PosixPath('/batch_extracted.json')
-    """
+    """Resolve ``path`` (relative to ``root``, symlinks and ``..`` followed); an ``UnsafePathError`` if it is
+    empty, malformed, or outside ``root``."""
     text = os.fspath(path)
     if not text.strip() or "\x00" in text:
         raise UnsafePathError(f"{what} path {text!r} is empty or malformed; give a file path")
@@ -198,13 +171,10 @@ def resolve_run_paths(
     require_data_root: bool = False,
     option: str = DATA_ROOT_PARAMETER,
 ) -> RunPaths:
-    """Resolve and check every path of a run before anything is read or written.
-
-    ``output_path`` None is the default (:func:`selected_path`), ``report_path`` None no report;
-    ``data_root`` as :func:`data_root_in_force`, required with ``require_data_root`` (event paths).
+    """Resolve and check every path of a selection run before anything is read or written.
 
     Raises:
-        UnsafePathError: a path leaves the data root, or a data root is required and none is configured.
+        UnsafePathError: a path leaves the data root, or ``require_data_root`` and none is configured.
         OutputPathError: the output or report location is refused.
     """
     root = data_root_in_force(data_root, option)
@@ -221,39 +191,15 @@ def resolve_run_paths(
 
     source = root.confine(input_path, "input")
     wanted_output = root.confine(output_path, "output") if output_path else None
-    output = resolve_selected_path(source, wanted_output)
-    # The default output is beside the input; check it too (it may be a symlink).
-    output = root.confine(output, "output")
+    # The default output is beside the input, and may be a symlink out of the root.
+    output = root.confine(resolve_selected_path(source, wanted_output), "output")
     wanted_report = root.confine(report_path, "report") if report_path else None
     report = resolve_report_path(source, output, wanted_report)
     return RunPaths(input=source, output=output, report=report, data_root=root.path)
 
 
-def resolve_report_path(
-    source: str | os.PathLike[str],
-    output: Path,
-    report: str | os.PathLike[str] | None,
-    option: str = "--report",
-) -> Path | None:
-    """Check (without writing) where the report will go: as an output of ``source``, and not ``output``.
-
-    Raises:
-        OutputPathError: as :func:`resolve_output_path`, or the report is the output file.
-    """
-    if report is None:
-        return None
-    checked = resolve_output_path(source, report, option)
-    if checked.resolve() == output.resolve():
-        raise OutputPathError(f"{checked}: the report path is the output path; choose another {option}")
-    return checked
-
-
 def name_once(path: str | os.PathLike[str], error: str) -> str:
-    """``error``, prefixed with ``path`` unless it names the path already, as given or resolved.
-
-    >>> name_once("/in/a.json", "/in/a.json: not JSON"), name_once("/in/b", "TimeoutError")
-    ('/in/a.json: not JSON', '/in/b: TimeoutError')
-    """
+    """``error``, prefixed with ``path`` unless it names the path already, as given or resolved."""
     text = os.fspath(path)
     named = text in error or str(Path(text).resolve()) in error
     return error if named else f"{text}: {error}"

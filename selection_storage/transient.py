@@ -16,8 +16,8 @@ TRANSIENT_ERRNOS: Final[frozenset[int]] = frozenset(
 
 
 def is_transient_io_error(exc: BaseException) -> bool:
-    """Whether another try may succeed where ``exc`` failed: a ``ReadError``, a transient ``WriteError``, or a
-    plain ``OSError`` whose errno is in :data:`TRANSIENT_ERRNOS`."""
+    """Whether another try may succeed where ``exc`` failed: a transient ``SelectionError``, or an ``OSError``
+    whose errno is in :data:`TRANSIENT_ERRNOS`."""
     if not isinstance(exc, OSError):  # InvalidBatchError and OutputPathError among them
         return False
     if isinstance(exc, SelectionError):

@@ -29,9 +29,6 @@ from selection_extraction.artifacts import PAGES_ARTIFACT_KEY
 from selection_extraction.batch import ExtractionStats
 from tasks.options import api_task_options
 
-#: Distributions whose versions the summary reports.
-REPORTED_DISTRIBUTIONS: Final[tuple[str, ...]] = ("ftfy", "regex", "prefect")
-
 # Inline syntax of Markdown, GFM or HTML; an "_" between two letters or digits never emphasizes (CommonMark).
 _TEXT_SYNTAX: Final[re.Pattern[str]] = re.compile(r"([\\`*\[\]<>|&~!]|(?<![^\W_])_|_(?![^\W_]))")
 _BACKTICKS: Final[re.Pattern[str]] = re.compile(r"`+")
@@ -39,24 +36,12 @@ _LINE_BREAK: Final[re.Pattern[str]] = re.compile(r"\r\n?|\n")
 
 
 def md_cell(text: str) -> str:
-    """``text`` for a Markdown table cell, heading or paragraph: on one line, shown as it is in both Prefect UIs.
-
-    >>> md_cell("a|b\\nc `d` <meta charset> & *e*")
-    'a\\\\|b c \\\\`d\\\\` \\\\<meta charset\\\\> \\\\& \\\\*e\\\\*'
-    """
+    """``text`` for a Markdown table cell, heading or paragraph: on one line, shown as it is."""
     return _TEXT_SYNTAX.sub(r"\\\1", _LINE_BREAK.sub(" ", text))
 
 
 def md_code(text: str) -> str:
-    """``text`` as an inline code span for a Markdown table cell: literal, on one line.
-
-    >>> md_code("/data/a|b")
-    '`/data/a\\\\|b`'
-    >>> md_code("x `y`")
-    '`` x `y` ``'
-    >>> md_code("")
-    ''
-    """
+    """``text`` as an inline code span for a Markdown table cell: literal, on one line."""
     # Backslashes are literal in a code span; only "|" needs one, as GFM splits rows before it reads spans.
     line = _LINE_BREAK.sub(" ", text).replace("|", "\\|")
     if not line:
@@ -70,7 +55,7 @@ def md_code(text: str) -> str:
 def component_versions() -> dict[str, str]:
     """Versions of the core and of the libraries that decide or run the selection."""
     versions = {"selection_core": sc.__version__}
-    for dist in REPORTED_DISTRIBUTIONS:
+    for dist in ("ftfy", "regex", "prefect"):
         try:
             versions[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
@@ -79,19 +64,11 @@ def component_versions() -> dict[str, str]:
 
 
 def close_calls_total(summary: sc.Summary) -> int:
-    """How many decisions of the batch were close calls (from the counts per reason)."""
     return sum(count for reason, count in summary.by_reason.items() if Reason(reason) in CLOSE_CALL_REASONS)
 
 
 def closest_calls_markdown(batch_name: str, entries: Sequence[Mapping[str, Any]], summary: sc.Summary) -> str:
-    """The ``selection-closest-calls`` markdown: the first close calls, with the cap stated.
-
-    >>> print(closest_calls_markdown("b.json", [], sc.summarize([])))
-    # Closest calls: b.json
-    <BLANKLINE>
-    No ties or fallbacks among the 0 articles: every decision had a clear top score or a single candidate.
-    <BLANKLINE>
-    """
+    """The ``selection-closest-calls`` markdown: the first close calls, with the cap stated."""
     total = close_calls_total(summary)
     lines = [f"# Closest calls: {md_cell(batch_name)}", ""]
     if total == 0:
@@ -129,7 +106,6 @@ def _candidate_text(tie_pool: Sequence[str], name: str, state: str, shingles: in
 
 
 def scores_description(batch_name: str, shown: int, total: int, max_rows: int) -> str:
-    """The table artifact's description, which states the cap."""
     text = (
         f"Selection evidence for {batch_name}: {shown} of {total} articles shown (capped at max_table_rows={max_rows})."
     )
@@ -174,7 +150,8 @@ def summary_markdown(
         "|---|---:|---:|",
     ]
     for name, count in summary.by_extractor.items():
-        lines.append(f"| {name} | {count} | {_share(count, total)} |")
+        share = f"{100 * count / total:.1f} %" if total else "–"
+        lines.append(f"| {name} | {count} | {share} |")
     lines += ["", "## Decisions per reason", "", "| Reason | Articles |", "|---|---:|"]
     for reason, count in summary.by_reason.items():
         lines.append(f"| {md_code(reason)} | {count} |")
@@ -187,12 +164,6 @@ def summary_markdown(
         "",
     ]
     return "\n".join(lines)
-
-
-def _share(count: int, total: int) -> str:
-    if total == 0:
-        return "–"
-    return f"{100 * count / total:.1f} %"
 
 
 def extraction_markdown(
@@ -251,16 +222,8 @@ def publish_artifacts(
     max_rows: int,
     read_as: str = "",
 ) -> dict[str, UUID]:
-    """Create the ``selection-scores`` table and the ``selection-closest-calls`` and ``selection-summary`` markdown.
-
-    Args:
-        evidence: The table's rows (at most ``max_rows``) and the first closest calls.
-        summary: The counts over the whole batch.
-        read_as: How the batch was read (:func:`selection_core.evidence.read_as_text`).
-
-    Returns:
-        The artifact ids by key.
-    """
+    """Create the ``selection-scores`` table and the ``selection-closest-calls`` and ``selection-summary`` markdown;
+    the artifact ids by key. ``evidence``: the table's rows (at most ``max_rows``) and the first closest calls."""
     name, shown = input_path.name, len(evidence.rows)
     table_id = create_table_artifact(
         table=evidence.rows,

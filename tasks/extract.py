@@ -21,6 +21,7 @@ from selection_extraction.artifacts import (
 from selection_extraction.batch import ArticleSpool, ExtractionResult, ExtractionStats, log_extraction
 from selection_extraction.chunks import ChunkExtraction, PageChunk, extract_chunk
 from selection_extraction.engine import extract_to_spool
+from selection_extraction.inbox import InboxScan, prepare_inbox, scan_inbox
 from selection_extraction.pages import PageSet, find_pages
 from selection_extraction.paths import ExtractPaths, resolve_extract_paths
 from selection_extraction.settings import ExtractionSettings
@@ -30,27 +31,18 @@ from tasks.logs import run_logger
 from tasks.options import api_task_options, chunk_run_namer, io_task_options, local_task_options
 from tasks.progress import artifact_progress
 
-#: Name of the task that extracts one chunk of pages (its runs are ``extract-chunk-<start>``).
 PAGE_CHUNK_TASK_NAME: Final[str] = "extract-chunk"
 
 
 @task(name="check-extract-paths", **local_task_options())
 def check_extract_paths(pages: str, output_path: str | None = None, data_root: str | None = None) -> ExtractPaths:
-    """Resolve and check the run's paths (:func:`~selection_extraction.paths.resolve_extract_paths`); never retried."""
+    """Resolve and check the run's paths (:func:`~selection_extraction.paths.resolve_extract_paths`)."""
     return resolve_extract_paths(pages, output_path, data_root)
 
 
 @task(name="find-pages", **io_task_options())
 def find_pages_task(pages: Path, label: str | None = None) -> PageSet:
-    """List the pages of a directory (by relative path), a manifest (in its order) or WARC files (their HTML responses).
-
-    Args:
-        pages: The resolved input.
-        label: The input as the user gave it, recorded in the batch.
-
-    Raises:
-        InvalidPagesError: missing input, no page, malformed manifest, not a WARC file (not retried).
-    """
+    """List the pages of ``pages`` (a directory, a manifest or WARC files); ``label``: the input as given."""
     page_set = find_pages(pages, label)
     records = f"; WARC records: {counts_text(page_set.warc_records)}" if page_set.warc_records else ""
     run_logger().info("Found %d pages in %s (%s)%s", len(page_set.pages), pages, page_set.kind, records)
@@ -61,13 +53,8 @@ def find_pages_task(pages: Path, label: str | None = None) -> PageSet:
 def extract_pages_task(
     page_set: PageSet, spool: ArticleSpool, time_limit_seconds: float, workers: int | None = None
 ) -> ExtractionResult:
-    """Run the three extractors on every page in worker processes, each article to ``spool`` in page order.
-
-    Never retried: a failure is recorded in its article. ``workers``: None for one per core.
-
-    Returns:
-        The run's counts, and the batch's root (its articles are in the spool).
-    """
+    """Run the three extractors on every page in worker processes (None: one per core), in page order to ``spool``;
+    never retried, a failure is recorded in its article."""
     progress = artifact_progress(EXTRACTION_PROGRESS_ARTIFACT_KEY, progress_description(page_set), start=False)
     settings = ExtractionSettings(time_limit_seconds=time_limit_seconds, workers=workers)
     result = extract_to_spool(page_set, spool, settings, progress=progress)
@@ -77,14 +64,8 @@ def extract_pages_task(
 
 @task(name="write-extracted-batch", **io_task_options())
 def write_extracted_batch(root: dict[str, Any], spool: ArticleSpool) -> WrittenFile:
-    """Write the batch atomically from ``root`` (with an empty ``articles`` list) and the spooled articles.
-
-    A ``*.jsonl`` target is written as JSON Lines, with its record beside it.
-
-    Raises:
-        OutputPathError: the location is refused (not retried).
-        WriteError: writing failed; retried when transient.
-    """
+    """Write the batch atomically from ``root`` (with an empty ``articles`` list) and the spooled articles
+    (a ``*.jsonl`` target as JSON Lines, with its record beside it)."""
     written = WrittenFile(spool.target, *spool.write(root))
     run_logger().info("Wrote %s: %d bytes, sha256 %s", written.path, written.size_bytes, written.sha256)
     return written
@@ -100,11 +81,7 @@ def publish_extraction_artifacts(
     output_sha256: str,
     max_rows: int,
 ) -> dict[str, UUID]:
-    """Create the ``extraction-pages`` table (``rows``: the first ``max_rows`` pages) and ``extraction-summary``.
-
-    Returns:
-        The artifact ids by key.
-    """
+    """Create the ``extraction-pages`` table (``rows``: the first ``max_rows`` pages) and ``extraction-summary``."""
     table_id = create_table_artifact(
         table=rows,
         key=PAGES_ARTIFACT_KEY,
@@ -120,7 +97,13 @@ def publish_extraction_artifacts(
 
 @task(name=PAGE_CHUNK_TASK_NAME, task_run_name=chunk_run_namer(PAGE_CHUNK_TASK_NAME), **local_task_options())
 def extract_page_chunk(chunk: PageChunk) -> ChunkExtraction:
-    """Extract one chunk of pages with one worker process (never retried); its articles in page order, its counts."""
+    """Extract one chunk of pages with one worker process (never retried)."""
     extraction = extract_chunk(chunk)
     run_logger().debug("Extracted pages %d..%d", chunk.start, chunk.stop - 1)
     return extraction
+
+
+@task(name="find-new-page-sets", **io_task_options())
+def find_new_page_sets(inbox: str | None, data_root: str | None) -> InboxScan:
+    """Resolve the inbox (None: ``<data root>/inbox``, created) inside the data root and sort its page sets."""
+    return scan_inbox(prepare_inbox(inbox, data_root))

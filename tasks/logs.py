@@ -24,8 +24,8 @@ def run_logger() -> logging.Logger | logging.LoggerAdapter[Any]:
 
 
 class UserErrorFilter(logging.Filter):
-    """Drops the traceback of a record about a :class:`SelectionError` (a refusal the user can fix), marking it
-    ``user_error = True``, and the empty ``NoneType: None`` of ``exc_info=True`` outside an exception."""
+    """Drops the traceback of a :class:`SelectionError` (marking the record ``user_error``), and the empty
+    ``NoneType: None`` of ``exc_info=True`` outside an exception."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         info = record.exc_info
@@ -37,7 +37,7 @@ class UserErrorFilter(logging.Filter):
 
 
 def quiet_user_errors() -> None:
-    """Put :class:`UserErrorFilter` on Prefect's run loggers (once; Prefect's logging setup keeps it)."""
+    """Put :class:`UserErrorFilter` on Prefect's run loggers (once)."""
     for name in RUN_LOGGERS:
         logger = logging.getLogger(name)
         if not any(isinstance(f, UserErrorFilter) for f in logger.filters):

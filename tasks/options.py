@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from selection_storage.transient import is_transient_io_error
 
@@ -11,14 +11,6 @@ if TYPE_CHECKING:
     from prefect import Task
     from prefect.client.schemas.objects import TaskRun
     from prefect.states import State
-
-#: How many times a task whose failure is transient is tried again, and the seconds before each retry.
-IO_RETRIES: Final[int] = 3
-IO_RETRY_DELAYS: Final[list[float]] = [1.0, 4.0, 16.0]
-
-#: How many times a task that calls the Prefect API is tried again, and the seconds between tries.
-API_RETRIES: Final[int] = 2
-API_RETRY_DELAY: Final[int] = 2
 
 
 def retry_on_transient_io(task: Task[Any, Any], task_run: TaskRun, state: State[Any]) -> bool:
@@ -38,18 +30,18 @@ def local_task_options() -> dict[str, Any]:
 
 
 def io_task_options() -> dict[str, Any]:
-    """A task that reads or writes files: retried on transient I/O only, never cached or persisted."""
+    """A task that reads or writes files: retried 3 times on transient I/O only, never cached or persisted."""
     return {
-        "retries": IO_RETRIES,
-        "retry_delay_seconds": IO_RETRY_DELAYS,
+        "retries": 3,
+        "retry_delay_seconds": [1.0, 4.0, 16.0],
         "retry_condition_fn": retry_on_transient_io,
         **local_task_options(),
     }
 
 
 def api_task_options() -> dict[str, Any]:
-    """A task that calls the Prefect API: retried on any failure, never cached or persisted."""
-    return {"retries": API_RETRIES, "retry_delay_seconds": API_RETRY_DELAY, **local_task_options()}
+    """A task that calls the Prefect API: retried twice on any failure, never cached or persisted."""
+    return {"retries": 2, "retry_delay_seconds": 2, **local_task_options()}
 
 
 def chunk_run_namer(task_name: str) -> Callable[[], str]:

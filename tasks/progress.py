@@ -13,12 +13,11 @@ from selection_core.batch import ProgressCallback
 from selection_core.progress import PercentProgress
 from tasks.logs import run_logger
 
-#: The followers of this process by artifact key (set by :func:`follow_progress` only).
 _FOLLOWERS: dict[str, ProgressCallback] = {}
 
 
 def _artifact_sink(key: str, description: str) -> Callable[[int], None]:
-    """Creates the progress artifact ``key`` at the first update and updates it after; a failure is only logged."""
+    """Creates the progress artifact ``key`` at the first update, updates it after; a failure is only logged."""
     artifact_id: UUID | None = None
 
     def update(percent: int) -> None:
@@ -36,14 +35,7 @@ def _artifact_sink(key: str, description: str) -> Callable[[int], None]:
 
 @contextlib.contextmanager
 def follow_progress(followers: Mapping[str, ProgressCallback]) -> Iterator[None]:
-    """While inside, the progress artifacts of these keys made in this process also report to their follower.
-
-    >>> seen = []
-    >>> with follow_progress({"k": lambda done, total: seen.append(done)}):
-    ...     artifact_progress("k", "outside a run")(3, 4)
-    >>> seen, artifact_progress("k", "outside a run")
-    ([3], None)
-    """
+    """While inside, the progress artifacts of these keys made in this process also report to their follower."""
     before = dict(_FOLLOWERS)
     _FOLLOWERS.update(followers)
     try:
@@ -54,10 +46,8 @@ def follow_progress(followers: Mapping[str, ProgressCallback]) -> Iterator[None]
 
 
 def artifact_progress(key: str, description: str, *, start: bool = True) -> ProgressCallback | None:
-    """A progress reporter that updates the artifact ``key`` (created at 0 % at once with ``start``).
-
-    Outside a run (a task called with ``.fn()``): the key's follower, or None.
-    """
+    """A progress reporter that updates the artifact ``key`` (created at 0 % at once with ``start``);
+    outside a run, the key's follower, or None."""
     follower = _FOLLOWERS.get(key)
     if TaskRunContext.get() is None and FlowRunContext.get() is None:
         return follower

@@ -1,18 +1,20 @@
-"""The selection's tasks: ``select-batch`` (a batch file, chunk by chunk) and ``select-chunk`` (one chunk)."""
+"""The selection's tasks: ``check-paths``, ``find-stale-batches``, ``select-batch`` and ``select-chunk``."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Final
 
 from prefect import task
 
 from selection_core.chunks import SelectedChunk
 from selection_core.evidence import counts_text, read_as_text
+from selection_storage import directory as directories
 from selection_storage import engine
 from selection_storage.engine import ChunkJob, MapJobs, Selected
-from selection_storage.paths import RunPaths
+from selection_storage.paths import RunPaths, resolve_run_paths
 from tasks.logs import run_logger
-from tasks.options import chunk_run_namer, io_task_options
+from tasks.options import chunk_run_namer, io_task_options, local_task_options
 from tasks.progress import artifact_progress
 
 #: Key of the progress artifact updated while a batch is selected.
@@ -21,8 +23,25 @@ PROGRESS_ARTIFACT_KEY: Final[str] = "selection-progress"
 #: Where the chunks of an in-process selection are selected, as its log and summary say.
 IN_PROCESS: Final[str] = "one after the other in this process"
 
-#: Name of the task that selects one chunk elsewhere (its runs are ``select-chunk-<start>``).
 CHUNK_TASK_NAME: Final[str] = "select-chunk"
+
+
+@task(name="check-paths", **local_task_options())
+def check_paths(
+    input_path: str,
+    output_path: str | None = None,
+    report_path: str | None = None,
+    data_root: str | None = None,
+    require_data_root: bool = False,
+) -> RunPaths:
+    """Resolve and check the run's paths (:func:`~selection_storage.paths.resolve_run_paths`)."""
+    return resolve_run_paths(input_path, output_path, report_path, data_root, require_data_root)
+
+
+@task(name="find-stale-batches", **io_task_options())
+def find_stale_batches(directory: Path) -> list[Path]:
+    """The batches under ``directory``, sorted, whose ``_selected`` file is missing or older."""
+    return directories.find_stale_batches(directory)
 
 
 @task(name="select-batch", **io_task_options())
@@ -37,14 +56,10 @@ def select_batch(
     """Select every article of the batch chunk by chunk and write the output (and report).
 
     Args:
-        paths: The checked input, output and report.
         max_table_rows: Rows of the scores table to keep (the first articles).
         chunk_size: Most articles per chunk (default: bounded by bytes).
         workers, map_jobs: Where the chunks are selected (default: here, one after the other).
         where: How the log says where they were selected.
-
-    Returns:
-        What was written, its counts, and what the artifacts show of the batch.
     """
     progress = artifact_progress(PROGRESS_ARTIFACT_KEY, f"Selecting the articles of {paths.input.name}")
     selected = engine.select_file(
@@ -67,12 +82,5 @@ def select_batch(
 
 @task(name=CHUNK_TASK_NAME, task_run_name=chunk_run_namer(CHUNK_TASK_NAME), **io_task_options())
 def select_chunk(chunk: ChunkJob) -> SelectedChunk:
-    """Read, validate and select one chunk of a batch and write its part files.
-
-    Args:
-        chunk: Which articles, where they lie in the input, where to write them.
-
-    Returns:
-        The chunk's counts, its rows of the scores table and its first close calls.
-    """
+    """Read, validate and select one chunk of a batch and write its part files."""
     return engine.select_job(chunk)

@@ -38,6 +38,15 @@ def test_progress_bar_draws_on_a_terminal_for_long_batches() -> None:
     assert "[" + "#" * 30 + "]" in out
 
 
+def test_progress_bar_redraws_once_per_percent() -> None:
+    term = _Terminal()
+    bar = ProgressBar(term, "extracting", width=0, min_total=1, unit="pages")
+    for done in range(201):
+        bar(done, 200)
+    assert term.getvalue().count("\r") == 101
+    assert term.getvalue().split("\r")[-1] == "extracting 200/200 pages\n"
+
+
 @pytest.mark.parametrize(
     ("stream", "total"),
     [(io.StringIO(), PROGRESS_MIN_ARTICLES * 2), (_Terminal(), PROGRESS_MIN_ARTICLES - 1)],

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Iterator
 
 import pytest
 
-from selection_cli.environment import PURE_ENV, apply_kernel_setting
+from selection_cli.environment import PURE_ENV, apply_kernel_setting, prepare_embedded_api
 from selection_core import kernel
 
 BUILT = importlib.util.find_spec("selection_core._kernel") is not None
@@ -39,3 +40,14 @@ def test_pure_switch(monkeypatch: pytest.MonkeyPatch, value: str | None, used: b
         monkeypatch.setenv(PURE_ENV, value)
     apply_kernel_setting()
     assert (kernel.KERNEL is not None) is used
+
+
+def test_embedded_api_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    env = {"DO_NOT_TRACK": "kept"}
+    monkeypatch.setattr(os, "environ", env)
+    prepare_embedded_api()
+    assert env == {
+        "DO_NOT_TRACK": "kept",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    }

@@ -87,6 +87,7 @@ def test_a_degraded_pool_is_named() -> None:
 @pytest.mark.parametrize(
     ("value", "cells", "drawn"),
     [
+        pytest.param(None, 4, "", id="none"),
         pytest.param(Fraction(0), 4, "", id="zero"),
         pytest.param(Fraction(1), 4, "████", id="one"),
         pytest.param(Fraction(1, 32), 4, "▏", id="an-eighth-of-a-cell"),
@@ -94,7 +95,7 @@ def test_a_degraded_pool_is_named() -> None:
         pytest.param(Fraction(3, 8), 4, "█▌", id="one-and-a-half"),
     ],
 )
-def test_bars(value: Fraction, cells: int, drawn: str) -> None:
+def test_bars(value: Fraction | None, cells: int, drawn: str) -> None:
     assert bar(value, cells) == drawn
 
 

@@ -20,7 +20,7 @@ import orjson
 import pytest
 
 import selection_core as sc
-from selection_cli.extract import extract_main, pipeline_main
+from selection_cli.main import main
 from selection_cli.select import format_summary
 from selection_core.errors import EXIT_INVALID_INPUT
 from selection_storage import select_file
@@ -41,7 +41,7 @@ def pages(tmp_path: Path) -> Path:
 
 
 def test_extract_writes_the_default_batch_and_prints_a_summary(pages: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert extract_main([str(pages), "--workers", "1"]) == 0
+    assert main(["extract", str(pages), "--workers", "1"]) == 0
     out = capsys.readouterr()
     batch = pages.parent / "news_extracted.json"
     assert batch.is_file()
@@ -57,7 +57,7 @@ def test_extract_to_a_jsonl_name_writes_json_lines_and_the_record(
     pages: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     batch = pages.parent / "news_extracted.jsonl"
-    assert extract_main([str(pages), "--workers", "1", "-o", str(batch)]) == 0
+    assert main(["extract", str(pages), "--workers", "1", "-o", str(batch)]) == 0
     out = capsys.readouterr()
     record = pages.parent / "news_extracted.extraction.json"
     assert out.out.splitlines()[-2:] == [f"extracted: {batch}", f"record: {record}"]
@@ -100,7 +100,7 @@ def extract_then_select(pages: str, folder: Path, report: bool = False) -> tuple
     and the summary ``select`` prints."""
     folder.mkdir()
     extracted, selected = folder / "extracted.json", folder / "selected.json"
-    assert extract_main([pages, "-o", str(extracted)]) == 0
+    assert main(["extract", pages, "-o", str(extracted)]) == 0
     report_path = folder / "report.jsonl" if report else None
     return extracted, selected, report_path, format_summary(select_file(extracted, selected, report_path).summary)
 
@@ -108,7 +108,7 @@ def extract_then_select(pages: str, folder: Path, report: bool = False) -> tuple
 @pytest.mark.usefixtures("flow_env")
 def test_pipeline_writes_both_batches(pages: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = tmp_path / "report.jsonl"
-    assert pipeline_main([str(pages), "--report", str(report), "--workers", "1"]) == 0
+    assert main(["pipeline", str(pages), "--report", str(report), "--workers", "1"]) == 0
     extracted = pages.parent / "news_extracted.json"
     selected = pages.parent / "news_extracted_selected.json"
     out = capsys.readouterr().out
@@ -140,7 +140,7 @@ def test_pipeline_is_a_run_of_the_flow_with_its_artifacts(
     )
 
     extracted, selected = tmp_path / "x.json", tmp_path / "y.json"
-    assert pipeline_main([str(pages), "--extracted", str(extracted), "-o", str(selected)]) == 0
+    assert main(["pipeline", str(pages), "--extracted", str(extracted), "-o", str(selected)]) == 0
     run_id = flow_run_id(capsys.readouterr().out)
     run, flow_name = read_flow_run(run_id)
     assert flow_name == "extract-and-select" and run.name == "extract-and-select-news"
@@ -160,7 +160,7 @@ def test_pipeline_on_a_web_archive_writes_what_extract_then_select_write(
     warc = tmp_path / "crawl" / "pages.warc.gz"
     warc.parent.mkdir()
     shutil.copy(DATA / "warc" / "pages.warc.gz", warc)
-    assert pipeline_main([str(warc)]) == 0
+    assert main(["pipeline", str(warc)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("WARC records: html 8, warcinfo 1, request 6,")
     ref_extracted, ref_selected, _, _ = extract_then_select(str(warc), tmp_path / "reference")
@@ -320,7 +320,7 @@ def test_a_bug_inside_the_run_is_shown_as_prefect_logged_it_then_one_line(pages:
 @pytest.mark.parametrize("value", ["3601", "1e9"])
 def test_pipeline_time_limit_is_bounded_as_the_flow_bounds_it(pages: Path, value: str) -> None:
     with pytest.raises(SystemExit) as info:
-        pipeline_main([str(pages), "--time-limit", value])
+        main(["pipeline", str(pages), "--time-limit", value])
     assert info.value.code == 2
 
 
@@ -340,9 +340,9 @@ def test_bad_arguments_get_one_line_and_exit_65(
     pages: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
 ) -> None:
     args = [a.format(pages=pages, tmp=tmp_path, missing=tmp_path / "missing") for a in argv]
-    assert extract_main(args) == EXIT_INVALID_INPUT
+    assert main(["extract", *args]) == EXIT_INVALID_INPUT
     err = capsys.readouterr().err
-    assert err.startswith("content-selection extract: error: ") and message in err
+    assert err.startswith("content-selection: error: ") and message in err
     assert err.count("\n") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["news"]
 
@@ -351,7 +351,7 @@ def test_bad_arguments_get_one_line_and_exit_65(
 def test_pipeline_checks_every_output_before_extracting(
     pages: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = pipeline_main([str(pages), "-o", str(tmp_path / "no-dir" / "selected.json")])
+    code = main(["pipeline", str(pages), "-o", str(tmp_path / "no-dir" / "selected.json")])
     assert code == EXIT_INVALID_INPUT
     assert "does not exist" in capsys.readouterr().err
     assert not (pages.parent / "news_extracted.json").exists()
@@ -360,7 +360,7 @@ def test_pipeline_checks_every_output_before_extracting(
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "soon"])
 def test_time_limit_must_be_a_positive_number(pages: Path, value: str) -> None:
     with pytest.raises(SystemExit) as info:
-        extract_main([str(pages), "--time-limit", value])
+        main(["extract", str(pages), "--time-limit", value])
     assert info.value.code == 2
 
 
@@ -372,7 +372,7 @@ def test_a_broken_extractor_install_is_one_line_and_nothing_written(pages: Path,
     root = ROOT
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake.parent), str(root)]), "HOME": str(tmp_path)}
     output = tmp_path / "out.json"
-    code = "import sys; from selection_cli.extract import extract_main; sys.exit(extract_main(sys.argv[1:]))"
+    code = "import sys; from selection_cli.main import main; sys.exit(main(['extract', *sys.argv[1:]]))"
     done = subprocess.run(
         [sys.executable, "-c", code, str(pages), "-o", str(output), "--workers", "1"],
         cwd=tmp_path,
@@ -383,7 +383,7 @@ def test_a_broken_extractor_install_is_one_line_and_nothing_written(pages: Path,
     assert done.returncode == 1
     assert done.stdout == ""
     assert done.stderr.splitlines() == [
-        "content-selection extract: error: an extraction worker could not start: ImportError: injected: "
+        "content-selection: error: an extraction worker could not start: ImportError: injected: "
         "this readability install is broken; reinstall the extractor libraries with: "
         "pip install 'content-selection[extract]'"
     ]

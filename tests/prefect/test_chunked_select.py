@@ -34,7 +34,6 @@ import pytest
 import selection_core as sc
 from flows.select_content import select_content
 from selection_cli.main import main as select_main
-from selection_cli.run import run_main
 from selection_core.evidence import article_label, close_call_entries, report_entry, score_rows
 from selection_storage.engine import ChunkJob, discard_parts, plan_batch, plan_jobs, select_file, select_job
 from tests.support import ROOT
@@ -175,7 +174,7 @@ def test_a_refusal_is_the_same_line_as_select_and_nothing_is_written(case_id: st
     before = source.read_bytes()
     assert select_main(["select", str(source)]) == sc.EXIT_INVALID_INPUT
     select_line = capsys.readouterr().err.strip().split("error: ", 1)[1]
-    status = run_main([str(source), "--chunk-size", "1", "--report", str(tmp_path / "r.jsonl")])
+    status = select_main(["run", str(source), "--chunk-size", "1", "--report", str(tmp_path / "r.jsonl")])
     err = capsys.readouterr().err.strip()
     assert status == sc.EXIT_INVALID_INPUT
     assert err.count("\n") == 0 and err.split("error: ", 1)[1] == select_line

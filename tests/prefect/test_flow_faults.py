@@ -11,7 +11,7 @@ command:
 * paths that leave the data root (output, report, a symlinked directory, a
   dangling symlink, ``..``) are refused before the batch is read (the read is
   spied on) and nothing is written anywhere;
-* SIGKILL of a flow run (a real ``python -m selection_cli.run`` process against the
+* SIGKILL of a flow run (a real ``python -m selection_cli.main run`` process against the
   session's Prefect API), mostly while it writes: same invariants as the
   command's (``test_crash_safety.py``). Each flow process pays for importing
   Prefect, so there are only a few of these; the many kills are the command's,
@@ -253,7 +253,7 @@ def test_an_output_hard_linked_to_a_file_outside_the_root_never_changes_that_fil
 
 # --------------------------------------------------------------------------- SIGKILL of a flow run
 
-FLOW_CMD = ("-m", "selection_cli.run")
+FLOW_CMD = ("-m", "selection_cli.main", "run")
 #: Flow runs really killed (most of them right after the temporary file appears) ...
 FLOW_KILLS = 3
 #: ... within this many trials at most.

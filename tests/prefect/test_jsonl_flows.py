@@ -16,7 +16,7 @@ import pytest
 
 from flows.select_content import select_content
 from flows.select_directory import select_directory
-from selection_cli.run import run_main
+from selection_cli.main import main
 from selection_core.evidence import SUMMARY_ARTIFACT_KEY
 from selection_storage import select_file
 from tests.support import DATA
@@ -80,7 +80,7 @@ def test_select_directory_selects_both_formats(tmp_path: Path) -> None:
 
 def test_run_selects_a_jsonl_batch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = lines_batch(tmp_path / "b_extracted.jsonl", ARTICLES[:20])
-    assert run_main([str(source)]) == 0
+    assert main(["run", str(source)]) == 0
     assert (tmp_path / "b_extracted_selected.jsonl").read_bytes() == expected(source, tmp_path)[0]
 
 

@@ -38,7 +38,7 @@ from flows.runners import (
 )
 from flows.select_content import select_content
 from flows.select_directory import select_directory
-from selection_cli.run import run_main
+from selection_cli.main import main
 from selection_core.layout import Chunk
 from selection_storage.engine import ChunkJob, select_file, select_job
 from selection_storage.files import FileIdentity
@@ -394,7 +394,7 @@ def test_an_existing_dask_cluster_writes_the_same_bytes(
 def test_cli_run_on_an_existing_dask_cluster(dask_cluster: str, golden: Path, tmp_path: Path, capsys) -> None:
     output = tmp_path / "cli.json"
     argv = [str(golden), "-o", str(output), "--task-runner", "dask", "--dask-address", dask_cluster]
-    assert run_main([*argv, "--chunk-size", "50"]) == 0
+    assert main(["run", *argv, "--chunk-size", "50"]) == 0
     assert capsys.readouterr().out.startswith(f"selected {N_GOLDEN} articles")
     assert output.read_bytes() == expected_output(golden)
 
@@ -408,7 +408,7 @@ def test_cli_run_on_an_existing_dask_cluster(dask_cluster: str, golden: Path, tm
     ],
 )
 def test_cli_run_refuses_bad_runner_options_in_one_line(golden: Path, tmp_path: Path, capsys, extra, message) -> None:
-    assert run_main([str(golden), *extra]) == 2
+    assert main(["run", str(golden), *extra]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("content-selection run: error: ") and message in err
     assert leftover_files(tmp_path, {golden}) == []

@@ -236,10 +236,10 @@ def test_the_documented_completion_block_is_the_one_in_prefect_yaml() -> None:
 def test_serve_needs_an_api_url(capsys, tmp_path: Path) -> None:
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from selection_cli.serve import serve_main
+    from selection_cli.main import main
 
     with temporary_settings(restore_defaults={PREFECT_API_URL}):
-        assert serve_main(["--data-root", str(tmp_path)]) == 2
+        assert main(["serve", "--data-root", str(tmp_path)]) == 2
     assert "PREFECT_API_URL is not set" in capsys.readouterr().err
 
 
@@ -269,10 +269,10 @@ def test_serve_needs_an_api_url(capsys, tmp_path: Path) -> None:
 def test_serve_refuses_what_it_cannot_serve(capsys, args: list[str], message: str) -> None:
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from selection_cli.serve import serve_main
+    from selection_cli.main import main
 
     # An address nothing listens on: the command must stop before it contacts the API.
     with temporary_settings(updates={PREFECT_API_URL: "http://127.0.0.1:9/api"}):
-        assert serve_main(args) != 0
+        assert main(["serve", *args]) != 0
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err

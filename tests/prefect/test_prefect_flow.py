@@ -23,7 +23,7 @@ import selection_core as sc
 import selection_storage.engine
 from flows.select_content import SelectionRunSummary, select_content
 from flows.select_directory import BatchesFailedError, DirectoryRunSummary, select_directory
-from selection_cli.run import run_main
+from selection_cli.main import main
 from selection_core.errors import InvalidBatchError, ReadError, UnsafePathError, WriteError
 from selection_core.evidence import CLOSEST_CALLS_ARTIFACT_KEY, SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY
 from tasks.select import PROGRESS_ARTIFACT_KEY
@@ -271,7 +271,7 @@ def test_select_directory_defaults_to_the_data_root(batch_factory, data_root: Pa
 def test_cli_run_prints_one_line_and_exits_zero(batch_factory, tmp_path: Path, capsys) -> None:
     source = batch_factory(n_articles=3)
     output = tmp_path / "chosen.json"
-    assert run_main([str(source), "--output", str(output), "--max-rows", "1"]) == 0
+    assert main(["run", str(source), "--output", str(output), "--max-rows", "1"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert out == ["selected 3 articles (" + out[0].split("(", 1)[1]]
     assert out[0].endswith(f"-> {output}")
@@ -291,7 +291,7 @@ def test_cli_run_errors_are_one_line_with_the_error_exit_code(
     batch_factory, tmp_path: Path, capsys, make_args, exit_code: int, message: str
 ) -> None:
     source = batch_factory()
-    assert run_main(make_args(source, tmp_path)) == exit_code
+    assert main(["run", *make_args(source, tmp_path)]) == exit_code
     captured = capsys.readouterr()
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
@@ -302,6 +302,6 @@ def test_cli_run_errors_are_one_line_with_the_error_exit_code(
 
 def test_cli_run_invalid_batch_exit_code(batch_factory, tmp_path: Path, capsys) -> None:
     source = batch_factory(raw=b"[1, 2]")
-    assert run_main([str(source)]) == sc.EXIT_INVALID_INPUT
+    assert main(["run", str(source)]) == sc.EXIT_INVALID_INPUT
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "root" in err

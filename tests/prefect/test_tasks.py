@@ -15,8 +15,8 @@ from selection_storage.engine import discard_parts, plan_batch, plan_jobs
 from selection_storage.files import sha256_file
 from selection_storage.paths import RunPaths
 from tasks.artifacts import component_versions
-from tasks.discover import find_stale_batches
-from tasks.select import select_batch, select_chunk
+from tasks.progress import artifact_progress, follow_progress
+from tasks.select import find_stale_batches, select_batch, select_chunk
 from tests.support.prefect_fixtures import expected_output
 
 pytestmark = pytest.mark.usefixtures("no_data_root_env")
@@ -78,3 +78,12 @@ def test_find_stale_batches_task_is_the_storage_scan(tmp_path: Path) -> None:
     for name in ("a_extracted.json", "sub/b_extracted.json", "sub/b_extracted_selected.json"):
         (tmp_path / name).write_text("{}")
     assert find_stale_batches.fn(tmp_path) == storage_scan(tmp_path) != []
+
+
+def test_progress_outside_a_run_goes_to_the_follower_only_while_followed() -> None:
+    seen: list[int] = []
+    with follow_progress({"k": lambda done, total: seen.append(done)}):
+        progress = artifact_progress("k", "outside a run")
+        assert progress is not None
+        progress(3, 4)
+    assert seen == [3] and artifact_progress("k", "outside a run") is None

@@ -7,7 +7,15 @@ from pathlib import Path
 import pytest
 
 from selection_core.errors import OutputPathError, UnsafePathError
-from selection_storage.paths import DATA_ROOT_ENV, confine, resolve_data_root, resolve_run_paths
+from selection_storage.atomic import temporary_name
+from selection_storage.paths import (
+    DATA_ROOT_ENV,
+    confine,
+    data_root_in_force,
+    name_once,
+    resolve_run_paths,
+    selected_path,
+)
 
 pytestmark = pytest.mark.usefixtures("no_data_root_env")
 
@@ -78,12 +86,24 @@ def test_confine_refuses_malformed_paths(root_with_outside: tuple[Path, Path], b
         confine(bad, root, "input", DATA_ROOT_ENV)
 
 
+def test_default_and_temporary_names() -> None:
+    assert selected_path("data/batch_extracted.json").as_posix() == "data/batch_extracted_selected.json"
+    assert selected_path("data/batch_extracted.jsonl").as_posix() == "data/batch_extracted_selected.jsonl"
+    name = temporary_name(Path("out/batch.json"), 42, "0123456789abcdef")
+    assert name.as_posix() == "out/.batch.json.42.0123456789abcdef.cs-tmp"
+
+
+def test_name_once() -> None:
+    assert name_once("/in/a.json", "/in/a.json: not JSON") == "/in/a.json: not JSON"
+    assert name_once("/in/b", "TimeoutError") == "/in/b: TimeoutError"
+
+
 def test_data_root_must_exist(tmp_path: Path) -> None:
     with pytest.raises(UnsafePathError, match="does not exist"):
-        resolve_data_root(str(tmp_path / "missing"), DATA_ROOT_ENV)
+        data_root_in_force(str(tmp_path / "missing"))
     (tmp_path / "file").write_text("")
     with pytest.raises(UnsafePathError, match="not a directory"):
-        resolve_data_root(str(tmp_path / "file"), DATA_ROOT_ENV)
+        data_root_in_force(str(tmp_path / "file"))
 
 
 def test_run_paths_require_a_root_when_asked(tmp_path: Path) -> None:

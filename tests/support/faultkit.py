@@ -202,7 +202,7 @@ class CrashRig:
         recover: Callable[[Path], str | None] | None = None,
     ) -> None:
         """``command`` is started with the input path appended (the select command
-        by default, or the flow's ``python -m selection_cli.run``); ``recover(input)``
+        by default, or the flow's ``python -m selection_cli.main run``); ``recover(input)``
         runs one complete run after a kill and returns None or what went wrong
         (default: the select command)."""
         self.command = tuple(command)
