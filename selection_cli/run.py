@@ -89,8 +89,8 @@ def run_command(args: argparse.Namespace) -> int:
         runner, _ = resolve_task_runner(args.task_runner, args.dask_address)
         # What the flow would refuse first is refused now, in select's words, without starting Prefect:
         # a refused path, or a batch whose layout is not a batch's (the first pass, articles not parsed).
-        names = ("input_path", "output_path", "report_path", "data_root")
-        paths = resolve_run_paths(*(parameters[name] for name in names), option="--data-root")
+        output, report = parameters["output_path"], parameters["report_path"]
+        paths = resolve_run_paths(parameters["input_path"], output, report, args.data_root, option="--data-root")
         with contextlib.suppress(ReadError):  # may be cured by the run's retries
             # Planned as the flow will plan it on this machine, so that its flow reuses the plan (Dask: its own).
             workers = (os.cpu_count() or 1) if runner is TaskRunnerName.PROCESS else 1

@@ -5,7 +5,7 @@ newspaper4k decided some ties by memory address (newspaper4k #738, see
 does not see that. These tests run every real page (the 187 of ``tests/data``):
 
 * each extractor, in two fresh processes (different ``PYTHONHASHSEED``), every page
-  twice in a shuffled order, with other objects allocated between calls: one result
+  in another shuffled order, with other objects allocated between calls: one result
   (text, title, exception type) per page and extractor;
 * the whole extract step: the same articles (keyed by id) from a shuffled manifest on 2
   fresh workers, and byte-identical batches with 1 worker and with 2 kept workers.
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.slow
 def test_each_extractor_gives_one_result_per_real_page_in_fresh_processes_and_shuffled_orders() -> None:
     children = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.support.extract_repeatedly", "--seed", str(seed), "--repeats", "2"],
+            [sys.executable, "-m", "tests.support.extract_repeatedly", "--seed", str(seed), "--repeats", "1"],
             cwd=ROOT,
             env={**os.environ, "PYTHONHASHSEED": str(hash_seed)},
             stdout=subprocess.PIPE,
@@ -55,7 +55,7 @@ def test_each_extractor_gives_one_result_per_real_page_in_fresh_processes_and_sh
         for page in runs[0]
         for name in DEFAULT_FUNCTIONS
     }
-    assert all(len(run[page][name]) == 2 for run in runs for page in run for name in DEFAULT_FUNCTIONS)
+    assert all(len(run[page][name]) == 1 for run in runs for page in run for name in DEFAULT_FUNCTIONS)
     assert {key: n for key, n in unstable.items() if n != 1} == {}
 
 
