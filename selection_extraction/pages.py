@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -102,11 +104,25 @@ def _listing(text: str, name: str) -> tuple[str, tuple[Page | _WarcFile, ...]]:
             "a .warc/.warc.gz file or a JSON Lines manifest"
         )
     if is_warc_name(path.name):
-        check_is_warc(path, name or text)  # its first bytes only: refused before a run starts
+        with _warc_refusals(name or text):  # its first bytes only: refused before a run starts
+            check_is_warc(path, name or text)
         return "warc", (_WarcFile(name, path),)
     if page_stem(path.name) is not None:
         return "page", (Page(page_stem(path.name) or path.name, None, path.name, path),)
     return "manifest", _manifest_pages(path)
+
+
+@contextlib.contextmanager
+def _warc_refusals(shown: str) -> Iterator[None]:
+    """A web archive that is not one, or cannot be read, refused as pages that cannot be used."""
+    try:
+        yield
+    except NotAWarcError as exc:
+        raise InvalidPagesError(str(exc)) from None
+    except OSError as exc:
+        raise InvalidPagesError(
+            f"{shown}: cannot be read ({exc.strerror or exc}); check the path and its permissions"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -135,14 +151,8 @@ def _with_warcs(name: str, kind: str, entries: tuple[Page | _WarcFile, ...], pro
             if progress is not None:
                 progress(before + read, total, earlier + seen)
 
-        try:
+        with _warc_refusals(entry.shown):
             found, kinds = scan_warc(entry.file, entry.shown, report)
-        except NotAWarcError as exc:
-            raise InvalidPagesError(str(exc)) from None
-        except OSError as exc:
-            raise InvalidPagesError(
-                f"{entry.shown}: cannot be read ({exc.strerror or exc}); check the path and its permissions"
-            ) from None
         done += sizes.pop(0)
         for kind_name, count in kinds.items():
             counts[kind_name] += count
