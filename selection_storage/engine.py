@@ -8,6 +8,7 @@ import os
 import secrets
 import socket
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -77,22 +78,27 @@ def plan_batch(input_path: str | os.PathLike[str], workers: int = 1, chunk_artic
             return last[1]
     fmt = format_of(path.name)
     digest = hashlib.sha256()
+    hashing: Future[None] | None = None  # the last block's, in a thread beside the scan (sha256 releases the GIL)
     read_bytes = 0
-    with open_input(path) as fh:
+    with open_input(path) as fh, ThreadPoolExecutor(1) as hasher:
         identity = FileIdentity.of(os.fstat(fh.fileno()))
 
         def read(n: int) -> bytes:
-            nonlocal read_bytes
+            nonlocal read_bytes, hashing
             try:
                 block = fh.read(n)
             except OSError as exc:
                 raise read_error(path, exc) from None
-            digest.update(block)
+            if hashing is not None:
+                hashing.result()  # in order, and at most one block waits
+            hashing = hasher.submit(digest.update, block)
             read_bytes += len(block)
             return block
 
         max_bytes, max_articles = chunk_limits(identity.size, workers, chunk_articles)
         layout = scan(read, str(path), max_bytes, max_articles, fmt.lines)
+        if hashing is not None:
+            hashing.result()
     if read_bytes != identity.size or FileIdentity.of(os.stat(path)) != identity:
         raise InputChangedError(f"{path}: the file changed while it was being read; run again once it is complete")
     envelope: dict[str, Any] = {}
