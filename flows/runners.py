@@ -139,6 +139,11 @@ def _new_runner(runner_name: TaskRunnerName, address: str | None, local_director
     return DaskTaskRunner(cluster_kwargs={**LOCAL_CLUSTER_KWARGS, "local_directory": local_directory})
 
 
+def process_workers() -> int:
+    """How many worker processes the ``process`` runner uses: one per core."""
+    return os.cpu_count() or 1
+
+
 @contextlib.contextmanager
 def worker_processes() -> Iterator[tuple[int, Callable[..., concurrent.futures.Future[Any]]]]:
     """One plain worker process per core, for work that needs no Prefect; stopped on exit.
@@ -146,7 +151,7 @@ def worker_processes() -> Iterator[tuple[int, Callable[..., concurrent.futures.F
     The workers are forks of a server that imported only the selection engine, so they start in a fraction of a
     second (a Prefect worker imports Prefect first). Yields the number of workers and ``submit(function, *args)``.
     """
-    workers = os.cpu_count() or 1
+    workers = process_workers()
     if "forkserver" in multiprocessing.get_all_start_methods():  # safe from the flow's threads, unlike fork
         context = multiprocessing.get_context("forkserver")
         # Imported once by the server (only when it starts), not by each worker; a `python -m` program (as a

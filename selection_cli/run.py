@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from flows.params import DEFAULT_MAX_TABLE_ROWS
-from flows.runners import TaskRunnerName, resolve_task_runner
+from flows.runners import TaskRunnerName, process_workers, resolve_task_runner
 from selection_cli.console import errors_left_to_the_last_line
 from selection_cli.environment import prepare_embedded_api
 from selection_core.errors import ReadError, SelectionError, error_line
@@ -93,7 +93,7 @@ def run_command(args: argparse.Namespace) -> int:
         paths = resolve_run_paths(parameters["input_path"], output, report, args.data_root, option="--data-root")
         with contextlib.suppress(ReadError):  # may be cured by the run's retries
             # Planned as the flow will plan it on this machine, so that its flow reuses the plan (Dask: its own).
-            workers = (os.cpu_count() or 1) if runner is TaskRunnerName.PROCESS else 1
+            workers = process_workers() if runner is TaskRunnerName.PROCESS else 1
             plan_batch(paths.input, workers, args.chunk_size or None)
     except SelectionError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
