@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
+import hashlib
 import os
 import re
 import secrets
+import socket
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,22 +43,87 @@ def process_alive(pid: int) -> bool:
     return True
 
 
-def clean_stale_temporaries(target: Path) -> list[Path]:
-    """Remove temporary files for ``target`` left by processes that no longer exist."""
-    pattern = re.compile(r"\." + re.escape(target.name) + r"\.(\d+)\.[0-9a-f]{16}" + re.escape(TMP_SUFFIX) + r"\Z")
+#: This machine in staged files' names: 8 hex digits of its host name's SHA-256.
+HOST_TAG: Final[str] = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+#: A staged file: ``.<target>.<host>-<pid>.<token>.cs-tmp``, or a part of one ``.<...>.<token>-<part>.cs-tmp``.
+STAGED_NAME: Final[re.Pattern[str]] = re.compile(
+    r"\A\.(?P<target>.+)\.(?P<host>[0-9a-f]{8})-(?P<pid>\d+)\.(?P<token>[0-9a-f]{16})(?:-(?P<part>[0-9a-f]{8}))?"
+    + re.escape(TMP_SUFFIX)
+    + r"\Z"
+)
+
+#: A staged file written on another machine is removed only once its lock is free and it has not changed for this
+#: long (its lock may not reach this machine: some network filesystems keep locks local).
+ELSEWHERE_STALE_SECONDS: Final[int] = 3600
+
+
+def _lock_free(fd: int) -> bool:
+    """Take ``fd``'s exclusive lock if nobody holds it (the kernel drops a lock when its holder dies)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _held(path: Path) -> bool:
+    """Whether a live writer holds the lock of the staged file at ``path`` (False once it is gone)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        return not _lock_free(fd)
+    finally:
+        os.close(fd)
+
+
+def _names(path: Path, fd: int) -> bool:
+    """Whether ``path`` still names the file open as ``fd``."""
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def remove_orphans(directory: str | os.PathLike[str], now: float | None = None) -> list[Path]:
+    """Remove the staged files in ``directory`` whose writer is gone; return them, sorted.
+
+    The owner is recognised by the lock it holds on its staged file from creation to rename (on a part: on the
+    staged file it is a part of), which the kernel releases when the owner dies, however it dies, and which
+    NFSv4 shares between machines. A file from another machine is also kept until it is
+    :data:`ELSEWHERE_STALE_SECONDS` old. Never raises.
+    """
+    folder = Path(directory)
     removed: list[Path] = []
     try:
-        entries = list(os.scandir(target.parent))
+        entries = sorted(e.name for e in os.scandir(folder) if e.name.endswith(TMP_SUFFIX))
     except OSError:
         return removed
-    for entry in entries:
-        m = pattern.match(entry.name)
-        if m and not process_alive(int(m.group(1))):
-            try:
-                os.unlink(entry.path)
-                removed.append(Path(entry.path))
-            except OSError:
-                pass
+    now = time.time() if now is None else now
+    for name in entries:
+        m = STAGED_NAME.match(name)
+        if m is None:
+            continue
+        if m["part"] is not None and _held(folder / f".{m['target']}.{m['host']}-{m['pid']}.{m['token']}{TMP_SUFFIX}"):
+            continue
+        path = folder / name
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            info = os.fstat(fd)
+            if m["host"] != HOST_TAG and now - info.st_mtime < ELSEWHERE_STALE_SECONDS:
+                continue
+            if _lock_free(fd) and _names(path, fd):  # still the file that was checked
+                os.unlink(path)
+                removed.append(path)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
     return removed
 
 
@@ -77,24 +147,34 @@ def write_error(target: Path, exc: OSError) -> Exception:
     )
 
 
-def temporary_name(target: Path, pid: int | None = None, token: str | None = None) -> Path:
-    """``.<name>.<pid>.<token: 16 hex digits, random by default>.cs-tmp`` beside ``target``."""
+def temporary_name(target: Path, token: str | None = None, part: int | None = None) -> Path:
+    """This process's staged file for ``target`` (:data:`STAGED_NAME`; the token random by default), or its part."""
     token = secrets.token_hex(8) if token is None else token
-    return target.parent / f".{target.name}.{os.getpid() if pid is None else pid}.{token}{TMP_SUFFIX}"
+    tail = "" if part is None else f"-{part:08x}"
+    return target.parent / f".{target.name}.{HOST_TAG}-{os.getpid()}.{token}{tail}{TMP_SUFFIX}"
 
 
 class StagedFile:
     """A temporary file beside ``target``: :meth:`write`, :meth:`finish`, then :meth:`commit` or :meth:`discard`;
-    any failure removes it and raises the errors of :func:`write_atomic`."""
+    any failure removes it and raises the errors of :func:`write_atomic`. It is locked until then
+    (:func:`remove_orphans` tells a live writer's file by that lock)."""
 
     def __init__(self, target: Path, path: Path | None = None, durable: bool = True) -> None:
         self.target = target
         self.path = temporary_name(target) if path is None else path
         self._durable = durable
-        self._fd = -1
+        self._fd = self._lock = -1  # the lock is held on its own descriptor, so that close() reports errors early
         try:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            while self._lock < 0:
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                with contextlib.suppress(FileNotFoundError):  # a sweeper took it for an orphan: create it again
+                    self._lock = os.open(self.path, os.O_RDONLY)
+                    fcntl.flock(self._lock, fcntl.LOCK_EX)  # waits out a sweeper that opened it first (as above)
+                if self._lock < 0 or not (_names(self.path, self._lock) and _names(self.path, self._fd)):
+                    self._close_both()
         except OSError as exc:
+            if self._fd >= 0:  # ours: created, so removed
+                self.discard()
             raise write_error(target, exc) from exc
 
     @contextmanager
@@ -123,15 +203,23 @@ class StagedFile:
             raise
 
     def finish(self) -> None:
+        """Flush (when durable) and close; the file stays locked until :meth:`commit` or :meth:`release`."""
         with self._or_discard():
             if self._durable:
                 os.fsync(self._fd)
             fd, self._fd = self._fd, -1
             os.close(fd)
 
+    def release(self) -> None:
+        """Unlock a finished file and leave it where it is (a part: it lives on under its owner's lock)."""
+        lock, self._lock = self._lock, -1
+        if lock >= 0:
+            os.close(lock)
+
     def commit(self) -> None:
         with self._or_discard():
             os.replace(self.path, self.target)
+        self.release()
         try:
             dfd = os.open(self.target.parent, os.O_RDONLY)
             try:
@@ -141,13 +229,17 @@ class StagedFile:
         except OSError:
             pass
 
+    def _close_both(self) -> None:
+        for fd in (self._fd, self._lock):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._fd = self._lock = -1
+
     def discard(self) -> None:
-        if self._fd >= 0:
-            try:
-                os.close(self._fd)
-            except OSError:
-                pass
-            self._fd = -1
+        self._close_both()
         try:
             os.unlink(self.path)
         except OSError:
@@ -179,8 +271,9 @@ def write_atomic_group(items: Sequence[tuple[Path, bytes | Iterable[bytes]]]) ->
     """Write several files: all are staged, then renamed in order (only a failed rename leaves the earlier ones)."""
     staged: list[StagedFile] = []
     try:
+        for folder in sorted({target.parent for target, _ in items}):
+            remove_orphans(folder)
         for target, data in items:
-            clean_stale_temporaries(target)
             staged.append(StagedFile(target))
             staged[-1].write_all([data] if isinstance(data, bytes) else data)
     except BaseException:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from selection_core.errors import InvalidBatchError
+from selection_storage.atomic import TMP_SUFFIX, remove_orphans
 from selection_storage.paths import DATA_ROOT_ENV, EXTRACTED_LINES_SUFFIX, EXTRACTED_SUFFIX, selected_path
 
 BATCH_SUFFIXES = (EXTRACTED_SUFFIX, EXTRACTED_LINES_SUFFIX)
@@ -25,20 +27,34 @@ def is_stale(input_path: Path) -> bool:
     return is_outdated(selected_path(input_path), input_path.stat().st_mtime_ns)
 
 
-def find_batches(directory: Path) -> list[Path]:
-    """Every ``*_extracted.json(l)`` file under ``directory``, sorted; symlinked and hidden directories are skipped."""
+def _walk(directory: Path) -> Iterator[tuple[str, list[str]]]:
+    """Each folder under ``directory`` (symlinked and hidden ones skipped), with its file names."""
     if not directory.is_dir():
         raise InvalidBatchError(
             f"{directory}: not an existing directory; set the directory parameter "
             f"(or {DATA_ROOT_ENV}) to the folder that holds the batches"
         )
-    found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(directory, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        found.extend(Path(dirpath) / name for name in filenames if name.endswith(BATCH_SUFFIXES))
+        yield dirpath, filenames
+
+
+def find_batches(directory: Path) -> list[Path]:
+    """Every ``*_extracted.json(l)`` file under ``directory``, sorted; symlinked and hidden directories are skipped."""
+    found = [Path(d) / name for d, names in _walk(directory) for name in names if name.endswith(BATCH_SUFFIXES)]
     return sorted(found)
 
 
 def find_stale_batches(directory: str | os.PathLike[str]) -> list[Path]:
     """The ``*_extracted.json(l)`` files under ``directory`` whose ``_selected.json(l)`` is missing or older, sorted."""
     return [path for path in find_batches(Path(directory)) if is_stale(path)]
+
+
+def remove_orphans_under(directory: str | os.PathLike[str]) -> list[Path]:
+    """:func:`~selection_storage.atomic.remove_orphans` in every folder :func:`find_batches` walks; what it removed."""
+    return [
+        path
+        for d, names in _walk(Path(directory))
+        if any(n.endswith(TMP_SUFFIX) for n in names)
+        for path in remove_orphans(d)
+    ]

@@ -19,7 +19,7 @@ from selection_core.chunks import SelectedChunk, select_chunk
 from selection_core.evidence import MAX_CLOSEST_CALLS, ShownEvidence, merge_evidence
 from selection_core.formats import FORMATS, BatchFormat, format_of
 from selection_core.layout import Chunk, Layout, scan
-from selection_storage.atomic import StagedFile, clean_stale_temporaries, commit_in_order, process_alive, temporary_name
+from selection_storage.atomic import StagedFile, commit_in_order, process_alive, remove_orphans, temporary_name
 from selection_storage.files import FileIdentity, InputChangedError, open_input, read_error, read_span
 from selection_storage.paths import resolve_report_path, resolve_selected_path
 
@@ -152,14 +152,13 @@ def plan_jobs(
     report_path: Path | None,
     table_rows: int = 0,
     close_calls: int = 0,
-    parts: bool = False,
+    parts: str | None = None,
 ) -> list[ChunkJob]:
-    """The jobs of a planned batch, in order; with ``parts``, each writes part files (temporary files of the
-    output and report, owned by this process)."""
-    pid, host, token = os.getpid(), socket.gethostname(), secrets.token_hex(4)
+    """The jobs of a planned batch, in order; with ``parts`` (the token of this process's staged output and
+    report), each writes part files of them, which live as long as those are locked."""
 
     def part(target: Path | None, number: int) -> str | None:
-        return None if target is None or not parts else str(temporary_name(target, pid, f"{token}{number:08x}"))
+        return None if target is None or parts is None else str(temporary_name(target, parts, number))
 
     return [
         ChunkJob(
@@ -173,8 +172,8 @@ def plan_jobs(
             report_part=part(report_path, number),
             table_rows=table_rows,
             close_calls=close_calls,
-            owner_pid=pid,
-            owner_host=host,
+            owner_pid=os.getpid(),
+            owner_host=socket.gethostname(),
         )
         for number, chunk in enumerate(plan.layout.chunks)
     ]
@@ -203,7 +202,9 @@ def select_job(job: ChunkJob) -> SelectedChunk:
 
 def _write_part(target: Path, part: str, data: bytes) -> None:
     Path(part).unlink(missing_ok=True)  # a rerun of the same chunk (a retry, a worker lost by Dask) starts afresh
-    StagedFile(target, Path(part), durable=False).write_all([data])  # the joined file is fsynced
+    staged = StagedFile(target, Path(part), durable=False)  # the joined file is fsynced
+    staged.write_all([data])
+    staged.release()
 
 
 def discard_parts(jobs: Iterable[ChunkJob]) -> None:
@@ -219,9 +220,9 @@ class _Joiner:
     """The staged output (and report), to which the chunks are appended in order, hashed as written."""
 
     def __init__(self, plan: Plan, output_path: Path, report_path: Path | None) -> None:
-        for target in (output_path, report_path):
-            if target is not None:
-                clean_stale_temporaries(target)
+        for folder in sorted({t.parent for t in (output_path, report_path) if t is not None}):
+            remove_orphans(folder)
+        self.token = secrets.token_hex(8)  # of both staged files: their parts are named after them
         head, self._tail = plan.format.envelope_parts(plan.envelope, plan.layout.articles > 0)
         self._separator = plan.format.separator
         self._digest = hashlib.sha256()
@@ -237,7 +238,7 @@ class _Joiner:
             raise
 
     def _open(self, target: Path) -> StagedFile:
-        staged = StagedFile(target)
+        staged = StagedFile(target, temporary_name(target, self.token))
         self._files.append(staged)
         return staged
 
@@ -327,11 +328,13 @@ def select_file(
     plan = plan_batch(inp, workers, chunk_articles)
     shown = evidence_rows is not None
     table_rows = max(evidence_rows or 0, 0)
-    jobs = plan_jobs(plan, out, report, table_rows, MAX_CLOSEST_CALLS if shown else 0, parts=map_jobs is not None)
     joiner = _Joiner(plan, out, report)
     summary = sc.summarize(())
     found: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
+    jobs: list[ChunkJob] = []
     try:
+        parts = joiner.token if map_jobs is not None else None
+        jobs = plan_jobs(plan, out, report, table_rows, MAX_CLOSEST_CALLS if shown else 0, parts)
         for job, selected in zip(jobs, map_jobs(jobs) if map_jobs else map(select_job, jobs), strict=True):
             joiner.add(selected, job)
             summary = sc.merge_summaries((summary, selected.summary))

@@ -40,7 +40,10 @@ def check_paths(
 
 @task(name="find-stale-batches", **io_task_options())
 def find_stale_batches(directory: Path) -> list[Path]:
-    """The batches under ``directory``, sorted, whose ``_selected`` file is missing or older."""
+    """The batches under ``directory``, sorted, whose ``_selected`` file is missing or older; on the way, the staged
+    files there whose writer is gone are removed (and logged)."""
+    for orphan in directories.remove_orphans_under(directory):
+        run_logger().warning("Removed %s: a staged file whose writer is gone", orphan)
     return directories.find_stale_batches(directory)
 
 

@@ -137,13 +137,13 @@ def test_a_worker_that_outlives_its_flow_removes_its_own_parts(tmp_path: Path) -
     gone.wait()  # a process id that no longer exists: the killed flow
     plan = plan_batch(source, chunk_articles=50)
     report = tmp_path / "r.jsonl"
-    orphan = plan_jobs(plan, tmp_path / "out.json", report, parts=True)
+    orphan = plan_jobs(plan, tmp_path / "out.json", report, parts="0123456789abcdef")
     for job in orphan:
         job.owner_pid = gone.pid
     with pytest.raises(RuntimeError, match="is gone"):
         select_job(orphan[0])
     assert leftover_files(tmp_path, {source}) == []
-    live = plan_jobs(plan, tmp_path / "out.json", report, parts=True)  # this process: kept
+    live = plan_jobs(plan, tmp_path / "out.json", report, parts="0123456789abcdef")  # this process: kept
     select_job(live[0])
     assert len(leftover_files(tmp_path, {source})) == 2
     discard_parts(live)

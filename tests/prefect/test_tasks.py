@@ -56,7 +56,7 @@ def test_select_batch_refuses_invalid_batches(batch_factory, tmp_path: Path, raw
 
 def test_select_chunk_writes_its_parts(batch_factory, tmp_path: Path) -> None:
     path = batch_factory(n_articles=6)
-    jobs = plan_jobs(plan_batch(path, chunk_articles=4), tmp_path / "out.json", None, parts=True)
+    jobs = plan_jobs(plan_batch(path, chunk_articles=4), tmp_path / "out.json", None, parts="0123456789abcdef")
     selected = select_chunk.fn(jobs[1])
     assert selected.summary.articles == 2 and selected.output is None
     assert Path(jobs[1].output_part).exists()

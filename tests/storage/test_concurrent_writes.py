@@ -73,11 +73,11 @@ def test_two_writers_leave_one_complete_output(schedule: str, pair: tuple[Path, 
             procs[0].send_signal(signal.SIGSTOP)  # (a no-op if it has already exited)
     first = procs[0]
     # Stopped before its rename (else the schedule became a plain race):
-    paused_in_write = any(f".{first.pid}." in name for name in temporaries(d))
+    paused_in_write = any(f"-{first.pid}." in name for name in temporaries(d))
     if schedule == "first-paused-in-write":
         procs[1].wait()
         if paused_in_write:
-            assert any(f".{first.pid}." in name for name in temporaries(d)), (
+            assert any(f"-{first.pid}." in name for name in temporaries(d)), (
                 "a live writer's temporary file was removed"
             )
         first.send_signal(signal.SIGCONT)

@@ -18,6 +18,7 @@ unrelated file alone. ``scripts/crash_kill_loop.py`` runs the same trials 200 ti
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import signal
@@ -27,7 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.faultkit import SELECT_CMD, CrashRig, child_env, kill_delays, run_select, temporaries
+from selection_storage.atomic import HOST_TAG
+from tests.support.faultkit import SELECT_CMD, TMP_NAME, CrashRig, child_env, kill_delays, run_select, temporaries
 
 #: About 3 MB of articles: long enough for kills to spread over every phase, short
 #: enough for two dozen kills and their recovery runs to take about half a minute.
@@ -98,30 +100,33 @@ def test_a_killed_writer_leaves_a_temporary_file_that_the_next_run_removes(rig: 
         pytest.skip("five runs finished their write between two polls; nothing to clean")
     assert proc.returncode == -signal.SIGKILL
     assert rig.target.read_bytes() == rig.previous, "the previous output must stay in place until the rename"
-    assert caught[0].split(".")[-3] == str(proc.pid), "the temporary file is named after its writer's pid"
+    assert TMP_NAME.match(caught[0])["pid"] == str(proc.pid), "the temporary file is named after its writer's pid"
 
     assert rig.check_recovery() == []
     assert not (rig.dir / caught[0]).exists()
 
 
-def test_temporary_files_of_live_processes_and_lookalikes_are_kept(rig: CrashRig, tmp_path: Path) -> None:
-    """Only our own temporaries of dead writers are removed: not those of a live
-    process (it may still be writing), not other targets', not lookalikes."""
+def test_temporary_files_of_live_writers_and_lookalikes_are_kept(rig: CrashRig, tmp_path: Path) -> None:
+    """The next run removes every staged file of its directory whose writer is gone (its lock is free), for any
+    target; not one a live writer holds locked (it may still be writing), nor lookalikes."""
     rig.prepare("absent")
-    live = f".{rig.target.name}.{os.getpid()}.{'ab' * 8}.cs-tmp"
-    other_target = f".other_selected.json.{2**22 + 12345}.{'cd' * 8}.cs-tmp"
-    wrong_hex = f".{rig.target.name}.{2**22 + 12345}.XYZ.cs-tmp"
-    dead = f".{rig.target.name}.{2**22 + 12345}.{'ef' * 8}.cs-tmp"  # above pid_max's default
+    live = f".{rig.target.name}.{HOST_TAG}-{os.getpid()}.{'ab' * 8}.cs-tmp"
+    other_target = f".other_selected.json.{HOST_TAG}-{2**22 + 12345}.{'cd' * 8}.cs-tmp"
+    wrong_hex = f".{rig.target.name}.{HOST_TAG}-{2**22 + 12345}.XYZ.cs-tmp"
+    dead = f".{rig.target.name}.{HOST_TAG}-{os.getpid()}.{'ef' * 8}.cs-tmp"  # this pid, but nobody holds it
     for name in (live, other_target, wrong_hex, dead):
         (rig.dir / name).write_bytes(b"partial")
+    holder = os.open(rig.dir / live, os.O_RDONLY)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # what a live writer holds from creation to rename
     try:
         proc = run_select([rig.input])
         assert proc.returncode == 0, proc.stderr
         assert (rig.dir / live).exists()
-        assert (rig.dir / other_target).exists()
         assert (rig.dir / wrong_hex).exists()
+        assert not (rig.dir / other_target).exists()
         assert not (rig.dir / dead).exists()
         assert rig.target.read_bytes() == rig.reference
     finally:
+        os.close(holder)
         for name in (live, other_target, wrong_hex, dead):
             (rig.dir / name).unlink(missing_ok=True)

@@ -84,7 +84,7 @@ class DiskFault:
         raise OSError(self.err, os.strerror(self.err))
 
     def _open(self, path: Any, flags: int, mode: int = 0o777, *a: Any, **k: Any) -> int:
-        ours = bool(TMP_NAME.match(Path(os.fsdecode(path)).name))
+        ours = bool(TMP_NAME.match(Path(os.fsdecode(path)).name)) and bool(flags & (os.O_WRONLY | os.O_RDWR))
         if ours and self._fail("open"):
             self._raise()
         fd = self._real["open"](path, flags, mode, *a, **k)

@@ -185,7 +185,7 @@ def test_a_batch_refused_by_its_envelope_after_the_articles_selects_nothing(sour
 
 def test_a_chunk_of_a_file_changed_since_the_plan_is_refused(source: Path, tmp_path: Path) -> None:
     plan = plan_batch(source, chunk_articles=50)
-    jobs = plan_jobs(plan, tmp_path / "out.json", None, parts=True)
+    jobs = plan_jobs(plan, tmp_path / "out.json", None, parts="0123456789abcdef")
     source.write_bytes(source.read_bytes() + b" ")
     with pytest.raises(InputChangedError, match="changed while it was being read"):
         select_job(jobs[0])
@@ -194,7 +194,7 @@ def test_a_chunk_of_a_file_changed_since_the_plan_is_refused(source: Path, tmp_p
 
 def test_discard_parts_removes_what_exists_and_never_raises(source: Path, tmp_path: Path) -> None:
     plan = plan_batch(source, chunk_articles=30)
-    jobs = plan_jobs(plan, tmp_path / "out.json", tmp_path / "out.jsonl", parts=True)
+    jobs = plan_jobs(plan, tmp_path / "out.json", tmp_path / "out.jsonl", parts="0123456789abcdef")
     for job in jobs[:2]:
         select_job(job)
     assert len(leftover_files(tmp_path, {source})) == 4

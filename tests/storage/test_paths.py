@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 
 import pytest
 
 from selection_core.errors import OutputPathError, UnsafePathError
-from selection_storage.atomic import temporary_name
+from selection_storage.atomic import HOST_TAG, STAGED_NAME, temporary_name
 from selection_storage.paths import (
     DATA_ROOT_ENV,
     confine,
@@ -89,8 +91,11 @@ def test_confine_refuses_malformed_paths(root_with_outside: tuple[Path, Path], b
 def test_default_and_temporary_names() -> None:
     assert selected_path("data/batch_extracted.json").as_posix() == "data/batch_extracted_selected.json"
     assert selected_path("data/batch_extracted.jsonl").as_posix() == "data/batch_extracted_selected.jsonl"
-    name = temporary_name(Path("out/batch.json"), 42, "0123456789abcdef")
-    assert name.as_posix() == "out/.batch.json.42.0123456789abcdef.cs-tmp"
+    name = temporary_name(Path("out/batch.json"), "0123456789abcdef")
+    assert name.as_posix() == f"out/.batch.json.{HOST_TAG}-{os.getpid()}.0123456789abcdef.cs-tmp"
+    part = temporary_name(Path("out/batch.json"), "0123456789abcdef", 10)
+    assert part.name.endswith(".0123456789abcdef-0000000a.cs-tmp")
+    assert STAGED_NAME.match(name.name)["part"] is None and STAGED_NAME.match(part.name)["part"] == "0000000a"
 
 
 def test_name_once() -> None:

@@ -27,7 +27,7 @@ import orjson
 from tests.support import ROOT
 
 #: How ``selection_storage.atomic.write_atomic`` names its temporary files.
-TMP_NAME = re.compile(r"\A\.(?P<target>.+)\.(?P<pid>\d+)\.[0-9a-f]{16}\.cs-tmp\Z")
+TMP_NAME = re.compile(r"\A\.(?P<target>.+)\.[0-9a-f]{8}-(?P<pid>\d+)\.[0-9a-f]{16}(-[0-9a-f]{8})?\.cs-tmp\Z")
 
 #: Exit statuses of ``selection_core.errors`` (repeated here on purpose: a test
 #: that imported them could not notice that they changed).
