@@ -7,6 +7,7 @@ from content_selection.events import (
     BATCH_EXTRACTED_EVENT,
     BATCH_PATH_LABEL,
     BATCH_RESOURCE_PREFIX,
+    EventNotDeliveredError,
     batch_extracted_resource,
     batch_extracted_trigger,
     emit_batch_extracted,
@@ -19,6 +20,7 @@ __all__ = [
     "FLOW_COMPLETED_EVENT",
     "batch_extracted_resource",
     "batch_extracted_trigger",
+    "EventNotDeliveredError",
     "emit_batch_extracted",
     "flow_completed_trigger",
 ]

@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 from typing import Any, Final
 
-from prefect.events import DeploymentEventTrigger, emit_event
-from prefect.events.schemas.events import Event
+from prefect.events import DeploymentEventTrigger
+from prefect.events.schemas.events import Event, RelatedResource
 
 __all__ = [
     "BATCH_EXTRACTED_EVENT",
     "BATCH_PATH_LABEL",
     "BATCH_RESOURCE_PREFIX",
+    "EventNotDeliveredError",
     "INPUT_PATH_TEMPLATE",
     "TRIGGER_NAME",
     "batch_extracted_resource",
@@ -47,18 +48,49 @@ def batch_extracted_resource(path: str | os.PathLike[str]) -> dict[str, str]:
     }
 
 
-def emit_batch_extracted(path: str | os.PathLike[str], **payload: Any) -> Event | None:
-    """Announce, last in the upstream flow, that the batch at ``path`` is completely written.
+class EventNotDeliveredError(RuntimeError):
+    """The server did not confirm that it has the event: emit it again (a task's retries do), or let the scheduled
+    scan select the batch."""
 
-    ``payload``: extra JSON-able fields (the selection run reads only the path). Returns the emitted event
-    (related to the current flow run, if any), or None when events are disabled.
+
+def emit_batch_extracted(path: str | os.PathLike[str], **payload: Any) -> Event:
+    """Announce, last in the upstream flow, that the batch at ``path`` is completely written; return the event
+    once the server has confirmed it has it.
+
+    ``payload``: extra JSON-able fields (the selection run reads only the path). The event is related to the
+    current flow run, if any. Call it in a task with retries: a failure raises, so the retries emit it again.
+
+    Raises:
+        EventNotDeliveredError: the server could not be reached or refused the event (one line, the batch named).
     """
     resource = batch_extracted_resource(path)
-    return emit_event(
-        event=BATCH_EXTRACTED_EVENT,
-        resource=resource,
-        payload={**payload, "path": resource[BATCH_PATH_LABEL]},
+    event = Event(
+        event=BATCH_EXTRACTED_EVENT, resource=resource, payload={**payload, "path": resource[BATCH_PATH_LABEL]}
     )
+    from prefect.utilities.asyncutils import run_coro_as_sync
+
+    try:
+        run_coro_as_sync(_post(event))
+    except Exception as exc:  # noqa: BLE001 - every way of not confirming is the one error
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise EventNotDeliveredError(
+            f"{resource[BATCH_PATH_LABEL]}: the Prefect server did not confirm {BATCH_EXTRACTED_EVENT} "
+            f"({type(exc).__name__}: {reason[:300]}); emit it again once the server at PREFECT_API_URL answers, "
+            "or the scheduled scan selects the batch"
+        ) from exc
+    return event
+
+
+async def _post(event: Event) -> None:
+    """POST the event to the server's events endpoint, which answers once it has it (not the fire-and-forget
+    websocket of ``prefect.events.emit_event``)."""
+    from prefect.client.orchestration import get_client
+    from prefect.events.related import related_resources_from_run_context
+
+    async with get_client() as client:
+        related: list[RelatedResource] = await related_resources_from_run_context(client)
+        event.related = related
+        await client.request("POST", "/events", json=[event.model_dump(mode="json")])
 
 
 def batch_extracted_trigger(*, enabled: bool = True) -> DeploymentEventTrigger:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
 from prefect.client.schemas.schedules import CronSchedule
 from prefect.types.entrypoint import EntrypointType
 
@@ -12,6 +13,7 @@ from deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
 from flows.extract_and_select import extract_and_select
 from flows.extract_articles import extract_articles
 from flows.extract_inbox import extract_inbox
+from flows.runners import process_workers
 from flows.select_content import select_content
 from flows.select_directory import select_directory
 
@@ -32,6 +34,11 @@ def check_after_flow(flow_name: str, parameter: str) -> None:
     flow_completed_trigger(flow_name, parameter)  # checks the name and the parameter
 
 
+def queued(limit: int) -> ConcurrencyLimitConfig:
+    """At most ``limit`` runs of a deployment at once; the others wait their turn (never dropped, never forked)."""
+    return ConcurrencyLimitConfig(limit=limit, collision_strategy=ConcurrencyLimitStrategy.ENQUEUE)
+
+
 def build_deployments(
     *,
     data_root: str | None = None,
@@ -40,6 +47,7 @@ def build_deployments(
     cron: str = DEFAULT_CRON,
     timezone: str = DEFAULT_TIMEZONE,
     after_flow: tuple[str, str] | None = None,
+    concurrency_limit: int | None = None,
 ) -> list[RunnerDeployment]:
     """Build the stage's deployments, their flows referenced by module path (the project must be importable).
 
@@ -48,6 +56,9 @@ def build_deployments(
         directory, inbox: Folders the scheduled selection and extraction scan; None for their defaults.
         after_flow: ``(flow name, path parameter)`` of an upstream flow whose completed runs start
             ``select-content/after-flow``; None for no such deployment.
+        concurrency_limit: Most runs of the triggered (and after-flow) deployment at once, everywhere; extra
+            runs queue. None: this machine's cores. The scheduled scans run one at a time (a second scan at
+            once would select the same batches), their extra runs queued too.
 
     Raises:
         ValueError: an invalid cron expression or time zone, or an invalid ``after_flow``.
@@ -61,6 +72,8 @@ def build_deployments(
     scheduled_parameters = {**root_parameter, **({"directory": directory} if directory else {})}
     inbox_parameters = {**root_parameter, **({"inbox": inbox} if inbox else {})}
     schedule = CronSchedule(cron=cron, timezone=timezone)
+    one_at_a_time = queued(1)
+    triggered_limit = queued(concurrency_limit or process_workers())
 
     manual = select_content.to_deployment(
         name="manual",
@@ -72,7 +85,7 @@ def build_deployments(
         description="Select every *_extracted.json under the data root whose _selected.json is missing or older.",
         schedule=schedule,
         parameters=scheduled_parameters,
-        concurrency_limit=1,
+        concurrency_limit=one_at_a_time,
         **common,
     )
     triggered = select_content.to_deployment(
@@ -80,6 +93,7 @@ def build_deployments(
         description="Select a batch when the upstream extraction flow emits content-selection.batch.extracted.",
         parameters={**root_parameter, "require_data_root": True},
         triggers=[batch_extracted_trigger()],
+        concurrency_limit=triggered_limit,
         **common,
     )
     extract_manual = extract_articles.to_deployment(
@@ -92,7 +106,7 @@ def build_deployments(
         description="Extract every page set in the inbox that has no up-to-date batch; each batch is then selected.",
         schedule=schedule,
         parameters=inbox_parameters,
-        concurrency_limit=1,
+        concurrency_limit=one_at_a_time,
         **common,
     )
     deployments = [manual, scheduled, triggered, extract_manual, extract_scheduled]
@@ -105,6 +119,7 @@ def build_deployments(
                 description="Select the batch an upstream flow wrote, when its run completes.",
                 parameters={**root_parameter, "require_data_root": True},
                 triggers=[flow_completed_trigger(flow_name, parameter)],
+                concurrency_limit=triggered_limit,
                 **common,
             )
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from prefect import flow
+from prefect import flow, task
 from prefect.utilities.annotations import opaque
 from pydantic import BaseModel, Field
 
@@ -50,6 +50,7 @@ from tasks.extract import (
     write_extracted_batch,
 )
 from tasks.logs import run_logger
+from tasks.options import api_task_options
 from tasks.progress import artifact_progress
 
 
@@ -141,6 +142,13 @@ def extract_and_write(
     return result, written
 
 
+@task(name="announce-batch", **api_task_options())
+def announce_batch(path: str, articles: int, sha256: str) -> None:
+    """Emit ``content-selection.batch.extracted`` for the written batch; a server that does not confirm it fails
+    the task, whose retries emit it again (then the run fails, and the scheduled scan selects the batch)."""
+    emit_batch_extracted(path, articles=articles, sha256=sha256)
+
+
 @flow(
     name="extract-articles",
     flow_run_name=run_namer("extract", "pages", "pages"),
@@ -183,8 +191,8 @@ def extract_articles(
         paths, pages, time_limit_seconds, workers, pages_per_chunk, runner, max_table_rows
     )
     if emit_event:
-        emit_batch_extracted(written.path, articles=result.stats.pages, sha256=written.sha256)
-        logger.info("Announced %s (content-selection.batch.extracted)", written.path)
+        announce_batch(str(written.path), result.stats.pages, written.sha256)
+        logger.info("Announced %s (content-selection.batch.extracted, confirmed by the server)", written.path)
     record = record_path(written.path)
     summary = ExtractionRunSummary(
         pages_path=str(paths.pages),

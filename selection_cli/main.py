@@ -11,7 +11,7 @@ from selection_cli.explain import add_explain_arguments, explain_command
 from selection_cli.extract import add_extract_arguments, add_pipeline_arguments, extract_command, pipeline_command
 from selection_cli.run import add_run_arguments, run_command
 from selection_cli.select import add_select_arguments, select_command
-from selection_cli.serve import add_serve_arguments, serve_command
+from selection_cli.serve import add_automations_arguments, add_serve_arguments, automations_command, serve_command
 from selection_core import __version__
 from selection_core.errors import EXIT_INTERNAL, SelectionError
 
@@ -22,6 +22,7 @@ COMMAND_HELP = {
     "pipeline": "extract pages, then select (the flow extract-and-select)",
     "serve": "serve the deployments of the selection and the extraction from this process",
     "explain": "explain one article's decision, in words",
+    "automations": "create or update the automations that find dead runs and run them again (serve does it too)",
 }
 
 
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("pipeline", add_pipeline_arguments, pipeline_command),
         ("serve", add_serve_arguments, serve_command),
         ("explain", add_explain_arguments, explain_command),
+        ("automations", add_automations_arguments, automations_command),
     ):
         add_arguments(sub.add_parser(name, help=COMMAND_HELP[name])).set_defaults(func=command)
     return parser

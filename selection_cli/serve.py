@@ -9,8 +9,6 @@ import sys
 from deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
 from selection_storage.paths import DATA_ROOT_ENV, data_root_in_force
 
-PROG = "content-selection serve"
-
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the options of ``serve`` to ``parser``."""
@@ -39,7 +37,17 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     parser.add_argument(
         "--timezone", default=DEFAULT_TIMEZONE, help=f"time zone of --cron (default: {DEFAULT_TIMEZONE})"
     )
-    parser.add_argument("--limit", type=int, default=None, metavar="N", help="most flow runs at the same time")
+    parser.add_argument(
+        "--limit", type=int, default=None, metavar="N", help="most flow runs this process runs at the same time"
+    )
+    parser.add_argument(
+        "--concurrency-limit",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="most runs of the triggered selection at once, on every process serving it; extra runs queue "
+        "(default: this machine's cores)",
+    )
     parser.add_argument(
         "--after-flow",
         metavar="NAME",
@@ -60,13 +68,8 @@ def serve_command(args: argparse.Namespace) -> int:
         _error("--after-flow NAME and --path-parameter PARAM go together; give both, or neither")
         return 2
 
-    from prefect.settings import PREFECT_API_URL
 
-    if not PREFECT_API_URL.value():
-        _error(
-            "PREFECT_API_URL is not set; start a server (prefect server start) and "
-            "set PREFECT_API_URL=http://127.0.0.1:4200/api"
-        )
+    if not _api_url_set():
         return 2
     try:
         in_force = data_root_in_force(args.data_root, "--data-root")
@@ -98,6 +101,7 @@ def serve_command(args: argparse.Namespace) -> int:
             cron=cron,
             timezone=timezone,
             after_flow=upstream,
+            concurrency_limit=args.concurrency_limit,
         )
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
         errors = getattr(exc, "errors", None)
@@ -107,8 +111,12 @@ def serve_command(args: argparse.Namespace) -> int:
     try:
         from prefect import serve
 
+        from deployments.automations import HEARTBEAT_SECONDS, apply_automations
+
+        for line in apply_automations():
+            print(line, file=sys.stderr)
         os.environ[DATA_ROOT_ENV] = str(in_force.path)  # the served runs are subprocesses: they inherit it
-        serve(*deployments, limit=args.limit)
+        serve(*deployments, limit=args.limit, heartbeat_seconds=HEARTBEAT_SECONDS)
     except Exception as exc:  # noqa: BLE001 - e.g. the API cannot be reached; one line, no traceback
         text = " ".join(str(exc).split())
         _error(f"serving stopped: {type(exc).__name__}: {text} (is the server at PREFECT_API_URL running?)")
@@ -116,5 +124,47 @@ def serve_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _error(message: str) -> None:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
+def add_automations_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``automations`` takes no options: it applies ``deployments/automations.yaml``."""
+    return parser
+
+
+def automations_command(args: argparse.Namespace) -> int:
+    """Create or update the stage's automations on the server at ``PREFECT_API_URL`` (``serve`` does it too)."""
+    if not _api_url_set():
+        return 2
+    from deployments.automations import apply_automations
+
+    try:
+        for line in apply_automations():
+            print(line)
+    except Exception as exc:  # noqa: BLE001 - e.g. the API cannot be reached; one line, no traceback
+        _error(f"automations not applied: {type(exc).__name__}: {' '.join(str(exc).split())}", "automations")
+        return 1
+    return 0
+
+
+def _api_url_set() -> bool:
+    from prefect.settings import PREFECT_API_URL
+
+    if not PREFECT_API_URL.value():
+        _error(
+            "PREFECT_API_URL is not set; start a server (prefect server start) and "
+            "set PREFECT_API_URL=http://127.0.0.1:4200/api"
+        )
+        return False
+    return True
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return value
+
+
+def _error(message: str, command: str = "serve") -> None:
+    print(f"content-selection {command}: error: {message}", file=sys.stderr)

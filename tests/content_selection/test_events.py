@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import http.server
+import json
+import socket
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
 
 from content_selection.events import (
     BATCH_EXTRACTED_EVENT,
     BATCH_PATH_LABEL,
     INPUT_PATH_TEMPLATE,
+    EventNotDeliveredError,
     batch_extracted_resource,
     batch_extracted_trigger,
     emit_batch_extracted,
@@ -26,20 +35,86 @@ def test_event_resource_names_the_batch_path_as_sent(tmp_path: Path) -> None:
     }
 
 
-def test_emit_batch_extracted_sends_the_contract_event(mocker, tmp_path: Path, monkeypatch) -> None:
-    emit = mocker.patch("content_selection.events.emit_event", return_value=None)
+class _EventsEndpoint(http.server.BaseHTTPRequestHandler):
+    """A stand-in for the server's ``POST /api/events``: records each body and answers ``status``."""
+
+    bodies: ClassVar[list[Any]] = []
+    status: ClassVar[int] = 204
+
+    def do_POST(self) -> None:  # noqa: N802 - the handler's name
+        length = int(self.headers["Content-Length"])
+        type(self).bodies.append((self.path, json.loads(self.rfile.read(length))))
+        self.send_response(type(self).status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_GET(self) -> None:  # noqa: N802 - the client's version check on entering
+        import prefect
+
+        body = json.dumps(prefect.__version__ if self.path.endswith("/admin/version") else None).encode()
+        self.send_response(200 if self.path.endswith("/admin/version") else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def endpoint(monkeypatch) -> Iterator[type[_EventsEndpoint]]:
+    """A loopback HTTP server as PREFECT_API_URL."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    _EventsEndpoint.bodies, _EventsEndpoint.status = [], 204
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EventsEndpoint)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with temporary_settings(updates={PREFECT_API_URL: f"http://127.0.0.1:{httpd.server_port}/api"}):
+            yield _EventsEndpoint
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_emit_batch_extracted_posts_the_contract_event_and_returns_once_confirmed(
+    endpoint, tmp_path: Path, monkeypatch
+) -> None:
     monkeypatch.chdir(tmp_path)
-    emit_batch_extracted("b_extracted.json", articles=3)
+    event = emit_batch_extracted("b_extracted.json", articles=3)
     absolute = str(tmp_path / "b_extracted.json")
-    emit.assert_called_once_with(
-        event=BATCH_EXTRACTED_EVENT,
-        resource={
-            "prefect.resource.id": f"content-selection.batch.{absolute}",
-            "prefect.resource.name": "b_extracted.json",
-            BATCH_PATH_LABEL: absolute,
-        },
-        payload={"articles": 3, "path": absolute},
-    )
+    [(path, body)] = endpoint.bodies
+    assert path == "/api/events" and len(body) == 1
+    assert body[0]["event"] == BATCH_EXTRACTED_EVENT == event.event
+    assert body[0]["resource"] == {
+        "prefect.resource.id": f"content-selection.batch.{absolute}",
+        "prefect.resource.name": "b_extracted.json",
+        BATCH_PATH_LABEL: absolute,
+    }
+    assert body[0]["payload"] == {"articles": 3, "path": absolute}
+    assert body[0]["id"] == str(event.id)
+
+
+def test_an_event_the_server_refuses_raises_one_line_naming_the_batch(endpoint, tmp_path: Path) -> None:
+    endpoint.status = 422
+    with pytest.raises(EventNotDeliveredError) as caught:
+        emit_batch_extracted(tmp_path / "b_extracted.json")
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"{tmp_path / 'b_extracted.json'}: the Prefect server did not")
+    assert "422" in message
+
+
+def test_an_event_emitted_while_the_server_is_down_raises(tmp_path: Path) -> None:
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with temporary_settings(updates={PREFECT_API_URL: f"http://127.0.0.1:{port}/api"}):
+        with pytest.raises(EventNotDeliveredError, match="ConnectError.*the scheduled scan selects the batch"):
+            emit_batch_extracted(tmp_path / "b_extracted.json")
 
 
 def test_trigger_matches_the_event_and_templates_the_path() -> None:

@@ -15,6 +15,7 @@ from prefect.utilities.schema_tools import ValidationError, validate
 
 from content_selection import flow_completed_trigger
 from content_selection.events import batch_extracted_trigger
+from deployments.automations import AUTOMATIONS_FILE, HEARTBEAT_SECONDS, load_automations
 from deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
 from deployments.definitions import build_deployments
 from tests.support import ROOT
@@ -81,7 +82,7 @@ def test_the_inbox_deployment_runs_one_at_a_time_on_the_schedule(served: dict[st
     inbox = served["extract-scheduled"]
     (schedule,) = inbox.schedules
     assert schedule.schedule.cron == DEFAULT_CRON and schedule.schedule.timezone == DEFAULT_TIMEZONE
-    assert inbox.concurrency_limit == 1
+    assert inbox.concurrency_limit == 1 and inbox.concurrency_options.collision_strategy == "ENQUEUE"
     assert inbox.parameters == {"data_root": "/data/batches"}
     assert served["extract-manual"].parameters == {} and served["extract-manual"].schedules == []
     built = by_key(build_deployments(data_root="/r", inbox="/r/drop", cron="0 * * * *"))
@@ -182,7 +183,10 @@ def assert_agrees(spec: dict[str, Any], deployment: Any) -> None:
     assert (spec.get("parameters") or {}) == deployment.parameters
     assert spec["description"] == deployment.description
     assert sorted(spec["tags"]) == sorted(deployment.tags)
-    assert spec.get("concurrency_limit") == deployment.concurrency_limit
+    limit = spec.get("concurrency_limit")
+    assert (limit or {}).get("limit") == deployment.concurrency_limit
+    if limit is not None:
+        assert limit["collision_strategy"] == deployment.concurrency_options.collision_strategy.value == "ENQUEUE"
     yaml_triggers = [DeploymentEventTrigger.model_validate(t) for t in spec.get("triggers") or []]
     assert yaml_triggers == deployment.triggers
     yaml_crons = [(s["cron"], s["timezone"]) for s in spec.get("schedules") or []]
@@ -190,7 +194,7 @@ def assert_agrees(spec: dict[str, Any], deployment: Any) -> None:
 
 
 def test_prefect_yaml_agrees_with_serve() -> None:
-    served = by_key(build_deployments())
+    served = by_key(build_deployments(concurrency_limit=2))  # prefect.yaml's stated limit, for 2 cores
     yaml_keys = []
     for spec in yaml_deployments():
         key = (load_entrypoint(spec["entrypoint"]).name, spec["name"])
@@ -216,7 +220,8 @@ def test_the_commented_completion_block_agrees_with_serve_after_flow() -> None:
     config = yaml.safe_load(f"{head}{indented}\n")
     (spec,) = [d for d in config["deployments"] if d["name"] == "after-flow"]
     PrefectYamlModel.model_validate(config)
-    (deployment,) = [d for d in build_deployments(after_flow=("crawl-news", "output_path")) if d.name == "after-flow"]
+    built = build_deployments(after_flow=("crawl-news", "output_path"), concurrency_limit=2)
+    (deployment,) = [d for d in built if d.name == "after-flow"]
     assert_agrees(spec, deployment)
     assert spec["work_pool"]["name"] == "local-process" and spec["enforce_parameter_schema"] is True
 
@@ -276,3 +281,32 @@ def test_serve_refuses_what_it_cannot_serve(capsys, args: list[str], message: st
         assert main(["serve", *args]) != 0
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err
+
+
+# --- the automations that find dead runs and run them again ----------------------------------
+
+
+def test_the_automations_file_is_valid_and_acts_on_the_stages_runs_only() -> None:
+    crash, rerun = load_automations()
+    assert crash.name == "content-selection-crash-silent-runs" and rerun.name == "content-selection-rerun-crashed-runs"
+    tag = {"prefect.resource.role": "tag", "prefect.resource.id": "prefect.tag.content-selection"}
+    assert crash.trigger.match_related.model_dump() == tag
+    assert [m.model_dump() for m in rerun.trigger.match_related] == [tag, {"prefect.resource.role": "deployment"}]
+    assert all("content-selection" in d.tags for d in build_deployments())  # every run of the stage has the tag
+    # Dead after three missed heartbeats, marked Crashed; then rescheduled, the same run with its parameters.
+    assert crash.trigger.posture == "Proactive" and crash.trigger.within.total_seconds() == 3 * HEARTBEAT_SECONDS
+    assert crash.trigger.after == {"prefect.flow-run.heartbeat"}
+    assert {"prefect.flow-run.Completed", "prefect.flow-run.Failed"} <= crash.trigger.expect
+    assert [(a.type, a.state.value) for a in crash.actions] == [("change-flow-run-state", "CRASHED")]
+    assert rerun.trigger.expect == {"prefect.flow-run.Crashed"}
+    assert rerun.trigger.match.model_dump()["prefect.run-count"] == ["0", "1", "2"]  # at most 2 re-runs
+    assert [(a.type, a.state.value, a.name) for a in rerun.actions] == [
+        ("change-flow-run-state", "SCHEDULED", "AwaitingRetry")
+    ]
+
+
+def test_prefect_yaml_runs_send_the_heartbeats_the_automation_waits_for() -> None:
+    pool = load_prefect_yaml()["definitions"]["work_pools"]["local_process"]
+    assert pool["job_variables"]["env"]["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"] == str(HEARTBEAT_SECONDS)
+    assert all(spec["work_pool"] == pool for spec in yaml_deployments())
+    assert AUTOMATIONS_FILE.exists() and "content-selection automations" in PREFECT_YAML.read_text(encoding="utf-8")

@@ -1,0 +1,44 @@
+"""The stage's automations (``automations.yaml``): find dead runs, mark them Crashed, run them again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from prefect.events.schemas.automations import AutomationCore
+
+#: The one definition of the automations, read by ``serve`` and by ``content-selection automations``.
+AUTOMATIONS_FILE: Final[Path] = Path(__file__).with_name("automations.yaml")
+
+#: Seconds between a run's heartbeats; the crash automation waits three of them.
+HEARTBEAT_SECONDS: Final[int] = 30
+
+
+def load_automations(path: Path = AUTOMATIONS_FILE) -> list[AutomationCore]:
+    """The automations of ``path``, validated as the server will (``ValueError`` for an invalid file)."""
+    import yaml
+    from prefect.events.schemas.automations import AutomationCore
+
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return [AutomationCore.model_validate(entry) for entry in data["automations"]]
+
+
+def apply_automations(path: Path = AUTOMATIONS_FILE) -> list[str]:
+    """Create each automation of ``path`` on the server at ``PREFECT_API_URL``, or update the one of that name
+    (so running it again changes nothing); one line per automation, saying which."""
+    from prefect import get_client
+
+    done: list[str] = []
+    with get_client(sync_client=True) as client:
+        for automation in load_automations(path):
+            existing = client.read_automations_by_name(automation.name)
+            if existing:
+                for extra in existing[1:]:  # one of each name
+                    client.delete_automation(extra.id)
+                client.update_automation(existing[0].id, automation)
+                done.append(f"updated automation {automation.name}")
+            else:
+                client.create_automation(automation)
+                done.append(f"created automation {automation.name}")
+    return done
