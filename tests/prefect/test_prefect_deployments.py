@@ -295,7 +295,7 @@ def test_the_automations_file_is_valid_and_acts_on_the_stages_runs_only() -> Non
     assert all("content-selection" in d.tags for d in build_deployments())  # every run of the stage has the tag
     # Dead after three missed heartbeats, marked Crashed; then rescheduled, the same run with its parameters.
     assert crash.trigger.posture == "Proactive" and crash.trigger.within.total_seconds() == 3 * HEARTBEAT_SECONDS
-    assert crash.trigger.after == {"prefect.flow-run.heartbeat"}
+    assert crash.trigger.after == {f"prefect.flow-run.{s}" for s in ("Pending", "Submitting", "Running", "heartbeat")}
     assert {"prefect.flow-run.Completed", "prefect.flow-run.Failed"} <= crash.trigger.expect
     assert [(a.type, a.state.value) for a in crash.actions] == [("change-flow-run-state", "CRASHED")]
     assert rerun.trigger.expect == {"prefect.flow-run.Crashed"}

@@ -143,6 +143,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         PREFECT_HOME=str(home),
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
         PREFECT_SERVER_UI_ENABLED="false",
+        # A run queued behind a concurrency limit asks for a slot again after this long (30 s by default).
+        PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS="2",
         PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
     )
     process = start(

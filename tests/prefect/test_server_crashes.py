@@ -1,0 +1,201 @@
+"""The deployed chain under crashes, on the session's real server: no stuck run, no orphaned file, bounded load.
+
+1. ``content-selection serve`` is SIGKILLed (its whole process group: the flow-run process dies with it)
+   while a triggered selection runs. The run's heartbeats stop; the stage's automation marks it Crashed,
+   which frees the deployment's one concurrency slot (a second batch, queued behind it, then runs); the
+   re-run automation schedules the same run again; a restarted ``serve`` runs it to the right bytes, and
+   removes the staged file the killed run left.
+2. A burst of events for as many batches runs under the triggered deployment's concurrency limit: never
+   more runs at once than the limit, one run per batch, every output right.
+3. ``emit_batch_extracted`` against a server that does not answer fails the emitter, in one line.
+
+Every wait is bounded; no assertion depends on how long anything took (the times are printed).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from content_selection.events import BATCH_EXTRACTED_EVENT
+from tests.support import ROOT
+from tests.support.faultkit import TMP_NAME, synthetic_batch
+from tests.support.prefect_fixtures import expected_output, free_port, leftover_files
+from tests.support.prefect_server import SERVE_START_SECONDS, Server, run, start, stop, wait_until
+
+pytestmark = [pytest.mark.server, pytest.mark.slow]
+
+SMALL_BATCH = ROOT / "tests" / "data" / "aeb_batch_extracted.json"
+
+#: About 5 s of selection in a flow run: long enough to be killed while it runs.
+BIG_BATCH_BYTES = 60_000_000
+
+#: Heartbeats every 30 s, dead after 90 s without one, then re-run: the whole recovery takes 2-3 minutes.
+RECOVERY_SECONDS = 420
+
+BURST = 30
+BURST_LIMIT = 2
+
+EMIT_EACH_ARGUMENT = (
+    "import sys\nfrom content_selection import emit_batch_extracted\nfor p in sys.argv[1:]: emit_batch_extracted(p)"
+)
+
+
+def _serve(server: Server, data_root: Path, log: str, limit: int) -> subprocess.Popen[bytes]:
+    args = ["serve", "--data-root", str(data_root), "--cron", "0 3 1 1 *", "--concurrency-limit", str(limit)]
+    return start([sys.executable, "-m", "selection_cli.main", *args], server.env, server.logs / log)
+
+
+def _wait_registered(server: Server, process: subprocess.Popen[bytes], data_root: Path, log: str) -> None:
+    def registered() -> bool:
+        assert process.poll() is None, (server.logs / log).read_text()[-3000:]
+        triggered = server.deployment("select-content/triggered")
+        names = {a.name for a in server.automations()}
+        return (
+            triggered is not None
+            and triggered.parameters.get("data_root") == str(data_root.resolve())
+            and {"content-selection-crash-silent-runs", "content-selection-rerun-crashed-runs"} <= names
+        )
+
+    wait_until("serve to register the deployments and the automations", registered, SERVE_START_SECONDS)
+
+
+@pytest.fixture
+def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("crash-root").resolve()
+
+
+@pytest.fixture
+def serving(server: Server, data_root: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """The serve processes a test starts (stopped at its end, whatever happened)."""
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        yield processes
+    finally:
+        for process in processes:
+            stop(process)
+
+
+def _run_on(server: Server, path: Path) -> Any | None:
+    runs = [r for r in server.flow_runs("select-content/triggered") if r.parameters.get("input_path") == str(path)]
+    assert len(runs) <= 1, f"{len(runs)} runs for {path}: an event started more than one"
+    return runs[0] if runs else None
+
+
+def _states(server: Server, flow_run_id: Any) -> list[Any]:
+    with server.client() as client:
+        return client.read_flow_run_states(flow_run_id)
+
+
+def test_a_run_killed_with_serve_is_marked_crashed_and_run_again_to_the_same_bytes(
+    server: Server, data_root: Path, serving: list[subprocess.Popen[bytes]]
+) -> None:
+    big = data_root / "big_extracted.json"
+    big.write_bytes(synthetic_batch(BIG_BATCH_BYTES))
+    small = data_root / "small_extracted.json"
+    small.write_bytes(SMALL_BATCH.read_bytes())
+    serving.append(_serve(server, data_root, "crash-serve-1.log", limit=1))
+    _wait_registered(server, serving[-1], data_root, "crash-serve-1.log")
+
+    run([sys.executable, "-c", EMIT_EACH_ARGUMENT, str(big)], server.env)
+    running = wait_until(
+        "the selection of the big batch to run",
+        lambda: (r := _run_on(server, big)) is not None and r.state.is_running() and r,
+        RECOVERY_SECONDS,
+        interval=0.2,
+    )
+    os.killpg(serving[-1].pid, signal.SIGKILL)  # serve and the flow-run process under it
+    serving[-1].wait()
+    killed = time.monotonic()
+    assert not (data_root / "big_extracted_selected.json").exists()
+
+    # The slot is held by a dead run (limit 1): this batch waits until the dead run is marked Crashed.
+    run([sys.executable, "-c", EMIT_EACH_ARGUMENT, str(small)], server.env)
+    serving.append(_serve(server, data_root, "crash-serve-2.log", limit=1))
+    _wait_registered(server, serving[-1], data_root, "crash-serve-2.log")
+
+    final = wait_until(
+        "the killed run to be marked Crashed and run again to the end",
+        lambda: (r := _run_on(server, big)) is not None and r.state.is_final() and r,
+        RECOVERY_SECONDS,
+        interval=1,
+    )
+    states = _states(server, running.id)
+    crashed = [s for s in states if s.is_crashed()]
+    assert final.id == running.id and final.state.is_completed(), final.state.message
+    assert final.run_count == 2 and final.parameters == running.parameters  # the same run, the same parameters
+    assert len(crashed) == 1 and "No heartbeat for 90 s" in (crashed[0].message or "")
+    assert any(
+        s.name == "AwaitingRetry" and "content-selection-rerun-crashed-runs" in (s.message or "") for s in states
+    )
+    assert (data_root / "big_extracted_selected.json").read_bytes() == expected_output(big)
+
+    small_run = wait_until(
+        "the queued batch to be selected", lambda: (r := _run_on(server, small)) and r.state.is_final() and r, 120
+    )
+    assert small_run.state.is_completed(), small_run.state.message
+    assert (data_root / "small_extracted_selected.json").read_bytes() == expected_output(small)
+    crashed_at = crashed[0].timestamp.timestamp()
+    print(
+        f"\nkilled -> Crashed in about {crashed_at - (time.time() - (time.monotonic() - killed)):.0f} s; "
+        f"the queued batch started {small_run.start_time.timestamp() - crashed_at:+.0f} s after the slot was freed"
+    )
+    assert small_run.start_time.timestamp() >= crashed_at - 1, "the queued run ran while the dead run held the slot"
+    outputs = {big, small, data_root / "big_extracted_selected.json", data_root / "small_extracted_selected.json"}
+    assert leftover_files(data_root, outputs) == [], "the killed run's staged file must be gone"
+
+
+def test_a_burst_of_events_runs_under_the_concurrency_limit_one_run_per_batch(
+    server: Server, data_root: Path, serving: list[subprocess.Popen[bytes]]
+) -> None:
+    batches = [data_root / f"burst{number:03d}_extracted.json" for number in range(BURST)]
+    for path in batches:
+        path.write_bytes(SMALL_BATCH.read_bytes())
+    serving.append(_serve(server, data_root, "burst-serve.log", limit=BURST_LIMIT))
+    _wait_registered(server, serving[-1], data_root, "burst-serve.log")
+    assert server.deployment("select-content/triggered").global_concurrency_limit.limit == BURST_LIMIT
+
+    run([sys.executable, "-c", EMIT_EACH_ARGUMENT, *map(str, batches)], server.env)
+    peak = 0
+    started = time.monotonic()
+
+    def all_final() -> bool:
+        nonlocal peak
+        runs = [
+            r
+            for r in server.flow_runs("select-content/triggered")
+            if Path(r.parameters["input_path"]).parent == data_root
+        ]
+        peak = max(peak, sum(1 for r in runs if r.state.is_running() or r.state.name == "Submitting"))
+        assert peak <= BURST_LIMIT, f"{peak} runs at once under a limit of {BURST_LIMIT}"
+        return len(runs) == BURST and all(r.state.is_final() for r in runs)
+
+    wait_until(f"{BURST} triggered runs to end", all_final, 60 + 20 * BURST, interval=0.3)
+    print(f"\n{BURST} events: all selected in {time.monotonic() - started:.0f} s, at most {peak} at once")
+    for path in batches:
+        flow_run = _run_on(server, path)
+        assert flow_run.state.is_completed() and flow_run.run_count == 1, flow_run.state.message
+        assert path.with_name(path.name.replace(".json", "_selected.json")).read_bytes() == expected_output(path)
+    assert peak >= 1
+
+
+def test_an_event_emitted_while_the_server_is_down_fails_the_emitter(server: Server, data_root: Path) -> None:
+    batch = data_root / "late_extracted.json"
+    batch.write_bytes(SMALL_BATCH.read_bytes())
+    down = {**server.env, "PREFECT_API_URL": f"http://127.0.0.1:{free_port()}/api"}  # nobody listens there
+    result = subprocess.run(
+        [sys.executable, "-c", EMIT_EACH_ARGUMENT, str(batch)], cwd=ROOT, env=down, capture_output=True, text=True
+    )
+    assert result.returncode != 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("content_selection.events.EventNotDeliveredError: ") and str(batch) in last, last
+    assert BATCH_EXTRACTED_EVENT in last and "the scheduled scan selects the batch" in last
+    assert not [name for name in os.listdir(data_root) if TMP_NAME.match(name)]
