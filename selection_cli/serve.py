@@ -68,7 +68,6 @@ def serve_command(args: argparse.Namespace) -> int:
         _error("--after-flow NAME and --path-parameter PARAM go together; give both, or neither")
         return 2
 
-
     if not _api_url_set():
         return 2
     try:
