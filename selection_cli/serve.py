@@ -130,7 +130,7 @@ def add_automations_arguments(parser: argparse.ArgumentParser) -> argparse.Argum
 
 def automations_command(args: argparse.Namespace) -> int:
     """Create or update the stage's automations on the server at ``PREFECT_API_URL`` (``serve`` does it too)."""
-    if not _api_url_set():
+    if not _api_url_set("automations"):
         return 2
     from deployments.automations import apply_automations
 
@@ -143,13 +143,14 @@ def automations_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _api_url_set() -> bool:
+def _api_url_set(command: str = "serve") -> bool:
     from prefect.settings import PREFECT_API_URL
 
     if not PREFECT_API_URL.value():
         _error(
             "PREFECT_API_URL is not set; start a server (prefect server start) and "
-            "set PREFECT_API_URL=http://127.0.0.1:4200/api"
+            "set PREFECT_API_URL=http://127.0.0.1:4200/api",
+            command,
         )
         return False
     return True

@@ -23,12 +23,20 @@ def run_logger() -> logging.Logger | logging.LoggerAdapter[Any]:
         return get_logger("content_selection")
 
 
+#: What Prefect's engine logs, in a flow-run process, when the run ends Failed (for a refusal: a second copy of the
+#: run's one ERROR line, under the run's name, which reads like a crash).
+ENGINE_EXIT_MESSAGE: Final[str] = "Engine execution exited with unexpected exception"
+
+
 class UserErrorFilter(logging.Filter):
-    """Drops the traceback of a :class:`SelectionError` (marking the record ``user_error``), and the empty
+    """Drops the traceback of a :class:`SelectionError` (marking the record ``user_error``), Prefect's
+    :data:`ENGINE_EXIT_MESSAGE` for one (the run has already said it in one line), and the empty
     ``NoneType: None`` of ``exc_info=True`` outside an exception."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         info = record.exc_info
+        if info and record.msg == ENGINE_EXIT_MESSAGE and isinstance(info[1], SelectionError):
+            return False
         if info and (isinstance(info[1], SelectionError) or info == (None, None, None)):
             record.exc_info = None
             record.exc_text = None

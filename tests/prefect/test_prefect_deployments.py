@@ -248,6 +248,27 @@ def test_serve_needs_an_api_url(capsys, tmp_path: Path) -> None:
     assert "PREFECT_API_URL is not set" in capsys.readouterr().err
 
 
+def test_automations_needs_an_api_url_and_says_so_in_one_line(capsys) -> None:
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from selection_cli.main import main
+
+    with temporary_settings(restore_defaults={PREFECT_API_URL}):
+        assert main(["automations"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("content-selection automations: error: PREFECT_API_URL is not set")
+
+
+@pytest.mark.parametrize("limit", ["0", "-1", "two"])
+def test_serve_refuses_a_concurrency_limit_below_one(capsys, limit: str) -> None:
+    from selection_cli.main import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["serve", "--data-root", "/", "--concurrency-limit", limit])
+    assert stopped.value.code == 2
+    assert "--concurrency-limit: must be a whole number of at least 1" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -26,6 +26,7 @@ from flows.select_directory import BatchesFailedError, DirectoryRunSummary, sele
 from selection_cli.main import main
 from selection_core.errors import InvalidBatchError, ReadError, UnsafePathError, WriteError
 from selection_core.evidence import CLOSEST_CALLS_ARTIFACT_KEY, SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY
+from selection_storage.atomic import HOST_TAG, StagedFile
 from tasks.select import PROGRESS_ARTIFACT_KEY
 from tests.support.prefect_fixtures import artifacts_of, expected_output, leftover_files, task_runs_of
 
@@ -258,6 +259,27 @@ def test_select_directory_processes_each_stale_file_independently(batch_factory,
     assert isinstance(result, DirectoryRunSummary)
     assert result.selected == [str(folder / "b_extracted_selected.json")]
     assert result.failed == []
+
+
+def test_the_scheduled_scan_removes_staged_files_whose_writer_is_gone_and_keeps_a_live_ones(
+    batch_factory, tmp_path: Path
+) -> None:
+    """An up-to-date batch is not selected again, yet the scan still removes the killed run's staged file beside it
+    (a 298 MB one stayed for ever before); a staged file whose writer holds its lock is kept."""
+    folder = tmp_path / "batches" / "2024"
+    source = batch_factory(name="a_extracted.json", directory=folder, n_articles=2)
+    output = folder / "a_extracted_selected.json"
+    output.write_bytes(b"up to date\n")
+    orphan = folder / f".a_extracted_selected.json.{HOST_TAG}-4194000.{'ab' * 8}.cs-tmp"
+    orphan.write_bytes(b'{"articles": [')  # a killed run's: nobody holds its lock
+    live = StagedFile(folder / "b_extracted_selected.json")  # a running writer's
+    try:
+        result = select_directory(directory=str(tmp_path / "batches"))
+        assert result.selected == [] and output.read_bytes() == b"up to date\n"
+        assert not orphan.exists() and live.path.exists()
+    finally:
+        live.discard()
+    assert leftover_files(tmp_path, {source, output}) == []
 
 
 def test_select_directory_defaults_to_the_data_root(batch_factory, data_root: Path) -> None:

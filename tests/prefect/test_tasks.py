@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import sys
 from pathlib import Path
 
 import orjson
@@ -15,6 +17,7 @@ from selection_storage.engine import discard_parts, plan_batch, plan_jobs
 from selection_storage.files import sha256_file
 from selection_storage.paths import RunPaths
 from tasks.artifacts import component_versions
+from tasks.logs import ENGINE_EXIT_MESSAGE, UserErrorFilter
 from tasks.progress import artifact_progress, follow_progress
 from tasks.select import find_stale_batches, select_batch, select_chunk
 from tests.support.prefect_fixtures import expected_output
@@ -38,6 +41,19 @@ def test_select_batch_writes_the_cores_bytes_and_report(batch_factory, tmp_path:
     assert [orjson.loads(line) for line in lines] == [report_entry(a, s) for a, s in zip(doc["articles"], selections)]
     select_batch.fn(paths, max_table_rows=3)  # a retry writes the same bytes
     assert paths.output.read_bytes() == expected_output(path)
+
+
+def test_the_log_gives_the_inputs_size_and_the_outputs_each_their_own(batch_factory, tmp_path: Path, caplog) -> None:
+    path = batch_factory(n_articles=5)
+    paths = RunPaths(path, tmp_path / "out.json", None, None)
+    with caplog.at_level(logging.INFO):
+        select_batch.fn(paths, max_table_rows=0)
+    lines = [r.getMessage() for r in caplog.records]
+    (read,) = [line for line in lines if line.startswith("Read ")]
+    (wrote,) = [line for line in lines if line.startswith("Wrote ")]
+    assert f"({path.stat().st_size} bytes, sha256 {sha256_file(path)})" in read
+    assert f": {paths.output.stat().st_size} bytes, sha256 {sha256_file(paths.output)}" in wrote
+    assert path.stat().st_size != paths.output.stat().st_size
 
 
 @pytest.mark.parametrize(
@@ -87,3 +103,23 @@ def test_progress_outside_a_run_goes_to_the_follower_only_while_followed() -> No
         assert progress is not None
         progress(3, 4)
     assert seen == [3] and artifact_progress("k", "outside a run") is None
+
+
+# --- the run log's one rule for refusals ------------------------------------------------------
+
+
+def _record(message: str, error: BaseException) -> logging.LogRecord:
+    try:
+        raise error
+    except BaseException:
+        return logging.LogRecord("prefect.flow_runs", logging.ERROR, __file__, 1, message, (), sys.exc_info())
+
+
+def test_a_refusal_keeps_its_one_error_line_without_prefects_copy_or_a_traceback() -> None:
+    refusal = InvalidBatchError("/in/b_extracted.json: no such file; check the input path")
+    flt = UserErrorFilter()
+    assert flt.filter(_record(ENGINE_EXIT_MESSAGE, refusal)) is False  # the engine's copy, under the run's name
+    ours = _record("%s", refusal)
+    assert flt.filter(ours) is True and ours.exc_info is None and ours.user_error is True
+    crash = _record(ENGINE_EXIT_MESSAGE, RuntimeError("a bug"))
+    assert flt.filter(crash) is True and crash.exc_info is not None  # a real crash keeps all it says
