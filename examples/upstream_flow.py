@@ -21,9 +21,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from prefect import flow
+from prefect import flow, task
 
 from content_selection import emit_batch_extracted
+
+
+@task(retries=3, retry_delay_seconds=10)
+def announce(path: Path) -> None:
+    """Emit the event; a server that did not confirm it fails the task, and its retries emit it again."""
+    emit_batch_extracted(path)
 
 
 @flow(name="extract-articles-standin")
@@ -39,7 +45,7 @@ def extract_articles(source: str, target: str) -> str:
     os.close(fd)
     shutil.copyfile(source, tmp)
     os.replace(tmp, target_path)  # the batch is complete before anyone hears of it
-    emit_batch_extracted(target_path)  # <- the whole contract, on the upstream side
+    announce(target_path)  # <- the whole contract, on the upstream side
     return str(target_path)
 
 

@@ -145,8 +145,8 @@ def drop_page_set(data: Path, number: int, rng: random.Random) -> Dropped:
     return Dropped(inbox / f"{staging.name}_extracted.json", "page set", time.time())
 
 
-def stage_runs(env: dict[str, str]) -> list[Any]:
-    """Every flow run of the stage on the server, with its state history."""
+def stage_runs(env: dict[str, str], histories: bool = True) -> list[Any]:
+    """Every flow run of the stage on the server, with its state history (or None)."""
     from prefect import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterTags
     from prefect.settings import PREFECT_API_URL, temporary_settings
@@ -161,7 +161,7 @@ def stage_runs(env: dict[str, str]) -> list[Any]:
             ):
                 runs += page
                 offset += len(page)
-            return [(run, client.read_flow_run_states(run.id)) for run in runs]
+            return [(run, client.read_flow_run_states(run.id) if histories else None) for run in runs]
 
 
 def right_bytes(item: Dropped, scratch: Path) -> bool:

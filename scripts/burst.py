@@ -1,0 +1,117 @@
+"""A burst of events against a real server and ``content-selection serve``: every batch selected once, right, and
+never more runs at once than the limit; prints the figures of ``docs/reliability.md``.
+
+    python scripts/burst.py                      # 300 events, a limit of 2
+    python scripts/burst.py --events 30 --limit 1
+
+The suite runs the same check with 30 events (``tests/prefect/test_server_crashes.py``); this one runs the
+300 of the issue, which takes minutes. Everything stays under ``--workdir``, the server on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from soak import Dropped, Supervised, healthy, right_bytes, stage_runs  # noqa: E402
+
+from benchmarks._batches import prefect_env  # noqa: E402
+
+SOURCE = ROOT / "tests" / "data" / "aeb_batch_extracted.json"
+EMIT_ALL = (
+    "import sys\nfrom content_selection import emit_batch_extracted\nfor p in sys.argv[1:]: emit_batch_extracted(p)"
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=300)
+    parser.add_argument("--limit", type=int, default=2, help="the triggered deployment's concurrency limit")
+    parser.add_argument("--slot-wait", type=float, default=2.0, help="the server's concurrency slot wait (s)")
+    parser.add_argument("--workdir", type=Path, default=None)
+    args = parser.parse_args(argv)
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="burst-"))
+    data = work / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = prefect_env(work / "home")
+    env.update(
+        PREFECT_API_URL=f"http://127.0.0.1:{port}/api",
+        PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS=str(args.slot_wait),
+        PYTHONPATH=str(ROOT),
+    )
+    server = Supervised(
+        "server",
+        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env,
+        work / "server.log",
+    )
+    serve_args = ["serve", "--data-root", str(data), "--cron", "0 3 1 1 *", "--concurrency-limit", str(args.limit)]
+    serve = Supervised("serve", [sys.executable, "-m", "selection_cli.main", *serve_args], env, work / "serve.log")
+    batches = [Dropped(data / f"burst{n:04d}_extracted.json", "batch", 0.0) for n in range(args.events)]
+    for item in batches:
+        item.path.write_bytes(SOURCE.read_bytes())
+    try:
+        server.start()
+        while not healthy(env["PREFECT_API_URL"]):
+            time.sleep(0.5)
+        serve.start()
+        while "content-selection-rerun-crashed-runs" not in (work / "serve.log").read_text(errors="replace"):
+            time.sleep(0.5)
+        time.sleep(5)  # the deployments are registered right after the automations
+        started = time.time()
+        subprocess.run([sys.executable, "-c", EMIT_ALL, *(str(i.path) for i in batches)], env=env, check=True)
+        emitted = time.time() - started
+        peak_runs, peak_load, runs = 0, 0.0, []
+        while True:
+            runs = [
+                run
+                for run, _ in stage_runs(env, histories=False)
+                if run.deployment_id is not None and "input_path" in run.parameters
+            ]
+            active = sum(run.state.type.value in ("RUNNING", "PENDING") for run in runs)
+            peak_runs, peak_load = max(peak_runs, active), max(peak_load, os.getloadavg()[0])
+            if len(runs) >= args.events and all(run.state.is_final() for run in runs):
+                break
+            time.sleep(0.5)
+        elapsed = time.time() - started
+    finally:
+        serve.stop()
+        server.stop()
+    scratch = work / "scratch"
+    scratch.mkdir(exist_ok=True)
+    per_batch: dict[str, int] = {}
+    for run in runs:
+        per_batch[run.parameters["input_path"]] = per_batch.get(run.parameters["input_path"], 0) + 1
+    figures = {
+        "events (emitted in s)": f"{args.events} ({emitted:.1f})",
+        "concurrency limit (cores)": f"{args.limit} ({os.cpu_count()})",
+        "runs / batches with exactly one run": f"{len(runs)} / {sum(n == 1 for n in per_batch.values())}",
+        "runs Completed": sum(run.state.is_completed() for run in runs),
+        "outputs with the right bytes": sum(right_bytes(item, scratch) for item in batches),
+        "most runs Pending or Running at once (sampled every 0.5 s)": peak_runs,
+        "highest 1-minute load average": round(peak_load, 2),
+        "from the first event to the last run's end (s)": round(elapsed, 1),
+        "server's slot wait (s)": args.slot_wait,
+    }
+    print("\n| what | figure |\n|---|---:|")
+    for name, value in figures.items():
+        print(f"| {name} | {value} |")
+    ok = figures["outputs with the right bytes"] == args.events and peak_runs <= args.limit
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
