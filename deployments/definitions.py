@@ -13,6 +13,7 @@ from deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
 from flows.extract_and_select import extract_and_select
 from flows.extract_articles import extract_articles
 from flows.extract_inbox import extract_inbox
+from flows.params import STAGE_TAG
 from flows.runners import process_workers
 from flows.select_content import select_content
 from flows.select_directory import select_directory
@@ -64,7 +65,7 @@ def build_deployments(
         ValueError: an invalid cron expression or time zone, or an invalid ``after_flow``.
     """
     common: dict[str, Any] = {
-        "tags": ["content-selection"],
+        "tags": [STAGE_TAG],
         "enforce_parameter_schema": True,
         "entrypoint_type": EntrypointType.MODULE_PATH,
     }

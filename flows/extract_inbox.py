@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from prefect import flow
+from prefect import flow, tags
 from pydantic import BaseModel, Field
 
 from flows.extract_articles import extract_articles
-from flows.params import DEFAULT_MAX_TABLE_ROWS, OptionalCount, OptionalText, TableRows, TimeLimit, run_namer
+from flows.params import DEFAULT_MAX_TABLE_ROWS, STAGE_TAG, OptionalCount, OptionalText, TableRows, TimeLimit, run_namer
 from flows.refusals import refusals_fail_the_run
 from selection_core.errors import SelectionError, error_line
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
@@ -63,14 +63,15 @@ def extract_inbox(
     )
     failures = list(scan.clashes)
     for page_set in scan.new:
-        state = extract_articles(
-            pages=str(page_set),
-            data_root=data_root,
-            time_limit_seconds=time_limit_seconds,
-            workers=workers,
-            max_table_rows=max_table_rows,
-            return_state=True,
-        )
+        with tags(STAGE_TAG):  # as select-directory's subflow runs: seen by the crash automation
+            state = extract_articles(
+                pages=str(page_set),
+                data_root=data_root,
+                time_limit_seconds=time_limit_seconds,
+                workers=workers,
+                max_table_rows=max_table_rows,
+                return_state=True,
+            )
         if state.is_completed():
             summary.extracted.append(state.result().output_path)
             continue

@@ -10,6 +10,10 @@ from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from flows.runners import DASK_ADDRESS_PATTERN, TaskRunnerName
 
+#: The tag of every run of the stage: its deployments' runs and their subflow runs. The automations of
+#: ``deployments/automations.yaml`` act on the runs that carry it.
+STAGE_TAG: Final[str] = "content-selection"
+
 DEFAULT_MAX_TABLE_ROWS: Final[int] = 200
 MAX_TABLE_ROWS_LIMIT: Final[int] = 5000
 MAX_TIME_LIMIT_SECONDS: Final[float] = 3600.0

@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from prefect import flow, task
+from prefect import flow, tags, task
 from prefect.states import Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, Field
 
 from flows.params import (
     DEFAULT_MAX_TABLE_ROWS,
+    STAGE_TAG,
     DaskAddress,
     OptionalCount,
     OptionalText,
@@ -57,7 +58,8 @@ class BatchesFailedError(SelectionError):
 def select_batch_file(input_path: str, options: dict[str, Any]) -> Any:
     """Run ``select-content`` on one batch with the other parameters in ``options``: the output path, or a
     ``Failed`` state with the subflow's message and exception."""
-    state = select_content(input_path=input_path, return_state=True, **options)
+    with tags(STAGE_TAG):  # a subflow run has no deployment's tags: this one lets the crash automation see it
+        state = select_content(input_path=input_path, return_state=True, **options)
     if state.is_completed():
         return state.result().output_path
     error = state.result(raise_on_failure=False)

@@ -146,19 +146,15 @@ def drop_page_set(data: Path, number: int, rng: random.Random) -> Dropped:
 
 
 def stage_runs(env: dict[str, str], histories: bool = True) -> list[Any]:
-    """Every flow run of the stage on the server, with its state history (or None)."""
+    """Every flow run on the server (all of them the stage's: deployment runs and subflow runs), with its state
+    history (or None)."""
     from prefect import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterTags
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     with temporary_settings(updates={PREFECT_API_URL: env["PREFECT_API_URL"]}):
         with get_client(sync_client=True) as client:
             runs, offset = [], 0
-            while page := client.read_flow_runs(
-                flow_run_filter=FlowRunFilter(tags=FlowRunFilterTags(all_=["content-selection"])),
-                offset=offset,
-                limit=200,
-            ):
+            while page := client.read_flow_runs(offset=offset, limit=200):
                 runs += page
                 offset += len(page)
             return [(run, client.read_flow_run_states(run.id) if histories else None) for run in runs]
@@ -292,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     subflows_crashed = sum(
         run.deployment_id is None and any(s.type.value == "CRASHED" for s in states) for run, states in runs
     )
+    untagged = sum("content-selection" not in run.tags for run, _ in runs)
     waits = [item.selected - item.landed for item in dropped if item.selected]
     right = sum(right_bytes(item, scratch) for item in dropped)
     figures = {
@@ -307,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         "longest wait from landing to selection (s)": round(max(waits), 1) if waits else None,
         "median wait (s)": round(sorted(waits)[len(waits) // 2], 1) if waits else None,
         "orphaned staged files left": sum(1 for p in data.rglob("*.cs-tmp")),
+        "runs without the stage's tag (unseen by its automations)": untagged,
         "runs stuck Running or Pending at the end": sum(
             run.state.type.value in ("RUNNING", "PENDING") for run, _ in runs
         ),

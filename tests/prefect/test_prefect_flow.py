@@ -21,6 +21,7 @@ import pytest
 
 import selection_core as sc
 import selection_storage.engine
+from flows.params import STAGE_TAG
 from flows.select_content import SelectionRunSummary, select_content
 from flows.select_directory import BatchesFailedError, DirectoryRunSummary, select_directory
 from selection_cli.main import main
@@ -280,6 +281,22 @@ def test_the_scheduled_scan_removes_staged_files_whose_writer_is_gone_and_keeps_
     finally:
         live.discard()
     assert leftover_files(tmp_path, {source, output}) == []
+
+
+def test_the_scans_subflow_runs_carry_the_stages_tag(batch_factory, tmp_path: Path) -> None:
+    """A subflow run has no deployment, so no deployment tags: without the stage's tag the crash automation would
+    not see it, and a killed scan would leave it Running."""
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentTaskRunId
+
+    batch_factory(name="t_extracted.json", directory=tmp_path / "tagged", n_articles=1)
+    select_directory(directory=str(tmp_path / "tagged"))
+    with get_client(sync_client=True) as client:
+        subflows = client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(parent_task_run_id=FlowRunFilterParentTaskRunId(is_null_=False))
+        )
+    mine = [r for r in subflows if r.parameters.get("input_path") == str(tmp_path / "tagged" / "t_extracted.json")]
+    assert len(mine) == 1 and STAGE_TAG in mine[0].tags
 
 
 def test_select_directory_defaults_to_the_data_root(batch_factory, data_root: Path) -> None:
