@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,9 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from soak import Dropped, Supervised, healthy, right_bytes, stage_runs  # noqa: E402
-
-from benchmarks._batches import prefect_env  # noqa: E402
+from soak import Dropped, healthy, right_bytes, stage_processes, stage_runs  # noqa: E402
 
 SOURCE = ROOT / "tests" / "data" / "aeb_batch_extracted.json"
 EMIT_ALL = (
@@ -42,24 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="burst-"))
     data = work / "data"
-    data.mkdir(parents=True, exist_ok=True)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = prefect_env(work / "home")
-    env.update(
-        PREFECT_API_URL=f"http://127.0.0.1:{port}/api",
-        PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS=str(args.slot_wait),
-        PYTHONPATH=str(ROOT),
-    )
-    server = Supervised(
-        "server",
-        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env,
-        work / "server.log",
-    )
-    serve_args = ["serve", "--data-root", str(data), "--cron", "0 3 1 1 *", "--concurrency-limit", str(args.limit)]
-    serve = Supervised("serve", [sys.executable, "-m", "selection_cli.main", *serve_args], env, work / "serve.log")
+    options = ["--cron", "0 3 1 1 *", "--concurrency-limit", str(args.limit)]
+    env, server, serve = stage_processes(work, options, slot_wait=args.slot_wait)
     batches = [Dropped(data / f"burst{n:04d}_extracted.json", "batch", 0.0) for n in range(args.events)]
     for item in batches:
         item.path.write_bytes(SOURCE.read_bytes())

@@ -99,6 +99,29 @@ class Dropped:
         return self.path.with_name(self.path.name.removesuffix(suffix) + "_selected" + suffix)
 
 
+def stage_processes(
+    work: Path, serve_options: list[str], slot_wait: float
+) -> tuple[dict[str, str], Supervised, Supervised]:
+    """The environment, the server and ``serve`` (on ``<work>/data``) of a run of the deployed chain, not started."""
+    data = work / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = prefect_env(work / "home")
+    env.update(
+        PREFECT_API_URL=f"http://127.0.0.1:{port}/api",
+        PREFECT_LOGGING_LEVEL="INFO",
+        PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS=str(slot_wait),
+        PYTHONPATH=str(ROOT),
+    )
+    server_args = ["prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
+    server = Supervised("server", [sys.executable, "-m", *server_args], env, work / "server.log")
+    serve_args = ["selection_cli.main", "serve", "--data-root", str(data), *serve_options]
+    serve = Supervised("serve", [sys.executable, "-m", *serve_args], env, work / "serve.log")
+    return env, server, serve
+
+
 def children(pid: int) -> list[int]:
     """The direct children of ``pid`` (from /proc)."""
     found = []
@@ -185,29 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="soak-"))
     data = work / "data"
-    data.mkdir(parents=True, exist_ok=True)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = prefect_env(work / "home")
-    env.update(
-        PREFECT_API_URL=f"http://127.0.0.1:{port}/api",
-        PREFECT_LOGGING_LEVEL="INFO",
-        PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS="5",
-        PYTHONPATH=str(ROOT),
-    )
-    server = Supervised(
-        "server",
-        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env,
-        work / "server.log",
-    )
-    serve = Supervised(
-        "serve",
-        [sys.executable, "-m", "selection_cli.main", "serve", "--data-root", str(data), "--cron", args.cron],
-        env,
-        work / "serve.log",
-    )
+    env, server, serve = stage_processes(work, ["--cron", args.cron], slot_wait=5.0)
+    port = env["PREFECT_API_URL"].split(":")[2].split("/")[0]
     print(f"soak: {args.minutes:g} min in {work} (server on port {port}, seed {args.seed})", flush=True)
     dropped: list[Dropped] = []
     kills: dict[str, int] = dict.fromkeys(FAULTS, 0)
