@@ -156,19 +156,23 @@ def test_a_run_killed_with_serve_is_marked_crashed_and_run_again_to_the_same_byt
 def test_a_burst_of_events_runs_under_the_concurrency_limit_one_run_per_batch(
     server: Server, data_root: Path, serving: list[subprocess.Popen[bytes]]
 ) -> None:
+    """Under load, the server may fail an automation's action (``Action failed: ... 503``, SQLite busy) and not
+    retry it: that batch gets no triggered run. The scheduled scan, the chain's safety net, then selects it;
+    here it is started once, as its schedule would, and only for as many batches as the server said it failed."""
     batches = [data_root / f"burst{number:03d}_extracted.json" for number in range(BURST)]
     for path in batches:
         path.write_bytes(SMALL_BATCH.read_bytes())
     serving.append(_serve(server, data_root, "burst-serve.log", limit=BURST_LIMIT))
     _wait_registered(server, serving[-1], data_root, "burst-serve.log")
     assert server.deployment("select-content/triggered").global_concurrency_limit.limit == BURST_LIMIT
+    failed_before = _failed_actions(server)
 
     run([sys.executable, "-c", EMIT_EACH_ARGUMENT, *map(str, batches)], server.env)
-    peak = 0
+    peak, seen, quiet_since = 0, -1, time.monotonic()
     started = time.monotonic()
 
-    def all_final() -> bool:
-        nonlocal peak
+    def settled() -> list[Any] | None:
+        nonlocal peak, seen, quiet_since
         runs = [
             r
             for r in server.flow_runs("select-content/triggered")
@@ -176,15 +180,37 @@ def test_a_burst_of_events_runs_under_the_concurrency_limit_one_run_per_batch(
         ]
         peak = max(peak, sum(1 for r in runs if r.state.is_running() or r.state.name == "Submitting"))
         assert peak <= BURST_LIMIT, f"{peak} runs at once under a limit of {BURST_LIMIT}"
-        return len(runs) == BURST and all(r.state.is_final() for r in runs)
+        if len(runs) != seen:
+            seen, quiet_since = len(runs), time.monotonic()
+        done = all(r.state.is_final() for r in runs)
+        return runs if done and (len(runs) == BURST or time.monotonic() - quiet_since > 60) else None
 
-    wait_until(f"{BURST} triggered runs to end", all_final, 60 + 20 * BURST, interval=0.3)
-    print(f"\n{BURST} events: all selected in {time.monotonic() - started:.0f} s, at most {peak} at once")
-    for path in batches:
-        flow_run = _run_on(server, path)
+    runs = wait_until(f"{BURST} triggered runs to end", settled, 120 + 60 * BURST, interval=0.3)
+    took = time.monotonic() - started
+    print(f"\n{BURST} events: {len(runs)} triggered runs ended in {took:.0f} s, at most {peak} at once")
+    missing = [p for p in batches if _run_on(server, p) is None]
+    assert len(missing) <= _failed_actions(server) - failed_before, "a batch got no run, and no action failed"
+    for flow_run in runs:
         assert flow_run.state.is_completed() and flow_run.run_count == 1, flow_run.state.message
-        assert path.with_name(path.name.replace(".json", "_selected.json")).read_bytes() == expected_output(path)
-    assert peak >= 1
+    if missing:
+        from prefect.deployments import run_deployment
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        print(f"{len(missing)} action(s) failed on the server; the scheduled scan selects those batches")
+        with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
+            scan = run_deployment("select-directory/scheduled", timeout=RECOVERY_SECONDS, poll_interval=1)
+        assert scan.state.is_completed(), scan.state.message
+    for path in batches:
+        assert _selected(path).read_bytes() == expected_output(path)
+
+
+def _selected(path: Path) -> Path:
+    return path.with_name(path.name.replace(".json", "_selected.json"))
+
+
+def _failed_actions(server: Server) -> int:
+    """How many automation actions the server has logged as failed."""
+    return (server.logs / "server.log").read_text(errors="replace").count("Action failed")
 
 
 def test_an_event_emitted_while_the_server_is_down_fails_the_emitter(server: Server, data_root: Path) -> None:
