@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run([sys.executable, "-c", EMIT_ALL, *(str(i.path) for i in batches)], env=env, check=True)
         emitted = time.time() - started
         peak_runs, peak_load, runs = 0, 0.0, []
+        seen, quiet_since = -1, time.monotonic()
         while True:
             runs = [
                 run
@@ -64,10 +65,18 @@ def main(argv: list[str] | None = None) -> int:
             ]
             active = sum(run.state.type.value in ("RUNNING", "PENDING") for run in runs)
             peak_runs, peak_load = max(peak_runs, active), max(peak_load, os.getloadavg()[0])
-            if len(runs) >= args.events and all(run.state.is_final() for run in runs):
+            if len(runs) != seen:
+                seen, quiet_since = len(runs), time.monotonic()
+            quiet = time.monotonic() - quiet_since > 60  # a run whose action the server failed never comes
+            if all(run.state.is_final() for run in runs) and (len(runs) >= args.events or quiet):
                 break
             time.sleep(0.5)
         elapsed = time.time() - started
+        failed_actions = (work / "server.log").read_text(errors="replace").count("Action failed")
+        selected_by_the_triggered_runs = sum(item.output.exists() for item in batches)
+        if selected_by_the_triggered_runs < args.events:  # the safety net, started as its schedule would
+            scan = [sys.executable, "-m", "prefect", "deployment", "run", "select-directory/scheduled", "--watch"]
+            subprocess.run(scan, env=env, cwd=ROOT, check=True, capture_output=True)
     finally:
         serve.stop()
         server.stop()
@@ -81,10 +90,14 @@ def main(argv: list[str] | None = None) -> int:
         "concurrency limit (cores)": f"{args.limit} ({os.cpu_count()})",
         "runs / batches with exactly one run": f"{len(runs)} / {sum(n == 1 for n in per_batch.values())}",
         "runs Completed": sum(run.state.is_completed() for run in runs),
+        "batches with no triggered run / actions the server logged as failed": f"{args.events - len(per_batch)} / "
+        f"{failed_actions}",
+        "batches selected by the triggered runs / then by one scheduled scan": f"{selected_by_the_triggered_runs} / "
+        f"{args.events - selected_by_the_triggered_runs}",
         "outputs with the right bytes": sum(right_bytes(item, scratch) for item in batches),
         "most runs Pending or Running at once (sampled every 0.5 s)": peak_runs,
         "highest 1-minute load average": round(peak_load, 2),
-        "from the first event to the last run's end (s)": round(elapsed, 1),
+        "from the first event to the last triggered run's end (s)": round(elapsed, 1),
         "server's slot wait (s)": args.slot_wait,
     }
     print("\n| what | figure |\n|---|---:|")
