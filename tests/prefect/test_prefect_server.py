@@ -214,8 +214,10 @@ def test_prefect_yaml_deploys_and_a_process_worker_runs_it(server: Server, tmp_p
     from prefect.deployments import run_deployment
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
+    missing_input = data_root / "missing_extracted.json"
     with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
         run_deployment("select-content/manual", parameters={"input_path": str(manual_input)}, timeout=0)
+        run_deployment("select-content/manual", parameters={"input_path": str(missing_input)}, timeout=0)
     run([sys.executable, "-c", EMIT_EACH_ARGUMENT, str(triggered_input)], env)
     wait_until(
         "the automation to create the triggered run",
@@ -232,6 +234,15 @@ def test_prefect_yaml_deploys_and_a_process_worker_runs_it(server: Server, tmp_p
     )
     manual = server.final_run("select-content/manual", str(manual_input))
     triggered = server.final_run("select-content/triggered", str(triggered_input))
+    refused = server.final_run("select-content/manual", str(missing_input))
+    assert refused.state.is_failed() and "no such file" in refused.state.message
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    with server.client() as client:  # a worker's flow-run process: the engine's own copy of a refusal is dropped
+        logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[refused.id])))
+    errors = [log.message for log in logs if log.level >= 40]
+    assert errors.count(refused.state.message) == 1 and not [e for e in errors if "Engine execution" in e], errors
+    assert len(errors) == 2, errors  # the project's line, and Prefect's "Finished in state Failed" of the task run
     assert manual.state.is_completed(), manual.state.message
     assert triggered.state.is_completed(), triggered.state.message
     for source in (manual_input, triggered_input):
