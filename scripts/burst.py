@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,23 @@ SOURCE = ROOT / "tests" / "data" / "aeb_batch_extracted.json"
 EMIT_ALL = (
     "import sys\nfrom content_selection import emit_batch_extracted\nfor p in sys.argv[1:]: emit_batch_extracted(p)"
 )
+
+
+def most_at_once(serve_log: Path) -> int:
+    """The most flow runs between their "Beginning flow run" and "Finished in state" lines in ``serve``'s log at
+    once: exact, where sampling the API (300 runs read over two pages) is not one snapshot."""
+    line = re.compile(
+        r"(\d\d):(\d\d):(\d\d\.\d+) \| INFO +\| Flow run '[^']+' - (Beginning flow run|Finished in state)"
+    )
+    changes = []
+    for text in serve_log.read_text(errors="replace").splitlines():
+        if m := line.match(text):
+            changes.append((int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3]), 1 if m[4][0] == "B" else -1))
+    now = peak = 0
+    for _, change in sorted(changes):
+        now += change
+        peak = max(peak, now)
+    return peak
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         "batches selected by the triggered runs / then by one scheduled scan": f"{selected_by_the_triggered_runs} / "
         f"{args.events - selected_by_the_triggered_runs}",
         "outputs with the right bytes": sum(right_bytes(item, scratch) for item in batches),
-        "most runs Pending or Running at once (sampled every 0.5 s)": peak_runs,
+        "most runs at once, from serve's log (sampling the API every 0.5 s)": f"{most_at_once(work / 'serve.log')} "
+        f"({peak_runs})",
         "highest 1-minute load average": round(peak_load, 2),
         "from the first event to the last triggered run's end (s)": round(elapsed, 1),
         "server's slot wait (s)": args.slot_wait,
@@ -103,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n| what | figure |\n|---|---:|")
     for name, value in figures.items():
         print(f"| {name} | {value} |")
-    ok = figures["outputs with the right bytes"] == args.events and peak_runs <= args.limit
+    ok = figures["outputs with the right bytes"] == args.events and most_at_once(work / "serve.log") <= args.limit
     return 0 if ok else 1
 
 
