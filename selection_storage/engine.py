@@ -7,7 +7,7 @@ import hashlib
 import os
 import secrets
 import socket
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +19,20 @@ from selection_core.chunks import SelectedChunk, select_chunk
 from selection_core.evidence import MAX_CLOSEST_CALLS, ShownEvidence, merge_evidence
 from selection_core.formats import FORMATS, BatchFormat, format_of
 from selection_core.layout import Chunk, Layout, scan
+from selection_storage import files
 from selection_storage.atomic import StagedFile, commit_in_order, process_alive, remove_orphans, temporary_name
-from selection_storage.files import FileIdentity, InputChangedError, open_input, read_error, read_span
+from selection_storage.files import FileIdentity, InputChangedError, open_input, read_error
 from selection_storage.paths import resolve_report_path, resolve_selected_path
+from selection_storage.stores import (
+    Location,
+    ObjectPath,
+    ObjectReader,
+    ObjectVersion,
+    StagedObject,
+    location,
+    read_object_span,
+    version,
+)
 
 #: Most bytes and articles of input in one chunk selected in this process.
 CHUNK_BYTES: Final[int] = 8 << 20
@@ -49,8 +60,8 @@ def chunk_limits(size: int, workers: int, chunk_articles: int | None = None) -> 
 class Plan:
     """A batch file planned: its version and SHA-256, its format, its validated envelope and its chunks."""
 
-    path: Path
-    identity: FileIdentity
+    path: Location
+    identity: FileIdentity | ObjectVersion
     sha256: str
     format: BatchFormat
     envelope: dict[str, Any]
@@ -58,10 +69,51 @@ class Plan:
 
 
 #: The last plan made in this process: ``run`` plans before Prefect starts, and its flow plans the same file again.
-_last_plan: tuple[tuple[Path, int, int | None], Plan] | None = None
+_last_plan: tuple[tuple[str, int, int | None], Plan] | None = None
 
 
-def plan_batch(input_path: str | os.PathLike[str], workers: int = 1, chunk_articles: int | None = None) -> Plan:
+def _identity_now(path: Location) -> FileIdentity | ObjectVersion:
+    return version(path) if isinstance(path, ObjectPath) else FileIdentity.of(os.stat(path))
+
+
+@contextlib.contextmanager
+def _reading(path: Location) -> Iterator[tuple[FileIdentity | ObjectVersion, Callable[[int], bytes]]]:
+    """The input opened for one pass from its start: its version, and ``read(n)``."""
+    if isinstance(path, ObjectPath):
+        with ObjectReader(path) as reader:
+            yield reader.version, reader.read
+        return
+    with open_input(path) as fh:
+
+        def read(n: int) -> bytes:
+            try:
+                return fh.read(n)
+            except OSError as exc:
+                raise read_error(path, exc) from None
+
+        yield FileIdentity.of(os.fstat(fh.fileno())), read
+
+
+def read_span(
+    path: Location,
+    identity: FileIdentity | ObjectVersion,
+    start: int,
+    end: int,
+    before: bytes = b"",
+    after: bytes = b"",
+) -> bytearray:
+    """``before + <bytes start..end of the input> + after``, of the version ``identity`` describes (else an
+    ``InputChangedError``), from a file or an object."""
+    if isinstance(path, ObjectPath):
+        assert isinstance(identity, ObjectVersion)
+        return read_object_span(path, identity, start, end, before, after)
+    assert isinstance(identity, FileIdentity)
+    return files.read_span(path, identity, start, end, before, after)
+
+
+def plan_batch(
+    input_path: str | os.PathLike[str] | Location, workers: int = 1, chunk_articles: int | None = None
+) -> Plan:
     """Read the batch once: hash it, cut it into chunks (:func:`chunk_limits`), validate its envelope.
 
     Raises:
@@ -70,25 +122,21 @@ def plan_batch(input_path: str | os.PathLike[str], workers: int = 1, chunk_artic
         ReadError: a transient read error.
     """
     global _last_plan
-    path = Path(input_path)
-    key = (path.absolute(), workers, chunk_articles)
+    path = location(input_path)
+    key = (str(path if isinstance(path, ObjectPath) else path.absolute()), workers, chunk_articles)
     last = _last_plan
-    with contextlib.suppress(OSError):
-        if last is not None and last[0] == key and FileIdentity.of(os.stat(path)) == last[1].identity:
+    with contextlib.suppress(OSError, sc.SelectionError):
+        if last is not None and last[0] == key and _identity_now(path) == last[1].identity:
             return last[1]
     fmt = format_of(path.name)
     digest = hashlib.sha256()
     hashing: Future[None] | None = None  # the last block's, in a thread beside the scan (sha256 releases the GIL)
     read_bytes = 0
-    with open_input(path) as fh, ThreadPoolExecutor(1) as hasher:
-        identity = FileIdentity.of(os.fstat(fh.fileno()))
+    with _reading(path) as (identity, read_input), ThreadPoolExecutor(1) as hasher:
 
         def read(n: int) -> bytes:
             nonlocal read_bytes, hashing
-            try:
-                block = fh.read(n)
-            except OSError as exc:
-                raise read_error(path, exc) from None
+            block = read_input(n)
             if hashing is not None:
                 hashing.result()  # in order, and at most one block waits
             hashing = hasher.submit(digest.update, block)
@@ -99,7 +147,7 @@ def plan_batch(input_path: str | os.PathLike[str], workers: int = 1, chunk_artic
         layout = scan(read, str(path), max_bytes, max_articles, fmt.lines)
         if hashing is not None:
             hashing.result()
-    if read_bytes != identity.size or FileIdentity.of(os.stat(path)) != identity:
+    if read_bytes != identity.size or _identity_now(path) != identity:
         raise InputChangedError(f"{path}: the file changed while it was being read; run again once it is complete")
     envelope: dict[str, Any] = {}
     if not fmt.lines:  # the envelope's offsets past the empty array are the file's past the ']'
@@ -115,7 +163,8 @@ class ChunkJob:
     bytes). A plain class, not a dataclass, so that Prefect does not walk into it looking for futures."""
 
     input_path: str
-    identity: FileIdentity
+    storage_options: dict[str, Any]
+    identity: FileIdentity | ObjectVersion
     chunk: Chunk
     format_name: str
     output_path: str
@@ -148,8 +197,8 @@ class ChunkJob:
 
 def plan_jobs(
     plan: Plan,
-    output_path: Path,
-    report_path: Path | None,
+    output_path: Location,
+    report_path: Location | None,
     table_rows: int = 0,
     close_calls: int = 0,
     parts: str | None = None,
@@ -157,12 +206,15 @@ def plan_jobs(
     """The jobs of a planned batch, in order; with ``parts`` (the token of this process's staged output and
     report), each writes part files of them, which live as long as those are locked."""
 
-    def part(target: Path | None, number: int) -> str | None:
-        return None if target is None or parts is None else str(temporary_name(target, parts, number))
+    def part(target: Location | None, number: int) -> str | None:
+        if target is None or parts is None or isinstance(target, ObjectPath):  # an object's chunks come back
+            return None
+        return str(temporary_name(target, parts, number))
 
     return [
         ChunkJob(
             input_path=str(plan.path),
+            storage_options=dict(plan.path.options) if isinstance(plan.path, ObjectPath) else {},
             identity=plan.identity,
             chunk=chunk,
             format_name=plan.format.name,
@@ -181,7 +233,7 @@ def plan_jobs(
 
 def select_job(job: ChunkJob) -> SelectedChunk:
     """Read, validate and select one chunk; its parts are written when the job names them."""
-    path, chunk, fmt = Path(job.input_path), job.chunk, FORMATS[job.format_name]
+    path, chunk, fmt = location(job.input_path, job.storage_options), job.chunk, FORMATS[job.format_name]
     data = read_span(path, job.identity, chunk.begin, chunk.end, fmt.chunk_prefix, fmt.chunk_suffix)
     with_report = job.report_path is not None
     selected = select_chunk(data, str(path), chunk, fmt, job.table_rows, job.close_calls, with_report)
@@ -219,8 +271,8 @@ def discard_parts(jobs: Iterable[ChunkJob]) -> None:
 class _Joiner:
     """The staged output (and report), to which the chunks are appended in order, hashed as written."""
 
-    def __init__(self, plan: Plan, output_path: Path, report_path: Path | None) -> None:
-        for folder in sorted({t.parent for t in (output_path, report_path) if t is not None}):
+    def __init__(self, plan: Plan, output_path: Location, report_path: Location | None) -> None:
+        for folder in sorted({t.parent for t in (output_path, report_path) if isinstance(t, Path)}):
             remove_orphans(folder)
         self.token = secrets.token_hex(8)  # of both staged files: their parts are named after them
         head, self._tail = plan.format.envelope_parts(plan.envelope, plan.layout.articles > 0)
@@ -228,7 +280,7 @@ class _Joiner:
         self._digest = hashlib.sha256()
         self.size = 0
         self._chunks = 0
-        self._files: list[StagedFile] = []
+        self._files: list[StagedFile | StagedObject] = []
         try:
             self._report = None if report_path is None else self._open(report_path)
             self._output = self._open(output_path)
@@ -237,8 +289,12 @@ class _Joiner:
             self.discard()
             raise
 
-    def _open(self, target: Path) -> StagedFile:
-        staged = StagedFile(target, temporary_name(target, self.token))
+    def _open(self, target: Location) -> StagedFile | StagedObject:
+        staged = (
+            StagedObject(target)
+            if isinstance(target, ObjectPath)
+            else StagedFile(target, temporary_name(target, self.token))
+        )
         self._files.append(staged)
         return staged
 
@@ -286,13 +342,13 @@ def _copy(part: str, write: Callable[[memoryview], None], block: int = 8 << 20) 
 class Selected:
     """What a selection of a batch file wrote, its counts, and (when asked for) what the artifacts show."""
 
-    input_path: Path
+    input_path: Location
     input_sha256: str
     input_size: int
-    output_path: Path
+    output_path: Location
     output_sha256: str
     output_size: int
-    report_path: Path | None
+    report_path: Location | None
     summary: sc.Summary
     chunks: int
     evidence: ShownEvidence | None = None
@@ -303,10 +359,11 @@ MapJobs = Callable[[Sequence[ChunkJob]], Iterable[SelectedChunk]]
 
 
 def select_file(
-    input_path: str | os.PathLike[str],
-    output_path: str | os.PathLike[str] | None = None,
-    report_path: str | os.PathLike[str] | None = None,
+    input_path: str | os.PathLike[str] | Location,
+    output_path: str | os.PathLike[str] | Location | None = None,
+    report_path: str | os.PathLike[str] | Location | None = None,
     *,
+    storage_options: dict[str, Any] | None = None,
     evidence_rows: int | None = None,
     chunk_articles: int | None = None,
     progress: ProgressCallback | None = None,
@@ -322,9 +379,11 @@ def select_file(
         InvalidBatchError: the first problem of the batch, in one line naming the place.
         InputChangedError: the input changed during the run.
     """
-    inp = Path(input_path)
-    out = resolve_selected_path(inp, output_path)
-    report = resolve_report_path(inp, out, report_path)
+    inp = location(input_path, storage_options)
+    out = resolve_selected_path(inp, None if output_path is None else location(output_path, storage_options, "output"))
+    report = resolve_report_path(
+        inp, out, None if report_path is None else location(report_path, storage_options, "report")
+    )
     plan = plan_batch(inp, workers, chunk_articles)
     shown = evidence_rows is not None
     table_rows = max(evidence_rows or 0, 0)
@@ -333,7 +392,7 @@ def select_file(
     found: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
     jobs: list[ChunkJob] = []
     try:
-        parts = joiner.token if map_jobs is not None else None
+        parts = joiner.token if map_jobs is not None else None  # (an object's chunks come back: plan_jobs)
         jobs = plan_jobs(plan, out, report, table_rows, MAX_CLOSEST_CALLS if shown else 0, parts)
         for job, selected in zip(jobs, map_jobs(jobs) if map_jobs else map(select_job, jobs), strict=True):
             joiner.add(selected, job)

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
 import selection_core as sc
 from selection_core.layout import Chunk
-from selection_storage.engine import Plan, plan_batch
-from selection_storage.files import read_span
+from selection_storage.engine import Plan, plan_batch, read_span
+from selection_storage.stores import location
 
 LOOKUP_CHUNK_ARTICLES: Final[int] = 1000
 
@@ -39,7 +38,11 @@ def _articles_of(plan: Plan, chunk: Chunk) -> list[dict[str, Any]]:
 
 
 def find_article(
-    input_path: str | os.PathLike[str], *, index: int | None = None, article_id: str | None = None
+    input_path: str | os.PathLike[str],
+    *,
+    index: int | None = None,
+    article_id: str | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> FoundArticle:
     """The article at ``index``, or the first whose ``id`` is ``article_id`` (give exactly one).
 
@@ -47,7 +50,7 @@ def find_article(
         InvalidBatchError: the file is not a valid batch (as far as it was read).
         ArticleNotFoundError: no article at that index, or none with that id.
     """
-    plan = plan_batch(Path(input_path), chunk_articles=LOOKUP_CHUNK_ARTICLES)
+    plan = plan_batch(location(input_path, storage_options), chunk_articles=LOOKUP_CHUNK_ARTICLES)
     total = plan.layout.articles
     for chunk in plan.layout.chunks:
         if index is not None and chunk.start <= index < chunk.stop:

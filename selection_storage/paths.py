@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from selection_core.errors import InvalidBatchError, OutputPathError, UnsafePathError
 from selection_core.jsonl import is_jsonl
+from selection_storage.stores import Location, ObjectPath, is_url, local_text, location
 
 EXTRACTED_SUFFIX: Final[str] = "_extracted.json"
 SELECTED_SUFFIX: Final[str] = "_selected.json"
@@ -21,18 +22,18 @@ DATA_ROOT_ENV: Final[str] = "CONTENT_SELECTION_DATA_ROOT"
 DATA_ROOT_PARAMETER: Final[str] = "the data_root parameter"
 
 
-def selected_path(input_path: str | os.PathLike[str]) -> Path:
+def selected_path(input_path: str | os.PathLike[str] | Location) -> Location:
     """``<stem>_selected.json`` beside the input; ``<stem>_selected.jsonl`` for a JSON Lines batch."""
-    p = Path(input_path)
+    p = location(input_path)
     return p.with_name(f"{p.stem}{SELECTED_LINES_SUFFIX if is_jsonl(p.name) else SELECTED_SUFFIX}")
 
 
 def resolve_selected_path(
-    input_path: str | os.PathLike[str], output_path: str | os.PathLike[str] | None = None
-) -> Path:
+    input_path: str | os.PathLike[str] | Location, output_path: str | os.PathLike[str] | Location | None = None
+) -> Location:
     """:func:`resolve_output_path`, also refusing an output named for the other format than the input's."""
     out = resolve_output_path(input_path, output_path)
-    lines = is_jsonl(Path(input_path).name)
+    lines = is_jsonl(location(input_path).name)
     if lines != is_jsonl(out.name) and out.suffix in (".json", ".jsonl"):
         kind, want = ("JSON Lines", ".jsonl") if lines else ("JSON", ".json")
         raise OutputPathError(f"{out}: the input is a {kind} batch, written back as {kind}; name the output *{want}")
@@ -49,26 +50,36 @@ def _resolved(path: Path, what: str) -> Path:
 
 
 def resolve_output_path(
-    input_path: str | os.PathLike[str],
-    output_path: str | os.PathLike[str] | None = None,
+    input_path: str | os.PathLike[str] | Location,
+    output_path: str | os.PathLike[str] | Location | None = None,
     option: str = "--output",
-) -> Path:
-    """Check (without writing) where the output will go, and return it; ``option`` names it in messages.
+) -> Location:
+    """Check (without writing) where the output will go, and return it; ``option`` names it in messages. An
+    object in a store is checked only against the input: its bucket is checked by the upload.
 
     Raises:
         InvalidBatchError: the input path is a symbolic link loop.
         OutputPathError: the output is the input, a directory or a symlink loop, or its directory is unusable.
     """
-    inp = Path(input_path)
-    out = selected_path(inp) if output_path is None else Path(output_path)
-    out_resolved, inp_resolved = _resolved(out, option), _resolved(inp, "input")
-    try:
-        same = out.exists() and inp.exists() and os.path.samefile(inp, out)
-    except OSError:
-        same = False
+    inp = location(input_path)
+    out = selected_path(inp) if output_path is None else location(output_path, None, "output")
+    if isinstance(out, ObjectPath):
+        if out == inp:
+            raise OutputPathError(
+                f"{out}: is the input object itself; the input is never overwritten, choose another {option}"
+            )
+        return out
+    out_resolved = _resolved(out, option)
+    same = False
+    if isinstance(inp, Path):  # (a local output of an object is checked for itself only)
+        inp_resolved = _resolved(inp, "input")
+        try:
+            same = out_resolved == inp_resolved or (out.exists() and inp.exists() and os.path.samefile(inp, out))
+        except OSError:
+            same = out_resolved == inp_resolved
     if out.is_dir():  # first: the input may be a folder (of pages), and no folder can be written
         raise OutputPathError(f"{out}: is a directory; give a file path for the output")
-    if same or out_resolved == inp_resolved:
+    if same:
         raise OutputPathError(
             f"{out}: is the input file itself; the input is never overwritten, choose another {option}"
         )
@@ -81,25 +92,34 @@ def resolve_output_path(
 
 
 def resolve_report_path(
-    source: str | os.PathLike[str], output: Path, report: str | os.PathLike[str] | None, option: str = "--report"
-) -> Path | None:
+    source: str | os.PathLike[str] | Location,
+    output: Location,
+    report: str | os.PathLike[str] | Location | None,
+    option: str = "--report",
+) -> Location | None:
     """:func:`resolve_output_path` for the report (None: no report), refusing the output's own path."""
     if report is None:
         return None
     checked = resolve_output_path(source, report, option)
-    if checked.resolve() == output.resolve():
+    if _same(checked, output):
         raise OutputPathError(f"{checked}: the report path is the output path; choose another {option}")
     return checked
 
 
+def _same(a: Location, b: Location) -> bool:
+    if isinstance(a, Path) and isinstance(b, Path):
+        return a.resolve() == b.resolve()
+    return a == b
+
+
 @dataclass(frozen=True)
 class RunPaths:
-    """The resolved, checked paths of one selection run."""
+    """The resolved, checked paths of one selection run (files, or objects in a store)."""
 
-    input: Path
-    output: Path
-    report: Path | None
-    data_root: Path | None
+    input: Location
+    output: Location
+    report: Location | None
+    data_root: Location | None
 
 
 def configured_data_root(data_root: str | None = None) -> str | None:
@@ -114,21 +134,32 @@ def configured_data_root(data_root: str | None = None) -> str | None:
 class DataRoot:
     """The data root in force, resolved, and what set it (``source``, as messages name it)."""
 
-    path: Path
+    path: Location
     source: str
 
-    def confine(self, path: str | os.PathLike[str], what: str) -> Path:
+    def confine(self, path: str | os.PathLike[str] | Location, what: str) -> Location:
+        if isinstance(self.path, ObjectPath):
+            return confine_object(path, self.path, what, self.source)
+        if isinstance(path, ObjectPath) or is_url(os.fspath(path)):
+            raise UnsafePathError(
+                f"{what} path {str(path)!r} is in an object store, outside the data root {str(self.path)!r}; "
+                f"only files under the data root are processed (change {self.source})"
+            )
         return confine(path, self.path, what, self.source)
 
 
-def data_root_in_force(data_root: str | None, option: str = DATA_ROOT_PARAMETER) -> DataRoot | None:
+def data_root_in_force(
+    data_root: str | None, option: str = DATA_ROOT_PARAMETER, storage_options: dict[str, Any] | None = None
+) -> DataRoot | None:
     """The data root of a run, resolved: ``data_root`` (named ``option``), else ``$CONTENT_SELECTION_DATA_ROOT``;
-    an ``UnsafePathError`` if it is not an existing directory."""
+    an ``UnsafePathError`` if it is not an existing directory. A URL is a prefix in a store (not checked here)."""
     root_text = configured_data_root(data_root)
     if root_text is None:
         return None
     source = option if data_root is not None and data_root.strip() else DATA_ROOT_ENV
-    root = Path(root_text).expanduser()
+    if is_url(root_text.strip()):
+        return DataRoot(ObjectPath.parse(root_text.strip(), storage_options, "data root"), source)
+    root = Path(local_text(root_text)).expanduser()
     try:
         resolved = root.resolve(strict=True)
     except (OSError, RuntimeError, ValueError) as exc:
@@ -163,6 +194,28 @@ def confine(path: str | os.PathLike[str], root: Path, what: str, source: str) ->
     return resolved
 
 
+def confine_object(path: str | os.PathLike[str] | Location, root: ObjectPath, what: str, source: str) -> ObjectPath:
+    """The object ``path`` names (a URL, or a key relative to ``root``); an ``UnsafePathError`` if it is in
+    another bucket or store, under another prefix, or has ``.`` or ``..`` segments."""
+    text = str(path)
+    if not text.strip() or "\x00" in text:
+        raise UnsafePathError(f"{what} path {text!r} is empty or malformed; give an object's URL")
+    if isinstance(path, ObjectPath):
+        candidate = path
+    elif is_url(text):
+        candidate = ObjectPath.parse(text, root.options, what)
+    elif os.path.isabs(local_text(text)):
+        candidate = None
+    else:
+        candidate = root.joinpath(text, what)
+    if candidate is None or not candidate.is_relative_to(root):
+        raise UnsafePathError(
+            f"{what} path {text!r} is outside the data root {str(root)!r}; only objects under the data root "
+            f"are processed (move the object there or change {source})"
+        )
+    return candidate
+
+
 def resolve_run_paths(
     input_path: str,
     output_path: str | None = None,
@@ -170,6 +223,7 @@ def resolve_run_paths(
     data_root: str | None = None,
     require_data_root: bool = False,
     option: str = DATA_ROOT_PARAMETER,
+    storage_options: dict[str, Any] | None = None,
 ) -> RunPaths:
     """Resolve and check every path of a selection run before anything is read or written.
 
@@ -177,16 +231,20 @@ def resolve_run_paths(
         UnsafePathError: a path leaves the data root, or ``require_data_root`` and none is configured.
         OutputPathError: the output or report location is refused.
     """
-    root = data_root_in_force(data_root, option)
+    root = data_root_in_force(data_root, option, storage_options)
     if root is None:
         if require_data_root:
             raise UnsafePathError(
                 f"no data root is configured, and this run takes its path from an event; "
                 f"set {DATA_ROOT_ENV} (or {option}) to the directory that holds the batches"
             )
-        source = Path(input_path).expanduser().absolute()
-        output = resolve_selected_path(source, Path(output_path) if output_path else None)
-        report = resolve_report_path(source, output, report_path or None)
+        source = location(input_path, storage_options)
+        if isinstance(source, Path):
+            source = source.expanduser().absolute()
+        wanted = location(output_path, storage_options, "output") if output_path else None
+        output = resolve_selected_path(source, wanted)
+        wanted_report = location(report_path, storage_options, "report") if report_path else None
+        report = resolve_report_path(source, output, wanted_report)
         return RunPaths(input=source, output=output, report=report, data_root=None)
 
     source = root.confine(input_path, "input")
