@@ -64,6 +64,15 @@ DaskAddress = Annotated[
     Field(json_schema_extra={"default": ""}),
 ]
 
+#: The object store's options (fsspec ``storage_options``) for ``s3://``, ``gs://``, ``az://`` paths: an endpoint, a
+#: region, a profile. They are shown with the run's parameters: leave credentials to the environment or a role.
+StorageOptions = Annotated[
+    dict[str, Any] | None,
+    BeforeValidator(blank_is_unset),
+    WithJsonSchema({"type": "object"}),
+    Field(json_schema_extra={"default": {}}),
+]
+
 TableRows = Annotated[int, Field(ge=0, le=MAX_TABLE_ROWS_LIMIT)]
 TimeLimit = Annotated[float, Field(gt=0, le=MAX_TIME_LIMIT_SECONDS)]
 

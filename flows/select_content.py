@@ -16,6 +16,7 @@ from flows.params import (
     DaskAddress,
     OptionalCount,
     OptionalText,
+    StorageOptions,
     TableRows,
     TaskRunnerChoice,
     run_namer,
@@ -139,11 +140,13 @@ def select_content(
     task_runner: TaskRunnerChoice = None,
     dask_address: DaskAddress = None,
     chunk_size: OptionalCount = None,
+    storage_options: StorageOptions = None,
 ) -> SelectionRunSummary:
     """Select the best extractor of every article of one batch and write the result.
 
     Args:
-        input_path: The extracted batch (JSON or JSON Lines); a relative path starts at the data root, if any.
+        input_path: The extracted batch (JSON or JSON Lines), a file or an object's URL (`s3://BUCKET/KEY`); a
+            relative path starts at the data root, if any.
         output_path: Where to write the selected batch. Empty: `<stem>_selected.json` beside the input.
         report_path: Optional file for the per-article explanation as JSON Lines. Empty: no report.
         max_table_rows: Most rows of the `selection-scores` table artifact (the first articles).
@@ -153,9 +156,11 @@ def select_content(
             CONTENT_SELECTION_TASK_RUNNER, else `dask` with an address, else `in-process`.
         dask_address: A Dask scheduler, `tcp://HOST:PORT`. Empty: CONTENT_SELECTION_DASK_ADDRESS, else a local cluster.
         chunk_size: Most articles per chunk (one task run each on `dask`); 0 for chunks bounded by bytes.
+        storage_options: Options of the object store of `s3://`, `gs://`, `az://` paths (an endpoint, a region);
+            credentials are best left to the environment or an instance role.
     """
     logger = run_logger()
-    paths = check_paths(input_path, output_path, report_path, data_root, require_data_root)
+    paths = check_paths(input_path, output_path, report_path, data_root, require_data_root, storage_options)
     if paths.data_root is not None:
         logger.info("Paths confined to the data root %s", paths.data_root)
     runner_name, address = resolve_task_runner(task_runner, dask_address)

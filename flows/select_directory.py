@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 from prefect import flow, tags, task
@@ -16,6 +15,7 @@ from flows.params import (
     DaskAddress,
     OptionalCount,
     OptionalText,
+    StorageOptions,
     TableRows,
     TaskRunnerChoice,
     run_namer,
@@ -25,6 +25,7 @@ from flows.runners import resolve_task_runner
 from flows.select_content import select_content
 from selection_core.errors import SelectionError, error_line
 from selection_storage.paths import DATA_ROOT_ENV, configured_data_root, name_once
+from selection_storage.stores import location
 from tasks.logs import run_logger
 from tasks.options import local_task_options
 from tasks.select import find_stale_batches
@@ -82,24 +83,27 @@ def select_directory(
     task_runner: TaskRunnerChoice = None,
     dask_address: DaskAddress = None,
     chunk_size: OptionalCount = None,
+    storage_options: StorageOptions = None,
 ) -> DirectoryRunSummary:
     """Select every batch under a directory that has no up-to-date `_selected.json` (or `.jsonl`); when any
     batch failed, the run ends Failed after all were tried.
 
     Args:
-        directory: Folder scanned recursively for `*_extracted.json(l)` files. Empty: the data root.
+        directory: Folder (or object prefix, `s3://BUCKET/PREFIX`) scanned recursively for `*_extracted.json(l)`
+            files. Empty: the data root.
         max_table_rows: Most rows of each batch's `selection-scores` table artifact.
         data_root: Directory every path must resolve inside. Empty: CONTENT_SELECTION_DATA_ROOT, else unconfined.
         max_concurrent_batches: Most batches selected at the same time (on threads).
         task_runner: Where each batch's articles are scored, as in `select-content`.
         dask_address: A Dask scheduler (`tcp://HOST:PORT`) shared by all batches, as in `select-content`.
         chunk_size: Articles per chunk (one task run each), as in `select-content`; 0 for chunks bounded by bytes.
+        storage_options: Options of the object store of a prefix, as in `select-content`.
     """
     logger = run_logger()
     folder = directory or configured_data_root(data_root)
     if not folder:
         raise SelectionError(f"no directory to scan: set the directory parameter or {DATA_ROOT_ENV}")
-    stale = find_stale_batches(Path(folder))
+    stale = find_stale_batches(location(folder, storage_options, "directory"))
     logger.info("%d batch(es) to select under %s", len(stale), folder)
 
     resolve_task_runner(task_runner, dask_address)  # a bad setting fails once, here, not per batch
@@ -109,6 +113,7 @@ def select_directory(
         "task_runner": task_runner,
         "dask_address": dask_address,
         "chunk_size": chunk_size,
+        "storage_options": storage_options,
     }
     result = DirectoryRunSummary(directory=str(folder))
     with ThreadPoolTaskRunner(max_workers=max_concurrent_batches) as runner:

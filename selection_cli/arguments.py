@@ -19,3 +19,48 @@ def whole_number(minimum: int, too_small: str) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def storage_option(text: str) -> tuple[str, object]:
+    """An ``argparse`` type: ``KEY=VALUE`` of the object store's options, the value read as JSON when it is JSON
+    (``anon=true``, ``client_kwargs={"region_name": "eu-west-1"}``), else as text."""
+    import json
+
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError("write a storage option as KEY=VALUE")
+    try:
+        return key.strip(), json.loads(value)
+    except ValueError:
+        return key.strip(), value
+
+
+def add_storage_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--storage-option KEY=VALUE`` (repeatable) to ``parser``."""
+    parser.add_argument(
+        "--storage-option",
+        dest="storage_options",
+        type=storage_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the object store of s3://, gs://, az:// paths (fsspec's storage_options), repeatable; "
+        "credentials are better left to the environment, a profile or an instance role",
+    )
+
+
+def storage_options(args: argparse.Namespace) -> dict[str, object]:
+    """The ``--storage-option`` values as one mapping (a later KEY wins)."""
+    return dict(getattr(args, "storage_options", None) or [])
+
+
+def command_line_path(text: str | None) -> str | None:
+    """A path given on a command line, as the flows take it: a URL as it is, a local path made absolute (a
+    relative path means "from here", whatever the data root)."""
+    import os
+
+    from selection_storage.stores import is_url, local_text
+
+    if not text:
+        return None
+    return text if is_url(text) else os.path.abspath(local_text(text))

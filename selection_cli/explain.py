@@ -6,10 +6,9 @@ import argparse
 import json
 from collections.abc import Mapping
 from fractions import Fraction
-from pathlib import Path
 from typing import Any, Final
 
-from selection_cli.arguments import whole_number
+from selection_cli.arguments import add_storage_options, storage_options, whole_number
 from selection_core.config import FALLBACK, PRIORITY, TIE_MARGIN
 from selection_core.evidence import ARTICLE_ID_FIELDS, TABLE_DIGITS
 from selection_core.select import Candidate, Pool, Reason, Selection, State
@@ -21,16 +20,20 @@ def add_explain_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
     index = whole_number(0, "an index is 0 or more, not {value}")
     which.add_argument("--index", type=index, metavar="N", help="the article at this position (0 is the first)")
     which.add_argument("--id", dest="article_id", metavar="ID", help="the first article whose id is ID")
+    add_storage_options(parser)
     return parser
 
 
 def explain_command(args: argparse.Namespace) -> int:
     from selection_core.select import select_article
     from selection_storage.lookup import find_article
+    from selection_storage.stores import location
 
-    found = find_article(args.input, index=args.index, article_id=args.article_id)  # reads only that article
+    options = storage_options(args)
+    # reads only that article
+    found = find_article(args.input, index=args.index, article_id=args.article_id, storage_options=options)
     selection = select_article(found.article, found.index)
-    print(explain_text(found.article, selection, Path(args.input).name, found.total))
+    print(explain_text(found.article, selection, location(args.input).name, found.total))
     return 0
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 from typing import Any
 
 from flows.params import DEFAULT_MAX_TABLE_ROWS
 from flows.runners import TaskRunnerName, process_workers, resolve_task_runner
+from selection_cli.arguments import add_storage_options, command_line_path, storage_options
 from selection_cli.console import errors_left_to_the_last_line
 from selection_cli.environment import prepare_embedded_api
 from selection_core.errors import ReadError, SelectionError, error_line
@@ -21,7 +21,9 @@ PROG = "content-selection run"
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the arguments of ``run`` to ``parser``."""
-    parser.add_argument("input", metavar="INPUT", help="the *_extracted.json (or .jsonl) batch to select from")
+    parser.add_argument(
+        "input", metavar="INPUT", help="the *_extracted.json (or .jsonl) batch to select from: a file or an object URL"
+    )
     parser.add_argument(
         "-o",
         "--output",
@@ -63,6 +65,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
         help=f"most articles per chunk (default: chunks of at most {CHUNK_BYTES >> 20} MiB of input, one after the "
         f"other, in-process; about 4 chunks per worker, at most {MAX_CHUNK_BYTES >> 20} MiB each, on process or dask)",
     )
+    add_storage_options(parser)
     return parser
 
 
@@ -76,21 +79,30 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
     parameters: dict[str, Any] = {
         # Relative paths mean "from here" on a command line, whatever the data root.
-        "input_path": os.path.abspath(args.input),
-        "output_path": os.path.abspath(args.output) if args.output else None,
-        "report_path": os.path.abspath(args.report) if args.report else None,
+        "input_path": command_line_path(args.input),
+        "output_path": command_line_path(args.output),
+        "report_path": command_line_path(args.report),
         "max_table_rows": DEFAULT_MAX_TABLE_ROWS if args.max_rows is None else args.max_rows,
         "data_root": args.data_root,
         "task_runner": args.task_runner,
         "dask_address": args.dask_address,
         "chunk_size": args.chunk_size,
+        "storage_options": storage_options(args),
     }
     try:
         runner, _ = resolve_task_runner(args.task_runner, args.dask_address)
         # What the flow would refuse first is refused now, in select's words, without starting Prefect:
         # a refused path, or a batch whose layout is not a batch's (the first pass, articles not parsed).
         output, report = parameters["output_path"], parameters["report_path"]
-        paths = resolve_run_paths(parameters["input_path"], output, report, args.data_root, option="--data-root")
+        paths = resolve_run_paths(
+            parameters["input_path"],
+            output,
+            report,
+            args.data_root,
+            False,
+            "--data-root",
+            parameters["storage_options"],
+        )
         with contextlib.suppress(ReadError):  # may be cured by the run's retries
             # Planned as the flow will plan it on this machine, so that its flow reuses the plan (Dask: its own).
             workers = process_workers() if runner is TaskRunnerName.PROCESS else 1

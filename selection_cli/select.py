@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from selection_cli.arguments import add_storage_options, storage_options
 from selection_cli.progress import ProgressBar
 from selection_core.batch import Summary
 from selection_core.evidence import counts_text
@@ -13,7 +14,9 @@ from selection_core.evidence import counts_text
 def add_select_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the arguments of ``select`` to ``parser``."""
     parser.add_argument(
-        "input", metavar="INPUT", help='batch file: JSON, {"articles": [...]}, or JSON Lines (*.jsonl), one per line'
+        "input",
+        metavar="INPUT",
+        help='batch file or object URL (s3://...): JSON, {"articles": [...]}, or JSON Lines (*.jsonl)',
     )
     parser.add_argument(
         "-o",
@@ -22,6 +25,7 @@ def add_select_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="output file, in the input's format (default: <input stem>_selected.json, or .jsonl, beside the input)",
     )
     parser.add_argument("--report", metavar="PATH", help="also write one JSON explanation per article (JSON Lines)")
+    add_storage_options(parser)
     return parser
 
 
@@ -36,7 +40,9 @@ def select_command(args: argparse.Namespace) -> int:
     """Run ``select``; returns 0, raises the project's typed errors."""
     from selection_storage import select_file
 
-    result = select_file(args.input, args.output, args.report, progress=ProgressBar(sys.stderr))
+    result = select_file(
+        args.input, args.output, args.report, storage_options=storage_options(args), progress=ProgressBar(sys.stderr)
+    )
     print(format_summary(result.summary))
     print(f"output: {result.output_path}")
     if result.report_path is not None:

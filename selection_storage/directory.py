@@ -9,6 +9,7 @@ from pathlib import Path
 from selection_core.errors import InvalidBatchError
 from selection_storage.atomic import TMP_SUFFIX, remove_orphans
 from selection_storage.paths import DATA_ROOT_ENV, EXTRACTED_LINES_SUFFIX, EXTRACTED_SUFFIX, selected_path
+from selection_storage.stores import Location, ObjectPath, abort_stale_uploads, location, modified, walk_objects
 
 BATCH_SUFFIXES = (EXTRACTED_SUFFIX, EXTRACTED_LINES_SUFFIX)
 
@@ -45,13 +46,34 @@ def find_batches(directory: Path) -> list[Path]:
     return sorted(found)
 
 
-def find_stale_batches(directory: str | os.PathLike[str]) -> list[Path]:
-    """The ``*_extracted.json(l)`` files under ``directory`` whose ``_selected.json(l)`` is missing or older, sorted."""
-    return [path for path in find_batches(Path(directory)) if is_stale(path)]
+def _stale_objects(prefix: ObjectPath) -> list[Location]:
+    """:func:`find_stale_batches` on a prefix: from the objects' modification times, in one listing."""
+    objects = {str(p): entry for p, entry in walk_objects(prefix)}
+    stale: list[Location] = []
+    for url, entry in objects.items():
+        p = location(url, prefix.options)
+        if p.name.endswith(BATCH_SUFFIXES):
+            output = objects.get(str(selected_path(p)))
+            if output is None or modified(output) < modified(entry):
+                stale.append(p)
+    return stale
 
 
-def remove_orphans_under(directory: str | os.PathLike[str]) -> list[Path]:
-    """:func:`~selection_storage.atomic.remove_orphans` in every folder :func:`find_batches` walks; what it removed."""
+def find_stale_batches(directory: str | os.PathLike[str] | Location) -> list[Location]:
+    """The ``*_extracted.json(l)`` files under ``directory`` (a folder, or a prefix in a store) whose
+    ``_selected.json(l)`` is missing or older, sorted; hidden folders (and keys) are skipped."""
+    where = location(directory, None, "directory")
+    if isinstance(where, ObjectPath):
+        return _stale_objects(where)
+    return [path for path in find_batches(where) if is_stale(path)]
+
+
+def remove_orphans_under(directory: str | os.PathLike[str] | Location) -> list[Location]:
+    """:func:`~selection_storage.atomic.remove_orphans` in every folder :func:`find_batches` walks; what it removed.
+    Under a prefix in a store: the unfinished uploads of killed writers are aborted
+    (:func:`~selection_storage.stores.abort_stale_uploads`), and the objects they were for returned."""
+    if isinstance(directory, ObjectPath):
+        return list(abort_stale_uploads(directory))
     return [
         path
         for d, names in _walk(Path(directory))

@@ -373,6 +373,8 @@ class StagedObject:
             self._fh.discard()
         except Exception:  # noqa: BLE001, S110 - discarding never raises; an unfinished upload stays invisible
             pass
+        # Marked closed, so that fsspec's __del__ does not close it, which would start a new upload of nothing.
+        self._fh.closed = True
 
 
 def walk_objects(prefix: ObjectPath) -> Iterator[tuple[ObjectPath, dict[str, Any]]]:
@@ -387,3 +389,31 @@ def walk_objects(prefix: ObjectPath) -> Iterator[tuple[ObjectPath, dict[str, Any
         if any(part.startswith(".") for part in relative.split("/")):
             continue
         yield ObjectPath(prefix.protocol, key.strip("/"), prefix.options), found[key]
+
+
+#: An unfinished upload older than this is taken for one whose writer died (a live one cannot be told apart).
+STALE_UPLOAD_SECONDS: Final[int] = 3600
+
+
+def abort_stale_uploads(prefix: ObjectPath, now: float | None = None) -> list[ObjectPath]:
+    """Abort the unfinished multipart uploads under ``prefix`` started :data:`STALE_UPLOAD_SECONDS` or more ago (a
+    killed writer's: never an object, but stored and billed); the objects they were for. Never raises."""
+    import time
+
+    fs = prefix.filesystem()
+    if not hasattr(fs, "list_multipart_uploads"):
+        return []
+    bucket, _, key_prefix = prefix.key.partition("/")
+    now = time.time() if now is None else now
+    aborted: list[ObjectPath] = []
+    try:
+        uploads = fs.list_multipart_uploads(bucket)
+        for upload in sorted(uploads, key=lambda u: (u["Key"], u["UploadId"])):
+            key = upload["Key"]
+            inside = not key_prefix or key == key_prefix or key.startswith(key_prefix.rstrip("/") + "/")
+            if inside and now - modified({"LastModified": upload["Initiated"]}) >= STALE_UPLOAD_SECONDS:
+                fs.abort_mpu(bucket, key, upload["UploadId"])
+                aborted.append(ObjectPath(prefix.protocol, f"{bucket}/{key}", prefix.options))
+    except Exception:  # noqa: BLE001, S110 - a sweep that fails is tried again by the next scan
+        pass
+    return aborted

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from prefect import task
 
@@ -13,6 +12,7 @@ from selection_storage import directory as directories
 from selection_storage import engine
 from selection_storage.engine import ChunkJob, MapJobs, Selected
 from selection_storage.paths import RunPaths, resolve_run_paths
+from selection_storage.stores import Location
 from tasks.logs import run_logger
 from tasks.options import chunk_run_namer, io_task_options, local_task_options
 from tasks.progress import artifact_progress
@@ -33,17 +33,20 @@ def check_paths(
     report_path: str | None = None,
     data_root: str | None = None,
     require_data_root: bool = False,
+    storage_options: dict[str, Any] | None = None,
 ) -> RunPaths:
     """Resolve and check the run's paths (:func:`~selection_storage.paths.resolve_run_paths`)."""
-    return resolve_run_paths(input_path, output_path, report_path, data_root, require_data_root)
+    return resolve_run_paths(
+        input_path, output_path, report_path, data_root, require_data_root, storage_options=storage_options
+    )
 
 
 @task(name="find-stale-batches", **io_task_options())
-def find_stale_batches(directory: Path) -> list[Path]:
-    """The batches under ``directory``, sorted, whose ``_selected`` file is missing or older; on the way, the staged
-    files there whose writer is gone are removed (and logged)."""
+def find_stale_batches(directory: Location) -> list[Location]:
+    """The batches under ``directory`` (a folder or a prefix), sorted, whose ``_selected`` file is missing or
+    older; on the way, the staged files there whose writer is gone are removed (and logged)."""
     for orphan in directories.remove_orphans_under(directory):
-        run_logger().warning("Removed %s: a staged file whose writer is gone", orphan)
+        run_logger().warning("Removed %s: a staged file (or unfinished upload) whose writer is gone", orphan)
     return directories.find_stale_batches(directory)
 
 

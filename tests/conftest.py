@@ -30,6 +30,7 @@ from tests.support.prefect_fixtures import (  # noqa: E402,F401 - fixtures, regi
     prefect_harness,
 )
 from tests.support.prefect_server import server  # noqa: E402,F401 - the session's real Prefect server
+from tests.support.s3_server import bucket, s3_server  # noqa: E402,F401 - moto's S3 server on loopback
 
 
 def pytest_collection_modifyitems(items: list) -> None:

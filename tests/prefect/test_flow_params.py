@@ -38,7 +38,8 @@ def test_every_parameter_is_a_plain_typed_described_field(flow: Any) -> None:
     assert schema["definitions"] == {}  # no $ref to a named type (e.g. TaskRunnerName)
     for name, prop in _properties(flow).items():
         assert "anyOf" not in prop and "allOf" not in prop, name
-        assert prop.get("type") in {"string", "integer", "number", "boolean"}, name
+        # an object only for the store's options: the Run form edits it as JSON
+        assert prop.get("type") in {"string", "integer", "number", "boolean"} or name == "storage_options", name
         assert prop.get("description"), name
         if name not in schema.get("required", []):
             assert prop.get("default") is not None, name
@@ -46,6 +47,13 @@ def test_every_parameter_is_a_plain_typed_described_field(flow: Any) -> None:
 
 #: The flows that take a task runner (``extract-inbox`` runs its page sets one after the other).
 RUNNER_FLOWS = [p for p in FLOWS if p.id != "extract-inbox"]
+
+
+def test_storage_options_are_a_json_object_that_may_be_left_empty() -> None:
+    for flow in (select_content, select_directory):
+        prop = _properties(flow)["storage_options"]
+        assert prop["type"] == "object" and prop["default"] == {}
+    assert select_content.validate_parameters({"input_path": "s3://b/k", "storage_options": ""})["storage_options"] is None
 
 
 @pytest.mark.parametrize("flow", RUNNER_FLOWS)

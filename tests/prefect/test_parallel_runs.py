@@ -62,6 +62,7 @@ WAIT_SECONDS = 90
 def _job(start: int, stop: int, part: str = "/out/.o.json.1.0000000000000000.cs-tmp") -> ChunkJob:
     return ChunkJob(
         input_path="/in.json",
+        storage_options={},
         identity=FileIdentity(1, 2, 3),
         chunk=Chunk(start, stop, 10 * start, 10 * stop),
         format_name="JSON",
