@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Final
 
 from prefect.events import DeploymentEventTrigger
@@ -37,13 +38,14 @@ INPUT_PATH_TEMPLATE: Final[str] = "{{ event.resource['" + BATCH_PATH_LABEL + "']
 
 
 def batch_extracted_resource(path: str | os.PathLike[str]) -> dict[str, str]:
-    """The event resource that names one batch: a relative path made absolute, nothing else resolved (the
-    selection run checks the path exactly as sent)."""
-    text = os.fspath(path)
-    absolute = text if os.path.isabs(text) else os.path.join(os.getcwd(), text)
+    """The event resource that names one batch: a relative path made absolute, a URL (``s3://...``) as it is,
+    nothing else resolved (the selection run checks the path exactly as sent)."""
+    text = str(path)
+    url = re.match(r"\A[A-Za-z][A-Za-z0-9+.-]*://", text) is not None  # an object in a store: sent as it is
+    absolute = text if url or os.path.isabs(text) else os.path.join(os.getcwd(), text)
     return {
         "prefect.resource.id": f"{BATCH_RESOURCE_PREFIX}{absolute}",
-        "prefect.resource.name": os.path.basename(absolute),
+        "prefect.resource.name": absolute.rstrip("/").rsplit("/", 1)[-1],
         BATCH_PATH_LABEL: absolute,
     }
 

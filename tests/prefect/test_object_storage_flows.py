@@ -1,0 +1,96 @@
+"""The flows on batches in object storage (moto's S3 server on loopback, the real s3fs client): ``select-content``
+in-process, on the process pool and on a Dask cluster of 2 workers that share no directory, and ``select-directory``
+on a prefix. Every output is compared with ``select`` on the same bytes on a disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from flows.select_content import select_content
+from flows.select_directory import select_directory
+from selection_storage import select_file
+from tests.support import ROOT
+from tests.support.prefect_fixtures import artifacts_of
+
+GOLDEN_BATCH = ROOT / "tests" / "data" / "aeb_batch_extracted.json"
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness", "no_data_root_env")]
+
+#: Storage options as a deployment would pass them; the "secret" is a marker that must appear nowhere.
+OPTIONS = {"secret": "testing", "key": "testing", "client_kwargs": {"region_name": "us-east-1"}}
+
+
+@pytest.fixture
+def expected(tmp_path: Path) -> tuple[bytes, bytes]:
+    """The output and report ``select`` writes for the golden batch on a disk."""
+    select_file(GOLDEN_BATCH, tmp_path / "disk_selected.json", tmp_path / "disk_report.jsonl")
+    return (tmp_path / "disk_selected.json").read_bytes(), (tmp_path / "disk_report.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("runner", ["in-process", "process", "dask"])
+def test_select_content_on_s3_writes_the_disk_bytes_on_every_runner(s3_server, bucket, expected, runner) -> None:
+    fs = s3_server.fs()
+    fs.pipe_file(f"{bucket}/in/aeb_extracted.json", GOLDEN_BATCH.read_bytes())
+
+    state = select_content(
+        input_path=f"s3://{bucket}/in/aeb_extracted.json",
+        report_path=f"s3://{bucket}/out/report.jsonl",
+        output_path=f"s3://{bucket}/out/aeb_selected.json",
+        task_runner=runner,
+        chunk_size=20,
+        storage_options=OPTIONS,
+        return_state=True,
+    )
+
+    assert state.is_completed(), state.message
+    summary = state.result()
+    assert summary.output_path == f"s3://{bucket}/out/aeb_selected.json" and summary.articles == 181
+    assert fs.cat_file(f"{bucket}/out/aeb_selected.json") == expected[0]
+    assert fs.cat_file(f"{bucket}/out/report.jsonl") == expected[1]
+    assert sorted(fs.find(bucket)) == [
+        f"{bucket}/in/aeb_extracted.json",
+        f"{bucket}/out/aeb_selected.json",
+        f"{bucket}/out/report.jsonl",
+    ]
+    assert s3_server.uploads(bucket) == []
+    if runner != "in-process":  # 10 chunks, each read from the store by a worker, whose bytes come back
+        assert summary.read_as.startswith("in 10 chunks of articles, in parallel")
+    artifacts = asyncio.run(artifacts_of(state.state_details.flow_run_id))
+    shown = " ".join(str(a.data) + str(a.description) for a in artifacts)
+    assert f"s3://{bucket}/out/aeb_selected.json" in shown
+    assert "testing" not in shown and "region_name" not in shown
+
+
+def test_select_directory_on_a_prefix_selects_what_is_stale(s3_server, bucket, expected) -> None:
+    fs = s3_server.fs()
+    for key in ("batches/a/one_extracted.json", "batches/two_extracted.json", "batches/done_extracted.json"):
+        fs.pipe_file(f"{bucket}/{key}", GOLDEN_BATCH.read_bytes())
+    fs.pipe_file(f"{bucket}/batches/done_extracted_selected.json", b"kept as it is")
+
+    state = select_directory(directory=f"s3://{bucket}/batches", storage_options=OPTIONS, return_state=True)
+
+    assert state.is_completed(), state.message
+    assert state.result().selected == [
+        f"s3://{bucket}/batches/a/one_extracted_selected.json",
+        f"s3://{bucket}/batches/two_extracted_selected.json",
+    ]
+    for key in ("batches/a/one_extracted_selected.json", "batches/two_extracted_selected.json"):
+        assert fs.cat_file(f"{bucket}/{key}") == expected[0]
+    assert fs.cat_file(f"{bucket}/batches/done_extracted_selected.json") == b"kept as it is"
+
+
+def test_a_path_outside_an_object_data_root_fails_the_run_and_reads_nothing(s3_server, bucket) -> None:
+    fs = s3_server.fs()
+    fs.pipe_file(f"{bucket}/elsewhere/x_extracted.json", GOLDEN_BATCH.read_bytes())
+    state = select_content(
+        input_path=f"s3://{bucket}/elsewhere/x_extracted.json",
+        data_root=f"s3://{bucket}/batches/",
+        require_data_root=True,
+        return_state=True,
+    )
+    assert state.is_failed() and "outside the data root" in state.message
+    assert sorted(fs.find(bucket)) == [f"{bucket}/elsewhere/x_extracted.json"]
