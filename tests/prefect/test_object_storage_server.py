@@ -1,0 +1,67 @@
+"""The triggered deployment on objects: ``content-selection serve --data-root s3://BUCKET/batches/`` on the
+session's real ``prefect server start``, moto's S3 server on loopback, and the upstream's event naming an
+``s3://`` batch. Every wait is bounded; nothing asserts a duration.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from selection_storage import select_file
+from tests.support import ROOT
+from tests.support.prefect_server import SERVE_START_SECONDS, Server, run, start, stop, wait_until
+from tests.support.s3_server import S3_ENV
+
+pytestmark = [pytest.mark.server, pytest.mark.slow]
+
+GOLDEN_BATCH = ROOT / "tests" / "data" / "aeb_batch_extracted.json"
+
+EMIT = "import sys; from content_selection import emit_batch_extracted; emit_batch_extracted(sys.argv[1])"
+
+
+@pytest.fixture
+def served_on_s3(server: Server, s3_server, bucket: str) -> Iterator[tuple[str, dict[str, str]]]:
+    """``serve`` with a data root in the bucket; yields the root and the environment that reaches both servers."""
+    root = f"s3://{bucket}/batches"
+    env = {**server.env, **{k: os.environ[k] for k in (*S3_ENV, "AWS_ENDPOINT_URL")}}
+    log = server.logs / "serve-s3.log"
+    process = start([sys.executable, "-m", "selection_cli.main", "serve", "--data-root", f"{root}/", "--cron", "0 3 1 1 *"], env, log)  # fmt: skip
+    try:
+
+        def registered() -> bool:
+            assert process.poll() is None, log.read_text()[-3000:]
+            deployment = server.deployment("select-content/triggered")
+            return deployment is not None and deployment.parameters.get("data_root") == root
+
+        wait_until("serve to register the triggered deployment on the bucket", registered, SERVE_START_SECONDS)
+        yield root, env
+    finally:
+        stop(process)
+
+
+def test_an_event_naming_an_object_selects_it_and_one_outside_the_root_writes_nothing(
+    server: Server, s3_server, bucket: str, served_on_s3: tuple[str, dict[str, str]], tmp_path
+) -> None:
+    root, env = served_on_s3
+    fs = s3_server.fs()
+    inside, outside = f"{root}/day1/crawl_extracted.json", f"s3://{bucket}/elsewhere/away_extracted.json"
+    for url in (inside, outside):
+        fs.pipe_file(url.removeprefix("s3://"), GOLDEN_BATCH.read_bytes())
+        run([sys.executable, "-c", EMIT, url], env)
+
+    selected = server.final_run("select-content/triggered", inside)
+    refused = server.final_run("select-content/triggered", outside)
+
+    assert selected.state.is_completed(), selected.state.message
+    expected = select_file(GOLDEN_BATCH, tmp_path / "disk_selected.json").output_path
+    assert fs.cat_file(f"{root}/day1/crawl_extracted_selected.json".removeprefix("s3://")) == expected.read_bytes()
+    assert refused.state.is_failed() and "outside the data root" in refused.state.message
+    assert sorted(fs.find(bucket)) == [
+        f"{bucket}/batches/day1/crawl_extracted.json",
+        f"{bucket}/batches/day1/crawl_extracted_selected.json",
+        f"{bucket}/elsewhere/away_extracted.json",
+    ]
