@@ -22,6 +22,8 @@ from selection_extraction.warc import (
     ScanProgress,
     WarcReader,
     WarcRecordRef,
+    arc_refusal,
+    archive_kind,
     check_is_warc,
     is_warc_name,
     scan_warc,
@@ -109,6 +111,12 @@ def _listing(text: str, name: str) -> tuple[str, tuple[Page | _WarcFile, ...]]:
         return "warc", (_WarcFile(name, path),)
     if page_stem(path.name) is not None:
         return "page", (Page(page_stem(path.name) or path.name, None, path.name, path),)
+    with _warc_refusals(name or text):  # a web archive named loosely is known by its first bytes
+        kind = archive_kind(path)
+        if kind == "arc":
+            raise arc_refusal(name or text)
+    if kind == "warc":
+        return "warc", (_WarcFile(name, path),)
     return "manifest", _manifest_pages(path)
 
 

@@ -85,6 +85,33 @@ def is_warc_name(name: str) -> bool:
     return warc_stem(name) is not None
 
 
+#: How an ARC file (the Internet Archive's format before WARC) starts: its version block's URL.
+_ARC_MAGIC = b"filedesc://"
+
+
+def archive_kind(path: Path) -> str | None:
+    """What the file's first bytes (gunzipped if gzip) say it is: ``"warc"``, ``"arc"``, or None; whatever its
+    name (objects and crawl files are often named loosely)."""
+    with open(path, "rb") as raw:
+        head = raw.read(2)
+        raw.seek(0)
+        try:
+            start = (gzip.GzipFile(fileobj=raw) if head == b"\x1f\x8b" else raw).read(len(_ARC_MAGIC))
+        except (OSError, EOFError, zlib.error):
+            return None
+    if start.startswith(_MAGIC):
+        return "warc"
+    return "arc" if start == _ARC_MAGIC else None
+
+
+def arc_refusal(shown: str) -> NotAWarcError:
+    """The one-line refusal of an ARC file."""
+    return NotAWarcError(
+        f"{shown}: an ARC file (the Internet Archive's format before WARC), which the extract step does not read; "
+        f"convert it to WARC first (warcio recompress {shown} pages.warc.gz)"
+    )
+
+
 def check_is_warc(path: Path, shown: str) -> None:
     """Refuse (:class:`NotAWarcError`) a file that does not start with a WARC record (gunzipped if gzip)."""
     with open(path, "rb") as raw:
@@ -103,6 +130,8 @@ def check_is_warc(path: Path, shown: str) -> None:
     if not start:
         raise NotAWarcError(f"{shown}: empty file, not a WARC; give a .warc or .warc.gz file with records")
     if start != _MAGIC:
+        if archive_kind(path) == "arc":
+            raise arc_refusal(shown)
         raise NotAWarcError(
             f"{shown}: not a WARC file (it does not start with a WARC/1.x record); "
             "give a .warc or .warc.gz file, a folder of pages or a manifest"

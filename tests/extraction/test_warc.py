@@ -389,3 +389,28 @@ def test_a_scan_reports_its_progress_in_bytes() -> None:
     size = (WARCS / "pages.warc").stat().st_size
     assert seen[-1] == (size, size, 20) and [r for _, _, r in seen[:-1]] == list(range(1, 21))
     assert all(b[0] >= a[0] for a, b in zip(seen, seen[1:], strict=False))
+
+
+#: The start of an ARC file (version 1): its version block, as the Internet Archive wrote them before WARC.
+ARC_HEAD = (
+    b"filedesc://crawl.arc 0.0.0.0 20260101000000 text/plain 76\n"
+    b"1 0 InternetArchive\nURL IP-address Archive-date Content-type Archive-length\n\n"
+)
+
+
+@pytest.mark.parametrize("name", ["crawl.warc.gz.bad", "crawl", "crawl.json", "x.warc.gz.1"])
+def test_a_warc_named_loosely_is_known_by_its_bytes(tmp_path: Path, name: str, pages_doc: dict[str, Any]) -> None:
+    target = tmp_path / name
+    shutil.copyfile(WARCS / "pages.warc.gz", target)
+    doc = extract_pages(find_pages(target), ExtractionSettings(workers=1)).doc
+    assert texts(doc) == texts(pages_doc)
+
+
+@pytest.mark.parametrize("name", ["old.arc", "old.arc.gz", "old.warc.gz", "old.bin"])
+@pytest.mark.parametrize("gzipped", [False, True], ids=["plain", "gzip"])
+def test_an_arc_file_is_refused_in_words_that_say_what_it_is(tmp_path: Path, name: str, gzipped: bool) -> None:
+    target = tmp_path / name
+    target.write_bytes(gzip.compress(ARC_HEAD) if gzipped else ARC_HEAD)
+    with pytest.raises(InvalidPagesError, match="an ARC file .* convert it to WARC first") as caught:
+        find_pages(target)
+    assert "\n" not in str(caught.value) and str(target) in str(caught.value)
