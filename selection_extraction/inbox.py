@@ -9,7 +9,7 @@ from typing import Final
 
 from selection_core.errors import UnsafePathError
 from selection_extraction.pages import InvalidPagesError
-from selection_extraction.paths import extracted_path
+from selection_extraction.paths import extracted_path, refuse_objects
 from selection_extraction.warc import is_warc_name
 from selection_storage.directory import is_outdated
 from selection_storage.paths import (
@@ -18,6 +18,7 @@ from selection_storage.paths import (
     EXTRACTED_SUFFIX,
     SELECTED_LINES_SUFFIX,
     SELECTED_SUFFIX,
+    configured_data_root,
     data_root_in_force,
     name_once,
 )
@@ -56,6 +57,7 @@ def prepare_inbox(inbox: str | None, data_root: str | None) -> Path:
         UnsafePathError: no data root is configured, or the inbox lies outside it.
         InvalidPagesError: a named inbox is not an existing directory.
     """
+    refuse_objects(inbox, configured_data_root(data_root))
     in_force = data_root_in_force(data_root)
     if in_force is None:
         raise UnsafePathError(

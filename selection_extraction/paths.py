@@ -8,16 +8,18 @@ from pathlib import Path
 from typing import Final
 
 from selection_core.jsonl import JSONL_SUFFIX, is_jsonl
-from selection_extraction.pages import check_page_listing, page_stem
+from selection_extraction.pages import InvalidPagesError, check_page_listing, page_stem
 from selection_extraction.warc import warc_stem
 from selection_storage.paths import (
     DATA_ROOT_PARAMETER,
     EXTRACTED_SUFFIX,
     RunPaths,
+    configured_data_root,
     data_root_in_force,
     resolve_output_path,
     resolve_run_paths,
 )
+from selection_storage.stores import is_url
 
 
 def extracted_path(source: str | os.PathLike[str]) -> Path:
@@ -53,6 +55,17 @@ class ExtractPaths:
     data_root: Path | None
 
 
+def refuse_objects(*paths: str | None) -> None:
+    """An ``InvalidPagesError`` for the first path that names an object in a store: the extract step reads and
+    writes this machine's files only (the selection reads and writes objects)."""
+    for path in paths:
+        if path and is_url(path):
+            raise InvalidPagesError(
+                f"{path}: is in object storage, and the extract step reads and writes this machine's files only; "
+                "copy the pages to a local folder (only the selection reads and writes objects)"
+            )
+
+
 def resolve_extract_paths(
     pages: str,
     output_path: str | None = None,
@@ -67,7 +80,9 @@ def resolve_extract_paths(
     Raises:
         UnsafePathError: a path leaves the data root.
         OutputPathError: the output is refused by the core (a directory, the input, not writable).
+        InvalidPagesError: a path is an object in a store.
     """
+    refuse_objects(pages, output_path, configured_data_root(data_root))
     root = data_root_in_force(data_root, option)
     if root is None:
         source = Path(pages).expanduser().absolute()

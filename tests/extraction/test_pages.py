@@ -8,6 +8,9 @@ from typing import Any
 import pytest
 
 from selection_extraction import InvalidPagesError, find_pages
+from selection_extraction.inbox import prepare_inbox
+from selection_extraction.paths import resolve_extract_paths
+from tests.support import ROOT
 
 
 @pytest.mark.parametrize(
@@ -57,3 +60,19 @@ def test_hidden_entries_are_skipped_and_subfolders_searched(tmp_path: Path) -> N
         (folder / rel).write_text("<p>x</p>")
     page_set = find_pages(folder)
     assert [(p.id, p.path) for p in page_set.pages] == [("b", "b.HTML"), ("sub/a", "sub/a.htm")]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        pytest.param(lambda: resolve_extract_paths("s3://crawls/x.warc.gz"), id="pages"),
+        pytest.param(
+            lambda: resolve_extract_paths(str(ROOT / "tests/data/pages"), "s3://b/x_extracted.json"), id="out"
+        ),
+        pytest.param(lambda: prepare_inbox(None, "s3://b/root/"), id="inbox-root"),
+        pytest.param(lambda: prepare_inbox("gs://b/inbox", None), id="inbox"),
+    ],
+)
+def test_the_extract_step_refuses_objects_in_one_line_that_says_so(call) -> None:
+    with pytest.raises(InvalidPagesError, match="is in object storage, and the extract step reads and writes this"):
+        call()
