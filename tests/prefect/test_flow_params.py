@@ -53,7 +53,8 @@ def test_storage_options_are_a_json_object_that_may_be_left_empty() -> None:
     for flow in (select_content, select_directory):
         prop = _properties(flow)["storage_options"]
         assert prop["type"] == "object" and prop["default"] == {}
-    assert select_content.validate_parameters({"input_path": "s3://b/k", "storage_options": ""})["storage_options"] is None
+    validated = select_content.validate_parameters({"input_path": "s3://b/k", "storage_options": ""})
+    assert validated["storage_options"] is None
 
 
 @pytest.mark.parametrize("flow", RUNNER_FLOWS)

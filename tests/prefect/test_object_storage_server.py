@@ -29,7 +29,8 @@ def served_on_s3(server: Server, s3_server, bucket: str) -> Iterator[tuple[str, 
     root = f"s3://{bucket}/batches"
     env = {**server.env, **{k: os.environ[k] for k in (*S3_ENV, "AWS_ENDPOINT_URL")}}
     log = server.logs / "serve-s3.log"
-    process = start([sys.executable, "-m", "selection_cli.main", "serve", "--data-root", f"{root}/", "--cron", "0 3 1 1 *"], env, log)  # fmt: skip
+    serve = ["serve", "--data-root", f"{root}/", "--cron", "0 3 1 1 *"]
+    process = start([sys.executable, "-m", "selection_cli.main", *serve], env, log)
     try:
 
         def registered() -> bool:
