@@ -12,6 +12,7 @@ output object appears whole or not at all. Credentials come from where each back
 from __future__ import annotations
 
 import errno
+import io
 import os
 import posixpath
 import re
@@ -177,13 +178,21 @@ def modified(info: Mapping[str, Any]) -> float:
     return 0.0
 
 
+#: Failures of the connection to a store, by class name (the SDKs' own classes are not imported for this).
+_CONNECTION_FAILURES: Final[frozenset[str]] = frozenset(
+    {"ConnectionError", "TimeoutError", "HTTPClientError", "ClientConnectionError", "ClientPayloadError"}
+    | {"FSTimeoutError", "ServerDisconnectedError", "IncompleteRead"}
+)
+
+
 def _transient(exc: BaseException) -> bool:
-    if isinstance(exc, OSError) and exc.errno in (*TRANSIENT_ERRNOS, getattr(errno, "EREMOTEIO", errno.EIO)):
+    """Whether another try may succeed: a transient errno (:data:`TRANSIENT_ERRNOS`: throttling, 5xx, EIO) or a
+    failed connection."""
+    if isinstance(exc, PermissionError | FileNotFoundError):
+        return False
+    if isinstance(exc, OSError) and exc.errno in TRANSIENT_ERRNOS:
         return True
-    names = {t.__name__ for t in type(exc).__mro__}
-    return bool(
-        names & {"ConnectionError", "TimeoutError", "HTTPClientError", "ClientError", "FSTimeoutError"}
-    ) and not isinstance(exc, PermissionError | FileNotFoundError)
+    return any(t.__name__ in _CONNECTION_FAILURES for t in type(exc).__mro__)
 
 
 def store_error(p: ObjectPath, exc: BaseException, writing: bool = False) -> SelectionError:
@@ -256,7 +265,7 @@ class ObjectReader:
         self.close()
 
     def close(self) -> None:
-        if not isinstance(self._fh, __import__("io").BytesIO):  # memory:// hands out its one shared buffer
+        if not isinstance(self._fh, io.BytesIO):  # memory:// hands out its one shared buffer: left open
             try:
                 self._fh.close()
             except Exception:  # noqa: BLE001, S110 - a reader's close cannot lose data
@@ -292,7 +301,6 @@ def read_object_span(
     the version ``expected``."""
     with ObjectReader(p) as reader:
         if reader.version != expected:
-            reader.check()  # the version the store gives now decides
             raise store_error(p, OSError(errno.EINVAL, "pre-condition failed"))
         data = reader.read_at(start, end - start)
         reader.check()
@@ -329,8 +337,10 @@ class StagedObject:
     def __init__(self, target: ObjectPath) -> None:
         self.target = target
         fs = target.filesystem()
+        from fsspec.implementations.memory import MemoryFileSystem
+
         try:
-            if fs.protocol in ("memory", ("memory",)) or "memory" in getattr(fs, "protocol", ()):
+            if isinstance(fs, MemoryFileSystem):
                 self._fh: Any = _MemoryUpload(fs, target.key)
             else:
                 self._fh = fs.open(target.key, "wb", autocommit=False, block_size=UPLOAD_PART_BYTES)

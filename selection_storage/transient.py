@@ -7,10 +7,14 @@ from typing import Final
 
 from selection_core.errors import SelectionError
 
-#: errno values for which retrying an I/O operation can help (every other errno is permanent).
+#: errno values for which retrying an I/O operation can help (every other errno is permanent). An object store's
+#: throttling (S3's SlowDown, 503) is EBUSY and its internal errors (500) EREMOTEIO, as s3fs translates them.
 TRANSIENT_ERRNOS: Final[frozenset[int]] = frozenset(
     e
-    for e in (errno.EIO, errno.EAGAIN, errno.EINTR, errno.EBUSY, errno.ETIMEDOUT, getattr(errno, "ESTALE", None))
+    for e in (
+        *(errno.EIO, errno.EAGAIN, errno.EINTR, errno.EBUSY, errno.ETIMEDOUT),
+        *(getattr(errno, "ESTALE", None), getattr(errno, "EREMOTEIO", None)),
+    )
     if e is not None
 )
 
