@@ -10,6 +10,7 @@ from pathlib import Path
 
 import fsspec
 import pytest
+from botocore.exceptions import EndpointConnectionError, NoCredentialsError
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -83,6 +84,8 @@ def test_a_version_is_the_etag_or_version_else_the_modification_time() -> None:
         pytest.param(ConnectionRefusedError(111, "refused"), ReadError, "retry later", True, id="refused"),
         pytest.param(OSError(errno.EINVAL, "pre-conditions not met"), InputChangedError, "changed", False, id="etag"),
         pytest.param(OSError(errno.EINVAL, "InvalidRange"), InvalidBatchError, "refused the read", False, id="other"),
+        pytest.param(NoCredentialsError(), InvalidBatchError, "no credentials for the store", False, id="no-keys"),
+        pytest.param(EndpointConnectionError(endpoint_url="http://127.0.0.1:9"), ReadError, "retry", True, id="down"),
     ],
 )
 def test_each_store_failure_is_one_typed_line(exc, kind, words, transient) -> None:
