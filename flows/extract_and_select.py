@@ -13,6 +13,7 @@ from flows.params import (
     DaskAddress,
     OptionalCount,
     OptionalText,
+    StorageOptions,
     TableRows,
     TaskRunnerChoice,
     TimeLimit,
@@ -70,6 +71,7 @@ def extract_and_select(
     task_runner: TaskRunnerChoice = None,
     dask_address: DaskAddress = None,
     pages_per_chunk: OptionalCount = None,
+    storage_options: StorageOptions = None,
 ) -> PipelineRunSummary:
     """Extract the article text of every page, then pick the best extractor of each article; no event is emitted.
 
@@ -85,10 +87,14 @@ def extract_and_select(
         task_runner: Where the pages are extracted, as in `extract-articles`; the selection runs in this process.
         dask_address: A Dask scheduler, `tcp://HOST:PORT`. Empty: CONTENT_SELECTION_DASK_ADDRESS, else a local cluster.
         pages_per_chunk: Pages per chunk (one task run each); 0 for one task in-process, else about 2 per worker.
+        storage_options: Options of the object store of `s3://`, `gs://`, `az://` paths (an endpoint, a region);
+            credentials are best left to the environment or an instance role.
     """
     logger = run_logger()
-    extract_paths = check_extract_paths(pages, extracted_path, data_root)
-    select_paths = check_paths(str(extract_paths.output), output_path, report_path, data_root)
+    extract_paths = check_extract_paths(pages, extracted_path, data_root, storage_options)
+    select_paths = check_paths(
+        str(extract_paths.output), output_path, report_path, data_root, storage_options=storage_options
+    )
 
     runner = resolve_task_runner(task_runner, dask_address)
     extraction, extracted = extract_and_write(

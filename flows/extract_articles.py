@@ -14,6 +14,7 @@ from flows.params import (
     DaskAddress,
     OptionalCount,
     OptionalText,
+    StorageOptions,
     TableRows,
     TaskRunnerChoice,
     TimeLimit,
@@ -167,6 +168,7 @@ def extract_articles(
     task_runner: TaskRunnerChoice = None,
     dask_address: DaskAddress = None,
     pages_per_chunk: OptionalCount = None,
+    storage_options: StorageOptions = None,
 ) -> ExtractionRunSummary:
     """Extract the article text of every page with the three extractors and write the batch.
 
@@ -183,9 +185,11 @@ def extract_articles(
             CONTENT_SELECTION_TASK_RUNNER, else `dask` with an address, else `in-process`.
         dask_address: A Dask scheduler, `tcp://HOST:PORT`. Empty: CONTENT_SELECTION_DASK_ADDRESS, else a local cluster.
         pages_per_chunk: Pages per chunk (one task run each); 0 for one task in-process, else about 2 per worker.
+        storage_options: Options of the object store of `s3://`, `gs://`, `az://` paths (an endpoint, a region);
+            credentials are best left to the environment or an instance role.
     """
     logger = run_logger()
-    paths = check_extract_paths(pages, output_path, data_root)
+    paths = check_extract_paths(pages, output_path, data_root, storage_options)
     runner = resolve_task_runner(task_runner, dask_address)
     result, written = extract_and_write(
         paths, pages, time_limit_seconds, workers, pages_per_chunk, runner, max_table_rows

@@ -10,7 +10,7 @@ from typing import Any
 
 from flows.params import MAX_TIME_LIMIT_SECONDS
 from flows.runners import resolve_task_runner
-from selection_cli.arguments import whole_number
+from selection_cli.arguments import add_storage_options, command_line_path, storage_options, whole_number
 from selection_cli.environment import prepare_embedded_api
 from selection_cli.progress import ProgressBar
 from selection_cli.select import format_summary
@@ -76,6 +76,7 @@ def add_extract_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
         help="batch file to write (default: <PAGES>_extracted.json beside PAGES); a name ending in .jsonl "
         "writes JSON Lines, one article per line, and how it was made in <stem>.extraction.json beside it",
     )
+    add_storage_options(parser)
     return parser
 
 
@@ -101,6 +102,7 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser) -> argparse.Argument
         metavar="DIR",
         help="refuse paths that resolve outside DIR (default: $CONTENT_SELECTION_DATA_ROOT, if set)",
     )
+    add_storage_options(parser)
     return parser
 
 
@@ -130,9 +132,14 @@ def format_extraction(pages: int, counts: Any, output: Any, warc_records: Mappin
 
 
 def extract_command(args: argparse.Namespace) -> int:
-    page_set = find_pages(args.pages, scan_progress=_scan_bar())
+    from selection_storage.stores import location
+
+    options = storage_options(args)
+    pages = location(args.pages, options, "pages")
+    output = None if args.output is None else location(args.output, options, "output")
+    page_set = find_pages(pages, label=args.pages, scan_progress=_scan_bar())
     settings = ExtractionSettings(time_limit_seconds=args.time_limit, workers=args.workers)
-    run = extract_to_file(args.pages, args.output, settings, progress=_pages_bar(), page_set=page_set)
+    run = extract_to_file(pages, output, settings, progress=_pages_bar(), page_set=page_set)
     stats = run.result.stats
     warc_records = run.result.doc["extraction"].get("warc_records")
     print(format_extraction(stats.pages, stats, run.output_path, warc_records))
@@ -154,23 +161,21 @@ def pipeline_command(args: argparse.Namespace) -> int:
     """Run the flow ``extract-and-select``; every path is checked, and that PAGES exists, before Prefect starts."""
     from selection_storage.paths import configured_data_root
 
-    def absolute(path: str | None) -> str | None:
-        return os.path.abspath(path) if path else None
-
     resolve_task_runner(None, None)  # refuses a bad CONTENT_SELECTION_TASK_RUNNER now, in one line
     # Without a data root, PAGES as typed: the batch records the input as given (the bytes of `extract PAGES`).
-    pages = args.pages if configured_data_root(args.data_root) is None else os.path.abspath(args.pages)
+    pages = args.pages if configured_data_root(args.data_root) is None else command_line_path(args.pages)
     parameters: dict[str, Any] = {
         "pages": pages,
-        "extracted_path": absolute(args.extracted),
-        "output_path": absolute(args.output),
-        "report_path": absolute(args.report),
+        "extracted_path": command_line_path(args.extracted),
+        "output_path": command_line_path(args.output),
+        "report_path": command_line_path(args.report),
         "time_limit_seconds": args.time_limit,
         "workers": args.workers,
         "data_root": args.data_root,
+        "storage_options": storage_options(args),
     }
     paths = (parameters["extracted_path"], parameters["output_path"], parameters["report_path"])
-    check_pipeline_paths(pages, *paths, args.data_root, option="--data-root")
+    check_pipeline_paths(pages, *paths, args.data_root, "--data-root", parameters["storage_options"])
 
     prepare_embedded_api()
     # The INFO lines of Prefect's console handler would tear the progress bars apart; the API gets them all.

@@ -22,6 +22,7 @@ from selection_extraction.paths import record_path
 from selection_extraction.pool import MAX_NETWORK_ATTEMPTS_KEPT, Outcome
 from selection_extraction.settings import ExtractionSettings
 from selection_storage.atomic import write_atomic_group, write_error
+from selection_storage.stores import Location, location
 
 #: How pages are decoded, as recorded in every batch.
 DECODING_POLICY: Final[str] = (
@@ -176,17 +177,18 @@ _COPY_BYTES: Final[int] = 1 << 20
 
 
 class ArticleSpool:
-    """The articles of one batch, in order, in an anonymous temporary file beside ``target``; then the batch written
+    """The articles of one batch, in order, in an anonymous temporary file beside ``target`` (a file; for an object,
+    in the temporary folder); then the batch written
     from them (``watch`` is called with ``(index, article)`` for each article added). A plain class, so that Prefect
     does not walk into it; WriteError when the temporary file cannot be created or written."""
 
-    def __init__(self, target: Path, watch: Callable[[int, dict[str, Any]], None] | None = None) -> None:
-        self.target = Path(target)
+    def __init__(self, target: Location, watch: Callable[[int, dict[str, Any]], None] | None = None) -> None:
+        self.target = location(target)
         self.count = 0
         self._format = format_of(self.target.name)
         self._watch = watch
-        try:
-            self._file = tempfile.TemporaryFile(dir=self.target.parent)
+        try:  # beside the target; for an object, in this machine's temporary folder
+            self._file = tempfile.TemporaryFile(dir=self.target.parent if isinstance(self.target, Path) else None)
         except OSError as exc:
             raise write_error(self.target, exc) from None
 

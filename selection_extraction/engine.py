@@ -10,6 +10,7 @@ from typing import Any, Final
 
 from selection_core.batch import ProgressCallback
 from selection_core.config import EXTRACTORS
+from selection_core.errors import SelectionError
 from selection_extraction.batch import (
     ArticleSpool,
     ExtractionResult,
@@ -37,6 +38,7 @@ from selection_extraction.pages import (
 from selection_extraction.paths import check_batch_paths, extracted_path
 from selection_extraction.pool import Outcome, PageJob, WorkerSetupError, default_workers, run_jobs
 from selection_extraction.settings import ExtractionSettings
+from selection_storage.stores import Location, location
 
 #: How the error of a call stopped at the time limit begins.
 TIMEOUT_ERROR_PREFIX: Final[str] = "TimeoutError:"
@@ -116,6 +118,8 @@ def _extract(
             for index, page in enumerate(pages):
                 try:
                     data = reader.read(page)
+                except SelectionError:  # the store failed, not the page: the run fails (its retries may cure it)
+                    raise
                 except UNREADABLE_PAGE_ERRORS as exc:
                     unreadable += 1
                     error = read_error(page, exc)
@@ -164,8 +168,8 @@ def _extract(
 
 
 def extract_to_file(
-    source: str | os.PathLike[str],
-    output_path: str | os.PathLike[str] | None = None,
+    source: str | os.PathLike[str] | Location,
+    output_path: str | os.PathLike[str] | Location | None = None,
     settings: ExtractionSettings | None = None,
     extractors: Sequence[Extractor] | None = None,
     progress: ProgressCallback | None = None,
@@ -181,8 +185,11 @@ def extract_to_file(
     """
     extractors = tuple(extractors) if extractors is not None else default_extractors()
     if page_set is None:
-        page_set = find_pages(source)
-    target = check_batch_paths(Path(source), Path(output_path) if output_path is not None else extracted_path(source))
+        page_set = find_pages(location(source))
+    where = location(source)
+    target = check_batch_paths(
+        where, location(output_path, None, "output") if output_path is not None else extracted_path(where)
+    )
     with ArticleSpool(target) as spool:
         result = extract_to_spool(page_set, spool, settings, extractors, progress)
         written = spool.write(result.doc)

@@ -14,7 +14,7 @@ from typing import Final
 
 import orjson
 
-from selection_core.errors import InvalidBatchError
+from selection_core.errors import InvalidBatchError, SelectionError
 from selection_extraction.settings import DEFAULT_MAX_PAGE_BYTES, PageTooLargeError
 from selection_extraction.warc import (
     RECORD_KINDS,
@@ -29,6 +29,7 @@ from selection_extraction.warc import (
     scan_warc,
     strip_suffix,
 )
+from selection_storage.stores import Location, ObjectPath, is_url, size_of
 from selection_storage.transient import TRANSIENT_ERRNOS
 
 #: File name endings of pages, matched case-insensitively; longest first.
@@ -54,7 +55,7 @@ class Page:
     id: str
     url: str | None
     path: str
-    file: Path
+    file: Location
     encoding: str | None = None
     warc: WarcRecordRef | None = None
 
@@ -80,23 +81,40 @@ def page_stem(name: str) -> str | None:
     return strip_suffix(name, PAGE_SUFFIXES)
 
 
-def check_page_listing(source: str | os.PathLike[str]) -> None:
+def check_page_listing(source: str | os.PathLike[str] | ObjectPath) -> None:
     """Refuse as :func:`find_pages` does an input whose listing is wrong, without reading a page or a web archive."""
-    _listing(os.fspath(source), "")
+    _listing(source, "")
 
 
 def find_pages(
-    source: str | os.PathLike[str], label: str | None = None, scan_progress: ScanProgress | None = None
+    source: str | os.PathLike[str] | ObjectPath, label: str | None = None, scan_progress: ScanProgress | None = None
 ) -> PageSet:
-    """The pages of a directory, a manifest, a single page file or a WARC file, in batch order; ``label`` names the
-    input in the batch (default: ``source``). InvalidPagesError when the input cannot be used."""
-    text = os.fspath(source)
-    name = text if label is None else label
-    return _with_warcs(name, *_listing(text, name), scan_progress)
+    """The pages of a directory, a manifest, a single page file or a WARC file (a file, or an object in a store),
+    in batch order; ``label`` names the input in the batch (default: ``source``). InvalidPagesError when the input
+    cannot be used."""
+    name = str(source) if label is None else label
+    return _with_warcs(name, *_listing(source, name), scan_progress)
 
 
-def _listing(text: str, name: str) -> tuple[str, tuple[Page | _WarcFile, ...]]:
+def _object_listing(p: ObjectPath, name: str) -> tuple[str, tuple[Page | _WarcFile, ...]]:
+    """An object as pages: a web archive, known by its first bytes (folders and manifests are read from disks)."""
+    with _warc_refusals(name or str(p)):
+        kind = archive_kind(p)
+        if kind == "arc":
+            raise arc_refusal(name or str(p))
+    if kind != "warc":
+        raise InvalidPagesError(
+            f"{p}: not a WARC file; an object in a store is read as a web archive (.warc, .warc.gz), "
+            "and folders and manifests of pages from this machine's disk"
+        )
+    return "warc", (_WarcFile(name, p),)
+
+
+def _listing(source: str | os.PathLike[str] | ObjectPath, name: str) -> tuple[str, tuple[Page | _WarcFile, ...]]:
     """The input's kind and entries, its WARC files not scanned yet."""
+    if isinstance(source, ObjectPath) or is_url(os.fspath(source)):
+        return _object_listing(source if isinstance(source, ObjectPath) else ObjectPath.parse(str(source)), name)
+    text = os.fspath(source)
     path = Path(text)
     if path.is_dir():
         return "directory", _directory_pages(path)
@@ -127,6 +145,8 @@ def _warc_refusals(shown: str) -> Iterator[None]:
         yield
     except NotAWarcError as exc:
         raise InvalidPagesError(str(exc)) from None
+    except SelectionError:  # an object's store failed: said as it is (a retry may cure it)
+        raise
     except OSError as exc:
         raise InvalidPagesError(
             f"{shown}: cannot be read ({exc.strerror or exc}); check the path and its permissions"
@@ -138,7 +158,7 @@ class _WarcFile:
     """A WARC file of an input, standing for its pages until it is scanned."""
 
     shown: str
-    file: Path
+    file: Location
 
 
 def _with_warcs(name: str, kind: str, entries: tuple[Page | _WarcFile, ...], progress: ScanProgress | None) -> PageSet:
@@ -175,11 +195,11 @@ def _with_warcs(name: str, kind: str, entries: tuple[Page | _WarcFile, ...], pro
     return PageSet(name, kind, tuple(pages), {k: v for k, v in counts.items() if v})
 
 
-def _size(path: Path) -> int:
-    """The file's size, or 0 when it cannot be read (the extraction reports that)."""
+def _size(path: Location) -> int:
+    """The file's (object's) size, or 0 when it cannot be read (the extraction reports that)."""
     try:
-        return os.stat(path).st_size
-    except OSError:
+        return size_of(path)
+    except (OSError, SelectionError):
         return 0
 
 
@@ -292,7 +312,7 @@ class PageReader:
                 return read_page(page, self.max_bytes)
             except OSError as exc:
                 self._warc.close()
-                if delay is None or exc.errno not in TRANSIENT_ERRNOS:
+                if delay is None or exc.errno not in TRANSIENT_ERRNOS or isinstance(exc, SelectionError):
                     raise
             time.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from selection_core.jsonl import JSONL_SUFFIX, is_jsonl
 from selection_extraction.pages import InvalidPagesError, check_page_listing, page_stem
@@ -14,16 +14,18 @@ from selection_storage.paths import (
     DATA_ROOT_PARAMETER,
     EXTRACTED_SUFFIX,
     RunPaths,
-    configured_data_root,
     data_root_in_force,
     resolve_output_path,
     resolve_run_paths,
 )
-from selection_storage.stores import is_url
+from selection_storage.stores import Location, ObjectPath, is_url, location
 
 
-def extracted_path(source: str | os.PathLike[str]) -> Path:
-    """``<name>_extracted.json`` beside the input (a directory, a manifest, a page or a WARC file)."""
+def extracted_path(source: str | os.PathLike[str] | Location) -> Location:
+    """``<name>_extracted.json`` beside the input (a directory, a manifest, a page or a WARC file or object)."""
+    if isinstance(source, ObjectPath):
+        name = source.name
+        return source.with_name(f"{page_stem(name) or warc_stem(name) or source.stem}{EXTRACTED_SUFFIX}")
     path = Path(source)
     if not path.name or path.name in (".", ".."):
         path = path.resolve()
@@ -38,9 +40,9 @@ def extracted_path(source: str | os.PathLike[str]) -> Path:
 RECORD_SUFFIX: Final[str] = ".extraction.json"
 
 
-def record_path(batch: str | os.PathLike[str]) -> Path | None:
+def record_path(batch: str | os.PathLike[str] | Location) -> Location | None:
     """Where the record of how a JSON Lines batch was made is written; None for a JSON batch, whose root holds it."""
-    path = Path(batch)
+    path = location(batch)
     if not is_jsonl(path.name):
         return None
     return path.with_name(path.name[: -len(JSONL_SUFFIX)] + RECORD_SUFFIX)
@@ -50,19 +52,18 @@ def record_path(batch: str | os.PathLike[str]) -> Path | None:
 class ExtractPaths:
     """The resolved, checked paths of an extraction run."""
 
-    pages: Path
-    output: Path
-    data_root: Path | None
+    pages: Location
+    output: Location
+    data_root: Location | None
 
 
 def refuse_objects(*paths: str | None) -> None:
-    """An ``InvalidPagesError`` for the first path that names an object in a store: the extract step reads and
-    writes this machine's files only (the selection reads and writes objects)."""
+    """An ``InvalidPagesError`` for the first path that names an object in a store (the inbox is a folder)."""
     for path in paths:
         if path and is_url(path):
             raise InvalidPagesError(
-                f"{path}: is in object storage, and the extract step reads and writes this machine's files only; "
-                "copy the pages to a local folder (only the selection reads and writes objects)"
+                f"{path}: is in object storage, and the inbox is a folder on this machine's disk; "
+                "give a local inbox (a web archive in a store is extracted by extract-articles)"
             )
 
 
@@ -72,28 +73,31 @@ def resolve_extract_paths(
     data_root: str | None = None,
     option: str = DATA_ROOT_PARAMETER,
     output_option: str = "--output",
+    storage_options: dict[str, Any] | None = None,
 ) -> ExtractPaths:
     """Resolve the pages input and the batch output (None: beside the input) and its record, confined to the data
     root when one is set (None: ``$CONTENT_SELECTION_DATA_ROOT``); ``option`` and ``output_option`` name
-    ``data_root`` and ``output_path`` in messages.
+    ``data_root`` and ``output_path`` in messages. Each may be an object's URL.
 
     Raises:
         UnsafePathError: a path leaves the data root.
         OutputPathError: the output is refused by the core (a directory, the input, not writable).
-        InvalidPagesError: a path is an object in a store.
     """
-    refuse_objects(pages, output_path, configured_data_root(data_root))
-    root = data_root_in_force(data_root, option)
+    root = data_root_in_force(data_root, option, storage_options)
     if root is None:
-        source = Path(pages).expanduser().absolute()
-        wanted = Path(output_path).expanduser().absolute() if output_path else extracted_path(source)
+        source = _absolute(location(pages, storage_options, "pages"))
+        wanted = _absolute(location(output_path, storage_options, "output")) if output_path else extracted_path(source)
         return ExtractPaths(source, check_batch_paths(source, wanted, output_option), None)
     source = root.confine(pages, "pages")
     wanted = root.confine(output_path or extracted_path(source), "output")
     return ExtractPaths(source, check_batch_paths(source, wanted, output_option), root.path)
 
 
-def check_batch_paths(source: Path, batch: Path, option: str = "--output") -> Path:
+def _absolute(p: Location) -> Location:
+    return p.expanduser().absolute() if isinstance(p, Path) else p
+
+
+def check_batch_paths(source: Location, batch: Location, option: str = "--output") -> Location:
     """The checked path of an extracted batch, its record checked too; OutputPathError when one is refused."""
     record = record_path(batch)
     if record is not None:
@@ -108,6 +112,7 @@ def check_pipeline_paths(
     report_path: str | None = None,
     data_root: str | None = None,
     option: str = DATA_ROOT_PARAMETER,
+    storage_options: dict[str, Any] | None = None,
 ) -> tuple[ExtractPaths, RunPaths]:
     """Every path of an extract-then-select run and the pages input's listing, checked as the flow
     ``extract-and-select`` checks them, without reading a page.
@@ -117,6 +122,8 @@ def check_pipeline_paths(
         UnsafePathError: a path leaves the data root.
         OutputPathError: an output is refused.
     """
-    extract = resolve_extract_paths(pages, extracted_path, data_root, option, "--extracted")
-    check_page_listing(pages if extract.data_root is None else extract.pages)  # named as the user wrote it
-    return extract, resolve_run_paths(str(extract.output), output_path, report_path, data_root, option=option)
+    extract = resolve_extract_paths(pages, extracted_path, data_root, option, "--extracted", storage_options)
+    listed = extract.pages if extract.data_root is not None or isinstance(extract.pages, ObjectPath) else pages
+    check_page_listing(listed)  # a local path named as the user wrote it
+    output = str(extract.output)
+    return extract, resolve_run_paths(output, output_path, report_path, data_root, False, option, storage_options)

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import gzip
-import os
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, Final
 
 from selection_core.errors import EXIT_INTERNAL, SelectionError
 from selection_extraction.pool import error_text
 from selection_extraction.settings import PageTooLargeError
+from selection_storage.stores import Location, open_binary, size_of
 
 #: File name endings of WARC files, matched case-insensitively.
 WARC_SUFFIXES: Final[tuple[str, ...]] = (".warc.gz", ".warc")
@@ -89,10 +88,10 @@ def is_warc_name(name: str) -> bool:
 _ARC_MAGIC = b"filedesc://"
 
 
-def archive_kind(path: Path) -> str | None:
+def archive_kind(path: Location) -> str | None:
     """What the file's first bytes (gunzipped if gzip) say it is: ``"warc"``, ``"arc"``, or None; whatever its
     name (objects and crawl files are often named loosely)."""
-    with open(path, "rb") as raw:
+    with open_binary(path) as raw:
         head = raw.read(2)
         raw.seek(0)
         try:
@@ -112,9 +111,9 @@ def arc_refusal(shown: str) -> NotAWarcError:
     )
 
 
-def check_is_warc(path: Path, shown: str) -> None:
+def check_is_warc(path: Location, shown: str) -> None:
     """Refuse (:class:`NotAWarcError`) a file that does not start with a WARC record (gunzipped if gzip)."""
-    with open(path, "rb") as raw:
+    with open_binary(path) as raw:
         head = raw.read(2)
         raw.seek(0)
         if head == b"\x1f\x8b":
@@ -261,25 +260,27 @@ def _page_id(record_id: str, shown: str, ordinal: int) -> str:
 
 
 def scan_warc(
-    path: Path, shown: str, progress: ScanProgress | None = None
+    path: Location, shown: str, progress: ScanProgress | None = None
 ) -> tuple[list[ScannedRecord], dict[str, int]]:
     """The pages of one WARC file (named ``shown``) in file order, and the count of each kind of record met;
     NotAWarcError or OSError."""
     check_is_warc(path, shown)
-    size = os.stat(path).st_size
+    size = size_of(path)
     kinds = dict.fromkeys(RECORD_KINDS, 0)
     pages: list[ScannedRecord] = []
     positions_rise = True  # each record's stream position after the one before (not so in a file gzipped whole)
     position = -1
     ordinal = -1
     last_page: int | None = None  # index in pages of the record read just before a break
-    with open(path, "rb") as stream:
+    with open_binary(path) as stream:
         records = iter(_iterate(stream))
         while True:
             try:
                 record = next(records)
             except StopIteration:
                 break
+            except SelectionError:  # the store failed (not the archive): the run fails, a retry may cure it
+                raise
             except (OSError, ValueError) as exc:
                 _record_break(pages, kinds, last_page, exc)
                 break
@@ -327,11 +328,11 @@ def _record_break(pages: list[ScannedRecord], kinds: dict[str, int], last_page: 
         pages[last_page] = replace(page, ref=replace(page.ref, broken=reason))
 
 
-def _offsets_start_records(path: Path, pages: list[ScannedRecord]) -> bool:
+def _offsets_start_records(path: Location, pages: list[ScannedRecord]) -> bool:
     """Whether the first page after the file's start is read again from its offset (not so if gzipped whole)."""
     for page in pages:
         if page.ref.offset and page.ref.broken is None:
-            with open(path, "rb") as stream:
+            with open_binary(path) as stream:
                 stream.seek(page.ref.offset)
                 try:
                     first = next(iter(_iterate(stream)), None)
@@ -346,7 +347,7 @@ class WarcReader:
     in one pass from the start."""
 
     def __init__(self) -> None:
-        self._path: Path | None = None
+        self._path: Location | None = None
         self._stream: Any = None
         self._records: Iterator[Any] | None = None
         self._next_ordinal = 0
@@ -357,13 +358,16 @@ class WarcReader:
         self._path = self._stream = self._records = None
         self._next_ordinal = 0
 
-    def read(self, path: Path, ref: WarcRecordRef, max_bytes: int) -> bytes:
+    def read(self, path: Location, ref: WarcRecordRef, max_bytes: int) -> bytes:
         """The decoded payload of one record; EOFError when it is broken or no longer where the scan found it."""
         if ref.broken is not None:
             raise EOFError(ref.broken)
         record = self._record_at(path, ref)
         try:
             stored = record.reader.read(max_bytes + 1)
+        except SelectionError:
+            self.close()
+            raise
         except (OSError, ValueError) as exc:
             self.close()
             raise EOFError(f"the record's payload cannot be read ({error_text(exc)})") from None
@@ -374,10 +378,10 @@ class WarcReader:
             bytes(stored), headers.get("Transfer-Encoding"), headers.get("Content-Encoding"), max_bytes
         )
 
-    def _record_at(self, path: Path, ref: WarcRecordRef) -> Any:
+    def _record_at(self, path: Location, ref: WarcRecordRef) -> Any:
         if ref.offset is not None or self._path != path or self._next_ordinal > ref.ordinal:
             self.close()
-            self._stream = open(path, "rb")  # noqa: SIM115 - closed by close()
+            self._stream = open_binary(path)  # closed by close()
             if ref.offset is not None:
                 self._stream.seek(ref.offset)
                 self._next_ordinal = ref.ordinal
@@ -390,6 +394,9 @@ class WarcReader:
             except StopIteration:
                 self.close()
                 raise EOFError("the record is no longer in the file (it changed since it was scanned)") from None
+            except SelectionError:
+                self.close()
+                raise
             except (OSError, ValueError) as exc:
                 self.close()
                 raise EOFError(f"the file no longer parses there ({error_text(exc)})") from None

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Final
 
 from selection_core.errors import OutputPathError, WriteError
+from selection_storage.stores import Location, ObjectPath, StagedObject
 from selection_storage.transient import TRANSIENT_ERRNOS
 
 TMP_SUFFIX: Final[str] = ".cs-tmp"
@@ -246,7 +247,7 @@ class StagedFile:
             pass
 
 
-def commit_in_order(files: Sequence[StagedFile]) -> None:
+def commit_in_order(files: Sequence[StagedFile | StagedObject]) -> None:
     """Rename finished files onto their targets, in order; a failed rename discards the later ones."""
     for number, staged in enumerate(files):
         try:
@@ -257,24 +258,25 @@ def commit_in_order(files: Sequence[StagedFile]) -> None:
             raise
 
 
-def write_atomic(target: str | os.PathLike[str], data: bytes | Iterable[bytes]) -> None:
+def write_atomic(target: str | os.PathLike[str] | ObjectPath, data: bytes | Iterable[bytes]) -> None:
     """Write ``data`` to ``target`` atomically: a reader sees the previous file or the complete new one.
 
     Raises:
         OutputPathError: permission denied or read-only file system.
         WriteError: disk full or another I/O error; nothing was written.
     """
-    write_atomic_group([(Path(target), data)])
+    write_atomic_group([(target if isinstance(target, ObjectPath) else Path(target), data)])
 
 
-def write_atomic_group(items: Sequence[tuple[Path, bytes | Iterable[bytes]]]) -> None:
-    """Write several files: all are staged, then renamed in order (only a failed rename leaves the earlier ones)."""
-    staged: list[StagedFile] = []
+def write_atomic_group(items: Sequence[tuple[Location, bytes | Iterable[bytes]]]) -> None:
+    """Write several files (or objects): all are staged, then renamed (uploads completed) in order; only a failed
+    rename leaves the earlier ones."""
+    staged: list[StagedFile | StagedObject] = []
     try:
-        for folder in sorted({target.parent for target, _ in items}):
+        for folder in sorted({target.parent for target, _ in items if isinstance(target, Path)}):
             remove_orphans(folder)
         for target, data in items:
-            staged.append(StagedFile(target))
+            staged.append(StagedObject(target) if isinstance(target, ObjectPath) else StagedFile(target))
             staged[-1].write_all([data] if isinstance(data, bytes) else data)
     except BaseException:
         for done in staged:

@@ -11,6 +11,7 @@ output object appears whole or not at all. Credentials come from where each back
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -427,3 +428,61 @@ def abort_stale_uploads(prefix: ObjectPath, now: float | None = None) -> list[Ob
     except Exception:  # noqa: BLE001, S110 - a sweep that fails is tried again by the next scan
         pass
     return aborted
+
+
+class _ObjectStream(io.RawIOBase):
+    """An object read through an fsspec file, each failure of the store one typed error (:func:`store_error`)."""
+
+    def __init__(self, p: ObjectPath, fh: Any) -> None:
+        super().__init__()
+        self._path, self._fh = p, fh
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def _do(self, action: str, *args: Any) -> Any:
+        try:
+            return getattr(self._fh, action)(*args)
+        except Exception as exc:  # noqa: BLE001
+            raise store_error(self._path, exc) from None
+
+    def read(self, size: int = -1) -> bytes:
+        return bytes(self._do("read", size))
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return int(self._do("seek", offset, whence))
+
+    def tell(self) -> int:
+        return int(self._do("tell"))
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._fh.close()
+        super().close()
+
+
+def open_binary(p: Location) -> BinaryIO:
+    """A file or an object opened for reading, seekable: an object through an 8 MiB read-ahead cache, so that a
+    sequential reader (a web archive's) streams it in ranges with bounded memory, each failure of the store one
+    typed error (:func:`store_error`); a file as ``open`` opens it."""
+    if isinstance(p, Path):
+        return open(p, "rb")  # noqa: SIM115 - the caller closes it
+    fs = p.filesystem()
+    try:
+        fh = fs.open(p.key, "rb", cache_type="readahead", block_size=UPLOAD_PART_BYTES)
+    except Exception as exc:  # noqa: BLE001
+        raise store_error(p, exc) from None
+    return _ObjectStream(p, fh)  # type: ignore[return-value]
+
+
+def size_of(p: Location) -> int:
+    """The size of a file or an object, in bytes."""
+    return os.stat(p).st_size if isinstance(p, Path) else int(info(p)["size"])

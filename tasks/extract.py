@@ -26,6 +26,7 @@ from selection_extraction.pages import PageSet, find_pages
 from selection_extraction.paths import ExtractPaths, resolve_extract_paths
 from selection_extraction.settings import ExtractionSettings
 from selection_storage.atomic import WrittenFile
+from selection_storage.stores import Location
 from tasks.artifacts import extraction_markdown
 from tasks.logs import run_logger
 from tasks.options import api_task_options, chunk_run_namer, io_task_options, local_task_options
@@ -35,13 +36,18 @@ PAGE_CHUNK_TASK_NAME: Final[str] = "extract-chunk"
 
 
 @task(name="check-extract-paths", **local_task_options())
-def check_extract_paths(pages: str, output_path: str | None = None, data_root: str | None = None) -> ExtractPaths:
+def check_extract_paths(
+    pages: str,
+    output_path: str | None = None,
+    data_root: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> ExtractPaths:
     """Resolve and check the run's paths (:func:`~selection_extraction.paths.resolve_extract_paths`)."""
-    return resolve_extract_paths(pages, output_path, data_root)
+    return resolve_extract_paths(pages, output_path, data_root, storage_options=storage_options)
 
 
 @task(name="find-pages", **io_task_options())
-def find_pages_task(pages: Path, label: str | None = None) -> PageSet:
+def find_pages_task(pages: Location, label: str | None = None) -> PageSet:
     """List the pages of ``pages`` (a directory, a manifest or WARC files); ``label``: the input as given."""
     page_set = find_pages(pages, label)
     records = f"; WARC records: {counts_text(page_set.warc_records)}" if page_set.warc_records else ""

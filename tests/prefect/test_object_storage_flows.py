@@ -94,3 +94,27 @@ def test_a_path_outside_an_object_data_root_fails_the_run_and_reads_nothing(s3_s
     )
     assert state.is_failed() and "outside the data root" in state.message
     assert sorted(fs.find(bucket)) == [f"{bucket}/elsewhere/x_extracted.json"]
+
+
+def test_extract_and_select_from_a_warc_object_writes_the_disk_bytes(s3_server, bucket, tmp_path) -> None:
+    from flows.extract_and_select import extract_and_select
+
+    warc = ROOT / "tests" / "data" / "warc" / "pages.warc.gz"
+    fs = s3_server.fs()
+    fs.pipe_file(f"{bucket}/crawls/day1.warc.gz", warc.read_bytes())
+    local = tmp_path / "day1.warc.gz"
+    local.write_bytes(warc.read_bytes())
+    url = f"s3://{bucket}/crawls/day1.warc.gz"
+
+    remote = extract_and_select(pages=url, workers=1, storage_options=OPTIONS, return_state=True)
+    on_disk = extract_and_select(pages=str(local), workers=1, return_state=True)
+
+    assert remote.is_completed(), remote.message
+    assert on_disk.is_completed(), on_disk.message
+    summary = remote.result()
+    assert summary.extracted_path == f"{url.removesuffix('.warc.gz')}_extracted.json"
+    assert summary.output_path == f"{url.removesuffix('.warc.gz')}_extracted_selected.json"
+    for written in ("day1_extracted.json", "day1_extracted_selected.json"):
+        expected = (tmp_path / written).read_bytes().replace(str(local).encode(), url.encode())
+        assert fs.cat_file(f"{bucket}/crawls/{written}") == expected, written
+    assert s3_server.uploads(bucket) == []

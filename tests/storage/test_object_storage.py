@@ -6,6 +6,7 @@ change of it noticed; every fault one line, nothing written.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -253,3 +254,45 @@ def test_the_command_line_takes_urls_and_storage_options(s3_server, bucket, tmp_
     assert err == [
         f"content-selection: error: s3://{bucket}/nothing_extracted.json: no such object (or bucket); check the URL"
     ]
+
+
+WARC = ROOT / "tests" / "data" / "warc" / "pages.warc.gz"
+
+
+def test_extract_streams_a_warc_object_named_loosely_to_the_bytes_of_the_disk(s3_server, bucket, tmp_path) -> None:
+    url = f"s3://{bucket}/crawls/crawl.warc.gz.bad"
+    _put(s3_server, url, WARC.read_bytes())
+    local = tmp_path / "crawl.warc.gz.bad"
+    local.write_bytes(WARC.read_bytes())
+    out = f"s3://{bucket}/batches/crawl_extracted.json"
+
+    assert main(["extract", url, "-o", out, "--workers", "1"]) == 0
+    assert main(["extract", str(local), "-o", str(tmp_path / "crawl_extracted.json"), "--workers", "1"]) == 0
+
+    # the same bytes but for the input's name, which the batch records
+    expected = (tmp_path / "crawl_extracted.json").read_bytes().replace(str(local).encode(), url.encode())
+    assert _get(s3_server, out) == expected
+    assert _keys(s3_server, bucket) == [f"{bucket}/batches/crawl_extracted.json", f"{bucket}/crawls/crawl.warc.gz.bad"]
+
+
+def test_a_store_that_stops_mid_archive_fails_the_extraction_and_writes_nothing(s3_server, bucket, mocker) -> None:
+    url = f"s3://{bucket}/crawls/crawl.warc.gz"
+    _put(s3_server, url, WARC.read_bytes())
+    import s3fs
+
+    real = s3fs.core.S3File._fetch_range
+    calls = []
+
+    def drop_after_the_first(self, start, end):  # the connection dropped once the scan has begun
+        calls.append(start)
+        if len(calls) > 1:
+            raise OSError(errno.EIO, "connection reset by peer (injected)")
+        return real(self, start, end)
+
+    mocker.patch.object(s3fs.core.S3File, "_fetch_range", drop_after_the_first)
+    from selection_extraction import ExtractionSettings
+    from selection_extraction.engine import extract_to_file
+
+    with pytest.raises(ReadError, match="the store failed .*retry later"):
+        extract_to_file(url, settings=ExtractionSettings(workers=1))
+    assert _keys(s3_server, bucket) == [f"{bucket}/crawls/crawl.warc.gz"] and s3_server.uploads(bucket) == []
