@@ -6,11 +6,16 @@
    (each chunk read from the store by its worker, its bytes sent back): the same bytes as ``select`` on a disk,
    and the net speed-up of 2 workers against 1 (each net of the same command on a 10-article batch).
 
+3. ``pipeline`` on a WARC object of ``--warc-mb`` MB (built as ``benchmarks/warc.py`` builds them) against the
+   same WARC on disk: pages per second and peak memory of each, and whether the batches are the same bytes (but for
+   the input's name, which they record).
+
 The S3 server is moto's standalone server (the one the tests use), in its own process, so that its memory is
 not counted in the stage's. moto reads a whole object to answer a ranged GET, so the time ratio of (1) is an
 upper bound of what a real store costs; the peak memory of the stage does not depend on it.
 
     python benchmarks/object_storage.py --batch /tmp/b/b100k_extracted.json --dask-batch /tmp/b/b10860_extracted.json
+    python benchmarks/object_storage.py --parts pipeline --warc-mb 200
 
 Without ``--batch`` (``--dask-batch``), a batch of ``--articles`` (``--dask-articles``) distinct articles is built.
 """
@@ -93,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--articles", type=int, default=20000, help="articles of a built batch for part 1")
     parser.add_argument("--dask-batch", type=Path, help="the batch of part 2 (default: built)")
     parser.add_argument("--dask-articles", type=int, default=4000, help="articles of a built batch for part 2")
+    parser.add_argument("--warc-mb", type=int, default=200, help="size of the WARC of part 3, in MB")
+    parser.add_argument("--parts", default="select,dask,pipeline", help="which parts to run (default: all)")
     parser.add_argument("--out", type=Path, default=OUT / "object_storage.json")
     args = parser.parse_args(argv)
 
@@ -112,6 +119,12 @@ def main(argv: list[str] | None = None) -> int:
             path = scratch / name
             build_distinct(path, n)
             return path
+
+        parts = set(args.parts.split(","))
+        if "pipeline" in parts:
+            result["pipeline"] = pipeline_part(fs, scratch, env, args.warc_mb)
+        if "select" not in parts:
+            return finish(result, args.out)
 
         # 1. select: the store against the disk
         batch = batch_file(args.batch, args.articles, "big_extracted.json")
@@ -136,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
         (scratch / "disk.json").unlink()
         fs.rm(f"{BUCKET}/selected.json")
         fs.rm(url)
+
+        if "dask" not in parts:
+            return finish(result, args.out)
 
         # 2. Dask workers sharing no directory, the chunks read and written through the store
         dask_batch = batch_file(args.dask_batch, args.dask_articles, "dask_extracted.json")
@@ -167,17 +183,61 @@ def main(argv: list[str] | None = None) -> int:
             "net_seconds": {str(w): round(s, 2) for w, s in net.items()},
             "net_speed_up_2_to_1": round(net[1] / net[2], 2),
         }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    s, d = result["select"], result["dask"]
-    print(f"select, {s['input_bytes']} bytes: S3 {s['s3']['seconds']:.1f} s, disk {s['disk']['seconds']:.1f} s "
-          f"(x{s['time_ratio_s3_to_disk']}); peak {s['s3']['tree_peak_rss_mib']:.0f} MiB in S3 "
-          f"({s['peak_to_input_s3']}x of the input), {s['disk']['tree_peak_rss_mib']:.0f} MiB on disk; "
-          f"same bytes: {s['same_bytes']}")  # fmt: skip
-    print(f"dask, {d['input_bytes']} bytes: net {d['net_seconds']['1']} s on 1 worker, {d['net_seconds']['2']} s "
-          f"on 2: speed-up x{d['net_speed_up_2_to_1']}; same bytes: "
-          f"{d['runs']['1:same_bytes']} and {d['runs']['2:same_bytes']}")  # fmt: skip
-    print(f"(written to {args.out})")
+    return finish(result, args.out)
+
+
+def pipeline_part(fs: Any, scratch: Path, env: dict[str, str], warc_mb: int) -> dict[str, Any]:
+    """``pipeline`` on a WARC object against the same WARC on disk."""
+    from warc import MB, build_warc, load_pages
+
+    warc = scratch / "crawl.warc.gz"
+    built = build_warc(warc, warc_mb * MB, load_pages())
+    url = f"s3://{BUCKET}/crawl.warc.gz"
+    fs.put_file(str(warc), url)
+    rows = {}
+    for where, pages, extracted, selected in (
+        ("disk", str(warc), str(scratch / "crawl_extracted.json"), str(scratch / "crawl_selected.json")),
+        ("s3", url, f"s3://{BUCKET}/crawl_extracted.json", f"s3://{BUCKET}/crawl_selected.json"),
+    ):
+        command = [*CLI, "pipeline", pages, "--extracted", extracted, "-o", selected]
+        rows[where] = measured(f"pipeline on {where}", command, env)
+        rows[where]["pages_per_second"] = round(built["pages"] / rows[where]["seconds"], 2)
+    disk_bytes = (scratch / "crawl_extracted.json").read_bytes().replace(str(warc).encode(), url.encode())
+    same = hashlib.sha256(disk_bytes).hexdigest() == sha256_of(
+        lambda: fs.open(f"{BUCKET}/crawl_extracted.json", "rb", block_size=8 << 20)
+    )
+    return {
+        "warc_bytes": built["bytes"],
+        "pages": built["pages"],
+        **rows,
+        "pages_per_second_ratio_s3_to_disk": round(
+            rows["s3"]["pages_per_second"] / rows["disk"]["pages_per_second"], 2
+        ),
+        "same_extracted_bytes": same,
+    }
+
+
+def finish(result: dict[str, Any], out: Path) -> int:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    if "select" in result:
+        s = result["select"]
+        print(f"select, {s['input_bytes']} bytes: S3 {s['s3']['seconds']:.1f} s, disk {s['disk']['seconds']:.1f} s "
+              f"(x{s['time_ratio_s3_to_disk']}); peak {s['s3']['tree_peak_rss_mib']:.0f} MiB in S3 "
+              f"({s['peak_to_input_s3']}x of the input), {s['disk']['tree_peak_rss_mib']:.0f} MiB on disk; "
+              f"same bytes: {s['same_bytes']}")  # fmt: skip
+    if "dask" in result:
+        d = result["dask"]
+        print(f"dask, {d['input_bytes']} bytes: net {d['net_seconds']['1']} s on 1 worker, {d['net_seconds']['2']} s "
+              f"on 2: speed-up x{d['net_speed_up_2_to_1']}; same bytes: "
+              f"{d['runs']['1:same_bytes']} and {d['runs']['2:same_bytes']}")  # fmt: skip
+    if "pipeline" in result:
+        w = result["pipeline"]
+        print(f"pipeline, {w['warc_bytes']} bytes, {w['pages']} pages: S3 {w['s3']['pages_per_second']} pages/s, "
+              f"disk {w['disk']['pages_per_second']} (x{w['pages_per_second_ratio_s3_to_disk']}); peak "
+              f"{w['s3']['tree_peak_rss_mib']:.0f} MiB in S3, {w['disk']['tree_peak_rss_mib']:.0f} MiB on disk; "
+              f"same batch: {w['same_extracted_bytes']}")  # fmt: skip
+    print(f"(written to {out})")
     return 0
 
 

@@ -380,13 +380,13 @@ class WarcReader:
 
     def _record_at(self, path: Location, ref: WarcRecordRef) -> Any:
         if ref.offset is not None or self._path != path or self._next_ordinal > ref.ordinal:
-            self.close()
-            self._stream = open_binary(path)  # closed by close()
-            if ref.offset is not None:
-                self._stream.seek(ref.offset)
-                self._next_ordinal = ref.ordinal
+            if self._path != path or self._stream is None:
+                self.close()
+                self._stream = open_binary(path)  # closed by close(); kept open for the file's next pages, so
+                self._path = path  # that an object is read in ranges of 8 MiB, not one range per page
+            self._stream.seek(0 if ref.offset is None else ref.offset)
+            self._next_ordinal = 0 if ref.offset is None else ref.ordinal
             self._records = iter(_iterate(self._stream))
-            self._path = path
         assert self._records is not None
         while True:
             try:

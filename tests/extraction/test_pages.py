@@ -10,7 +10,6 @@ import pytest
 from selection_extraction import InvalidPagesError, find_pages
 from selection_extraction.inbox import prepare_inbox
 from selection_extraction.paths import resolve_extract_paths
-from tests.support import ROOT
 
 
 @pytest.mark.parametrize(
@@ -62,17 +61,18 @@ def test_hidden_entries_are_skipped_and_subfolders_searched(tmp_path: Path) -> N
     assert [(p.id, p.path) for p in page_set.pages] == [("b", "b.HTML"), ("sub/a", "sub/a.htm")]
 
 
-@pytest.mark.parametrize(
-    "call",
-    [
-        pytest.param(lambda: resolve_extract_paths("s3://crawls/x.warc.gz"), id="pages"),
-        pytest.param(
-            lambda: resolve_extract_paths(str(ROOT / "tests/data/pages"), "s3://b/x_extracted.json"), id="out"
-        ),
-        pytest.param(lambda: prepare_inbox(None, "s3://b/root/"), id="inbox-root"),
-        pytest.param(lambda: prepare_inbox("gs://b/inbox", None), id="inbox"),
-    ],
-)
-def test_the_extract_step_refuses_objects_in_one_line_that_says_so(call) -> None:
-    with pytest.raises(InvalidPagesError, match="is in object storage, and the extract step reads and writes this"):
+@pytest.mark.parametrize("call", [lambda: prepare_inbox(None, "s3://b/root/"), lambda: prepare_inbox("gs://b/i", None)])
+def test_an_inbox_in_object_storage_is_refused_in_one_line_that_says_so(call) -> None:
+    with pytest.raises(InvalidPagesError, match="is in object storage, and the inbox is a folder on this machine"):
         call()
+
+
+def test_an_object_is_read_as_a_web_archive_and_nothing_else() -> None:
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    fs.pipe_file("/crawls/page.html", b"<html><body>not an archive</body></html>")
+    with pytest.raises(InvalidPagesError, match="not a WARC file; an object in a store is read as a web archive"):
+        find_pages("memory://crawls/page.html")
+    paths = resolve_extract_paths("s3://crawls/day/x.warc.gz")  # nothing read yet
+    assert str(paths.pages) == "s3://crawls/day/x.warc.gz" and str(paths.output) == "s3://crawls/day/x_extracted.json"
