@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-import re
 from typing import Any, Final
 
 from prefect.events import DeploymentEventTrigger
 from prefect.events.schemas.events import Event, RelatedResource
+
+from selection_storage.stores import is_url
 
 __all__ = [
     "BATCH_EXTRACTED_EVENT",
@@ -41,8 +42,7 @@ def batch_extracted_resource(path: str | os.PathLike[str]) -> dict[str, str]:
     """The event resource that names one batch: a relative path made absolute, a URL (``s3://...``) as it is,
     nothing else resolved (the selection run checks the path exactly as sent)."""
     text = str(path)
-    url = re.match(r"\A[A-Za-z][A-Za-z0-9+.-]*://", text) is not None  # an object in a store: sent as it is
-    absolute = text if url or os.path.isabs(text) else os.path.join(os.getcwd(), text)
+    absolute = text if is_url(text) or os.path.isabs(text) else os.path.join(os.getcwd(), text)
     return {
         "prefect.resource.id": f"{BATCH_RESOURCE_PREFIX}{absolute}",
         "prefect.resource.name": absolute.rstrip("/").rsplit("/", 1)[-1],

@@ -90,6 +90,13 @@ def test_the_inbox_deployment_runs_one_at_a_time_on_the_schedule(served: dict[st
     assert built[("extract-inbox", "scheduled")].schedules[0].schedule.cron == "0 * * * *"
 
 
+def test_a_data_root_in_object_storage_serves_no_inbox_scan() -> None:
+    built = by_key(build_deployments(data_root="s3://crawls/batches"))
+    assert ("extract-inbox", "scheduled") not in built  # the inbox is a folder inside the data root
+    assert built[("select-content", "triggered")].parameters["data_root"] == "s3://crawls/batches"
+    assert built[("select-directory", "scheduled")].parameters == {"data_root": "s3://crawls/batches"}
+
+
 def test_after_flow_deployment_only_when_an_upstream_flow_is_named() -> None:
     assert ("select-content", "after-flow") not in by_key(build_deployments())
     built = by_key(build_deployments(data_root="/r", after_flow=("crawl-news", "output_path")))
