@@ -17,7 +17,6 @@ from flows.params import STAGE_TAG
 from flows.runners import process_workers
 from flows.select_content import select_content
 from flows.select_directory import select_directory
-from selection_storage.stores import is_url
 
 if TYPE_CHECKING:
     from prefect.deployments.runner import RunnerDeployment
@@ -111,9 +110,7 @@ def build_deployments(
         concurrency_limit=one_at_a_time,
         **common,
     )
-    deployments = [manual, scheduled, triggered, extract_manual]
-    if not (data_root and is_url(data_root)):  # the inbox is a folder inside the data root
-        deployments.append(extract_scheduled)
+    deployments = [manual, scheduled, triggered, extract_manual, extract_scheduled]
     if after_flow is not None:
         flow_name, parameter = after_flow
         check_after_flow(flow_name, parameter)

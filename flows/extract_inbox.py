@@ -6,7 +6,16 @@ from prefect import flow, tags
 from pydantic import BaseModel, Field
 
 from flows.extract_articles import extract_articles
-from flows.params import DEFAULT_MAX_TABLE_ROWS, STAGE_TAG, OptionalCount, OptionalText, TableRows, TimeLimit, run_namer
+from flows.params import (
+    DEFAULT_MAX_TABLE_ROWS,
+    STAGE_TAG,
+    OptionalCount,
+    OptionalText,
+    StorageOptions,
+    TableRows,
+    TimeLimit,
+    run_namer,
+)
 from flows.refusals import refusals_fail_the_run
 from selection_core.errors import SelectionError, error_line
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
@@ -41,6 +50,7 @@ def extract_inbox(
     time_limit_seconds: TimeLimit = DEFAULT_TIME_LIMIT_SECONDS,
     workers: OptionalCount = None,
     max_table_rows: TableRows = DEFAULT_MAX_TABLE_ROWS,
+    storage_options: StorageOptions = None,
 ) -> InboxRunSummary:
     """Extract each new page set of the inbox into `<name>_extracted.json` beside it, and announce it.
 
@@ -50,9 +60,11 @@ def extract_inbox(
         time_limit_seconds: Seconds one extractor may spend on one page before it is stopped (TimeoutError).
         workers: Worker processes of each extraction; 0 for one per CPU core.
         max_table_rows: Most rows of each run's `extraction-pages` table artifact.
+        storage_options: Options of the object store of an inbox in a store (`s3://BUCKET/PREFIX`), where the page
+            sets are the web archives under the prefix.
     """
     logger = run_logger()
-    scan = find_new_page_sets(inbox, data_root)
+    scan = find_new_page_sets(inbox, data_root, storage_options)
     logger.info("%d new page set(s) in %s, %d up to date", len(scan.new), scan.inbox, len(scan.up_to_date))
     if scan.ignored:
         names = ", ".join(p.name for p in scan.ignored)
@@ -70,6 +82,7 @@ def extract_inbox(
                 time_limit_seconds=time_limit_seconds,
                 workers=workers,
                 max_table_rows=max_table_rows,
+                storage_options=storage_options,
                 return_state=True,
             )
         if state.is_completed():

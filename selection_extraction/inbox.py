@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from selection_core.errors import UnsafePathError
 from selection_extraction.pages import InvalidPagesError
-from selection_extraction.paths import extracted_path, refuse_objects
+from selection_extraction.paths import extracted_path
 from selection_extraction.warc import is_warc_name
 from selection_storage.directory import is_outdated
 from selection_storage.paths import (
@@ -18,10 +18,10 @@ from selection_storage.paths import (
     EXTRACTED_SUFFIX,
     SELECTED_LINES_SUFFIX,
     SELECTED_SUFFIX,
-    configured_data_root,
     data_root_in_force,
     name_once,
 )
+from selection_storage.stores import Location, ObjectPath, modified, store_error
 
 #: Name of the default inbox, directly under the data root.
 INBOX_DIR: Final[str] = "inbox"
@@ -43,29 +43,32 @@ class InboxScan:
     """What one look at the inbox found, in name order: page sets to extract, those up to date, a message per
     page set whose batch name another shares, and files that are neither page sets nor batches."""
 
-    inbox: Path
-    new: tuple[Path, ...]
-    up_to_date: tuple[Path, ...]
+    inbox: Location
+    new: tuple[Location, ...]
+    up_to_date: tuple[Location, ...]
     clashes: tuple[str, ...]
-    ignored: tuple[Path, ...]
+    ignored: tuple[Location, ...]
 
 
-def prepare_inbox(inbox: str | None, data_root: str | None) -> Path:
-    """The resolved inbox (None: ``<data root>/inbox``, created when missing) inside the data root.
+def prepare_inbox(inbox: str | None, data_root: str | None, storage_options: dict[str, Any] | None = None) -> Location:
+    """The resolved inbox (None: ``<data root>/inbox``, created when missing) inside the data root; under a data
+    root in a store, a prefix (nothing to create).
 
     Raises:
         UnsafePathError: no data root is configured, or the inbox lies outside it.
         InvalidPagesError: a named inbox is not an existing directory.
     """
-    refuse_objects(inbox, configured_data_root(data_root))
-    in_force = data_root_in_force(data_root)
+    in_force = data_root_in_force(data_root, storage_options=storage_options)
     if in_force is None:
         raise UnsafePathError(
             f"no data root is configured, and the inbox and its batches must lie inside one; "
             f"set {DATA_ROOT_ENV} (or the data_root parameter) to the directory that holds the inbox"
         )
     root = in_force.path
-    folder = in_force.confine(inbox if inbox else root / INBOX_DIR, "inbox")
+    default = root / INBOX_DIR if isinstance(root, Path) else root.joinpath(INBOX_DIR)
+    folder = in_force.confine(inbox if inbox else default, "inbox")
+    if isinstance(folder, ObjectPath):
+        return folder
     if not inbox:
         folder.mkdir(exist_ok=True)
     if not folder.is_dir():
@@ -81,39 +84,71 @@ def is_page_set_name(name: str) -> bool:
     return is_warc_name(name) or (name.lower().endswith(MANIFEST_SUFFIX) and len(name) > len(MANIFEST_SUFFIX))
 
 
-def scan_inbox(inbox: Path) -> InboxScan:
-    """Sort the entries directly in ``inbox`` into page sets new and up to date; InvalidPagesError if unlistable."""
-    page_sets: list[Path] = []
-    ignored: list[Path] = []
+def _object_entries(inbox: ObjectPath) -> dict[str, tuple[ObjectPath, bool, float]]:
+    """The entries directly under a prefix, by name: each object (or sub-prefix), whether it is a prefix, and its
+    modification time."""
+    fs = inbox.filesystem()
     try:
-        names = sorted(os.listdir(inbox))
-    except OSError as exc:
-        raise InvalidPagesError(
-            f"{inbox}: cannot list the inbox ({exc.strerror or exc}); check its permissions"
-        ) from None
+        listed = fs.ls(inbox.key, detail=True, refresh=True)
+    except FileNotFoundError:
+        listed = []
+    except Exception as exc:  # noqa: BLE001 - one typed line
+        raise store_error(inbox, exc) from None
+    entries = {}
+    for entry in listed:
+        name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
+        if name:
+            entries[name] = (inbox.joinpath(name), entry.get("type") == "directory", modified(entry))
+    return entries
+
+
+def scan_inbox(inbox: Location) -> InboxScan:
+    """Sort the entries directly in ``inbox`` into page sets new and up to date; InvalidPagesError if unlistable.
+    In a store, the page sets are the web archives under the prefix (folders and manifests of pages are read from
+    disks: they are ignored there)."""
+    page_sets: list[Location] = []
+    ignored: list[Location] = []
+    objects: dict[str, tuple[ObjectPath, bool, float]] = {}
+    if isinstance(inbox, ObjectPath):
+        objects = _object_entries(inbox)
+        names = sorted(objects)
+    else:
+        try:
+            names = sorted(os.listdir(inbox))
+        except OSError as exc:
+            raise InvalidPagesError(
+                f"{inbox}: cannot list the inbox ({exc.strerror or exc}); check its permissions"
+            ) from None
     for name in names:
-        entry = inbox / name
+        entry: Location = objects[name][0] if objects else inbox / name  # type: ignore[operator]
+        folder = objects[name][1] if objects else entry.is_dir()  # type: ignore[union-attr]
         if name.startswith("."):
             continue
-        if name.endswith(OUTPUT_SUFFIXES) and not entry.is_dir():
+        if name.endswith(OUTPUT_SUFFIXES) and not folder:
             continue  # a batch this stage wrote (a JSON Lines batch is not a page manifest)
-        if entry.is_dir() or is_page_set_name(name):
+        if objects and (folder or not is_warc_name(name)):
+            ignored.append(entry)
+        elif folder or is_page_set_name(name):
             page_sets.append(entry)
         else:
             ignored.append(entry)
 
-    by_output: dict[Path, list[Path]] = {}
+    by_output: dict[Location, list[Location]] = {}
     for entry in page_sets:
         by_output.setdefault(extracted_path(entry), []).append(entry)
     clashes = [
         f"{entry}: {', '.join(o.name for o in entries if o != entry)} would write the same batch {output}; "
         "rename one of them"
-        for output, entries in sorted(by_output.items())
+        for output, entries in sorted(by_output.items(), key=lambda item: str(item[0]))
         if len(entries) > 1
         for entry in entries
     ]
-    single = sorted(entries[0] for entries in by_output.values() if len(entries) == 1)
-    new = [entry for entry in single if is_outdated(extracted_path(entry), _newest_mtime_ns(entry))]
+    single = sorted((entries[0] for entries in by_output.values() if len(entries) == 1), key=str)
+    if objects:
+        times = {str(p): t for p, _, t in objects.values()}
+        new = [e for e in single if times.get(str(extracted_path(e)), -1.0) < times[str(e)]]
+    else:
+        new = [entry for entry in single if is_outdated(extracted_path(entry), _newest_mtime_ns(entry))]
     return InboxScan(
         inbox=inbox,
         new=tuple(new),

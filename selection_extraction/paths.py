@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from selection_core.jsonl import JSONL_SUFFIX, is_jsonl
-from selection_extraction.pages import InvalidPagesError, check_page_listing, page_stem
+from selection_extraction.pages import check_page_listing, page_stem
 from selection_extraction.warc import warc_stem
 from selection_storage.paths import (
     DATA_ROOT_PARAMETER,
@@ -18,7 +18,7 @@ from selection_storage.paths import (
     resolve_output_path,
     resolve_run_paths,
 )
-from selection_storage.stores import Location, ObjectPath, is_url, location
+from selection_storage.stores import Location, ObjectPath, location
 
 
 def extracted_path(source: str | os.PathLike[str] | Location) -> Location:
@@ -55,16 +55,6 @@ class ExtractPaths:
     pages: Location
     output: Location
     data_root: Location | None
-
-
-def refuse_objects(*paths: str | None) -> None:
-    """An ``InvalidPagesError`` for the first path that names an object in a store (the inbox is a folder)."""
-    for path in paths:
-        if path and is_url(path):
-            raise InvalidPagesError(
-                f"{path}: is in object storage, and the inbox is a folder on this machine's disk; "
-                "give a local inbox (a web archive in a store is extracted by extract-articles)"
-            )
 
 
 def resolve_extract_paths(

@@ -110,6 +110,8 @@ def extract_page_chunk(chunk: PageChunk) -> ChunkExtraction:
 
 
 @task(name="find-new-page-sets", **io_task_options())
-def find_new_page_sets(inbox: str | None, data_root: str | None) -> InboxScan:
+def find_new_page_sets(
+    inbox: str | None, data_root: str | None, storage_options: dict[str, Any] | None = None
+) -> InboxScan:
     """Resolve the inbox (None: ``<data root>/inbox``, created) inside the data root and sort its page sets."""
-    return scan_inbox(prepare_inbox(inbox, data_root))
+    return scan_inbox(prepare_inbox(inbox, data_root, storage_options))

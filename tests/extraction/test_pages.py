@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from selection_extraction import InvalidPagesError, find_pages
-from selection_extraction.inbox import prepare_inbox
 from selection_extraction.paths import resolve_extract_paths
 
 
@@ -59,12 +58,6 @@ def test_hidden_entries_are_skipped_and_subfolders_searched(tmp_path: Path) -> N
         (folder / rel).write_text("<p>x</p>")
     page_set = find_pages(folder)
     assert [(p.id, p.path) for p in page_set.pages] == [("b", "b.HTML"), ("sub/a", "sub/a.htm")]
-
-
-@pytest.mark.parametrize("call", [lambda: prepare_inbox(None, "s3://b/root/"), lambda: prepare_inbox("gs://b/i", None)])
-def test_an_inbox_in_object_storage_is_refused_in_one_line_that_says_so(call) -> None:
-    with pytest.raises(InvalidPagesError, match="is in object storage, and the inbox is a folder on this machine"):
-        call()
 
 
 def test_an_object_is_read_as_a_web_archive_and_nothing_else() -> None:

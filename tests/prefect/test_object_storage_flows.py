@@ -6,6 +6,7 @@ on a prefix. Every output is compared with ``select`` on the same bytes on a dis
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,24 @@ def test_extract_and_select_from_a_warc_object_writes_the_disk_bytes(s3_server, 
         expected = (tmp_path / written).read_bytes().replace(str(local).encode(), url.encode())
         assert fs.cat_file(f"{bucket}/crawls/{written}") == expected, written
     assert s3_server.uploads(bucket) == []
+
+
+def test_the_inbox_on_a_prefix_extracts_each_new_web_archive_once(s3_server, bucket) -> None:
+    from flows.extract_inbox import extract_inbox
+
+    warc = ROOT / "tests" / "data" / "warc" / "pages.warc.gz"
+    fs = s3_server.fs()
+    fs.pipe_file(f"{bucket}/root/inbox/day1.warc.gz", warc.read_bytes())
+    fs.pipe_file(f"{bucket}/root/inbox/notes.txt", b"not a page set")
+    fs.pipe_file(f"{bucket}/root/inbox/pages/a.html", b"<html></html>")  # a folder of pages: read from disks only
+
+    first = extract_inbox(data_root=f"s3://{bucket}/root", workers=1, storage_options=OPTIONS, return_state=True)
+    again = extract_inbox(data_root=f"s3://{bucket}/root", workers=1, return_state=True)
+
+    assert first.is_completed(), first.message
+    summary = first.result()
+    assert summary.extracted == [f"s3://{bucket}/root/inbox/day1_extracted.json"]
+    assert summary.ignored == [f"s3://{bucket}/root/inbox/notes.txt", f"s3://{bucket}/root/inbox/pages"]
+    assert again.is_completed() and again.result().extracted == [] and again.result().up_to_date == 1
+    batch = json.loads(fs.cat_file(f"{bucket}/root/inbox/day1_extracted.json"))
+    assert batch["extraction"]["input"] == f"s3://{bucket}/root/inbox/day1.warc.gz" and len(batch["articles"]) == 8

@@ -90,9 +90,9 @@ def test_the_inbox_deployment_runs_one_at_a_time_on_the_schedule(served: dict[st
     assert built[("extract-inbox", "scheduled")].schedules[0].schedule.cron == "0 * * * *"
 
 
-def test_a_data_root_in_object_storage_serves_no_inbox_scan() -> None:
+def test_a_data_root_in_object_storage_is_every_scan_s_root() -> None:
     built = by_key(build_deployments(data_root="s3://crawls/batches"))
-    assert ("extract-inbox", "scheduled") not in built  # the inbox is a folder inside the data root
+    assert built[("extract-inbox", "scheduled")].parameters == {"data_root": "s3://crawls/batches"}
     assert built[("select-content", "triggered")].parameters["data_root"] == "s3://crawls/batches"
     assert built[("select-directory", "scheduled")].parameters == {"data_root": "s3://crawls/batches"}
 
