@@ -25,6 +25,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness", "no_d
 OPTIONS = {"secret": "testing", "key": "testing", "client_kwargs": {"region_name": "us-east-1"}}
 
 
+@pytest.fixture(autouse=True)
+def _endpoint_in_the_options(s3_server) -> None:
+    """The endpoint travels in the storage options too: a process pool's fork server started by an earlier test
+    has an environment without ``AWS_ENDPOINT_URL``, and a worker must never reach past the loopback server."""
+    OPTIONS["endpoint_url"] = s3_server.endpoint
+
+
 @pytest.fixture
 def expected(tmp_path: Path) -> tuple[bytes, bytes]:
     """The output and report ``select`` writes for the golden batch on a disk."""

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from selection_storage.atomic import _held
 from tests.support.faultkit import SELECT_CMD, child_env, run_select, synthetic_batch, temporaries
 
 SIZE = 600_000
@@ -69,7 +70,9 @@ def test_two_writers_leave_one_complete_output(schedule: str, pair: tuple[Path, 
         )
         if schedule == "race":
             continue
-        if len(procs) == 1 and _wait_for(lambda: bool(temporaries(d)), procs):  # pause the first inside its write
+        # Pause the first inside its write: once its staged file is locked. (Between its creation and its lock, a
+        # sweeper takes it for an orphan and the writer creates it again: tests/storage/test_orphans.py.)
+        if len(procs) == 1 and _wait_for(lambda: any(_held(d / n) for n in temporaries(d)), procs):
             procs[0].send_signal(signal.SIGSTOP)  # (a no-op if it has already exited)
     first = procs[0]
     # Stopped before its rename (else the schedule became a plain race):
