@@ -203,15 +203,26 @@ def _size(path: Location) -> int:
         return 0
 
 
+def _is_warc(file: Path) -> bool:
+    """Whether a file not named as a page or a web archive is a WARC all the same, by its first record."""
+    try:
+        return archive_kind(file) == "warc"
+    except OSError:
+        return False
+
+
 def _directory_pages(root: Path) -> tuple[Page | _WarcFile, ...]:
-    found: list[tuple[str, Path]] = []
+    found: list[tuple[str, Path, bool]] = []  # (relative path, file, is a WARC)
     try:
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=_raise):
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
             for name in filenames:
-                if not name.startswith(".") and (page_stem(name) is not None or is_warc_name(name)):
-                    file = Path(dirpath) / name
-                    found.append((file.relative_to(root).as_posix(), file))
+                if name.startswith("."):
+                    continue
+                file = Path(dirpath) / name
+                page = page_stem(name) is not None
+                if page or is_warc_name(name) or _is_warc(file):
+                    found.append((file.relative_to(root).as_posix(), file, not page))
     except OSError as exc:
         raise InvalidPagesError(
             f"{root}: cannot list the directory ({exc.strerror or exc}); check its permissions"
@@ -221,9 +232,7 @@ def _directory_pages(root: Path) -> tuple[Page | _WarcFile, ...]:
             f"{root}: no .html, .htm, .html.gz, .htm.gz page or .warc, .warc.gz file in this directory; check the path"
         )
     found.sort(key=lambda item: item[0])
-    return tuple(
-        _WarcFile(rel, file) if is_warc_name(rel) else Page(_id_of(rel), None, rel, file) for rel, file in found
-    )
+    return tuple(_WarcFile(rel, file) if warc else Page(_id_of(rel), None, rel, file) for rel, file, warc in found)
 
 
 def _raise(exc: OSError) -> None:
@@ -267,7 +276,7 @@ def _manifest_pages(manifest: Path) -> tuple[Page | _WarcFile, ...]:
         file = Path(page_path)
         if not file.is_absolute():
             file = base / file
-        if is_warc_name(file.name):
+        if is_warc_name(file.name) or (page_stem(file.name) is None and _is_warc(file)):
             pages.append(_WarcFile(page_path, file))
             continue
         page_id = entry.get("id")

@@ -414,3 +414,15 @@ def test_an_arc_file_is_refused_in_words_that_say_what_it_is(tmp_path: Path, nam
     with pytest.raises(InvalidPagesError, match="an ARC file .* convert it to WARC first") as caught:
         find_pages(target)
     assert "\n" not in str(caught.value) and str(target) in str(caught.value)
+
+
+def test_a_warc_named_loosely_inside_a_folder_or_a_manifest_is_read_as_one(tmp_path: Path, pages_doc) -> None:
+    folder = tmp_path / "crawl"
+    folder.mkdir()
+    shutil.copyfile(WARCS / "pages.warc.gz", folder / "part-0001.bin")
+    (folder / "notes.txt").write_text("not a page, not an archive")
+    by_folder = extract_pages(find_pages(folder), ExtractionSettings(workers=1)).doc
+    manifest = tmp_path / "list.jsonl"
+    manifest.write_text(json.dumps({"path": str(folder / "part-0001.bin")}) + "\n")
+    by_manifest = extract_pages(find_pages(manifest), ExtractionSettings(workers=1)).doc
+    assert texts(by_folder) == texts(by_manifest) == texts(pages_doc)
