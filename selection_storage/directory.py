@@ -48,12 +48,11 @@ def find_batches(directory: Path) -> list[Path]:
 
 def _stale_objects(prefix: ObjectPath) -> list[Location]:
     """:func:`find_stale_batches` on a prefix: from the objects' modification times, in one listing."""
-    objects = {str(p): entry for p, entry in walk_objects(prefix)}
+    objects = dict(walk_objects(prefix))  # sorted by key
     stale: list[Location] = []
-    for url, entry in objects.items():
-        p = location(url, prefix.options)
+    for p, entry in objects.items():
         if p.name.endswith(BATCH_SUFFIXES):
-            output = objects.get(str(selected_path(p)))
+            output = objects.get(selected_path(p))
             if output is None or modified(output) < modified(entry):
                 stale.append(p)
     return stale
