@@ -45,8 +45,8 @@ def _warm_up_prefect() -> None:
     """Start the embedded API (and import the flow) before the clock starts."""
     from prefect.client.orchestration import get_client
 
-    import flows.extract_articles  # noqa: F401
-    import flows.select_content  # noqa: F401
+    import content_selection.flows.extract_articles  # noqa: F401
+    import content_selection.flows.select_content  # noqa: F401
 
     with get_client(sync_client=True) as client:
         client.api_healthcheck()
@@ -146,7 +146,7 @@ def main() -> None:
     import orjson
 
     from selection_cli.environment import apply_kernel_setting
-    from selection_storage import select_file
+    from selection_engine import select_file
 
     apply_kernel_setting()  # CONTENT_SELECTION_PURE=1 measures the pure-Python path, as for the command
     if job in ("flow", "extract-flow"):
@@ -167,7 +167,7 @@ def main() -> None:
     elif job == "select":
         select_file(inp, out)
     elif job == "flow":
-        from flows.select_content import select_content
+        from content_selection.flows.select_content import select_content
 
         runner, chunk_size = extra[0], int(extra[1])
         address = extra[2] if len(extra) > 2 else None
@@ -193,7 +193,7 @@ def main() -> None:
             "select_stage_seconds": flow_seconds - fixed,
         }
     elif job == "extract-flow":
-        from flows.extract_articles import extract_articles
+        from content_selection.flows.extract_articles import extract_articles
 
         runner, workers = extra[0], int(extra[1])
         state = extract_articles(

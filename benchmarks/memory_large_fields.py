@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         "three-50mb-texts": lambda: three_big_texts(size),
         "many-tiny": lambda: many_tiny(args.articles),
     }
-    base_rss, _, _ = peak_rss([sys.executable, "-c", "import selection_cli.main, selection_storage"])
+    base_rss, _, _ = peak_rss([sys.executable, "-c", "import selection_cli.main, selection_engine"])
     print(f"baseline: an interpreter that imported the core peaks at {base_rss / MB:.0f} MB")
     header = ("shape", "input MB", "articles", "peak MB", "peak/input", "floor MB", "floor/input", "s")
     print(f"{header[0]:<18} " + " ".join(f"{h:>{w}}" for h, w in zip(header[1:], (9, 9, 8, 10, 9, 11, 6), strict=True)))

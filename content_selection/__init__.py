@@ -1,26 +1,61 @@
-"""What your own code imports from content-selection: the event contract and the completion trigger."""
+"""What your own Prefect project imports from content-selection: the flows and the task to compose,
+and the event contract with its triggers.
+
+    from content_selection import select_content, emit_batch_extracted
+
+Each name is imported when first asked for, so ``import content_selection`` (and every module below
+it) starts without loading Prefect or the extractors.
+"""
 
 from __future__ import annotations
 
-from content_selection.completion import FLOW_COMPLETED_EVENT, flow_completed_trigger
-from content_selection.events import (
-    BATCH_EXTRACTED_EVENT,
-    BATCH_PATH_LABEL,
-    BATCH_RESOURCE_PREFIX,
-    EventNotDeliveredError,
-    batch_extracted_resource,
-    batch_extracted_trigger,
-    emit_batch_extracted,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "BATCH_EXTRACTED_EVENT",
-    "BATCH_PATH_LABEL",
-    "BATCH_RESOURCE_PREFIX",
-    "FLOW_COMPLETED_EVENT",
-    "batch_extracted_resource",
-    "batch_extracted_trigger",
-    "EventNotDeliveredError",
-    "emit_batch_extracted",
-    "flow_completed_trigger",
-]
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from content_selection.flows.completion import FLOW_COMPLETED_EVENT, flow_completed_trigger
+    from content_selection.flows.events import (
+        BATCH_EXTRACTED_EVENT,
+        BATCH_PATH_LABEL,
+        BATCH_RESOURCE_PREFIX,
+        EventNotDeliveredError,
+        batch_extracted_resource,
+        batch_extracted_trigger,
+        emit_batch_extracted,
+    )
+    from content_selection.flows.extract_and_select import extract_and_select
+    from content_selection.flows.extract_articles import extract_articles
+    from content_selection.flows.select_content import select_content
+    from content_selection.tasks.select import select_batch
+
+#: Each public name and the module that defines it.
+_HOMES = {
+    "select_content": "content_selection.flows.select_content",
+    "extract_articles": "content_selection.flows.extract_articles",
+    "extract_and_select": "content_selection.flows.extract_and_select",
+    "select_batch": "content_selection.tasks.select",
+    "BATCH_EXTRACTED_EVENT": "content_selection.flows.events",
+    "BATCH_PATH_LABEL": "content_selection.flows.events",
+    "BATCH_RESOURCE_PREFIX": "content_selection.flows.events",
+    "EventNotDeliveredError": "content_selection.flows.events",
+    "batch_extracted_resource": "content_selection.flows.events",
+    "batch_extracted_trigger": "content_selection.flows.events",
+    "emit_batch_extracted": "content_selection.flows.events",
+    "FLOW_COMPLETED_EVENT": "content_selection.flows.completion",
+    "flow_completed_trigger": "content_selection.flows.completion",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'content_selection' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -9,14 +9,14 @@ from prefect.client.schemas.schedules import CronSchedule
 from prefect.types.entrypoint import EntrypointType
 
 from content_selection import batch_extracted_trigger, flow_completed_trigger
-from deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
-from flows.extract_and_select import extract_and_select
-from flows.extract_articles import extract_articles
-from flows.extract_inbox import extract_inbox
-from flows.params import STAGE_TAG
-from flows.runners import process_workers
-from flows.select_content import select_content
-from flows.select_directory import select_directory
+from content_selection.deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
+from content_selection.flows.extract_and_select import extract_and_select
+from content_selection.flows.extract_articles import extract_articles
+from content_selection.flows.extract_inbox import extract_inbox
+from content_selection.flows.params import STAGE_TAG
+from content_selection.flows.runners import process_workers
+from content_selection.flows.select_content import select_content
+from content_selection.flows.select_directory import select_directory
 
 if TYPE_CHECKING:
     from prefect.deployments.runner import RunnerDeployment

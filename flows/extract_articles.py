@@ -8,8 +8,8 @@ from prefect import flow, task
 from prefect.utilities.annotations import opaque
 from pydantic import BaseModel, Field
 
-from content_selection.events import emit_batch_extracted
-from flows.params import (
+from content_selection.flows.events import emit_batch_extracted
+from content_selection.flows.params import (
     DEFAULT_MAX_TABLE_ROWS,
     DaskAddress,
     OptionalCount,
@@ -20,8 +20,8 @@ from flows.params import (
     TimeLimit,
     run_namer,
 )
-from flows.refusals import refusals_fail_the_run
-from flows.runners import (
+from content_selection.flows.refusals import refusals_fail_the_run
+from content_selection.flows.runners import (
     IN_FLIGHT_PER_WORKER,
     TaskRunnerName,
     map_in_order,
@@ -42,7 +42,7 @@ from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY, Pag
 from selection_extraction.batch import ArticleSpool, StatsTotal, log_extraction
 from selection_extraction.chunks import ChunkProgress, joined_root, plan_page_chunks, spool_chunk
 from selection_storage.atomic import WrittenFile
-from tasks.extract import (
+from content_selection.tasks.extract import (
     check_extract_paths,
     extract_page_chunk,
     extract_pages_task,
@@ -50,9 +50,9 @@ from tasks.extract import (
     publish_extraction_artifacts,
     write_extracted_batch,
 )
-from tasks.logs import run_logger
-from tasks.options import api_task_options
-from tasks.progress import artifact_progress
+from content_selection.tasks.logs import run_logger
+from content_selection.tasks.options import api_task_options
+from content_selection.tasks.progress import artifact_progress
 
 
 class ExtractionRunSummary(BaseModel):

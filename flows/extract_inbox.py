@@ -5,8 +5,8 @@ from __future__ import annotations
 from prefect import flow, tags
 from pydantic import BaseModel, Field
 
-from flows.extract_articles import extract_articles
-from flows.params import (
+from content_selection.flows.extract_articles import extract_articles
+from content_selection.flows.params import (
     DEFAULT_MAX_TABLE_ROWS,
     STAGE_TAG,
     OptionalCount,
@@ -16,12 +16,12 @@ from flows.params import (
     TimeLimit,
     run_namer,
 )
-from flows.refusals import refusals_fail_the_run
+from content_selection.flows.refusals import refusals_fail_the_run
 from selection_core.errors import SelectionError, error_line
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
 from selection_extraction.inbox import failure_line, failures_message
-from tasks.extract import find_new_page_sets
-from tasks.logs import run_logger
+from content_selection.tasks.extract import find_new_page_sets
+from content_selection.tasks.logs import run_logger
 
 
 class InboxRunSummary(BaseModel):

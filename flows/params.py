@@ -8,7 +8,7 @@ from typing import Annotated, Any, Final
 
 from pydantic import BeforeValidator, Field, WithJsonSchema
 
-from flows.runners import DASK_ADDRESS_PATTERN, TaskRunnerName
+from content_selection.flows.runners import DASK_ADDRESS_PATTERN, TaskRunnerName
 
 #: The tag of every run of the stage: its deployments' runs and their subflow runs. The automations of
 #: ``deployments/automations.yaml`` act on the runs that carry it.

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from prefect.states import Failed
 
 from selection_core.errors import SelectionError
-from tasks.logs import run_logger
+from content_selection.tasks.logs import run_logger
 
 F = TypeVar("F", bound=Callable[..., Any])
 

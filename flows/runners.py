@@ -157,7 +157,7 @@ def worker_processes() -> Iterator[tuple[int, Callable[..., concurrent.futures.F
         # Imported once by the server (only when it starts), not by each worker; a `python -m` program (as a
         # deployment's flow run is) is imported again as each worker's __main__ unless the server has it.
         main = getattr(getattr(sys.modules.get("__main__"), "__spec__", None), "name", None)
-        context.set_forkserver_preload(["__main__", *([main] if main else []), "selection_storage.engine"])
+        context.set_forkserver_preload(["__main__", *([main] if main else []), "selection_engine.engine"])
     else:
         context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:

@@ -11,7 +11,7 @@ from prefect.utilities.annotations import opaque
 from pydantic import BaseModel, Field
 
 import selection_core as sc
-from flows.params import (
+from content_selection.flows.params import (
     DEFAULT_MAX_TABLE_ROWS,
     DaskAddress,
     OptionalCount,
@@ -21,8 +21,8 @@ from flows.params import (
     TaskRunnerChoice,
     run_namer,
 )
-from flows.refusals import refusals_fail_the_run
-from flows.runners import (
+from content_selection.flows.refusals import refusals_fail_the_run
+from content_selection.flows.runners import (
     IN_FLIGHT_PER_WORKER,
     TaskRunnerName,
     map_in_order,
@@ -33,11 +33,11 @@ from flows.runners import (
 )
 from selection_core.chunks import SelectedChunk
 from selection_core.evidence import counts_text, read_as_text
-from selection_storage.engine import ChunkJob, Selected, select_job
+from selection_engine.engine import ChunkJob, Selected, select_job
 from selection_storage.paths import RunPaths
-from tasks.artifacts import publish_artifacts
-from tasks.logs import run_logger
-from tasks.select import IN_PROCESS, check_paths, select_batch, select_chunk
+from content_selection.tasks.artifacts import publish_artifacts
+from content_selection.tasks.logs import run_logger
+from content_selection.tasks.select import IN_PROCESS, check_paths, select_batch, select_chunk
 
 
 class SelectionRunSummary(BaseModel):

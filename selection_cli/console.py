@@ -31,7 +31,7 @@ def errors_left_to_the_last_line() -> Iterator[None]:
     from prefect.logging.configuration import ensure_logging_setup
     from prefect.logging.handlers import PrefectConsoleHandler
 
-    from tasks.logs import RUN_LOGGERS
+    from content_selection.tasks.logs import RUN_LOGGERS
 
     ensure_logging_setup()
     loggers = [logging.getLogger()] + [

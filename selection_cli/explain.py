@@ -26,7 +26,7 @@ def add_explain_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
 
 def explain_command(args: argparse.Namespace) -> int:
     from selection_core.select import select_article
-    from selection_storage.lookup import find_article
+    from selection_engine.lookup import find_article
     from selection_storage.stores import location
 
     options = storage_options(args)

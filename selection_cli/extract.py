@@ -8,8 +8,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from flows.params import MAX_TIME_LIMIT_SECONDS
-from flows.runners import resolve_task_runner
+from content_selection.flows.params import MAX_TIME_LIMIT_SECONDS
+from content_selection.flows.runners import resolve_task_runner
 from selection_cli.arguments import add_storage_options, command_line_path, storage_options, whole_number
 from selection_cli.environment import prepare_embedded_api
 from selection_cli.progress import ProgressBar
@@ -181,11 +181,11 @@ def pipeline_command(args: argparse.Namespace) -> int:
     # The INFO lines of Prefect's console handler would tear the progress bars apart; the API gets them all.
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
 
-    from flows.extract_and_select import extract_and_select  # Prefect is imported only here
+    from content_selection.flows.extract_and_select import extract_and_select  # Prefect is imported only here
     from selection_cli.console import errors_left_to_the_last_line
     from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY
-    from tasks.progress import follow_progress
-    from tasks.select import PROGRESS_ARTIFACT_KEY
+    from content_selection.tasks.progress import follow_progress
+    from content_selection.tasks.select import PROGRESS_ARTIFACT_KEY
 
     bars = {EXTRACTION_PROGRESS_ARTIFACT_KEY: _pages_bar(), PROGRESS_ARTIFACT_KEY: ProgressBar(sys.stderr)}
     with errors_left_to_the_last_line(), follow_progress(bars):

@@ -38,7 +38,7 @@ def format_summary(summary: Summary) -> str:
 
 def select_command(args: argparse.Namespace) -> int:
     """Run ``select``; returns 0, raises the project's typed errors."""
-    from selection_storage import select_file
+    from selection_engine import select_file
 
     result = select_file(
         args.input, args.output, args.report, storage_options=storage_options(args), progress=ProgressBar(sys.stderr)

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
+from content_selection.deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
 from selection_storage.paths import DATA_ROOT_ENV, data_root_in_force
 
 
@@ -81,7 +81,7 @@ def serve_command(args: argparse.Namespace) -> int:
         _error(f"no data root; pass --data-root DIR or set {DATA_ROOT_ENV} (event paths are only accepted inside it)")
         return 2
 
-    from deployments.definitions import build_deployments, check_after_flow
+    from content_selection.deployments.definitions import build_deployments, check_after_flow
 
     upstream = None
     if args.after_flow is not None:
@@ -110,7 +110,7 @@ def serve_command(args: argparse.Namespace) -> int:
     try:
         from prefect import serve
 
-        from deployments.automations import HEARTBEAT_SECONDS, apply_automations
+        from content_selection.deployments.automations import HEARTBEAT_SECONDS, apply_automations
 
         for line in apply_automations():
             print(line, file=sys.stderr)
@@ -132,7 +132,7 @@ def automations_command(args: argparse.Namespace) -> int:
     """Create or update the stage's automations on the server at ``PREFECT_API_URL`` (``serve`` does it too)."""
     if not _api_url_set("automations"):
         return 2
-    from deployments.automations import apply_automations
+    from content_selection.deployments.automations import apply_automations
 
     try:
         for line in apply_automations():

@@ -27,7 +27,7 @@ from selection_core.evidence import (
 from selection_core.select import Reason, State
 from selection_extraction.artifacts import PAGES_ARTIFACT_KEY
 from selection_extraction.batch import ExtractionStats
-from tasks.options import api_task_options
+from content_selection.tasks.options import api_task_options
 
 # Inline syntax of Markdown, GFM or HTML; an "_" between two letters or digits never emphasizes (CommonMark).
 _TEXT_SYNTAX: Final[re.Pattern[str]] = re.compile(r"([\\`*\[\]<>|&~!]|(?<![^\W_])_|_(?![^\W_]))")

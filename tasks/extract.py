@@ -27,10 +27,10 @@ from selection_extraction.paths import ExtractPaths, resolve_extract_paths
 from selection_extraction.settings import ExtractionSettings
 from selection_storage.atomic import WrittenFile
 from selection_storage.stores import Location
-from tasks.artifacts import extraction_markdown
-from tasks.logs import run_logger
-from tasks.options import api_task_options, chunk_run_namer, io_task_options, local_task_options
-from tasks.progress import artifact_progress
+from content_selection.tasks.artifacts import extraction_markdown
+from content_selection.tasks.logs import run_logger
+from content_selection.tasks.options import api_task_options, chunk_run_namer, io_task_options, local_task_options
+from content_selection.tasks.progress import artifact_progress
 
 PAGE_CHUNK_TASK_NAME: Final[str] = "extract-chunk"
 

@@ -11,7 +11,7 @@ from prefect.context import FlowRunContext, TaskRunContext
 
 from selection_core.batch import ProgressCallback
 from selection_core.progress import PercentProgress
-from tasks.logs import run_logger
+from content_selection.tasks.logs import run_logger
 
 _FOLLOWERS: dict[str, ProgressCallback] = {}
 

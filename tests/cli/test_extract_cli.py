@@ -23,7 +23,7 @@ import selection_core as sc
 from selection_cli.main import main
 from selection_cli.select import format_summary
 from selection_core.errors import EXIT_INVALID_INPUT
-from selection_storage import select_file
+from selection_engine import select_file
 from tests.support import DATA, PAGES, ROOT
 from tests.support.prefect_fixtures import artifacts_of, env_without_prefect_api, extract_and_select_artifact_keys
 
@@ -282,10 +282,10 @@ def test_pipeline_in_a_fresh_process_prints_its_lines_and_nothing_on_stderr(page
 
 #: ``content-selection ARGS`` with a bug injected into the flow's selection step.
 _MAIN_WITH_A_BUG = (
-    "import sys, selection_storage.engine\n"
+    "import sys, selection_engine.engine\n"
     "def broken(*args, **kwargs):\n"
     "    raise RuntimeError('injected bug')\n"
-    "selection_storage.engine.select_file = broken\n"
+    "selection_engine.engine.select_file = broken\n"
     "from selection_cli.main import main\n"
     "sys.exit(main(sys.argv[1:]))\n"
 )

@@ -1,4 +1,4 @@
-"""The event contract between an upstream flow and the triggered selection (:mod:`content_selection.events`)."""
+"""The event contract between an upstream flow and the triggered selection (:mod:`content_selection.flows.events`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from content_selection.events import (
+from content_selection.flows.events import (
     BATCH_EXTRACTED_EVENT,
     BATCH_PATH_LABEL,
     INPUT_PATH_TEMPLATE,
@@ -131,13 +131,22 @@ def test_trigger_matches_the_event_and_templates_the_path() -> None:
     assert automation.actions[0].parameters == {"input_path": INPUT_PATH_TEMPLATE}
 
 
-def test_the_earlier_import_path_is_the_same_contract() -> None:
+def test_the_package_exports_the_contract_and_the_flows_to_compose() -> None:
     import content_selection
-    from content_selection import events
-    from flows import events as earlier
+    from content_selection.flows import completion, events
+    from content_selection.flows.extract_and_select import extract_and_select
+    from content_selection.flows.extract_articles import extract_articles
+    from content_selection.flows.select_content import select_content
+    from content_selection.tasks.select import select_batch
 
-    assert earlier.__all__ == sorted(earlier.__all__)
-    for name in earlier.__all__:
-        assert getattr(earlier, name) is getattr(events, name)
-    # The package exports the event contract (also under the earlier path) and the completion trigger (new).
-    assert set(content_selection.__all__) <= set(earlier.__all__) | {"FLOW_COMPLETED_EVENT", "flow_completed_trigger"}
+    assert set(events.__all__) - {"INPUT_PATH_TEMPLATE", "TRIGGER_NAME"} <= set(content_selection.__all__)
+    for name in content_selection.__all__:
+        home = completion if name in ("FLOW_COMPLETED_EVENT", "flow_completed_trigger") else events
+        if hasattr(home, name):
+            assert getattr(content_selection, name) is getattr(home, name)
+    assert content_selection.select_content is select_content
+    assert content_selection.extract_articles is extract_articles
+    assert content_selection.extract_and_select is extract_and_select
+    assert content_selection.select_batch is select_batch
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        content_selection.nothing  # noqa: B018

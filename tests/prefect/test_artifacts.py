@@ -1,4 +1,4 @@
-"""The artifacts' Markdown (tasks.artifacts): the escaping rule, the closest calls, the summary, the descriptions."""
+"""The artifacts' Markdown (content_selection.tasks.artifacts): the escaping rule, the closest calls, the summary, the descriptions."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import selection_core as sc
 from selection_core.evidence import CLOSEST_CALLS_ARTIFACT_KEY, MAX_CLOSEST_CALLS, batch_evidence, close_call_entries
 from selection_extraction import ExtractionStats
-from tasks.artifacts import (
+from content_selection.tasks.artifacts import (
     closest_calls_markdown,
     extraction_markdown,
     md_cell,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.extract_inbox import InboxRunSummary, PageSetsFailedError, extract_inbox
+from content_selection.flows.extract_inbox import InboxRunSummary, PageSetsFailedError, extract_inbox
 from selection_core.errors import UnsafePathError
 from selection_extraction import ExtractionSettings, extract_to_file
 from tests.support import PAGES

@@ -14,11 +14,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from flows.select_content import select_content
-from flows.select_directory import select_directory
+from content_selection.flows.select_content import select_content
+from content_selection.flows.select_directory import select_directory
 from selection_cli.main import main
 from selection_core.evidence import SUMMARY_ARTIFACT_KEY
-from selection_storage import select_file
+from selection_engine import select_file
 from tests.support import DATA
 from tests.support.prefect_fixtures import artifacts_of, leftover_files
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from flows.select_content import select_content
-from flows.select_directory import select_directory
-from selection_storage import select_file
+from content_selection.flows.select_content import select_content
+from content_selection.flows.select_directory import select_directory
+from selection_engine import select_file
 from tests.support import ROOT
 from tests.support.prefect_fixtures import artifacts_of
 
@@ -105,7 +105,7 @@ def test_a_path_outside_an_object_data_root_fails_the_run_and_reads_nothing(s3_s
 
 
 def test_extract_and_select_from_a_warc_object_writes_the_disk_bytes(s3_server, bucket, tmp_path) -> None:
-    from flows.extract_and_select import extract_and_select
+    from content_selection.flows.extract_and_select import extract_and_select
 
     warc = ROOT / "tests" / "data" / "warc" / "pages.warc.gz"
     fs = s3_server.fs()
@@ -129,7 +129,7 @@ def test_extract_and_select_from_a_warc_object_writes_the_disk_bytes(s3_server, 
 
 
 def test_the_inbox_on_a_prefix_extracts_each_new_web_archive_once(s3_server, bucket) -> None:
-    from flows.extract_inbox import extract_inbox
+    from content_selection.flows.extract_inbox import extract_inbox
 
     warc = ROOT / "tests" / "data" / "warc" / "pages.warc.gz"
     fs = s3_server.fs()

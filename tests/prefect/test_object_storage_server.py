@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from selection_storage import select_file
+from selection_engine import select_file
 from tests.support import ROOT
 from tests.support.prefect_server import SERVE_START_SECONDS, Server, run, start, stop, wait_until
 from tests.support.s3_server import S3_ENV

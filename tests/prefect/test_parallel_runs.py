@@ -26,7 +26,7 @@ from uuid import UUID
 import orjson
 import pytest
 
-from flows.runners import (
+from content_selection.flows.runners import (
     DASK_ADDRESS_ENV,
     LOCAL_CLUSTER_KWARGS,
     TASK_RUNNER_ENV,
@@ -36,11 +36,11 @@ from flows.runners import (
     resolve_task_runner,
     worker_processes,
 )
-from flows.select_content import select_content
-from flows.select_directory import select_directory
+from content_selection.flows.select_content import select_content
+from content_selection.flows.select_directory import select_directory
 from selection_cli.main import main
 from selection_core.layout import Chunk
-from selection_storage.engine import ChunkJob, select_file, select_job
+from selection_engine.engine import ChunkJob, select_file, select_job
 from selection_storage.files import FileIdentity
 from tests.support import ROOT
 from tests.support.prefect_fixtures import expected_output, free_port, leftover_files, task_runs_of

@@ -20,15 +20,15 @@ from uuid import UUID
 import pytest
 
 import selection_core as sc
-import selection_storage.engine
-from flows.params import STAGE_TAG
-from flows.select_content import SelectionRunSummary, select_content
-from flows.select_directory import BatchesFailedError, DirectoryRunSummary, select_directory
+import selection_engine.engine
+from content_selection.flows.params import STAGE_TAG
+from content_selection.flows.select_content import SelectionRunSummary, select_content
+from content_selection.flows.select_directory import BatchesFailedError, DirectoryRunSummary, select_directory
 from selection_cli.main import main
 from selection_core.errors import InvalidBatchError, ReadError, UnsafePathError, WriteError
 from selection_core.evidence import CLOSEST_CALLS_ARTIFACT_KEY, SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY
 from selection_storage.atomic import HOST_TAG, StagedFile
-from tasks.select import PROGRESS_ARTIFACT_KEY
+from content_selection.tasks.select import PROGRESS_ARTIFACT_KEY
 from tests.support.prefect_fixtures import artifacts_of, expected_output, leftover_files, task_runs_of
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "no_data_root_env")
@@ -114,7 +114,7 @@ def test_artifacts_are_built_from_the_explanations(batch_factory, tmp_path: Path
 
 def test_a_transient_read_failure_is_retried_and_the_run_succeeds(batch_factory, tmp_path: Path, mocker) -> None:
     source = batch_factory(n_articles=2)
-    real_read = selection_storage.engine.read_span
+    real_read = selection_engine.engine.read_span
     calls: list[Path] = []
 
     def flaky_read(path: Path, *args: Any) -> bytearray:
@@ -123,7 +123,7 @@ def test_a_transient_read_failure_is_retried_and_the_run_succeeds(batch_factory,
             raise ReadError(f"{path}: read failed (Input/output error); retry later", errno.EIO)
         return real_read(path, *args)
 
-    mocker.patch("selection_storage.engine.read_span", side_effect=flaky_read)
+    mocker.patch("selection_engine.engine.read_span", side_effect=flaky_read)
     state = select_content(input_path=str(source), return_state=True)
 
     assert state.is_completed()
@@ -137,7 +137,7 @@ def test_a_transient_read_failure_is_retried_and_the_run_succeeds(batch_factory,
 
 def test_a_transient_write_failure_is_retried(batch_factory, tmp_path: Path, mocker) -> None:
     source = batch_factory(n_articles=2)
-    real_add = selection_storage.engine._Joiner.add
+    real_add = selection_engine.engine._Joiner.add
     attempts: list[int] = []
 
     def flaky_add(joiner: Any, *args: Any) -> None:
@@ -146,7 +146,7 @@ def test_a_transient_write_failure_is_retried(batch_factory, tmp_path: Path, moc
             raise WriteError("out: write failed (Input/output error)", errno.EIO, transient=True)
         real_add(joiner, *args)
 
-    mocker.patch.object(selection_storage.engine._Joiner, "add", autospec=True, side_effect=flaky_add)
+    mocker.patch.object(selection_engine.engine._Joiner, "add", autospec=True, side_effect=flaky_add)
     state = select_content(input_path=str(source), return_state=True)
     assert state.is_completed()
     assert len(attempts) == 2

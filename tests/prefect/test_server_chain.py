@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from content_selection.completion import completion_trigger_name
-from content_selection.events import TRIGGER_NAME
+from content_selection.flows.completion import completion_trigger_name
+from content_selection.flows.events import TRIGGER_NAME
 from tests.support import ROOT
 from tests.support.prefect_fixtures import expected_output, leftover_files
 from tests.support.prefect_server import RUN_SECONDS, SERVE_START_SECONDS, Server, run, start, stop, wait_until
@@ -137,7 +137,7 @@ class TestChainFromDeployments:
             shutil.copy(page, pages / page.name)
         extracted = served / "lines_extracted.jsonl"
         extract = (
-            "import sys; from flows.extract_articles import extract_articles; "
+            "import sys; from content_selection.flows.extract_articles import extract_articles; "
             "extract_articles(pages=sys.argv[1], output_path=sys.argv[2], workers=1)"
         )
         run([sys.executable, "-c", extract, str(pages), str(extracted)], server.env)

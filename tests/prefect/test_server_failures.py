@@ -87,7 +87,7 @@ def test_a_path_outside_the_data_root_fails_the_run_with_its_one_line(server: Se
     outside = tmp_path / "elsewhere_extracted.json"
     outside.write_bytes(SOURCE_BATCH.read_bytes())
 
-    flow_run_id = _run_flow(server, "flows.select_content.select_content", input_path=str(outside), data_root=str(root))
+    flow_run_id = _run_flow(server, "content_selection.flows.select_content.select_content", input_path=str(outside), data_root=str(root))
 
     message = _assert_refused(server, flow_run_id, "outside the data root")
     assert message.endswith("(move the file there or change the data_root parameter)")
@@ -100,7 +100,7 @@ def test_an_invalid_batch_fails_the_run_with_its_one_line(server: Server, tmp_pa
     batch = tmp_path / "b_extracted.json"
     batch.write_bytes(SOURCE_BATCH.read_bytes()[:5000])  # truncated
 
-    flow_run_id = _run_flow(server, "flows.select_content.select_content", input_path=str(batch))
+    flow_run_id = _run_flow(server, "content_selection.flows.select_content.select_content", input_path=str(batch))
 
     message = _assert_refused(server, flow_run_id, "never ends")
     assert message.startswith(f"{batch}: ")
@@ -109,7 +109,7 @@ def test_an_invalid_batch_fails_the_run_with_its_one_line(server: Server, tmp_pa
 
 def test_a_refused_extraction_fails_the_run_with_its_one_line(server: Server, tmp_path: Path) -> None:
     flow_run_id = _run_flow(
-        server, "flows.extract_articles.extract_articles", pages=str(tmp_path / "missing"), emit_event=False
+        server, "content_selection.flows.extract_articles.extract_articles", pages=str(tmp_path / "missing"), emit_event=False
     )
     _assert_refused(server, flow_run_id, str(tmp_path / "missing"))
 
@@ -122,7 +122,7 @@ def test_the_failed_file_of_a_directory_run_is_a_failed_task_run(server: Server,
     truncated = folder / "c_extracted.json"
     truncated.write_bytes(SOURCE_BATCH.read_bytes()[:5000])
 
-    flow_run_id = _run_flow(server, "flows.select_directory.select_directory", directory=str(folder))
+    flow_run_id = _run_flow(server, "content_selection.flows.select_directory.select_directory", directory=str(folder))
 
     flow_run, logs = _flow_run_and_logs(server, flow_run_id)
     assert flow_run.state.is_failed()

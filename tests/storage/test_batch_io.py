@@ -29,7 +29,7 @@ from selection_core import (
     select_batch_bytes,
 )
 from selection_core.evidence import report_entry
-from selection_storage import select_file
+from selection_engine import select_file
 
 SOURCE = "inbox/batch_extracted.json"
 TEXT = "The council voted on Tuesday to extend the tram line to the northern suburbs."

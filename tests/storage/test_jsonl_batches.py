@@ -14,7 +14,8 @@ import pytest
 
 import selection_core as sc
 from selection_core.config import SELECTED_KEY
-from selection_storage import find_batches, select_file
+from selection_engine import select_file
+from selection_storage import find_batches
 from selection_storage.files import sha256_file
 from tests.support import DATA
 
@@ -61,7 +62,7 @@ def test_a_jsonl_batch_is_selected_line_by_line_with_the_json_batch_s_decisions(
 
 
 def test_chunks_of_lines_are_bounded_in_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from selection_storage import engine
+    from selection_engine import engine
 
     monkeypatch.setattr(engine, "CHUNK_BYTES", 100_000)
     source = tmp_path / "b_extracted.jsonl"

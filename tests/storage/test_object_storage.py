@@ -19,7 +19,8 @@ import pytest
 
 from selection_cli.main import main
 from selection_core.errors import InvalidBatchError, OutputPathError, ReadError, UnsafePathError
-from selection_storage import find_stale_batches, select_file
+from selection_engine import select_file
+from selection_storage import find_stale_batches
 from selection_storage.files import InputChangedError
 from selection_storage.paths import resolve_run_paths
 from selection_storage.stores import STALE_UPLOAD_SECONDS, ObjectPath, abort_stale_uploads

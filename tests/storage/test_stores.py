@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from selection_cli.arguments import command_line_path, storage_option
 from selection_core.errors import InvalidBatchError, OutputPathError, ReadError, UnsafePathError, WriteError
-from selection_storage import select_file
+from selection_engine import select_file
 from selection_storage.files import InputChangedError
 from selection_storage.paths import resolve_run_paths
 from selection_storage.stores import ObjectPath, ObjectVersion, is_url, location, modified, store_error

@@ -19,14 +19,16 @@ PAGES = DATA / "pages"
 #: Every page of the ScrapingHub benchmark (181), for the tests that need all the real pages.
 AEB_PAGES = DATA / "aeb-pages"
 
-#: The project's own top-level packages, bottom layer first (what the install ships).
-PACKAGES = (
-    "selection_core",
-    "selection_storage",
-    "selection_extraction",
-    "content_selection",
-    "tasks",
-    "flows",
-    "deployments",
-    "selection_cli",
-)
+#: The project's packages, bottom layer first: each folder of the repository and the name it is
+#: imported as (the generic folders install under the project's name; see pyproject.toml).
+PACKAGES = {
+    "selection_core": "selection_core",
+    "selection_storage": "selection_storage",
+    "selection_engine": "selection_engine",
+    "selection_extraction": "selection_extraction",
+    "tasks": "content_selection.tasks",
+    "flows": "content_selection.flows",
+    "deployments": "content_selection.deployments",
+    "content_selection": "content_selection",
+    "selection_cli": "selection_cli",
+}

@@ -160,7 +160,7 @@ def extract_and_select_artifact_keys() -> set[str]:
         EXTRACTION_SUMMARY_ARTIFACT_KEY,
         PAGES_ARTIFACT_KEY,
     )
-    from tasks.select import PROGRESS_ARTIFACT_KEY  # imports Prefect: here, not at the module's top
+    from content_selection.tasks.select import PROGRESS_ARTIFACT_KEY  # imports Prefect: here, not at the module's top
 
     return {
         PAGES_ARTIFACT_KEY,

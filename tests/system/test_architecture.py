@@ -29,10 +29,17 @@ MAX_TASK_STATEMENTS = 15
 
 
 def _modules(package: str) -> Iterator[tuple[str, Path]]:
+    """Each module of the folder ``package``, by the name it is imported as."""
     for path in sorted((ROOT / package).rglob("*.py")):
-        parts = path.relative_to(ROOT).with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        yield name, path
+        parts = path.relative_to(ROOT / package).with_suffix("").parts
+        parts = parts[:-1] if parts[-1] == "__init__" else parts
+        yield ".".join([PACKAGES[package], *parts]), path
+
+
+def _package_of(module: str) -> str | None:
+    """The folder whose import name is the longest prefix of ``module``, if it is the project's."""
+    found = [f for f, name in PACKAGES.items() if module == name or module.startswith(name + ".")]
+    return max(found, key=lambda f: len(PACKAGES[f]), default=None)
 
 
 def _imports(module: str, tree: ast.AST, is_package: bool) -> Iterator[tuple[str, int]]:
@@ -62,8 +69,8 @@ def _package_graph() -> dict[str, dict[str, str]]:
     for package in PACKAGES:
         for module, path in _modules(package):
             for target, line in _imports(module, _tree(path), path.name == "__init__.py"):
-                top = target.split(".")[0]
-                if top in graph and top != package:
+                top = _package_of(target)
+                if top is not None and top != package:
                     graph[package].setdefault(top, f"{path.relative_to(ROOT)}:{line}")
     return graph
 
@@ -78,7 +85,7 @@ def test_the_core_imports_nothing_of_the_project_above_it() -> None:
         f"{path.relative_to(ROOT)}:{line} imports {target}"
         for module, path in _modules("selection_core")
         for target, line in _imports(module, _tree(path), path.name == "__init__.py")
-        if target.split(".")[0] in PACKAGES and target.split(".")[0] != "selection_core"
+        if _package_of(target) not in (None, "selection_core")
     ]
     assert offending == []
 

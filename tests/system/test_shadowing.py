@@ -36,7 +36,7 @@ EMIT_SCRIPT = """
 import sys
 from content_selection import emit_batch_extracted
 import content_selection
-assert "flows.events" not in sys.modules and "tasks" not in sys.modules, sorted(sys.modules)
+assert "content_selection.flows.events" not in sys.modules and "tasks" not in sys.modules, sorted(sys.modules)
 event = emit_batch_extracted(sys.argv[1])
 print("emitted:", type(event).__name__)
 print("from:", content_selection.__file__)
@@ -72,7 +72,7 @@ def _user_project(root: Path) -> Path:
     for package in ("flows", "tasks"):
         (root / package).mkdir(parents=True)
         (root / package / "__init__.py").write_text(f'"""The user\'s own {package}."""\n')
-    (root / "flows" / "events.py").write_text('raise ImportError("the user\'s flows.events was imported")\n')
+    (root / "flows" / "events.py").write_text('raise ImportError("the user\'s content_selection.flows.events was imported")\n')
     return root
 
 

@@ -9,7 +9,7 @@ from typing import Any, Final
 
 import selection_core as sc
 from selection_core.layout import Chunk
-from selection_storage.engine import Plan, plan_batch, read_span
+from selection_engine.engine import Plan, plan_batch, read_span
 from selection_storage.stores import location
 
 LOOKUP_CHUNK_ARTICLES: Final[int] = 1000

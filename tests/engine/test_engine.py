@@ -1,4 +1,4 @@
-"""The selection engine of a batch file (``selection_storage.engine``): the core's bytes, chunk by chunk, anywhere.
+"""The selection engine of a batch file (``selection_engine.engine``): the core's bytes, chunk by chunk, anywhere.
 
 The reference is the core on the whole document in memory (``select_batch_bytes``):
 the engine must write its bytes and report whatever the chunking and wherever the
@@ -20,8 +20,9 @@ import pytest
 
 import selection_core as sc
 from selection_core.evidence import batch_evidence, report_entry
-from selection_storage import engine, plan_batch, plan_jobs, select_file, select_job, sha256_file
-from selection_storage.engine import ChunkJob, chunk_limits, discard_parts
+from selection_engine import engine, plan_batch, plan_jobs, select_file, select_job
+from selection_storage import sha256_file
+from selection_engine.engine import ChunkJob, chunk_limits, discard_parts
 from selection_storage.files import InputChangedError
 from tests.support import DATA
 from tests.support.prefect_fixtures import leftover_files

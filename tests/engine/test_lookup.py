@@ -1,4 +1,4 @@
-"""One article found in a batch file without loading the batch (selection_storage.lookup)."""
+"""One article found in a batch file without loading the batch (selection_engine.lookup)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import orjson
 import pytest
 
 import selection_core as sc
-import selection_storage.lookup as lookup
-from selection_storage import engine, select_file
-from selection_storage.lookup import find_article
+import selection_engine.lookup as lookup
+from selection_engine import engine, select_file
+from selection_engine.lookup import find_article
 from tests.support.prefect_fixtures import make_batch
 
 
