@@ -5,6 +5,7 @@ from __future__ import annotations
 EXIT_INTERNAL = 1
 EXIT_USAGE = 2
 EXIT_INVALID_INPUT = 65  # the input or a path is wrong: retrying will not help
+EXIT_UNAVAILABLE = 69  # a service the run needs (Dask scheduler, object store, Prefect API) cannot be reached
 EXIT_IO_ERROR = 74  # the machine failed to read or write: the input is intact, nothing was written
 
 
@@ -63,6 +64,17 @@ class ReadError(SelectionError, OSError):
     def __init__(self, message: str, errno_code: int | None = None) -> None:
         super().__init__(message)
         self.errno_code = errno_code
+        self.transient = True
+
+
+class ServiceUnavailableError(SelectionError, ConnectionError):
+    """A service the run needs (a Dask scheduler, an object store's endpoint, the Prefect API) cannot be reached;
+    nothing was written. Worth retrying once the service is back."""
+
+    exit_code = EXIT_UNAVAILABLE
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
         self.transient = True
 
 
