@@ -10,23 +10,7 @@ it) starts without loading Prefect or the extractors.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from content_selection.flows.completion import FLOW_COMPLETED_EVENT, flow_completed_trigger
-    from content_selection.flows.events import (
-        BATCH_EXTRACTED_EVENT,
-        BATCH_PATH_LABEL,
-        BATCH_RESOURCE_PREFIX,
-        EventNotDeliveredError,
-        batch_extracted_resource,
-        batch_extracted_trigger,
-        emit_batch_extracted,
-    )
-    from content_selection.flows.extract_and_select import extract_and_select
-    from content_selection.flows.extract_articles import extract_articles
-    from content_selection.flows.select_content import select_content
-    from content_selection.tasks.select import select_batch
+from typing import Any
 
 #: Each public name and the module that defines it.
 _HOMES = {

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from prefect import flow, task
-from prefect.utilities.annotations import opaque
-from pydantic import BaseModel, Field
-
 from content_selection.flows.events import emit_batch_extracted
 from content_selection.flows.params import (
     DEFAULT_MAX_TABLE_ROWS,
@@ -29,6 +25,21 @@ from content_selection.flows.runners import (
     resolve_task_runner,
     runner_parallelism,
 )
+from content_selection.tasks.extract import (
+    check_extract_paths,
+    extract_page_chunk,
+    extract_pages_task,
+    find_pages_task,
+    publish_extraction_artifacts,
+    write_extracted_batch,
+)
+from content_selection.tasks.logs import run_logger
+from content_selection.tasks.options import api_task_options
+from content_selection.tasks.progress import artifact_progress
+from prefect import flow, task
+from prefect.utilities.annotations import opaque
+from pydantic import BaseModel, Field
+
 from selection_core.evidence import counts_text
 from selection_extraction import (
     DEFAULT_TIME_LIMIT_SECONDS,
@@ -42,17 +53,6 @@ from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY, Pag
 from selection_extraction.batch import ArticleSpool, StatsTotal, log_extraction
 from selection_extraction.chunks import ChunkProgress, joined_root, plan_page_chunks, spool_chunk
 from selection_storage.atomic import WrittenFile
-from content_selection.tasks.extract import (
-    check_extract_paths,
-    extract_page_chunk,
-    extract_pages_task,
-    find_pages_task,
-    publish_extraction_artifacts,
-    write_extracted_batch,
-)
-from content_selection.tasks.logs import run_logger
-from content_selection.tasks.options import api_task_options
-from content_selection.tasks.progress import artifact_progress
 
 
 class ExtractionRunSummary(BaseModel):

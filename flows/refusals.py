@@ -7,10 +7,10 @@ import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from content_selection.tasks.logs import run_logger
 from prefect.states import Failed
 
 from selection_core.errors import SelectionError
-from content_selection.tasks.logs import run_logger
 
 F = TypeVar("F", bound=Callable[..., Any])
 

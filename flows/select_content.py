@@ -6,11 +6,6 @@ from collections.abc import Iterator, Sequence
 from functools import partial
 from typing import Annotated
 
-from prefect import flow
-from prefect.utilities.annotations import opaque
-from pydantic import BaseModel, Field
-
-import selection_core as sc
 from content_selection.flows.params import (
     DEFAULT_MAX_TABLE_ROWS,
     DaskAddress,
@@ -31,13 +26,18 @@ from content_selection.flows.runners import (
     runner_parallelism,
     worker_processes,
 )
+from content_selection.tasks.artifacts import publish_artifacts
+from content_selection.tasks.logs import run_logger
+from content_selection.tasks.select import IN_PROCESS, check_paths, select_batch, select_chunk
+from prefect import flow
+from prefect.utilities.annotations import opaque
+from pydantic import BaseModel, Field
+
+import selection_core as sc
 from selection_core.chunks import SelectedChunk
 from selection_core.evidence import counts_text, read_as_text
 from selection_engine.engine import ChunkJob, Selected, select_job
 from selection_storage.paths import RunPaths
-from content_selection.tasks.artifacts import publish_artifacts
-from content_selection.tasks.logs import run_logger
-from content_selection.tasks.select import IN_PROCESS, check_paths, select_batch, select_chunk
 
 
 class SelectionRunSummary(BaseModel):

@@ -28,10 +28,9 @@ class OneErrorLine(logging.Filter):
 def errors_left_to_the_last_line() -> Iterator[None]:
     """Around a flow run: :class:`OneErrorLine` on Prefect's console handlers, then warnings only, so that the
     summary or the error stays the last line."""
+    from content_selection.tasks.logs import RUN_LOGGERS
     from prefect.logging.configuration import ensure_logging_setup
     from prefect.logging.handlers import PrefectConsoleHandler
-
-    from content_selection.tasks.logs import RUN_LOGGERS
 
     ensure_logging_setup()
     loggers = [logging.getLogger()] + [

@@ -10,6 +10,7 @@ from typing import Any
 
 from content_selection.flows.params import MAX_TIME_LIMIT_SECONDS
 from content_selection.flows.runners import resolve_task_runner
+
 from selection_cli.arguments import add_storage_options, command_line_path, storage_options, whole_number
 from selection_cli.environment import prepare_embedded_api
 from selection_cli.progress import ProgressBar
@@ -182,10 +183,11 @@ def pipeline_command(args: argparse.Namespace) -> int:
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
 
     from content_selection.flows.extract_and_select import extract_and_select  # Prefect is imported only here
-    from selection_cli.console import errors_left_to_the_last_line
-    from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY
     from content_selection.tasks.progress import follow_progress
     from content_selection.tasks.select import PROGRESS_ARTIFACT_KEY
+
+    from selection_cli.console import errors_left_to_the_last_line
+    from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY
 
     bars = {EXTRACTION_PROGRESS_ARTIFACT_KEY: _pages_bar(), PROGRESS_ARTIFACT_KEY: ProgressBar(sys.stderr)}
     with errors_left_to_the_last_line(), follow_progress(bars):

@@ -7,6 +7,7 @@ import os
 import sys
 
 from content_selection.deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
+
 from selection_storage.paths import DATA_ROOT_ENV, data_root_in_force
 
 
@@ -108,9 +109,8 @@ def serve_command(args: argparse.Namespace) -> int:
         _error(f"invalid --cron {cron!r} or --timezone {timezone!r}: {reason}")
         return 2
     try:
-        from prefect import serve
-
         from content_selection.deployments.automations import HEARTBEAT_SECONDS, apply_automations
+        from prefect import serve
 
         for line in apply_automations():
             print(line, file=sys.stderr)

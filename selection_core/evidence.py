@@ -167,3 +167,26 @@ def read_as_text(chunks: int, where: str = "one after the other in this process"
 
 def _ratio(value: Any) -> float | None:
     return None if value is None else round(float(value), TABLE_DIGITS)
+
+
+# Inline syntax of Markdown, GFM or HTML; an "_" between two letters or digits never emphasizes (CommonMark).
+_TEXT_SYNTAX: Final[re.Pattern[str]] = re.compile(r"([\\`*\[\]<>|&~!]|(?<![^\W_])_|_(?![^\W_]))")
+_BACKTICKS: Final[re.Pattern[str]] = re.compile(r"`+")
+_LINE_BREAK: Final[re.Pattern[str]] = re.compile(r"\r\n?|\n")
+
+
+def md_cell(text: str) -> str:
+    """``text`` for a Markdown table cell, heading or paragraph: on one line, shown as it is."""
+    return _TEXT_SYNTAX.sub(r"\\\1", _LINE_BREAK.sub(" ", text))
+
+
+def md_code(text: str) -> str:
+    """``text`` as an inline code span for a Markdown table cell: literal, on one line."""
+    # Backslashes are literal in a code span; only "|" needs one, as GFM splits rows before it reads spans.
+    line = _LINE_BREAK.sub(" ", text).replace("|", "\\|")
+    if not line:
+        return ""
+    # One backtick longer than any run inside; a space pad when at an end (CommonMark strips one).
+    fence = "`" * (1 + max((len(run) for run in _BACKTICKS.findall(line)), default=0))
+    pad = " " if line.startswith("`") or line.endswith("`") else ""
+    return f"{fence}{pad}{line}{pad}{fence}"

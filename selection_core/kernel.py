@@ -27,7 +27,7 @@ def check_shingle_size(compiled: ModuleType, size: int = SHINGLE_SIZE) -> None:
     letters = [chr(ord("a") + i) for i in range(size + 1)]
     for c in letters:
         fold[4 * ord(c) : 4 * ord(c) + 4] = ord(c).to_bytes(4, sys.byteorder)
-    found = compiled.article_counts((" ".join(letters),), bytes(fold), 0)
+    found = compiled.article_counts((" ".join(letters),), fold, 0)
     if found is None or found[1][1] != 2:
         raise RuntimeError(
             f"selection_core._kernel was built for shingles of another size than config.SHINGLE_SIZE ({size}): "
@@ -35,24 +35,29 @@ def check_shingle_size(compiled: ModuleType, size: int = SHINGLE_SIZE) -> None:
         )
 
 
-def _all_code_points() -> str:
-    """One string of every code point in order, surrogates included."""
-    n = CODE_POINTS
-    buf = bytearray(4 * n)
-    buf[0::4] = bytes(range(256)) * (n // 256)
-    buf[1::4] = b"".join(bytes([i]) * 256 for i in range(256)) * (n // 65536)
-    buf[2::4] = b"".join(bytes([plane]) * 65536 for plane in range(n // 65536))
+#: Code points in a plane: the tables are built one plane at a time, so that building them costs
+#: little more memory than the tables themselves.
+PLANE = 0x10000
+
+
+def _plane(plane: int) -> str:
+    """One string of the code points of ``plane`` in order, surrogates included."""
+    buf = bytearray(4 * PLANE)
+    buf[0::4] = bytes(range(256)) * 256
+    buf[1::4] = b"".join(bytes([i]) * 256 for i in range(256))
+    buf[2::4] = bytes([plane]) * PLANE
     return buf.decode("utf-32-le", "surrogatepass")
 
 
-def _unknown_code_points(chars: str) -> list[int]:
-    """The code points whose ``str.lower`` is not one character decided by itself alone."""
-    unknown = list(_CONTEXTUAL)
+def _unknown_code_points(chars: str, base: int) -> list[int]:
+    """The code points of ``chars`` (which starts at ``base``) whose ``str.lower`` is not one character decided
+    by itself alone."""
+    unknown = [cp for cp in _CONTEXTUAL if base <= cp < base + len(chars)]
     step = 4096
     for k in range(0, len(chars), step):
         chunk = chars[k : k + step]
         if len(chunk.lower()) != len(chunk):
-            unknown += [k + i for i, c in enumerate(chunk) if len(c.lower()) != 1]
+            unknown += [base + k + i for i, c in enumerate(chunk) if len(c.lower()) != 1]
     return sorted(set(unknown))
 
 
@@ -62,35 +67,44 @@ def build_fold_table() -> tuple[bytes, bool]:
     Entry ``c`` (native-endian uint32): ``ord(chr(c).lower())`` when that is one character matching
     ``tokens.TOKEN``, 0 when it does not match, ``FOLD_UNKNOWN`` when it cannot be lowered alone (``Σ``, ``İ``).
     """
-    chars = _all_code_points()
-    unknown = _unknown_code_points(chars)
-    simple = chars
-    for cp in unknown:
-        simple = simple[:cp] + " " + simple[cp + 1 :]
-    lowered = simple.lower()
-    if len(lowered) != CODE_POINTS:
-        raise RuntimeError("str.lower changed the length of text without unknown code points")
-    table = bytearray(lowered.encode("utf-32-le" if sys.byteorder == "little" else "utf-32-be", "surrogatepass"))
-    end = 0  # TOKEN is one character class repeated: a character is in a match exactly when it matches alone
-    for m in TOKEN.finditer(lowered):
-        start = m.start()
-        table[4 * end : 4 * start] = bytes(4 * (start - end))
-        end = m.end()
-    table[4 * end :] = bytes(4 * (CODE_POINTS - end))
+    encoding = "utf-32-le" if sys.byteorder == "little" else "utf-32-be"
+    table = bytearray(4 * CODE_POINTS)
+    unknown: list[int] = []
+    lowered_ok = True
+    for plane in range(CODE_POINTS // PLANE):
+        base = plane * PLANE
+        simple = _plane(plane)
+        here = _unknown_code_points(simple, base)
+        for cp in here:
+            simple = simple[: cp - base] + " " + simple[cp - base + 1 :]
+        lowered = simple.lower()
+        if len(lowered) != PLANE:
+            raise RuntimeError("str.lower changed the length of text without unknown code points")
+        lowered_ok = lowered_ok and lowered.lower() == lowered
+        block = bytearray(lowered.encode(encoding, "surrogatepass"))
+        end = 0  # TOKEN is one character class repeated: a character is in a match exactly when it matches alone
+        for m in TOKEN.finditer(lowered):
+            start = m.start()
+            block[4 * end : 4 * start] = bytes(4 * (start - end))
+            end = m.end()
+        block[4 * end :] = bytes(4 * (PLANE - end))
+        table[4 * base : 4 * (base + PLANE)] = block
+        unknown += here
     for cp in unknown:
         table[4 * cp : 4 * cp + 4] = FOLD_UNKNOWN.to_bytes(4, sys.byteorder)
     # Lowered text takes the same table when lowering is idempotent on all it produces.
     produced = "".join(chr(cp).lower() for cp in unknown) + _CONTEXTUAL_RESULTS
-    lowered_ok = lowered.lower() == lowered and all(ord(c) not in unknown and c.lower() == c for c in produced)
+    lowered_ok = lowered_ok and all(ord(c) not in unknown and c.lower() == c for c in produced)
     return bytes(table), lowered_ok
 
 
 def build_marker_table() -> bytes:
-    """One byte per code point: 1 for the mojibake markers of ``tokens.MOJIBAKE_MARKERS``."""
+    """One byte per code point: 1 for the mojibake markers of ``tokens.MOJIBAKE_MARKERS`` (one character each)."""
     table = bytearray(CODE_POINTS)
     if MOJIBAKE_MARKERS is not None:
-        for m in MOJIBAKE_MARKERS.finditer(_all_code_points()):
-            table[m.start()] = 1
+        for plane in range(CODE_POINTS // PLANE):
+            for m in MOJIBAKE_MARKERS.finditer(_plane(plane)):
+                table[plane * PLANE + m.start()] = 1
     return bytes(table)
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
-from selection_core.evidence import display_url
+from selection_core.evidence import counts_text, display_url, md_cell, md_code
 from selection_extraction.batch import ExtractionStats
 from selection_extraction.pages import PageSet
 
@@ -69,3 +69,46 @@ def pages_table_description(output_path: Path, shown_rows: int, stats: Extractio
 def summary_description(output_path: Path) -> str:
     """The description of the ``extraction-summary`` markdown."""
     return f"Extraction summary of {output_path.name}"
+
+
+def extraction_markdown(
+    doc: dict[str, Any], stats: ExtractionStats, output_path: Path, output_sha256: str, shown_rows: int, max_rows: int
+) -> str:
+    """The ``extraction-summary`` markdown: counts, output, versions and settings (``doc``'s articles are not read)."""
+    meta = doc.get("extraction", {})
+    lines = [
+        f"# Extraction: {md_cell(Path(str(meta.get('input', ''))).name or str(meta.get('input', '')))}",
+        "",
+        "| Item | Value |",
+        "|---|---|",
+        f"| Input | {md_code(str(meta.get('input', '')))} ({md_cell(str(meta.get('input_kind', '')))}) |",
+        *([f"| WARC records | {md_cell(counts_text(meta['warc_records']))} |"] if meta.get("warc_records") else []),
+        f"| Pages | {stats.pages} |",
+        f"| Unreadable pages | {stats.unreadable_pages} |",
+        f"| Output | {md_code(str(output_path))} |",
+        f"| Output SHA-256 | {md_code(output_sha256)} |",
+        f"| Time limit per extractor and page | {meta.get('time_limit_seconds')} s |",
+        f"| Worker crashes | {stats.worker_crashes} |",
+        f"| Network attempts blocked | {stats.blocked_network_attempts} |",
+        "",
+        "## Extractors",
+        "",
+        "| Extractor | Version | Errors | Timeouts | Call |",
+        "|---|---|---:|---:|---|",
+    ]
+    described = meta.get("extractors", {})
+    for name in EXTRACTORS:
+        info = described.get(name, {})
+        lines.append(
+            f"| {name} | {info.get('distribution', '')} {info.get('version', '')} | {stats.errors.get(name, 0)} "
+            f"| {stats.timeouts.get(name, 0)} | {md_code(str(info.get('call', '')))} |"
+        )
+    lines += [
+        "",
+        f"Decoding: {md_cell(str(meta.get('decoding', '')))}.",
+        "",
+        f"The table {md_code(PAGES_ARTIFACT_KEY)} shows {shown_rows} of {stats.pages} pages "
+        f"(max_table_rows={max_rows}).",
+        "",
+    ]
+    return "\n".join(lines)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import importlib.metadata
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 from uuid import UUID
 
+from content_selection.tasks.options import api_task_options
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
@@ -22,34 +22,10 @@ from selection_core.evidence import (
     SUMMARY_ARTIFACT_KEY,
     TABLE_DIGITS,
     ShownEvidence,
-    counts_text,
+    md_cell,
+    md_code,
 )
 from selection_core.select import Reason, State
-from selection_extraction.artifacts import PAGES_ARTIFACT_KEY
-from selection_extraction.batch import ExtractionStats
-from content_selection.tasks.options import api_task_options
-
-# Inline syntax of Markdown, GFM or HTML; an "_" between two letters or digits never emphasizes (CommonMark).
-_TEXT_SYNTAX: Final[re.Pattern[str]] = re.compile(r"([\\`*\[\]<>|&~!]|(?<![^\W_])_|_(?![^\W_]))")
-_BACKTICKS: Final[re.Pattern[str]] = re.compile(r"`+")
-_LINE_BREAK: Final[re.Pattern[str]] = re.compile(r"\r\n?|\n")
-
-
-def md_cell(text: str) -> str:
-    """``text`` for a Markdown table cell, heading or paragraph: on one line, shown as it is."""
-    return _TEXT_SYNTAX.sub(r"\\\1", _LINE_BREAK.sub(" ", text))
-
-
-def md_code(text: str) -> str:
-    """``text`` as an inline code span for a Markdown table cell: literal, on one line."""
-    # Backslashes are literal in a code span; only "|" needs one, as GFM splits rows before it reads spans.
-    line = _LINE_BREAK.sub(" ", text).replace("|", "\\|")
-    if not line:
-        return ""
-    # One backtick longer than any run inside; a space pad when at an end (CommonMark strips one).
-    fence = "`" * (1 + max((len(run) for run in _BACKTICKS.findall(line)), default=0))
-    pad = " " if line.startswith("`") or line.endswith("`") else ""
-    return f"{fence}{pad}{line}{pad}{fence}"
 
 
 def component_versions() -> dict[str, str]:
@@ -161,49 +137,6 @@ def summary_markdown(
     lines += [
         "",
         f"The table {md_code(SCORES_ARTIFACT_KEY)} shows {shown_rows} of {total} articles (max_table_rows={max_rows}).",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def extraction_markdown(
-    doc: dict[str, Any], stats: ExtractionStats, output_path: Path, output_sha256: str, shown_rows: int, max_rows: int
-) -> str:
-    """The ``extraction-summary`` markdown: counts, output, versions and settings (``doc``'s articles are not read)."""
-    meta = doc.get("extraction", {})
-    lines = [
-        f"# Extraction: {md_cell(Path(str(meta.get('input', ''))).name or str(meta.get('input', '')))}",
-        "",
-        "| Item | Value |",
-        "|---|---|",
-        f"| Input | {md_code(str(meta.get('input', '')))} ({md_cell(str(meta.get('input_kind', '')))}) |",
-        *([f"| WARC records | {md_cell(counts_text(meta['warc_records']))} |"] if meta.get("warc_records") else []),
-        f"| Pages | {stats.pages} |",
-        f"| Unreadable pages | {stats.unreadable_pages} |",
-        f"| Output | {md_code(str(output_path))} |",
-        f"| Output SHA-256 | {md_code(output_sha256)} |",
-        f"| Time limit per extractor and page | {meta.get('time_limit_seconds')} s |",
-        f"| Worker crashes | {stats.worker_crashes} |",
-        f"| Network attempts blocked | {stats.blocked_network_attempts} |",
-        "",
-        "## Extractors",
-        "",
-        "| Extractor | Version | Errors | Timeouts | Call |",
-        "|---|---|---:|---:|---|",
-    ]
-    described = meta.get("extractors", {})
-    for name in EXTRACTORS:
-        info = described.get(name, {})
-        lines.append(
-            f"| {name} | {info.get('distribution', '')} {info.get('version', '')} | {stats.errors.get(name, 0)} "
-            f"| {stats.timeouts.get(name, 0)} | {md_code(str(info.get('call', '')))} |"
-        )
-    lines += [
-        "",
-        f"Decoding: {md_cell(str(meta.get('decoding', '')))}.",
-        "",
-        f"The table {md_code(PAGES_ARTIFACT_KEY)} shows {shown_rows} of {stats.pages} pages "
-        f"(max_table_rows={max_rows}).",
         "",
     ]
     return "\n".join(lines)

@@ -6,6 +6,9 @@ from pathlib import Path
 from typing import Any, Final
 from uuid import UUID
 
+from content_selection.tasks.logs import run_logger
+from content_selection.tasks.options import api_task_options, chunk_run_namer, io_task_options, local_task_options
+from content_selection.tasks.progress import artifact_progress
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
@@ -14,6 +17,7 @@ from selection_extraction.artifacts import (
     EXTRACTION_PROGRESS_ARTIFACT_KEY,
     EXTRACTION_SUMMARY_ARTIFACT_KEY,
     PAGES_ARTIFACT_KEY,
+    extraction_markdown,
     pages_table_description,
     progress_description,
     summary_description,
@@ -27,10 +31,6 @@ from selection_extraction.paths import ExtractPaths, resolve_extract_paths
 from selection_extraction.settings import ExtractionSettings
 from selection_storage.atomic import WrittenFile
 from selection_storage.stores import Location
-from content_selection.tasks.artifacts import extraction_markdown
-from content_selection.tasks.logs import run_logger
-from content_selection.tasks.options import api_task_options, chunk_run_namer, io_task_options, local_task_options
-from content_selection.tasks.progress import artifact_progress
 
 PAGE_CHUNK_TASK_NAME: Final[str] = "extract-chunk"
 

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from content_selection.tasks.logs import run_logger
+from content_selection.tasks.options import chunk_run_namer, io_task_options, local_task_options
+from content_selection.tasks.progress import artifact_progress
 from prefect import task
 
 from selection_core.chunks import SelectedChunk
 from selection_core.evidence import counts_text, read_as_text
-from selection_storage import directory as directories
 from selection_engine import engine
 from selection_engine.engine import ChunkJob, MapJobs, Selected
+from selection_storage import directory as directories
 from selection_storage.paths import RunPaths, resolve_run_paths
 from selection_storage.stores import Location
-from content_selection.tasks.logs import run_logger
-from content_selection.tasks.options import chunk_run_namer, io_task_options, local_task_options
-from content_selection.tasks.progress import artifact_progress
 
 #: Key of the progress artifact updated while a batch is selected.
 PROGRESS_ARTIFACT_KEY: Final[str] = "selection-progress"

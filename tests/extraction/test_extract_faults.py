@@ -17,8 +17,8 @@ import pytest
 
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
 from selection_extraction import ExtractionSettings, default_extractors, extract_pages, find_pages
+from selection_extraction.artifacts import extraction_markdown
 from selection_extraction.pool import MAX_NETWORK_ATTEMPTS_KEPT
-from content_selection.tasks.artifacts import extraction_markdown
 from tests.support import PAGES
 from tests.support import extract_faults as faults
 

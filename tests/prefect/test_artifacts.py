@@ -1,4 +1,4 @@
-"""The artifacts' Markdown (content_selection.tasks.artifacts): the escaping rule, the closest calls, the summary, the descriptions."""
+"""The artifacts' Markdown: the escaping rule, the closest calls, the summary, the descriptions."""
 
 from __future__ import annotations
 
@@ -7,20 +7,21 @@ import re
 from pathlib import Path
 
 import pytest
+from content_selection.tasks.artifacts import closest_calls_markdown, scores_description, summary_markdown
 from hypothesis import given
 from hypothesis import strategies as st
 
 import selection_core as sc
-from selection_core.evidence import CLOSEST_CALLS_ARTIFACT_KEY, MAX_CLOSEST_CALLS, batch_evidence, close_call_entries
-from selection_extraction import ExtractionStats
-from content_selection.tasks.artifacts import (
-    closest_calls_markdown,
-    extraction_markdown,
+from selection_core.evidence import (
+    CLOSEST_CALLS_ARTIFACT_KEY,
+    MAX_CLOSEST_CALLS,
+    batch_evidence,
+    close_call_entries,
     md_cell,
     md_code,
-    scores_description,
-    summary_markdown,
 )
+from selection_extraction import ExtractionStats
+from selection_extraction.artifacts import extraction_markdown
 from tests.core.test_evidence import KINDS, _selections
 from tests.support import DATA
 

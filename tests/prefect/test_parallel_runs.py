@@ -25,7 +25,6 @@ from uuid import UUID
 
 import orjson
 import pytest
-
 from content_selection.flows.runners import (
     DASK_ADDRESS_ENV,
     LOCAL_CLUSTER_KWARGS,
@@ -38,6 +37,7 @@ from content_selection.flows.runners import (
 )
 from content_selection.flows.select_content import select_content
 from content_selection.flows.select_directory import select_directory
+
 from selection_cli.main import main
 from selection_core.layout import Chunk
 from selection_engine.engine import ChunkJob, select_file, select_job

@@ -18,17 +18,17 @@ from typing import Any
 from uuid import UUID
 
 import pytest
-
-import selection_core as sc
-import selection_engine.engine
 from content_selection.flows.params import STAGE_TAG
 from content_selection.flows.select_content import SelectionRunSummary, select_content
 from content_selection.flows.select_directory import BatchesFailedError, DirectoryRunSummary, select_directory
+from content_selection.tasks.select import PROGRESS_ARTIFACT_KEY
+
+import selection_core as sc
+import selection_engine.engine
 from selection_cli.main import main
 from selection_core.errors import InvalidBatchError, ReadError, UnsafePathError, WriteError
 from selection_core.evidence import CLOSEST_CALLS_ARTIFACT_KEY, SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY
 from selection_storage.atomic import HOST_TAG, StagedFile
-from content_selection.tasks.select import PROGRESS_ARTIFACT_KEY
 from tests.support.prefect_fixtures import artifacts_of, expected_output, leftover_files, task_runs_of
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "no_data_root_env")

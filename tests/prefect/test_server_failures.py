@@ -87,7 +87,9 @@ def test_a_path_outside_the_data_root_fails_the_run_with_its_one_line(server: Se
     outside = tmp_path / "elsewhere_extracted.json"
     outside.write_bytes(SOURCE_BATCH.read_bytes())
 
-    flow_run_id = _run_flow(server, "content_selection.flows.select_content.select_content", input_path=str(outside), data_root=str(root))
+    flow_run_id = _run_flow(
+        server, "content_selection.flows.select_content.select_content", input_path=str(outside), data_root=str(root)
+    )
 
     message = _assert_refused(server, flow_run_id, "outside the data root")
     assert message.endswith("(move the file there or change the data_root parameter)")
@@ -109,7 +111,10 @@ def test_an_invalid_batch_fails_the_run_with_its_one_line(server: Server, tmp_pa
 
 def test_a_refused_extraction_fails_the_run_with_its_one_line(server: Server, tmp_path: Path) -> None:
     flow_run_id = _run_flow(
-        server, "content_selection.flows.extract_articles.extract_articles", pages=str(tmp_path / "missing"), emit_event=False
+        server,
+        "content_selection.flows.extract_articles.extract_articles",
+        pages=str(tmp_path / "missing"),
+        emit_event=False,
     )
     _assert_refused(server, flow_run_id, str(tmp_path / "missing"))
 

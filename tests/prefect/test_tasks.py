@@ -8,18 +8,18 @@ from pathlib import Path
 
 import orjson
 import pytest
-
-import selection_core as sc
-from selection_core.errors import InvalidBatchError
-from selection_core.evidence import report_entry
-from selection_storage.directory import find_stale_batches as storage_scan
-from selection_engine.engine import discard_parts, plan_batch, plan_jobs
-from selection_storage.files import sha256_file
-from selection_storage.paths import RunPaths
 from content_selection.tasks.artifacts import component_versions
 from content_selection.tasks.logs import ENGINE_EXIT_MESSAGE, UserErrorFilter
 from content_selection.tasks.progress import artifact_progress, follow_progress
 from content_selection.tasks.select import find_stale_batches, select_batch, select_chunk
+
+import selection_core as sc
+from selection_core.errors import InvalidBatchError
+from selection_core.evidence import report_entry
+from selection_engine.engine import discard_parts, plan_batch, plan_jobs
+from selection_storage.directory import find_stale_batches as storage_scan
+from selection_storage.files import sha256_file
+from selection_storage.paths import RunPaths
 from tests.support.prefect_fixtures import expected_output
 
 pytestmark = pytest.mark.usefixtures("no_data_root_env")

@@ -72,7 +72,9 @@ def _user_project(root: Path) -> Path:
     for package in ("flows", "tasks"):
         (root / package).mkdir(parents=True)
         (root / package / "__init__.py").write_text(f'"""The user\'s own {package}."""\n')
-    (root / "flows" / "events.py").write_text('raise ImportError("the user\'s content_selection.flows.events was imported")\n')
+    (root / "flows" / "events.py").write_text(
+        'raise ImportError("the user\'s content_selection.flows.events was imported")\n'
+    )
     return root
 
 
