@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from content_selection.deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
+from content_selection.flows.completion import flow_completed_trigger
+from content_selection.flows.events import batch_extracted_trigger
 from content_selection.flows.extract_and_select import extract_and_select
 from content_selection.flows.extract_articles import extract_articles
 from content_selection.flows.extract_inbox import extract_inbox
@@ -15,8 +17,6 @@ from content_selection.flows.select_directory import select_directory
 from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
 from prefect.client.schemas.schedules import CronSchedule
 from prefect.types.entrypoint import EntrypointType
-
-from content_selection import batch_extracted_trigger, flow_completed_trigger
 
 if TYPE_CHECKING:
     from prefect.deployments.runner import RunnerDeployment

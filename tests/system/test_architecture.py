@@ -2,8 +2,9 @@
 
 * ``selection_core`` is pure: it imports nothing of this project above it and
   uses no file, process, clock, randomness or environment;
-* the import graph of the top-level packages has no cycle (imports inside
-  functions count: a lazy import is still an import);
+* each package imports only the packages listed before it in ``tests.support.PACKAGES``,
+  so the import graph has no cycle (imports inside functions count: a lazy import is
+  still an import);
 * a function in ``tasks/`` (a task or a helper) is a thin shell: at most
   ``MAX_TASK_STATEMENTS`` statements.
 """
@@ -135,6 +136,17 @@ def test_the_package_import_graph_has_no_cycle() -> None:
     cycle = _cycle(graph)
     where = [] if cycle is None else [f"{a} -> {b} at {graph[a][b]}" for a, b in zip(cycle, cycle[1:])]
     assert cycle is None, "; ".join(where)
+
+
+def test_each_package_imports_only_the_layers_below_it() -> None:
+    order = list(PACKAGES)
+    upward = [
+        f"{package} imports {target} at {where}"
+        for package, targets in _package_graph().items()
+        for target, where in targets.items()
+        if order.index(target) > order.index(package)
+    ]
+    assert upward == []
 
 
 def test_the_cycle_check_finds_a_cycle() -> None:

@@ -1,17 +1,17 @@
-"""A user's project with its own ``flows`` and ``tasks`` packages can still use this one.
+"""A user's Prefect project with its own ``flows``, ``tasks`` and ``deployments`` packages composes this one.
 
-The project is installed, non-editable, into a folder of its own; a throw-away
-project beside it has ``flows/`` and ``tasks/`` packages of its own (whose
-``flows/events.py`` raises on import). Run from inside that project, with only
-the installed copy on ``sys.path``:
+The project is built into a wheel (whose top-level names are the project's own: nothing called ``flows``,
+``tasks`` or ``deployments``) and installed, non-editable, into a folder of its own; a throw-away project beside
+it has ``flows/``, ``tasks/`` and ``deployments/`` packages of its own, each of which raises on import. Run from
+inside that project, with only the installed copy on ``sys.path``:
 
-(a) ``from content_selection import emit_batch_extracted`` imports, and the call
-    returns (``None`` or an event: with no API configured Prefect emits into
-    nothing; no server is started or needed);
-(b) ``content-selection select`` (the installed console script) selects a batch.
+(a) ``from content_selection import emit_batch_extracted`` imports, and the call returns (``None`` or an
+    event: with no API configured Prefect emits into nothing);
+(b) a flow of the user's calls ``select_content`` as a subflow, on Prefect's embedded API, and selects a batch;
+(c) ``content-selection select`` (the installed console script) selects a batch.
 
-The install builds offline: ``--no-build-isolation --no-index`` uses the
-setuptools of this environment (at least 77, from the ``dev`` extra).
+The wheel builds offline: ``--no-build-isolation --no-index`` uses the setuptools of this environment (at
+least 77, from the ``dev`` extra).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import orjson
@@ -36,15 +37,39 @@ EMIT_SCRIPT = """
 import sys
 from content_selection import emit_batch_extracted
 import content_selection
-assert "content_selection.flows.events" not in sys.modules and "tasks" not in sys.modules, sorted(sys.modules)
 event = emit_batch_extracted(sys.argv[1])
 print("emitted:", type(event).__name__)
 print("from:", content_selection.__file__)
 """
 
+#: A flow of the user's that composes the stage: ``select_content`` as a subflow.
+SUBFLOW_SCRIPT = """
+import sys
+from prefect import flow
+from content_selection import select_content
+
+@flow(name="users-nightly")
+def nightly(path: str) -> str:
+    summary = select_content(input_path=path)
+    return summary.output_path
+
+print("selected:", nightly(sys.argv[1]))
+"""
+
+#: What the wheel may install at the top of site-packages.
+TOP_LEVEL = {
+    "content_selection",
+    "selection_cli",
+    "selection_core",
+    "selection_engine",
+    "selection_extraction",
+    "selection_storage",
+}
+
 
 def _install(target: Path, scratch: Path) -> None:
-    pytest.importorskip("setuptools", minversion="77", reason="the install needs setuptools>=77 (the dev extra)")
+    """Build the project's wheel offline, check its top-level names, and install it into ``target``."""
+    pytest.importorskip("setuptools", minversion="77", reason="the build needs setuptools>=77 (the dev extra)")
     source = scratch / "source"
     source.mkdir()
     for name in SOURCES:
@@ -55,30 +80,29 @@ def _install(target: Path, scratch: Path) -> None:
             shutil.copy2(path, source / name)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
     env["PIP_NO_INPUT"] = "1"
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index", "--quiet"]
-        + ["--disable-pip-version-check", "--target", str(target), str(source)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=scratch,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+    offline = ["--no-deps", "--no-build-isolation", "--no-index", "--quiet"]
+    wheels = scratch / "wheels"
+    for argv in ([*pip, "wheel", *offline, "-w", str(wheels), str(source)], None):
+        if argv is None:
+            (wheel,) = wheels.glob("content_selection-*.whl")
+            with zipfile.ZipFile(wheel) as archive:
+                tops = {n.split("/")[0] for n in archive.namelist() if not n.split("/")[0].endswith(".dist-info")}
+            assert tops == TOP_LEVEL
+            argv = [*pip, "install", *offline, "--target", str(target), str(wheel)]
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=scratch, timeout=600)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 
 def _user_project(root: Path) -> Path:
-    """A project whose own ``flows`` and ``tasks`` would shadow this one's."""
-    for package in ("flows", "tasks"):
+    """A project whose own ``flows``, ``tasks`` and ``deployments`` raise if anything imports them."""
+    for package in ("flows", "tasks", "deployments"):
         (root / package).mkdir(parents=True)
-        (root / package / "__init__.py").write_text(f'"""The user\'s own {package}."""\n')
-    (root / "flows" / "events.py").write_text(
-        'raise ImportError("the user\'s content_selection.flows.events was imported")\n'
-    )
+        (root / package / "__init__.py").write_text(f'raise ImportError("the user\'s own {package} was imported")\n')
     return root
 
 
-def test_installed_contract_and_command_ignore_the_users_flows_and_tasks(tmp_path: Path) -> None:
+def test_a_users_project_with_its_own_flows_tasks_and_deployments_composes_the_installed_wheel(tmp_path: Path) -> None:
     target = tmp_path / "site"
     _install(target, tmp_path)
     project = _user_project(tmp_path / "project")
@@ -109,7 +133,18 @@ def test_installed_contract_and_command_ignore_the_users_flows_and_tasks(tmp_pat
     assert done.stdout.splitlines()[0] in ("emitted: NoneType", "emitted: Event"), done.stdout
     assert done.stdout.splitlines()[1] == f"from: {target / 'content_selection' / '__init__.py'}"
 
-    # (b) the installed command
+    # (b) the user's flow runs select_content as a subflow (Prefect's embedded API)
+    (project / "nightly.py").write_text(SUBFLOW_SCRIPT)
+    nightly = project / "nightly_extracted.json"
+    nightly.write_bytes(batch.read_bytes())
+    done = subprocess.run(
+        [sys.executable, "nightly.py", str(nightly)], capture_output=True, text=True, env=env, cwd=project, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    selected = project / "nightly_extracted_selected.json"
+    assert done.stdout.splitlines()[-1] == f"selected: {selected}"
+
+    # (c) the installed command
     command = target / "bin" / "content-selection"
     argv = [str(command)] if command.exists() else [sys.executable, "-m", "selection_cli.main"]
     done = subprocess.run(
@@ -124,3 +159,4 @@ def test_installed_contract_and_command_ignore_the_users_flows_and_tasks(tmp_pat
         "newspaper4k",
         "readability",
     )
+    assert selected.read_bytes() == output.read_bytes()  # the subflow wrote what the command writes
