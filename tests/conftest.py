@@ -23,6 +23,15 @@ os.environ["PREFECT_SERVER_UI_ENABLED"] = "false"
 for _name in ("PREFECT_API_URL", "PREFECT_API_KEY", "PREFECT_PROFILE", "CONTENT_SELECTION_DATA_ROOT"):
     os.environ.pop(_name, None)
 
+from hypothesis import settings  # noqa: E402
+
+from tests.support import FULL_EXAMPLES  # noqa: E402
+
+# The full profile runs by default (and in .ci/run); the quick loop passes --hypothesis-profile=quick.
+settings.register_profile("full", max_examples=FULL_EXAMPLES)
+settings.register_profile("quick", max_examples=FULL_EXAMPLES // 5)
+settings.load_profile("full")
+
 from tests.support.prefect_fixtures import (  # noqa: E402,F401 - fixtures, registered by import
     batch_factory,
     data_root,

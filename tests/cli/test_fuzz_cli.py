@@ -41,6 +41,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from selection_cli.main import main
+from tests.support import examples
 from tests.support.faultkit import TMP_NAME
 
 EXTRACTORS = ("trafilatura", "newspaper4k", "readability")
@@ -55,7 +56,7 @@ OUTCOMES = {"written": 0, "refused": 0}
 
 def fuzz_settings(name: str) -> Any:
     return settings(
-        max_examples=EXAMPLES[name],
+        max_examples=examples(EXAMPLES[name]),
         derandomize=True,
         database=None,
         deadline=None,

@@ -22,9 +22,10 @@ from selection_core.batch import (
     walk_values,
 )
 from selection_core.layout import CHUNK_PREFIX, CHUNK_SUFFIX, Chunk, check_start
+from tests.support import examples
 
 SOURCE = "in/batch.json"
-PROFILE = settings(max_examples=300, derandomize=True, database=None, deadline=None)
+PROFILE = settings(max_examples=examples(300), derandomize=True, database=None, deadline=None)
 
 
 def refusal(data: bytes) -> str:

@@ -27,6 +27,7 @@ from selection_core.evidence import (
     score_rows,
     shorten,
 )
+from tests.support import examples
 from tests.support.prefect_fixtures import make_batch
 
 #: Texts that give each kind of decision (see tests/core/test_rule_cases.py for the rule's own cases).
@@ -167,7 +168,7 @@ _article = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(_article, max_size=12), st.integers(min_value=0, max_value=15))
 def test_any_table_has_at_most_eight_aligned_columns(articles: list[dict[str, Any]], max_rows: int) -> None:
     rows = score_rows({"articles": articles}, sc.select_articles(articles), max_rows)
@@ -183,7 +184,7 @@ def test_any_table_has_at_most_eight_aligned_columns(articles: list[dict[str, An
         assert all(len(label) <= ARTICLE_LABEL_CHARS for label in labels)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(_article, max_size=14), st.integers(min_value=1, max_value=5), st.integers(min_value=0, max_value=15))
 def test_chunks_give_the_evidence_of_the_whole(articles: list[dict[str, Any]], size: int, max_rows: int) -> None:
     selections = sc.select_articles(articles)

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from selection_cli.main import main
 from selection_core import select_article
 from tests import support
+from tests.support import examples
 
 # The rule's constants, restated from the issue (not imported: this is a replay).
 EXTRACTORS = ("trafilatura", "newspaper4k", "readability")
@@ -42,7 +43,7 @@ STATES = ("usable", "degraded", "unavailable")
 DATA = support.DATA / "aeb_batch_extracted.json"
 
 HYPOTHESIS = settings(
-    max_examples=300,
+    max_examples=examples(300),
     derandomize=True,
     database=None,
     deadline=None,
@@ -341,7 +342,7 @@ def test_generated_decisions_replay_from_their_explanation(article: dict[str, An
     replay(explanation(article))
 
 
-@settings(HYPOTHESIS, max_examples=60)
+@settings(HYPOTHESIS, max_examples=examples(60))
 @given(st.lists(articles(), min_size=1, max_size=8))
 def test_generated_batch_report_replays_in_order(batch: list[dict[str, Any]]) -> None:
     for i, art in enumerate(batch):

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import selection_core as sc
 from selection_core.batch import MAX_DEPTH
 from selection_core.jsonl import parse_lines, render_lines
-from tests.support import ROOT
+from tests.support import ROOT, examples
 
 GOLDEN = ROOT / "tests" / "data" / "aeb_batch_extracted.json"
 SOURCE = "inbox/crawl_extracted.jsonl"
@@ -256,7 +256,7 @@ def _lines(articles: list[dict[str, Any]], crlf: bool) -> list[bytes]:
     return [orjson.dumps(a) + (b"\r\n" if crlf else b"\n") for a in articles]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(ARTICLES)
 def test_render_then_parse_gives_the_articles_back(articles: list[dict[str, Any]]) -> None:
     data = render_lines(articles)
@@ -264,7 +264,7 @@ def test_render_then_parse_gives_the_articles_back(articles: list[dict[str, Any]
     assert render_lines(parse_lines(data)) == data
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     ARTICLES,
     st.booleans(),
@@ -301,7 +301,7 @@ def test_runs_cut_anywhere_between_lines_parse_as_the_whole(
         assert whole == articles
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.sampled_from(BAD_LINES[2:]) | ARTICLES.map(lambda a: orjson.dumps(a[0] if a else {})))
 def test_json_and_json_lines_accept_and_refuse_the_same_articles(article: bytes) -> None:
     in_json = outcome(lambda: sc.parse_batch(b'{"articles": [' + article + b"]}", SOURCE)["articles"])

@@ -43,7 +43,7 @@ from selection_core.config import EXTRACTORS, SHINGLE_SIZE, TEXT_FIELDS
 from selection_core.normalize import nfkc_form, tokenize_line
 from selection_core.shingles import shingles, text_shingles
 from selection_core.tokens import MOJIBAKE_MARKERS, MOJIBAKE_MAX_WIDTH, TOKEN
-from tests.support import DATA
+from tests.support import DATA, examples
 from tests.support.reference_rule import assert_agrees_with_reference
 
 select_module = importlib.import_module("selection_core.select")
@@ -56,7 +56,7 @@ needs_kernel = pytest.mark.skipif(kernel.KERNEL is None, reason="the compiled ke
 
 def profile(max_examples: int) -> settings:
     return settings(
-        max_examples=max_examples,
+        max_examples=examples(max_examples),
         derandomize=True,
         database=None,
         deadline=None,

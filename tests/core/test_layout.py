@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import selection_core as sc
 from selection_core import layout
 from selection_core.formats import JSON_BATCH
-from tests.support import DATA
+from tests.support import DATA, examples
 from tests.support.batch_strategies import batch_documents
 
 GOLDEN = DATA / "aeb_batch_extracted.json"
@@ -64,7 +64,7 @@ def test_the_real_batch_is_cut_into_chunks_within_their_bounds(read_size: int) -
     _check_chunks(data, found, 200_000, 50)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     document=batch_documents(),
     read_size=st.integers(1, 64),
@@ -81,7 +81,7 @@ def test_any_document_is_cut_exactly_at_any_read_size(
 
 
 @pytest.mark.slow
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(document=batch_documents(), data=st.data())
 def test_mutated_bytes_are_accepted_exactly_when_the_whole_parse_accepts_them(
     document: tuple[bytes, dict[str, Any]], data: st.DataObject
@@ -216,7 +216,7 @@ def test_a_chunk_is_validated_with_the_depths_of_the_whole() -> None:
         _streamed(b'{"articles": [{"x": [' + deep + b"]}]}")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(document=batch_documents(), cuts=st.lists(st.integers(1, 5), max_size=4))
 def test_envelope_and_rendered_chunks_write_the_bytes_of_the_whole(
     document: tuple[bytes, dict[str, Any]], cuts: list[int]

@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 
 from selection_cli.main import main
 from selection_core import select_article, select_batch_bytes, tokenize
+from tests.support import examples
 from tests.support.reference_rule import assert_agrees_with_reference, ref_tokens
 
 EXTRACTORS = ("trafilatura", "newspaper4k", "readability")
@@ -42,7 +43,7 @@ SELECTED = "selected_extractor"
 
 def profile(max_examples: int) -> settings:
     return settings(
-        max_examples=max_examples,
+        max_examples=examples(max_examples),
         derandomize=True,
         database=None,
         deadline=None,

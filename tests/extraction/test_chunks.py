@@ -35,7 +35,7 @@ from selection_extraction.chunks import (
     extract_chunk,
     plan_page_chunks,
 )
-from tests.support import PAGES
+from tests.support import PAGES, examples
 from tests.support.chunks import join_chunks
 
 
@@ -77,7 +77,7 @@ def test_a_running_total_gives_the_counts_of_all_chunks_and_moves_on() -> None:
     assert total.stats() == NO_STATS + a + b
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(weights=st.lists(st.integers(0, 10_000), max_size=60), n_chunks=st.integers(1, 12))
 def test_balanced_bounds_cover_every_page_once_in_order(weights: list[int], n_chunks: int) -> None:
     bounds = balanced_bounds(weights, n_chunks)
@@ -91,7 +91,7 @@ def test_balanced_bounds_put_a_heavy_page_alone() -> None:
     assert balanced_bounds([1, 1, 1, 1, 100, 1, 1, 1], 3) == [(0, 4), (4, 5), (5, 8)]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     weights=st.lists(st.integers(0, 50), max_size=60),
     n_chunks=st.integers(1, 12),

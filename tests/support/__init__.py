@@ -32,3 +32,15 @@ PACKAGES = {
     "content_selection": "content_selection",
     "selection_cli": "selection_cli",
 }
+
+
+def examples(n: int) -> int:
+    """``n`` Hypothesis examples under the full profile (the default, and ``.ci/run``'s), a fifth of them in the
+    quick loop (``--hypothesis-profile=quick``, see tests/conftest.py)."""
+    from hypothesis import settings
+
+    return max(1, n * settings.default.max_examples // FULL_EXAMPLES)
+
+
+#: The default ``max_examples`` of the full Hypothesis profile.
+FULL_EXAMPLES = 100
