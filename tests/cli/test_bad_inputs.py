@@ -263,6 +263,50 @@ def test_plain_text_is_not_valid_json_whatever_it_starts_with(
     assert tree(work) == before
 
 
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        pytest.param(["select", "missing_dir/x.json"], "missing_dir/x.json: no such file", id="select"),
+        pytest.param(
+            ["select", "missing_dir/x.json", "-o", "nowhere/y.json"], "missing_dir/x.json: no such file", id="select-o"
+        ),
+        pytest.param(
+            ["explain", "missing_dir/x.json", "--index", "0"], "missing_dir/x.json: no such file", id="explain"
+        ),
+        pytest.param(["run", "missing_dir/x.jsonl"], "missing_dir/x.jsonl: no such file", id="run"),
+        pytest.param(
+            ["run", "missing_dir/x.json", "--data-root", "."], "missing_dir/x.json: no such file", id="run-root"
+        ),
+        pytest.param(
+            ["extract", "missing_dir/pages", "-o", "out/b_extracted.json"],
+            "missing_dir/pages: no such file or directory",
+            id="extract",
+        ),
+        pytest.param(["pipeline", "missing_dir/pages"], "missing_dir/pages: no such file or directory", id="pipeline"),
+        pytest.param(
+            ["pipeline", "missing_dir/pages", "--data-root", "."],
+            "missing_dir/pages: no such file or directory",
+            id="pipeline-root",
+        ),
+    ],
+)
+def test_a_missing_input_is_named_before_the_output_s_folder(
+    argv: list[str], named: str, work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The input lies in a folder that does not exist, so the default output's folder is missing too: the input
+    is what the user must fix."""
+    from selection_cli.main import main
+
+    monkeypatch.chdir(work)
+    capsys.readouterr()
+    status = main(argv)
+    out, err = capsys.readouterr()
+    lines = stderr_lines(err)
+    assert (status, out, len(lines)) == (EXIT_INVALID_INPUT, "", 1), err
+    assert named in lines[0] and "create it first" not in lines[0], lines[0]
+    assert tree(work) == {}
+
+
 def _with_selections(data: bytes, selected: list[str]) -> bytes:
     doc = orjson.loads(data)
     for article, name in zip(doc["articles"], selected, strict=True):
