@@ -7,6 +7,7 @@ import os
 import sys
 
 from content_selection.deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
+from selection_cli.environment import check_prefect_api
 from selection_storage.paths import DATA_ROOT_ENV, data_root_in_force
 
 
@@ -70,6 +71,7 @@ def serve_command(args: argparse.Namespace) -> int:
 
     if not _api_url_set():
         return 2
+    check_prefect_api(embedded_ok=False)
     try:
         in_force = data_root_in_force(args.data_root, "--data-root")
         if in_force is not None and args.inbox:  # the extraction's outputs must be where the selection accepts them
@@ -132,6 +134,7 @@ def automations_command(args: argparse.Namespace) -> int:
     """Create or update the stage's automations on the server at ``PREFECT_API_URL`` (``serve`` does it too)."""
     if not _api_url_set("automations"):
         return 2
+    check_prefect_api(embedded_ok=False)
     from content_selection.deployments.automations import apply_automations
 
     try:
