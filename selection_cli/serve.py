@@ -71,7 +71,6 @@ def serve_command(args: argparse.Namespace) -> int:
 
     if not _api_url_set():
         return 2
-    check_prefect_api(embedded_ok=False)
     try:
         in_force = data_root_in_force(args.data_root, "--data-root")
         if in_force is not None and args.inbox:  # the extraction's outputs must be where the selection accepts them
@@ -109,6 +108,7 @@ def serve_command(args: argparse.Namespace) -> int:
         reason = errors()[0]["msg"] if callable(errors) and errors() else " ".join(str(exc).split())
         _error(f"invalid --cron {cron!r} or --timezone {timezone!r}: {reason}")
         return 2
+    check_prefect_api(embedded_ok=False)  # the arguments first: they are refused without a server
     try:
         from prefect import serve
 
