@@ -92,8 +92,13 @@ def extract_and_select(
     """
     logger = run_logger()
     extract_paths = check_extract_paths(pages, extracted_path, data_root, storage_options)
-    select_paths = check_paths(
-        str(extract_paths.output), output_path, report_path, data_root, storage_options=storage_options
+    select_paths = check_paths(  # the extracted batch is written below, before it is read
+        str(extract_paths.output),
+        output_path,
+        report_path,
+        data_root,
+        storage_options=storage_options,
+        input_exists=False,
     )
 
     runner = resolve_task_runner(task_runner, dask_address)

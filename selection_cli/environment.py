@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import os
+import socket
 from typing import Final
+from urllib.parse import urlsplit
 
 from selection_core import kernel
+from selection_core.errors import ServiceUnavailableError
 
 #: Set it (to anything but ``""`` or ``"0"``) to run the pure-Python path even where the kernel is built.
 PURE_ENV: Final[str] = "CONTENT_SELECTION_PURE"
+#: Seconds to wait for the Prefect API's host to accept a connection before the run is refused.
+API_CONNECT_TIMEOUT: Final[float] = 3.0
 
 
 def apply_kernel_setting() -> bool:
@@ -23,3 +28,29 @@ def prepare_embedded_api() -> None:
         env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
         env.setdefault("DO_NOT_TRACK", "1")  # also keeps the client's first-run notice off the terminal
         env.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")  # a first start can take longer
+
+
+def check_prefect_api(embedded_ok: bool = True) -> None:
+    """Refuse, before a flow starts, a ``PREFECT_API_URL`` (environment or profile) whose host does not accept a
+    connection; ``embedded_ok``: the command can do without it. Imports Prefect's settings.
+
+    Raises:
+        ServiceUnavailableError: naming the URL and what to do.
+    """
+    from prefect.settings import PREFECT_API_URL
+
+    url = PREFECT_API_URL.value()
+    if not url:
+        return
+    parts = urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        with socket.create_connection((parts.hostname or "", port), timeout=API_CONNECT_TIMEOUT):
+            return
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    fix = "unset PREFECT_API_URL to use the embedded API" if embedded_ok else "point PREFECT_API_URL at a running one"
+    raise ServiceUnavailableError(
+        f"the Prefect API at {url} cannot be reached ({reason.lower()}); start the server (prefect server start) "
+        f"or {fix}"
+    )

@@ -12,7 +12,7 @@ from content_selection.flows.params import MAX_TIME_LIMIT_SECONDS
 from content_selection.flows.runners import resolve_task_runner
 
 from selection_cli.arguments import add_storage_options, command_line_path, storage_options, whole_number
-from selection_cli.environment import prepare_embedded_api
+from selection_cli.environment import check_prefect_api, prepare_embedded_api
 from selection_cli.progress import ProgressBar
 from selection_cli.select import format_summary
 from selection_core.evidence import counts_text
@@ -179,6 +179,7 @@ def pipeline_command(args: argparse.Namespace) -> int:
     check_pipeline_paths(pages, *paths, args.data_root, "--data-root", parameters["storage_options"])
 
     prepare_embedded_api()
+    check_prefect_api()
     # The INFO lines of Prefect's console handler would tear the progress bars apart; the API gets them all.
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
 

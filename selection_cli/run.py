@@ -12,7 +12,7 @@ from content_selection.flows.runners import TaskRunnerName, process_workers, res
 
 from selection_cli.arguments import add_storage_options, command_line_path, storage_options
 from selection_cli.console import errors_left_to_the_last_line
-from selection_cli.environment import prepare_embedded_api
+from selection_cli.environment import check_prefect_api, prepare_embedded_api
 from selection_core.errors import ReadError, SelectionError, error_line
 from selection_engine.engine import CHUNK_BYTES, MAX_CHUNK_BYTES, plan_batch
 from selection_storage.paths import resolve_run_paths
@@ -113,6 +113,7 @@ def run_command(args: argparse.Namespace) -> int:
         return exc.exit_code
 
     prepare_embedded_api()
+    check_prefect_api()  # once, before the flow starts: an unreachable server is one line
 
     from content_selection.flows.select_content import select_content  # Prefect is imported only here
 

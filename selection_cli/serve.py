@@ -8,6 +8,7 @@ import sys
 
 from content_selection.deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
 
+from selection_cli.environment import check_prefect_api
 from selection_storage.paths import DATA_ROOT_ENV, data_root_in_force
 
 
@@ -108,6 +109,7 @@ def serve_command(args: argparse.Namespace) -> int:
         reason = errors()[0]["msg"] if callable(errors) and errors() else " ".join(str(exc).split())
         _error(f"invalid --cron {cron!r} or --timezone {timezone!r}: {reason}")
         return 2
+    check_prefect_api(embedded_ok=False)  # the arguments first: they are refused without a server
     try:
         from content_selection.deployments.automations import HEARTBEAT_SECONDS, apply_automations
         from prefect import serve
@@ -132,6 +134,7 @@ def automations_command(args: argparse.Namespace) -> int:
     """Create or update the stage's automations on the server at ``PREFECT_API_URL`` (``serve`` does it too)."""
     if not _api_url_set("automations"):
         return 2
+    check_prefect_api(embedded_ok=False)
     from content_selection.deployments.automations import apply_automations
 
     try:

@@ -200,9 +200,11 @@ def invalid_json(
     exc: orjson.JSONDecodeError,
     where: str = "",
     to_file: Callable[[int], int] = int,
+    fix: str = "fix the JSON syntax",
 ) -> InvalidBatchError:
     """The refusal of ``data``, which orjson rejected with ``exc``; ``to_file`` maps an offset in ``data`` to the
-    file's. Invalid UTF-8 anywhere is refused first (orjson checks it before it parses)."""
+    file's; ``fix`` ends a refusal of the syntax. Invalid UTF-8 anywhere is refused first (orjson checks it before
+    it parses)."""
     msg = exc.msg
     if "UTF-8" in msg or "utf-8" in msg or "surrogate" in msg:
         try:
@@ -220,7 +222,7 @@ def invalid_json(
     elif "recursion" in msg or "depth" in msg:
         hint = "the document is nested too deeply: flatten it"
     else:
-        hint = "fix the JSON syntax"
+        hint = fix
     offset = to_file(len(str(data, "utf-8", "replace")[: exc.pos].encode()))  # orjson counts characters
     return InvalidBatchError(f"{source}: {where}not valid JSON at byte offset {offset}: {msg}; {hint}")
 

@@ -99,6 +99,8 @@ def _parse_line(line: bytes, source: str, number: int, offset: int) -> dict[str,
     try:
         article = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
+        if not line.lstrip(_WHITESPACE).startswith(b"{"):  # not an article at all: plain text, or a scalar and more
+            raise invalid_json(source, line, exc, f"line {number} is ", lambda b: offset + b, _FIX_LINE) from None
         if exc.msg == "unexpected content after document":
             raise InvalidBatchError(
                 f"{source}: line {number} has more after its article, at column {exc.colno}; "

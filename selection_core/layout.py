@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+import orjson
+
 from .errors import InvalidBatchError
 
 #: Bytes a chunk of a JSON batch is wrapped in, so that it parses as a batch of its own.
@@ -309,6 +311,18 @@ def _articles(w: _Window, pos: int, cutter: _Cutter) -> int:
         p = w.skip_ws(p + 1, p + 1)
 
 
+def _check_scalar_root(w: _Window, p: int) -> None:
+    """Refuse as not valid JSON, where parsing stops, a file that is not one scalar at ``p`` (then whitespace)."""
+    end = w.value_end(p, 0, "the root value")
+    after = w.skip_ws(end, 0)
+    text = w.between(p, after + 1)  # the value, the whitespace after it and the next byte, if any
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        at = p + len(str(text, "utf-8", "surrogateescape")[: exc.pos].encode("utf-8", "surrogateescape"))
+        raise _Refused(f"not valid JSON at byte offset {at}: {exc.msg}; {FIX_SHAPE}") from None
+
+
 def _scan_root(w: _Window, cutter: _Cutter) -> Layout:
     p = w.skip_ws(0, 0)
     c = w.byte(p, 0)
@@ -317,6 +331,8 @@ def _scan_root(w: _Window, cutter: _Cutter) -> Layout:
             raise _Refused(f"the file holds only whitespace; {FIX_SHAPE}")
         if c not in _KINDS:
             raise _Refused(f"not valid JSON at byte offset {p} (it starts with {chr(c)!r}); {FIX_SHAPE}")
+        if c != 0x5B:  # '[': a scalar, or plain text that starts like one ("true story", "nothing")
+            _check_scalar_root(w, p)
         raise _Refused(f"the root is {_KINDS[c]} (byte offset {p}), not an object; {FIX_SHAPE}")
     p = w.skip_ws(p + 1, 0)
     head = b""

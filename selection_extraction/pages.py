@@ -110,6 +110,14 @@ def _object_listing(p: ObjectPath, name: str) -> tuple[str, tuple[Page | _WarcFi
     return "warc", (_WarcFile(name, p),)
 
 
+def missing_pages(text: str) -> InvalidPagesError:
+    """The refusal of pages ``text`` that do not exist."""
+    return InvalidPagesError(
+        f"{text}: no such file or directory; give a folder of .html/.htm/.html.gz pages, "
+        "a .warc/.warc.gz file or a JSON Lines manifest"
+    )
+
+
 def _listing(source: str | os.PathLike[str] | ObjectPath, name: str) -> tuple[str, tuple[Page | _WarcFile, ...]]:
     """The input's kind and entries, its WARC files not scanned yet."""
     if isinstance(source, ObjectPath) or is_url(os.fspath(source)):
@@ -119,10 +127,7 @@ def _listing(source: str | os.PathLike[str] | ObjectPath, name: str) -> tuple[st
     if path.is_dir():
         return "directory", _directory_pages(path)
     if not path.exists():
-        raise InvalidPagesError(
-            f"{text}: no such file or directory; give a folder of .html/.htm/.html.gz pages, "
-            "a .warc/.warc.gz file or a JSON Lines manifest"
-        )
+        raise missing_pages(text)
     if is_warc_name(path.name):
         with _warc_refusals(name or text):  # its first bytes only: refused before a run starts
             check_is_warc(path, name or text)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from selection_core.jsonl import JSONL_SUFFIX, is_jsonl
-from selection_extraction.pages import check_page_listing, page_stem
+from selection_extraction.pages import check_page_listing, missing_pages, page_stem
 from selection_extraction.warc import warc_stem
 from selection_storage.paths import (
     DATA_ROOT_PARAMETER,
@@ -70,17 +70,31 @@ def resolve_extract_paths(
     ``data_root`` and ``output_path`` in messages. Each may be an object's URL.
 
     Raises:
+        InvalidPagesError: the pages do not exist (checked before the output's folder).
         UnsafePathError: a path leaves the data root.
         OutputPathError: the output is refused by the core (a directory, the input, not writable).
     """
     root = data_root_in_force(data_root, option, storage_options)
     if root is None:
-        source = _absolute(location(pages, storage_options, "pages"))
+        given = location(pages, storage_options, "pages")
+        _check_pages_exist(given, pages)  # named before the output's folder
+        source = _absolute(given)
         wanted = _absolute(location(output_path, storage_options, "output")) if output_path else extracted_path(source)
         return ExtractPaths(source, check_batch_paths(source, wanted, output_option), None)
     source = root.confine(pages, "pages")
+    _check_pages_exist(source, str(source))
     wanted = root.confine(output_path or extracted_path(source), "output")
     return ExtractPaths(source, check_batch_paths(source, wanted, output_option), root.path)
+
+
+def _check_pages_exist(source: Location, name: str) -> None:
+    if isinstance(source, Path):
+        try:
+            os.stat(source.expanduser())
+        except FileNotFoundError:
+            raise missing_pages(name) from None
+        except OSError:  # said when the pages are listed
+            pass
 
 
 def _absolute(p: Location) -> Location:
@@ -116,4 +130,6 @@ def check_pipeline_paths(
     listed = extract.pages if extract.data_root is not None or isinstance(extract.pages, ObjectPath) else pages
     check_page_listing(listed)  # a local path named as the user wrote it
     output = str(extract.output)
-    return extract, resolve_run_paths(output, output_path, report_path, data_root, False, option, storage_options)
+    return extract, resolve_run_paths(
+        output, output_path, report_path, data_root, False, option, storage_options, input_exists=False
+    )

@@ -9,6 +9,7 @@ from typing import Any, Final
 
 from selection_core.errors import InvalidBatchError, OutputPathError, UnsafePathError
 from selection_core.jsonl import is_jsonl
+from selection_storage.files import read_error
 from selection_storage.stores import Location, ObjectPath, is_url, local_text, location
 
 EXTRACTED_SUFFIX: Final[str] = "_extracted.json"
@@ -29,9 +30,14 @@ def selected_path(input_path: str | os.PathLike[str] | Location) -> Location:
 
 
 def resolve_selected_path(
-    input_path: str | os.PathLike[str] | Location, output_path: str | os.PathLike[str] | Location | None = None
+    input_path: str | os.PathLike[str] | Location,
+    output_path: str | os.PathLike[str] | Location | None = None,
+    input_exists: bool = True,
 ) -> Location:
-    """:func:`resolve_output_path`, also refusing an output named for the other format than the input's."""
+    """:func:`resolve_output_path`, also refusing an output named for the other format than the input's, and
+    first (with ``input_exists``) a local input that does not exist, so that the output's folder is not blamed."""
+    if input_exists and isinstance(inp := location(input_path), Path):
+        check_input_exists(inp)
     out = resolve_output_path(input_path, output_path)
     lines = is_jsonl(location(input_path).name)
     if lines != is_jsonl(out.name) and out.suffix in (".json", ".jsonl"):
@@ -216,6 +222,16 @@ def confine_object(path: str | os.PathLike[str] | Location, root: ObjectPath, wh
     return candidate
 
 
+def check_input_exists(path: Path) -> None:
+    """Refuse a local input that does not exist (the rest is found when it is read)."""
+    try:
+        os.stat(path.expanduser())
+    except FileNotFoundError as exc:
+        raise read_error(path, exc) from None
+    except OSError:  # a symbolic link loop, or unreadable: said when it is resolved or read
+        pass
+
+
 def resolve_run_paths(
     input_path: str,
     output_path: str | None = None,
@@ -224,10 +240,13 @@ def resolve_run_paths(
     require_data_root: bool = False,
     option: str = DATA_ROOT_PARAMETER,
     storage_options: dict[str, Any] | None = None,
+    input_exists: bool = True,
 ) -> RunPaths:
-    """Resolve and check every path of a selection run before anything is read or written.
+    """Resolve and check every path of a selection run before anything is read or written (``input_exists``:
+    refuse a missing local input first; False when a step before the selection writes it).
 
     Raises:
+        InvalidBatchError: the input file does not exist (checked before the output's folder).
         UnsafePathError: a path leaves the data root, or ``require_data_root`` and none is configured.
         OutputPathError: the output or report location is refused.
     """
@@ -242,7 +261,7 @@ def resolve_run_paths(
         if isinstance(source, Path):
             source = source.expanduser().absolute()
         wanted = location(output_path, storage_options, "output") if output_path else None
-        output = resolve_selected_path(source, wanted)
+        output = resolve_selected_path(source, wanted, input_exists)
         wanted_report = location(report_path, storage_options, "report") if report_path else None
         report = resolve_report_path(source, output, wanted_report)
         return RunPaths(input=source, output=output, report=report, data_root=None)
@@ -250,7 +269,7 @@ def resolve_run_paths(
     source = root.confine(input_path, "input")
     wanted_output = root.confine(output_path, "output") if output_path else None
     # The default output is beside the input, and may be a symlink out of the root.
-    output = root.confine(resolve_selected_path(source, wanted_output), "output")
+    output = root.confine(resolve_selected_path(source, wanted_output, input_exists), "output")
     wanted_report = root.confine(report_path, "report") if report_path else None
     report = resolve_report_path(source, output, wanted_report)
     return RunPaths(input=source, output=output, report=report, data_root=root.path)

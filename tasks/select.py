@@ -34,10 +34,17 @@ def check_paths(
     data_root: str | None = None,
     require_data_root: bool = False,
     storage_options: dict[str, Any] | None = None,
+    input_exists: bool = True,
 ) -> RunPaths:
     """Resolve and check the run's paths (:func:`~selection_storage.paths.resolve_run_paths`)."""
     return resolve_run_paths(
-        input_path, output_path, report_path, data_root, require_data_root, storage_options=storage_options
+        input_path,
+        output_path,
+        report_path,
+        data_root,
+        require_data_root,
+        storage_options=storage_options,
+        input_exists=input_exists,
     )
 
 

@@ -206,6 +206,107 @@ def test_unreadable_input_is_refused_cleanly(
     assert tree(work) == before
 
 
+#: Plain text that starts like a JSON value, and a file that is one: (bytes, what the line must say), in both
+#: formats. Only a file that is valid JSON may be told what its root (or line) is.
+_LOOKS_LIKE_JSON = [
+    pytest.param(
+        b"true story\n", "not valid JSON at byte offset 5", "not valid JSON at byte offset 5", id="true-story"
+    ),
+    pytest.param(
+        b"false start\n", "not valid JSON at byte offset 6", "not valid JSON at byte offset 6", id="false-start"
+    ),
+    pytest.param(b"nothing here\n", "not valid JSON at byte offset 0", "not valid JSON at byte offset 0", id="nothing"),
+    pytest.param(
+        b"null and void\n", "not valid JSON at byte offset 5", "not valid JSON at byte offset 5", id="null-and"
+    ),
+    pytest.param(b"nan\n", "not valid JSON at byte offset 0", "not valid JSON at byte offset 0", id="nan"),
+    pytest.param(
+        b"3 apples\n", "not valid JSON at byte offset 2", "not valid JSON at byte offset 2", id="number-words"
+    ),
+    pytest.param(b"tru\n", "not valid JSON at byte offset 0", "not valid JSON at byte offset 3", id="cut-literal"),
+    pytest.param(b"true\n", "the root is a boolean", "line 1 is a boolean", id="valid-true"),
+    pytest.param(b"null\n", "the root is null", "line 1 is null", id="valid-null"),
+    pytest.param(b"3\n", "the root is a number", "line 1 is a number", id="valid-number"),
+]
+
+
+@pytest.mark.parametrize(
+    "command, suffix",
+    # run's early check reads a JSON Lines batch's lines, not their articles: its flow refuses them.
+    [("select", ".json"), ("explain", ".json"), ("run", ".json"), ("select", ".jsonl"), ("explain", ".jsonl")],
+)
+@pytest.mark.parametrize("data, as_json, as_jsonl", _LOOKS_LIKE_JSON)
+def test_plain_text_is_not_valid_json_whatever_it_starts_with(
+    data: bytes,
+    as_json: str,
+    as_jsonl: str,
+    command: str,
+    suffix: str,
+    work: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from selection_cli.main import main
+
+    (work / f"notes{suffix}").write_bytes(data)
+    before = tree(work)
+    monkeypatch.chdir(work)
+    capsys.readouterr()
+    args = {"select": ["select"], "explain": ["explain", "--index", "0"], "run": ["run"]}[command]
+    status = main([*args, f"notes{suffix}"])
+    out, err = capsys.readouterr()
+    lines = stderr_lines(err)
+    assert (status, out, len(lines)) == (EXIT_INVALID_INPUT, "", 1), err
+    fix = 'expected {"articles": [ {...}, ... ]}' if suffix == ".json" else "every line must be one article"
+    assert f"notes{suffix}: " in lines[0] and (as_json if suffix == ".json" else as_jsonl) in lines[0], lines[0]
+    assert fix in lines[0], lines[0]
+    assert tree(work) == before
+
+
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        pytest.param(["select", "missing_dir/x.json"], "missing_dir/x.json: no such file", id="select"),
+        pytest.param(
+            ["select", "missing_dir/x.json", "-o", "nowhere/y.json"], "missing_dir/x.json: no such file", id="select-o"
+        ),
+        pytest.param(
+            ["explain", "missing_dir/x.json", "--index", "0"], "missing_dir/x.json: no such file", id="explain"
+        ),
+        pytest.param(["run", "missing_dir/x.jsonl"], "missing_dir/x.jsonl: no such file", id="run"),
+        pytest.param(
+            ["run", "missing_dir/x.json", "--data-root", "."], "missing_dir/x.json: no such file", id="run-root"
+        ),
+        pytest.param(
+            ["extract", "missing_dir/pages", "-o", "out/b_extracted.json"],
+            "missing_dir/pages: no such file or directory",
+            id="extract",
+        ),
+        pytest.param(["pipeline", "missing_dir/pages"], "missing_dir/pages: no such file or directory", id="pipeline"),
+        pytest.param(
+            ["pipeline", "missing_dir/pages", "--data-root", "."],
+            "missing_dir/pages: no such file or directory",
+            id="pipeline-root",
+        ),
+    ],
+)
+def test_a_missing_input_is_named_before_the_output_s_folder(
+    argv: list[str], named: str, work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The input lies in a folder that does not exist, so the default output's folder is missing too: the input
+    is what the user must fix."""
+    from selection_cli.main import main
+
+    monkeypatch.chdir(work)
+    capsys.readouterr()
+    status = main(argv)
+    out, err = capsys.readouterr()
+    lines = stderr_lines(err)
+    assert (status, out, len(lines)) == (EXIT_INVALID_INPUT, "", 1), err
+    assert named in lines[0] and "create it first" not in lines[0], lines[0]
+    assert tree(work) == {}
+
+
 def _with_selections(data: bytes, selected: list[str]) -> bytes:
     doc = orjson.loads(data)
     for article, name in zip(doc["articles"], selected, strict=True):

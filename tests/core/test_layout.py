@@ -117,6 +117,10 @@ def test_mutated_bytes_are_accepted_exactly_when_the_whole_parse_accepts_them(
         pytest.param(b"  \n", "holds only whitespace", id="whitespace"),
         pytest.param(b"[]", r"the root is an array \(byte offset 0\)", id="root-array"),
         pytest.param(b"# x", r"not valid JSON at byte offset 0 \(it starts with '#'\)", id="not-json"),
+        pytest.param(b"true story", "not valid JSON at byte offset 5: unexpected content", id="plain-text-true"),
+        pytest.param(b'  "\xc3\xa9" x', "not valid JSON at byte offset 7", id="plain-text-after-a-string"),
+        pytest.param(b"nothing", "not valid JSON at byte offset 0: invalid literal", id="plain-text-nothing"),
+        pytest.param(b" null ", r"the root is null \(byte offset 1\)", id="root-null"),
         pytest.param(b'{"run": 1}', 'no "articles" key', id="no-articles"),
         pytest.param(b"{}", 'no "articles" key', id="empty-object"),
         pytest.param(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from selection_core.errors import OutputPathError, UnsafePathError
+from selection_core.errors import InvalidBatchError, OutputPathError, UnsafePathError
 from selection_storage.atomic import HOST_TAG, STAGED_NAME, temporary_name
 from selection_storage.paths import (
     DATA_ROOT_ENV,
@@ -155,6 +155,15 @@ def test_run_paths_without_root_use_the_core_checks(tmp_path: Path) -> None:
         resolve_run_paths(str(source), output_path=str(tmp_path / "o.json"), report_path=str(tmp_path / "o.json"))
     with pytest.raises(OutputPathError, match="does not exist"):
         resolve_run_paths(str(source), output_path=str(tmp_path / "missing" / "o.json"))
+
+
+def test_run_paths_name_a_missing_input_before_the_output_s_folder(tmp_path: Path) -> None:
+    missing = tmp_path / "missing" / "b_extracted.json"
+    with pytest.raises(InvalidBatchError, match=f"^{missing}: no such file; check the input path$"):
+        resolve_run_paths(str(missing))
+    # An input that a step before the selection writes (extract, then select) is not asked for yet.
+    with pytest.raises(OutputPathError, match="the directory .*missing does not exist; create it first"):
+        resolve_run_paths(str(missing), input_exists=False)
 
 
 # --- the refusal names the setting the root came from ------------------------------
