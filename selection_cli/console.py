@@ -7,28 +7,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 
-class OneErrorLine(logging.Filter):
-    """Leaves out the run-log lines that the command's last line says anyway (error lines without a traceback,
-    "Finished in state" other than Completed); a bug's traceback is kept, and the API still gets every line."""
-
-    def __init__(self, run_loggers: tuple[str, ...]) -> None:
-        super().__init__()
-        self._run_loggers = run_loggers
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if not record.name.startswith(self._run_loggers):
-            return True
-        if getattr(record, "user_error", False) or (record.levelno >= logging.ERROR and not record.exc_info):
-            return False
-        message = record.getMessage()
-        return not (message.startswith("Finished in state") and not message.startswith("Finished in state Completed"))
-
-
 @contextmanager
 def errors_left_to_the_last_line() -> Iterator[None]:
-    """Around a flow run: :class:`OneErrorLine` on Prefect's console handlers, then warnings only, so that the
+    """Around a flow run: :class:`~content_selection.tasks.logs.OneErrorLine` on Prefect's console handlers,
+    then warnings only, so that the
     summary or the error stays the last line."""
-    from content_selection.tasks.logs import RUN_LOGGERS
+    from content_selection.tasks.logs import RUN_LOGGERS, OneErrorLine
     from prefect.logging.configuration import ensure_logging_setup
     from prefect.logging.handlers import PrefectConsoleHandler
 

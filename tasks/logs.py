@@ -1,4 +1,6 @@
-"""The logger of the current Prefect run, and the one rule for tracebacks in run logs."""
+"""The logger of the current Prefect run, and the one place that makes a refusal one line in the logs:
+:class:`UserErrorFilter` on the run loggers (every record, the API's included), :class:`OneErrorLine` on a
+command's console (what its last line says anyway)."""
 
 from __future__ import annotations
 
@@ -42,6 +44,23 @@ class UserErrorFilter(logging.Filter):
             record.exc_text = None
             record.user_error = isinstance(info[1], SelectionError)
         return True
+
+
+class OneErrorLine(logging.Filter):
+    """Leaves out the run-log lines that the command's last line says anyway (error lines without a traceback,
+    "Finished in state" other than Completed); a bug's traceback is kept, and the API still gets every line."""
+
+    def __init__(self, run_loggers: tuple[str, ...]) -> None:
+        super().__init__()
+        self._run_loggers = run_loggers
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith(self._run_loggers):
+            return True
+        if getattr(record, "user_error", False) or (record.levelno >= logging.ERROR and not record.exc_info):
+            return False
+        message = record.getMessage()
+        return not (message.startswith("Finished in state") and not message.startswith("Finished in state Completed"))
 
 
 def quiet_user_errors() -> None:
