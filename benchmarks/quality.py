@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Quality of the consensus selection against human ground truth (ScrapingHub benchmark layout).
 
-    python benchmarks/quality.py --dataset ../shared/datasets/scrapinghub-aeb [--out benchmarks/out/quality]
+    python benchmarks/quality.py [--dataset DIR] [--out benchmarks/out/quality]   # DIR: tests/data/aeb-pages
 
 Runs the extract step (the three real extractors, as ``content-selection extract``
 runs them) on ``html/<id>.html.gz``, runs the selection core on the batch, and
@@ -61,6 +61,14 @@ GOAL_F1: Final[float] = 0.974
 
 DEFAULT_OUT: Final[Path] = Path(__file__).resolve().parent / "out" / "quality"
 
+#: The benchmark's pages and ground truth as the repository holds them (its stored outputs are not there).
+DEFAULT_DATASET: Final[Path] = Path(__file__).resolve().parents[1] / "tests" / "data" / "aeb-pages"
+
+
+def page_folder(dataset: Path) -> Path:
+    """Where the pages are: ``html/`` in the benchmark's own layout, else the folder itself (tests/data)."""
+    return dataset / "html" if (dataset / "html").is_dir() else dataset
+
 
 def load_truth(dataset: Path) -> dict[str, dict[str, str]]:
     """``{id: {"articleBody", "url"}}`` from ``ground-truth.json``."""
@@ -74,7 +82,7 @@ def extract_dataset(dataset: Path, source: str, time_limit: float, workers: int 
 
     truth = load_truth(dataset)
     pages = tuple(
-        Page(id=k, url=truth[k]["url"] or None, path=f"html/{k}.html.gz", file=dataset / "html" / f"{k}.html.gz")
+        Page(id=k, url=truth[k]["url"] or None, path=f"html/{k}.html.gz", file=page_folder(dataset) / f"{k}.html.gz")
         for k in sorted(truth)
     )
     settings = ExtractionSettings(time_limit_seconds=time_limit, workers=workers)
@@ -245,7 +253,11 @@ def chart(report: Mapping[str, Any], target: Path) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument(
-        "--dataset", type=Path, required=True, help="folder with html/<id>.html.gz and ground-truth.json"
+        "--dataset",
+        type=Path,
+        default=DEFAULT_DATASET,
+        help="folder with ground-truth.json and the pages (<id>.html.gz, or under html/); default: the repository's "
+        "copy (tests/data/aeb-pages); --stored needs the benchmark's own folder (its extractor-outputs/)",
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT})")
     parser.add_argument(

@@ -7,9 +7,9 @@
 Writes into ``tests/data/pages/``: the pages listed in ``SAMPLE_IDS`` (unchanged
 ``html/<id>.html.gz``), their ground truth (``ground-truth.json``), a JSON Lines
 manifest of them (``manifest.jsonl``) and the dataset's ``LICENSE``. With ``--all``,
-writes every page of the dataset into ``tests/data/aeb-pages/`` (pages, manifest and
-``LICENSE``, no ground truth: the determinism and lean-path tests compare the
-extractors with themselves). The files depend only on the dataset; the tests never
+writes every page of the dataset into ``tests/data/aeb-pages/`` (pages, manifest,
+``LICENSE`` and the whole ``ground-truth.json``, unchanged, which ``benchmarks/quality.py``
+reads; the tests compare the extractors with themselves). The files depend only on the dataset; the tests never
 read the dataset itself.
 """
 
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--dataset", type=Path, required=True, help="folder with html/, ground-truth.json, LICENSE")
     parser.add_argument("--target", type=Path, default=None, help=f"default {TARGET} ({ALL_TARGET} with --all)")
-    parser.add_argument("--all", action="store_true", help="every page of the dataset, without ground truth")
+    parser.add_argument("--all", action="store_true", help="every page of the dataset, with its whole ground truth")
     args = parser.parse_args(argv)
     truth = json.loads((args.dataset / "ground-truth.json").read_text(encoding="utf-8"))
     if args.target is None:
@@ -52,7 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     for page_id in ids if args.all else SAMPLE_IDS:
         shutil.copyfile(args.dataset / "html" / f"{page_id}.html.gz", args.target / f"{page_id}.html.gz")
         entries[page_id] = {"url": truth[page_id]["url"], "articleBody": truth[page_id]["articleBody"]}
-    if not args.all:
+    if args.all:
+        shutil.copyfile(args.dataset / "ground-truth.json", args.target / "ground-truth.json")
+    else:
         (args.target / "ground-truth.json").write_text(
             json.dumps(entries, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )

@@ -16,7 +16,7 @@ from typing import Final
 
 from selection_cli.environment import apply_kernel_setting
 from selection_core import __version__
-from selection_core.errors import EXIT_INTERNAL, EXIT_UNAVAILABLE, SelectionError
+from selection_core.errors import EXIT_INTERNAL, MissingExtraError, SelectionError
 
 #: Each subcommand: the module whose ``add_<name>_arguments`` and ``<name>_command`` run it, and its help.
 COMMANDS: Final[dict[str, tuple[str, str]]] = {
@@ -54,12 +54,6 @@ EXTRA_OF_MODULE: Final[dict[str, str]] = {
 EXIT_BROKEN_PIPE: Final[int] = 141
 
 
-class MissingExtraError(SelectionError):
-    """A command needs an optional part of the project that is not installed."""
-
-    exit_code = EXIT_UNAVAILABLE
-
-
 def _command_named(argv: Sequence[str]) -> str | None:
     """The subcommand in ``argv``: its first word that is not an option (the top level takes no option values)."""
     word = next((a for a in argv if not a.startswith("-")), None)
@@ -80,8 +74,7 @@ def missing_extra(command: str, exc: ModuleNotFoundError) -> Exception:
     if extra is None:
         return exc
     return MissingExtraError(
-        f"{command} needs the {extra!r} extra, which is not installed ({exc.name} is missing); "
-        f"install it with: pip install 'content-selection[{extra}]'"
+        f"{command} needs the {extra!r} extra, which is not installed ({exc.name} is missing)", extra
     )
 
 

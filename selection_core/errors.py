@@ -78,6 +78,17 @@ class ServiceUnavailableError(SelectionError, ConnectionError):
         self.transient = True
 
 
+class MissingExtraError(SelectionError):
+    """A command needs an optional part of the project (an extra of ``pyproject.toml``) that is not installed;
+    the message names the extra and the ``pip install`` that adds it."""
+
+    exit_code = EXIT_UNAVAILABLE
+
+    def __init__(self, what: str, extra: str) -> None:
+        super().__init__(f"{what}; install it with: pip install 'content-selection[{extra}]'")
+        self.extra = extra
+
+
 def error_line(error: BaseException) -> str:
     """The one-line text of an error: a :class:`SelectionError`'s message as it is, a bug's with its type."""
     text = " ".join(str(error).split())
