@@ -284,7 +284,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     report["source"] = "stored outputs" if args.stored else "extracted"
     if args.stored:
         report["reported_f1"] = dict(REPORTED_STORED_F1)
-    command = "python benchmarks/quality.py --dataset " + str(args.dataset) + (" --stored" if args.stored else "")
+    command = "python benchmarks/quality.py" + ("" if dataset == DEFAULT_DATASET else f" --dataset {dataset}")
+    command += " --stored" if args.stored else ""
     (args.out / "quality.md").write_text(markdown(report, command), encoding="utf-8")
     (args.out / "quality.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
     drew = chart(report, args.out / "quality.png")
