@@ -386,16 +386,16 @@ class Summary:
         return asdict(self)
 
 
-def merge_summaries(parts: Iterable[Summary]) -> Summary:
-    """The summary of consecutive parts of a batch, from theirs."""
+def merge_summaries(chunks: Iterable[Summary]) -> Summary:
+    """The summary of a batch, from those of its consecutive chunks."""
     total = summarize(())
     n = 0
-    for part in parts:
-        n += part.articles
+    for chunk in chunks:
+        n += chunk.articles
         for mine, theirs in (
-            (total.by_extractor, part.by_extractor),
-            (total.by_reason, part.by_reason),
-            (total.by_pool, part.by_pool),
+            (total.by_extractor, chunk.by_extractor),
+            (total.by_reason, chunk.by_reason),
+            (total.by_pool, chunk.by_pool),
         ):
             for key, count in theirs.items():
                 mine[key] += count

@@ -139,12 +139,12 @@ def batch_evidence(doc: dict[str, Any], selections: Sequence[Selection], max_row
 
 
 def merge_evidence(
-    parts: Iterable[tuple[Sequence[dict[str, Any]], Sequence[dict[str, Any]]]], max_rows: int
+    chunks: Iterable[tuple[Sequence[dict[str, Any]], Sequence[dict[str, Any]]]], max_rows: int
 ) -> ShownEvidence:
     """:func:`batch_evidence` of a batch selected in chunks, from each chunk's ``(rows, close_calls)`` in order."""
     rows: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
-    for chunk_rows, chunk_calls in parts:
+    for chunk_rows, chunk_calls in chunks:
         rows.extend(chunk_rows)
         calls.extend(chunk_calls)
     return ShownEvidence(align_rows(rows[: max(max_rows, 0)]), calls[:MAX_CLOSEST_CALLS])

@@ -81,14 +81,14 @@ def build_fold_table() -> tuple[bytes, bool]:
         if len(lowered) != PLANE:
             raise RuntimeError("str.lower changed the length of text without unknown code points")
         lowered_ok = lowered_ok and lowered.lower() == lowered
-        block = bytearray(lowered.encode(encoding, "surrogatepass"))
+        entries = bytearray(lowered.encode(encoding, "surrogatepass"))
         end = 0  # TOKEN is one character class repeated: a character is in a match exactly when it matches alone
         for m in TOKEN.finditer(lowered):
             start = m.start()
-            block[4 * end : 4 * start] = bytes(4 * (start - end))
+            entries[4 * end : 4 * start] = bytes(4 * (start - end))
             end = m.end()
-        block[4 * end :] = bytes(4 * (PLANE - end))
-        table[4 * base : 4 * (base + PLANE)] = block
+        entries[4 * end :] = bytes(4 * (PLANE - end))
+        table[4 * base : 4 * (base + PLANE)] = entries
         unknown += here
     for cp in unknown:
         table[4 * cp : 4 * cp + 4] = FOLD_UNKNOWN.to_bytes(4, sys.byteorder)

@@ -171,12 +171,12 @@ class _Window:
             return False
         # Read at least as much as is pending, so that a value of any size costs a number of
         # refills logarithmic in its size: the work stays linear in the file's size.
-        block = self._read(max(self._size, self.base + len(self.buf) - keep))
-        if not block:
+        data = self._read(max(self._size, self.base + len(self.buf) - keep))
+        if not data:
             self.eof = True
             return False
         drop = keep - self.base
-        self.buf = self.buf[drop:] + block if drop > 0 else self.buf + block
+        self.buf = self.buf[drop:] + data if drop > 0 else self.buf + data
         self._blanked = None
         self.base = keep if drop > 0 else self.base
         return True
@@ -209,7 +209,7 @@ class _Window:
                 raise _Refused(
                     f"{what}, from byte offset {pos}, is nested more than {_MAX_NESTING} levels deep; flatten it"
                 )
-            # A value that reaches the end of what was read may go on in the next block.
+            # A value that reaches the end of what was read may go on in the next read.
             if 0 <= end < len(self.buf) or (end >= 0 and self.eof):
                 return self.base + end
             if not self.refill(keep):
