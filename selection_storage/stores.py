@@ -522,10 +522,7 @@ class ObjectStore:
                 raise store_error(self.path, OSError(errno.EINVAL, "pre-condition failed"))
             data = reader.read_at(start, end - start)
             reader.check()
-        out = bytearray(before)
-        out += data
-        out += after
-        return out
+        return bytearray().join((before, data, after))
 
     def open(self) -> BinaryIO:
         # an 8 MiB read-ahead cache: a sequential reader (a web archive's) streams it in ranges with bounded memory
