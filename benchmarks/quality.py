@@ -298,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def sc_io_write(target: Path, doc: dict[str, Any]) -> None:
-    from selection_storage.atomic import write_atomic
+    from selection_storage import write_atomic
 
     write_atomic(target, sc.dump_batch(doc))
 

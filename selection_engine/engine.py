@@ -7,7 +7,7 @@ import hashlib
 import os
 import secrets
 import socket
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,20 +19,10 @@ from selection_core.chunks import SelectedChunk, select_chunk
 from selection_core.evidence import MAX_CLOSEST_CALLS, ShownEvidence, merge_evidence
 from selection_core.formats import FORMATS, BatchFormat, format_of
 from selection_core.layout import Chunk, Layout, scan
-from selection_storage import files
-from selection_storage.atomic import StagedFile, commit_in_order, process_alive, remove_orphans, temporary_name
-from selection_storage.files import FileIdentity, InputChangedError, open_input, read_error
+from selection_storage.atomic import Staged, StagedFile, commit_in_order, process_alive
+from selection_storage.files import InputChangedError, Version
 from selection_storage.paths import resolve_report_path, resolve_selected_path
-from selection_storage.stores import (
-    Location,
-    ObjectPath,
-    ObjectReader,
-    ObjectVersion,
-    StagedObject,
-    location,
-    read_object_span,
-    version,
-)
+from selection_storage.stores import Location, ObjectPath, location, remove_orphans_beside, store
 
 #: Most bytes and articles of input in one chunk selected in this process.
 CHUNK_BYTES: Final[int] = 8 << 20
@@ -61,7 +51,7 @@ class Plan:
     """A batch file planned: its version and SHA-256, its format, its validated envelope and its chunks."""
 
     path: Location
-    identity: FileIdentity | ObjectVersion
+    identity: Version
     sha256: str
     format: BatchFormat
     envelope: dict[str, Any]
@@ -72,43 +62,8 @@ class Plan:
 _last_plan: tuple[tuple[str, int, int | None], Plan] | None = None
 
 
-def _identity_now(path: Location) -> FileIdentity | ObjectVersion:
-    return version(path) if isinstance(path, ObjectPath) else FileIdentity.of(os.stat(path))
-
-
-@contextlib.contextmanager
-def _reading(path: Location) -> Iterator[tuple[FileIdentity | ObjectVersion, Callable[[int], bytes]]]:
-    """The input opened for one pass from its start: its version, and ``read(n)``."""
-    if isinstance(path, ObjectPath):
-        with ObjectReader(path) as reader:
-            yield reader.version, reader.read
-        return
-    with open_input(path) as fh:
-
-        def read(n: int) -> bytes:
-            try:
-                return fh.read(n)
-            except OSError as exc:
-                raise read_error(path, exc) from None
-
-        yield FileIdentity.of(os.fstat(fh.fileno())), read
-
-
-def read_span(
-    path: Location,
-    identity: FileIdentity | ObjectVersion,
-    start: int,
-    end: int,
-    before: bytes = b"",
-    after: bytes = b"",
-) -> bytearray:
-    """``before + <bytes start..end of the input> + after``, of the version ``identity`` describes (else an
-    ``InputChangedError``), from a file or an object."""
-    if isinstance(path, ObjectPath):
-        assert isinstance(identity, ObjectVersion)
-        return read_object_span(path, identity, start, end, before, after)
-    assert isinstance(identity, FileIdentity)
-    return files.read_span(path, identity, start, end, before, after)
+def _identity_now(path: Location) -> Version:
+    return store(path).version()
 
 
 def plan_batch(
@@ -132,7 +87,7 @@ def plan_batch(
     digest = hashlib.sha256()
     hashing: Future[None] | None = None  # the last block's, in a thread beside the scan (sha256 releases the GIL)
     read_bytes = 0
-    with _reading(path) as (identity, read_input), ThreadPoolExecutor(1) as hasher:
+    with store(path).reading() as (identity, read_input), ThreadPoolExecutor(1) as hasher:
 
         def read(n: int) -> bytes:
             nonlocal read_bytes, hashing
@@ -164,7 +119,7 @@ class ChunkJob:
 
     input_path: str
     storage_options: dict[str, Any]
-    identity: FileIdentity | ObjectVersion
+    identity: Version
     chunk: Chunk
     format_name: str
     output_path: str
@@ -207,14 +162,12 @@ def plan_jobs(
     report), each writes part files of them, which live as long as those are locked."""
 
     def part(target: Location | None, number: int) -> str | None:
-        if target is None or parts is None or isinstance(target, ObjectPath):  # an object's chunks come back
-            return None
-        return str(temporary_name(target, parts, number))
+        return None if target is None or parts is None else store(target).part(parts, number)
 
     return [
         ChunkJob(
             input_path=str(plan.path),
-            storage_options=dict(plan.path.options) if isinstance(plan.path, ObjectPath) else {},
+            storage_options=dict(store(plan.path).options),
             identity=plan.identity,
             chunk=chunk,
             format_name=plan.format.name,
@@ -234,7 +187,7 @@ def plan_jobs(
 def select_job(job: ChunkJob) -> SelectedChunk:
     """Read, validate and select one chunk; its parts are written when the job names them."""
     path, chunk, fmt = location(job.input_path, job.storage_options), job.chunk, FORMATS[job.format_name]
-    data = read_span(path, job.identity, chunk.begin, chunk.end, fmt.chunk_prefix, fmt.chunk_suffix)
+    data = store(path).read_span(job.identity, chunk.begin, chunk.end, fmt.chunk_prefix, fmt.chunk_suffix)
     with_report = job.report_path is not None
     selected = select_chunk(data, str(path), chunk, fmt, job.table_rows, job.close_calls, with_report)
     del data
@@ -272,15 +225,14 @@ class _Joiner:
     """The staged output (and report), to which the chunks are appended in order, hashed as written."""
 
     def __init__(self, plan: Plan, output_path: Location, report_path: Location | None) -> None:
-        for folder in sorted({t.parent for t in (output_path, report_path) if isinstance(t, Path)}):
-            remove_orphans(folder)
+        remove_orphans_beside(t for t in (output_path, report_path) if t is not None)
         self.token = secrets.token_hex(8)  # of both staged files: their parts are named after them
         head, self._tail = plan.format.envelope_parts(plan.envelope, plan.layout.articles > 0)
         self._separator = plan.format.separator
         self._digest = hashlib.sha256()
         self.size = 0
         self._chunks = 0
-        self._files: list[StagedFile | StagedObject] = []
+        self._files: list[Staged] = []
         try:
             self._report = None if report_path is None else self._open(report_path)
             self._output = self._open(output_path)
@@ -289,12 +241,8 @@ class _Joiner:
             self.discard()
             raise
 
-    def _open(self, target: Location) -> StagedFile | StagedObject:
-        staged = (
-            StagedObject(target)
-            if isinstance(target, ObjectPath)
-            else StagedFile(target, temporary_name(target, self.token))
-        )
+    def _open(self, target: Location) -> Staged:
+        staged = store(target).stage(self.token)
         self._files.append(staged)
         return staged
 

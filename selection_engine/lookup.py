@@ -9,8 +9,8 @@ from typing import Any, Final
 
 import selection_core as sc
 from selection_core.layout import Chunk
-from selection_engine.engine import Plan, plan_batch, read_span
-from selection_storage.stores import location
+from selection_engine.engine import Plan, plan_batch
+from selection_storage.stores import location, store
 
 LOOKUP_CHUNK_ARTICLES: Final[int] = 1000
 
@@ -33,7 +33,7 @@ def _id_matches(value: Any, wanted: str) -> bool:
 
 def _articles_of(plan: Plan, chunk: Chunk) -> list[dict[str, Any]]:
     fmt = plan.format
-    data = read_span(plan.path, plan.identity, chunk.begin, chunk.end, fmt.chunk_prefix, fmt.chunk_suffix)
+    data = store(plan.path).read_span(plan.identity, chunk.begin, chunk.end, fmt.chunk_prefix, fmt.chunk_suffix)
     return fmt.parse(data, str(plan.path), chunk)
 
 

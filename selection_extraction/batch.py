@@ -8,7 +8,6 @@ import logging
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, NamedTuple
 
@@ -21,8 +20,8 @@ from selection_extraction.pages import Page, PageSet
 from selection_extraction.paths import record_path
 from selection_extraction.pool import MAX_NETWORK_ATTEMPTS_KEPT, Outcome
 from selection_extraction.settings import ExtractionSettings
-from selection_storage.atomic import write_atomic_group, write_error
-from selection_storage.stores import Location, location
+from selection_storage.atomic import write_error
+from selection_storage.stores import Location, location, store, write_atomic_group
 
 #: How pages are decoded, as recorded in every batch.
 DECODING_POLICY: Final[str] = (
@@ -188,7 +187,7 @@ class ArticleSpool:
         self._format = format_of(self.target.name)
         self._watch = watch
         try:  # beside the target; for an object, in this machine's temporary folder
-            self._file = tempfile.TemporaryFile(dir=self.target.parent if isinstance(self.target, Path) else None)
+            self._file = tempfile.TemporaryFile(dir=store(self.target).spool_folder())
         except OSError as exc:
             raise write_error(self.target, exc) from None
 

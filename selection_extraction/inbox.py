@@ -65,8 +65,7 @@ def prepare_inbox(inbox: str | None, data_root: str | None, storage_options: dic
             f"set {DATA_ROOT_ENV} (or the data_root parameter) to the directory that holds the inbox"
         )
     root = in_force.path
-    default = root / INBOX_DIR if isinstance(root, Path) else root.joinpath(INBOX_DIR)
-    folder = in_force.confine(inbox if inbox else default, "inbox")
+    folder = in_force.confine(inbox if inbox else root / INBOX_DIR, "inbox")
     if isinstance(folder, ObjectPath):
         return folder
     if not inbox:

@@ -29,7 +29,7 @@ from selection_extraction.warc import (
     scan_warc,
     strip_suffix,
 )
-from selection_storage.stores import Location, ObjectPath, is_url, size_of
+from selection_storage.stores import Location, ObjectPath, is_url, location, store
 from selection_storage.transient import TRANSIENT_ERRNOS
 
 #: File name endings of pages, matched case-insensitively; longest first.
@@ -120,8 +120,8 @@ def missing_pages(text: str) -> InvalidPagesError:
 
 def _listing(source: str | os.PathLike[str] | ObjectPath, name: str) -> tuple[str, tuple[Page | _WarcFile, ...]]:
     """The input's kind and entries, its WARC files not scanned yet."""
-    if isinstance(source, ObjectPath) or is_url(os.fspath(source)):
-        return _object_listing(source if isinstance(source, ObjectPath) else ObjectPath.parse(str(source)), name)
+    if is_url(source):
+        return _object_listing(location(source), name)  # type: ignore[arg-type]
     text = os.fspath(source)
     path = Path(text)
     if path.is_dir():
@@ -203,7 +203,7 @@ def _with_warcs(name: str, kind: str, entries: tuple[Page | _WarcFile, ...], pro
 def _size(path: Location) -> int:
     """The file's (object's) size, or 0 when it cannot be read (the extraction reports that)."""
     try:
-        return size_of(path)
+        return store(path).size()
     except (OSError, SelectionError):
         return 0
 

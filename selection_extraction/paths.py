@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
 from selection_core.jsonl import JSONL_SUFFIX, is_jsonl
@@ -18,18 +17,15 @@ from selection_storage.paths import (
     resolve_output_path,
     resolve_run_paths,
 )
-from selection_storage.stores import Location, ObjectPath, location
+from selection_storage.stores import Location, is_url, location, store
 
 
 def extracted_path(source: str | os.PathLike[str] | Location) -> Location:
     """``<name>_extracted.json`` beside the input (a directory, a manifest, a page or a WARC file or object)."""
-    if isinstance(source, ObjectPath):
-        name = source.name
-        return source.with_name(f"{page_stem(name) or warc_stem(name) or source.stem}{EXTRACTED_SUFFIX}")
-    path = Path(source)
+    path = location(source)
     if not path.name or path.name in (".", ".."):
-        path = path.resolve()
-    if path.is_dir() or not path.suffix:
+        path = store(path).resolve()
+    if store(path).is_folder() or not path.suffix:
         stem = path.name
     else:
         stem = page_stem(path.name) or warc_stem(path.name) or path.stem
@@ -78,9 +74,9 @@ def resolve_extract_paths(
     if root is None:
         given = location(pages, storage_options, "pages")
         _check_pages_exist(given, pages)  # named before the output's folder
-        source = _absolute(given)
-        wanted = _absolute(location(output_path, storage_options, "output")) if output_path else extracted_path(source)
-        return ExtractPaths(source, check_batch_paths(source, wanted, output_option), None)
+        source = store(given).absolute()
+        wanted = store(location(output_path, storage_options, "output")).absolute() if output_path else None
+        return ExtractPaths(source, check_batch_paths(source, wanted or extracted_path(source), output_option), None)
     source = root.confine(pages, "pages")
     _check_pages_exist(source, str(source))
     wanted = root.confine(output_path or extracted_path(source), "output")
@@ -88,17 +84,13 @@ def resolve_extract_paths(
 
 
 def _check_pages_exist(source: Location, name: str) -> None:
-    if isinstance(source, Path):
+    if not is_url(source):
         try:
-            os.stat(source.expanduser())
+            os.stat(os.path.expanduser(source))
         except FileNotFoundError:
             raise missing_pages(name) from None
         except OSError:  # said when the pages are listed
             pass
-
-
-def _absolute(p: Location) -> Location:
-    return p.expanduser().absolute() if isinstance(p, Path) else p
 
 
 def check_batch_paths(source: Location, batch: Location, option: str = "--output") -> Location:
@@ -127,7 +119,7 @@ def check_pipeline_paths(
         OutputPathError: an output is refused.
     """
     extract = resolve_extract_paths(pages, extracted_path, data_root, option, "--extracted", storage_options)
-    listed = extract.pages if extract.data_root is not None or isinstance(extract.pages, ObjectPath) else pages
+    listed = extract.pages if extract.data_root is not None or is_url(extract.pages) else pages
     check_page_listing(listed)  # a local path named as the user wrote it
     output = str(extract.output)
     return extract, resolve_run_paths(

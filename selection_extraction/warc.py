@@ -11,7 +11,7 @@ from typing import Any, Final
 from selection_core.errors import EXIT_INTERNAL, SelectionError
 from selection_extraction.pool import error_text
 from selection_extraction.settings import PageTooLargeError
-from selection_storage.stores import Location, open_binary, size_of
+from selection_storage.stores import Location, store
 
 #: File name endings of WARC files, matched case-insensitively.
 WARC_SUFFIXES: Final[tuple[str, ...]] = (".warc.gz", ".warc")
@@ -91,7 +91,7 @@ _ARC_MAGIC = b"filedesc://"
 def archive_kind(path: Location) -> str | None:
     """What the file's first bytes (gunzipped if gzip) say it is: ``"warc"``, ``"arc"``, or None; whatever its
     name (objects and crawl files are often named loosely)."""
-    with open_binary(path) as raw:
+    with store(path).open() as raw:
         head = raw.read(2)
         raw.seek(0)
         try:
@@ -113,7 +113,7 @@ def arc_refusal(shown: str) -> NotAWarcError:
 
 def check_is_warc(path: Location, shown: str) -> None:
     """Refuse (:class:`NotAWarcError`) a file that does not start with a WARC record (gunzipped if gzip)."""
-    with open_binary(path) as raw:
+    with store(path).open() as raw:
         head = raw.read(2)
         raw.seek(0)
         if head == b"\x1f\x8b":
@@ -265,14 +265,14 @@ def scan_warc(
     """The pages of one WARC file (named ``shown``) in file order, and the count of each kind of record met;
     NotAWarcError or OSError."""
     check_is_warc(path, shown)
-    size = size_of(path)
+    size = store(path).size()
     kinds = dict.fromkeys(RECORD_KINDS, 0)
     pages: list[ScannedRecord] = []
     positions_rise = True  # each record's stream position after the one before (not so in a file gzipped whole)
     position = -1
     ordinal = -1
     last_page: int | None = None  # index in pages of the record read just before a break
-    with open_binary(path) as stream:
+    with store(path).open() as stream:
         records = iter(_iterate(stream))
         while True:
             try:
@@ -332,7 +332,7 @@ def _offsets_start_records(path: Location, pages: list[ScannedRecord]) -> bool:
     """Whether the first page after the file's start is read again from its offset (not so if gzipped whole)."""
     for page in pages:
         if page.ref.offset and page.ref.broken is None:
-            with open_binary(path) as stream:
+            with store(path).open() as stream:
                 stream.seek(page.ref.offset)
                 try:
                     first = next(iter(_iterate(stream)), None)
@@ -382,7 +382,7 @@ class WarcReader:
         if ref.offset is not None or self._path != path or self._next_ordinal > ref.ordinal:
             if self._path != path or self._stream is None:
                 self.close()
-                self._stream = open_binary(path)  # closed by close(); kept open for the file's next pages, so
+                self._stream = store(path).open()  # closed by close(); kept open for the file's next pages, so
                 self._path = path  # that an object is read in ranges of 8 MiB, not one range per page
             self._stream.seek(0 if ref.offset is None else ref.offset)
             self._next_ordinal = 0 if ref.offset is None else ref.ordinal

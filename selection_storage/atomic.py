@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Final
 
 from selection_core.errors import OutputPathError, WriteError
-from selection_storage.stores import Location, ObjectPath, StagedObject
 from selection_storage.transient import TRANSIENT_ERRNOS
 
 TMP_SUFFIX: Final[str] = ".cs-tmp"
@@ -155,9 +154,39 @@ def temporary_name(target: Path, token: str | None = None, part: int | None = No
     return target.parent / f".{target.name}.{HOST_TAG}-{os.getpid()}.{token}{tail}{TMP_SUFFIX}"
 
 
-class StagedFile:
-    """A temporary file beside ``target``: :meth:`write`, :meth:`finish`, then :meth:`commit` or :meth:`discard`;
-    any failure removes it and raises the errors of :func:`write_atomic`. It is locked until then
+class Staged:
+    """An output being written, invisible until :meth:`commit`: :meth:`write`, :meth:`finish`, then :meth:`commit`
+    or :meth:`discard` (which never raises); any failure discards it."""
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        raise NotImplementedError
+
+    def write_all(self, pieces: Iterable[bytes]) -> None:
+        try:
+            for piece in pieces:
+                self.write(piece)
+            self.finish()
+        except BaseException:  # a piece's own error (reading the input...) is raised as it is
+            self.discard()
+            raise
+
+    def finish(self) -> None:
+        """Write what is left; the output is still invisible."""
+        raise NotImplementedError
+
+    def release(self) -> None:
+        """Leave a finished output staged (a part file lives on under its owner's lock)."""
+
+    def commit(self) -> None:
+        raise NotImplementedError
+
+    def discard(self) -> None:
+        raise NotImplementedError
+
+
+class StagedFile(Staged):
+    """A temporary file beside ``target``, staged as :class:`Staged` says; a failure raises the errors of
+    :func:`~selection_storage.stores.write_atomic`. It is locked until committed or discarded
     (:func:`remove_orphans` tells a live writer's file by that lock)."""
 
     def __init__(self, target: Path, path: Path | None = None, durable: bool = True) -> None:
@@ -193,15 +222,6 @@ class StagedFile:
         with self._or_discard():
             while view:
                 view = view[os.write(self._fd, view) :]
-
-    def write_all(self, pieces: Iterable[bytes]) -> None:
-        try:
-            for piece in pieces:
-                self.write(piece)
-            self.finish()
-        except BaseException:  # a piece's own error (reading the input...) is raised as it is
-            self.discard()
-            raise
 
     def finish(self) -> None:
         """Flush (when durable) and close; the file stays locked until :meth:`commit` or :meth:`release`."""
@@ -247,7 +267,7 @@ class StagedFile:
             pass
 
 
-def commit_in_order(files: Sequence[StagedFile | StagedObject]) -> None:
+def commit_in_order(files: Sequence[Staged]) -> None:
     """Rename finished files onto their targets, in order; a failed rename discards the later ones."""
     for number, staged in enumerate(files):
         try:
@@ -256,30 +276,3 @@ def commit_in_order(files: Sequence[StagedFile | StagedObject]) -> None:
             for later in files[number + 1 :]:
                 later.discard()
             raise
-
-
-def write_atomic(target: str | os.PathLike[str] | ObjectPath, data: bytes | Iterable[bytes]) -> None:
-    """Write ``data`` to ``target`` atomically: a reader sees the previous file or the complete new one.
-
-    Raises:
-        OutputPathError: permission denied or read-only file system.
-        WriteError: disk full or another I/O error; nothing was written.
-    """
-    write_atomic_group([(target if isinstance(target, ObjectPath) else Path(target), data)])
-
-
-def write_atomic_group(items: Sequence[tuple[Location, bytes | Iterable[bytes]]]) -> None:
-    """Write several files (or objects): all are staged, then renamed (uploads completed) in order; only a failed
-    rename leaves the earlier ones."""
-    staged: list[StagedFile | StagedObject] = []
-    try:
-        for folder in sorted({target.parent for target, _ in items if isinstance(target, Path)}):
-            remove_orphans(folder)
-        for target, data in items:
-            staged.append(StagedObject(target) if isinstance(target, ObjectPath) else StagedFile(target))
-            staged[-1].write_all([data] if isinstance(data, bytes) else data)
-    except BaseException:
-        for done in staged:
-            done.discard()
-        raise
-    commit_in_order(staged)

@@ -23,16 +23,16 @@ def open_input(path: str | os.PathLike[str]) -> BinaryIO:
 
 
 @dataclass(frozen=True)
-class FileIdentity:
-    """What tells one version of a file from another: inode, size, modification time."""
+class Version:
+    """What tells one version of an input from another: its size and ``tag`` (a file's inode and modification time,
+    an object's ETag, version or generation)."""
 
-    inode: int
     size: int
-    mtime_ns: int
+    tag: str
 
     @classmethod
-    def of(cls, stat: os.stat_result) -> FileIdentity:
-        return cls(stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    def of_file(cls, stat: os.stat_result) -> Version:
+        return cls(stat.st_size, f"inode:{stat.st_ino} mtime_ns:{stat.st_mtime_ns}")
 
 
 class InputChangedError(ReadError):
@@ -48,7 +48,7 @@ def _changed(p: Path) -> InputChangedError:
 
 
 def read_span(
-    path: str | os.PathLike[str], identity: FileIdentity, start: int, end: int, before: bytes = b"", after: bytes = b""
+    path: str | os.PathLike[str], identity: Version, start: int, end: int, before: bytes = b"", after: bytes = b""
 ) -> bytearray:
     """``before + <bytes start..end of the file> + after``, read by one copy; an ``InputChangedError`` if the
     file is no longer the version ``identity`` describes."""
@@ -58,7 +58,7 @@ def read_span(
     except OSError as exc:
         raise read_error(p, exc) from None
     try:
-        if FileIdentity.of(os.fstat(fd)) != identity:
+        if Version.of_file(os.fstat(fd)) != identity:
             raise _changed(p)
         out = bytearray(len(before) + (end - start) + len(after))
         out[: len(before)] = before
@@ -71,7 +71,7 @@ def read_span(
                 raise _changed(p)
             view = view[got:]
             offset += got
-        if FileIdentity.of(os.fstat(fd)) != identity:  # rewritten while it was read: these bytes may mix versions
+        if Version.of_file(os.fstat(fd)) != identity:  # rewritten while it was read: these bytes may mix versions
             raise _changed(p)
         return out
     except OSError as exc:

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from selection_core.errors import InvalidBatchError, OutputPathError, UnsafePathError
+from selection_core.errors import OutputPathError, UnsafePathError
 from selection_core.jsonl import is_jsonl
 from selection_storage.files import read_error
-from selection_storage.stores import Location, ObjectPath, is_url, local_text, location
+from selection_storage.stores import Location, ObjectPath, is_url, local_text, location, store
 
 EXTRACTED_SUFFIX: Final[str] = "_extracted.json"
 SELECTED_SUFFIX: Final[str] = "_selected.json"
@@ -46,15 +46,6 @@ def resolve_selected_path(
     return out
 
 
-def _resolved(path: Path, what: str) -> Path:
-    try:
-        return path.resolve(strict=False)
-    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError on a symlink loop
-        if what == "input":
-            raise InvalidBatchError(f"{path}: symbolic link loop; point the path at a real file") from None
-        raise OutputPathError(f"{path}: symbolic link loop; choose another {what}") from None
-
-
 def resolve_output_path(
     input_path: str | os.PathLike[str] | Location,
     output_path: str | os.PathLike[str] | Location | None = None,
@@ -69,31 +60,7 @@ def resolve_output_path(
     """
     inp = location(input_path)
     out = selected_path(inp) if output_path is None else location(output_path, None, "output")
-    if isinstance(out, ObjectPath):
-        if out == inp:
-            raise OutputPathError(
-                f"{out}: is the input object itself; the input is never overwritten, choose another {option}"
-            )
-        return out
-    out_resolved = _resolved(out, option)
-    same = False
-    if isinstance(inp, Path):  # (a local output of an object is checked for itself only)
-        inp_resolved = _resolved(inp, "input")
-        try:
-            same = out_resolved == inp_resolved or (out.exists() and inp.exists() and os.path.samefile(inp, out))
-        except OSError:
-            same = out_resolved == inp_resolved
-    if out.is_dir():  # first: the input may be a folder (of pages), and no folder can be written
-        raise OutputPathError(f"{out}: is a directory; give a file path for the output")
-    if same:
-        raise OutputPathError(
-            f"{out}: is the input file itself; the input is never overwritten, choose another {option}"
-        )
-    parent = out.parent
-    if not parent.is_dir():
-        raise OutputPathError(f"{out}: the directory {parent} does not exist; create it first")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise OutputPathError(f"{out}: the directory {parent} is not writable; choose another {option}")
+    store(out).check_output(store(inp), option)
     return out
 
 
@@ -113,9 +80,7 @@ def resolve_report_path(
 
 
 def _same(a: Location, b: Location) -> bool:
-    if isinstance(a, Path) and isinstance(b, Path):
-        return a.resolve() == b.resolve()
-    return a == b
+    return store(a).resolve() == store(b).resolve()
 
 
 @dataclass(frozen=True)
@@ -146,7 +111,7 @@ class DataRoot:
     def confine(self, path: str | os.PathLike[str] | Location, what: str) -> Location:
         if isinstance(self.path, ObjectPath):
             return confine_object(path, self.path, what, self.source)
-        if isinstance(path, ObjectPath) or is_url(os.fspath(path)):
+        if is_url(path):
             raise UnsafePathError(
                 f"{what} path {str(path)!r} is in an object store, outside the data root {str(self.path)!r}; "
                 f"only files under the data root are processed (change {self.source})"
@@ -206,10 +171,8 @@ def confine_object(path: str | os.PathLike[str] | Location, root: ObjectPath, wh
     text = str(path)
     if not text.strip() or "\x00" in text:
         raise UnsafePathError(f"{what} path {text!r} is empty or malformed; give an object's URL")
-    if isinstance(path, ObjectPath):
-        candidate = path
-    elif is_url(text):
-        candidate = ObjectPath.parse(text, root.options, what)
+    if is_url(path):
+        candidate = location(path, root.options, what)
     elif os.path.isabs(local_text(text)):
         candidate = None
     else:
@@ -257,9 +220,7 @@ def resolve_run_paths(
                 f"no data root is configured, and this run takes its path from an event; "
                 f"set {DATA_ROOT_ENV} (or {option}) to the directory that holds the batches"
             )
-        source = location(input_path, storage_options)
-        if isinstance(source, Path):
-            source = source.expanduser().absolute()
+        source = store(location(input_path, storage_options)).absolute()
         wanted = location(output_path, storage_options, "output") if output_path else None
         output = resolve_selected_path(source, wanted, input_exists)
         wanted_report = location(report_path, storage_options, "report") if report_path else None

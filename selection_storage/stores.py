@@ -17,21 +17,24 @@ import io
 import os
 import posixpath
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO, Final
+from typing import Any, BinaryIO, Final, Protocol
 
 from selection_core.errors import (
     InvalidBatchError,
     OutputPathError,
     ReadError,
     SelectionError,
+    ServiceUnavailableError,
     UnsafePathError,
     WriteError,
 )
-from selection_storage.files import InputChangedError
+from selection_storage import files
+from selection_storage.atomic import Staged, StagedFile, commit_in_order, remove_orphans, temporary_name
+from selection_storage.files import InputChangedError, Version, open_input, read_error
 from selection_storage.transient import TRANSIENT_ERRNOS
 
 _SCHEME: Final[re.Pattern[str]] = re.compile(r"\A([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -47,11 +50,11 @@ EXTRAS: Final[dict[str, str]] = {
 UPLOAD_PART_BYTES: Final[int] = 8 << 20
 
 
-def is_url(text: str | os.PathLike[str]) -> bool:
+def is_url(text: str | os.PathLike[str] | ObjectPath) -> bool:
     """Whether ``text`` names an object in a store (a URL other than ``file://``)."""
-    if not isinstance(text, str):
-        return isinstance(text, ObjectPath)
-    m = _SCHEME.match(text)
+    if isinstance(text, ObjectPath):
+        return True
+    m = _SCHEME.match(os.fspath(text))
     return m is not None and m[1].lower() != "file"
 
 
@@ -115,6 +118,9 @@ class ObjectPath:
         """The object ``relative`` (a path under this prefix) names."""
         return ObjectPath.parse(f"{self}/{relative}", self.options, what)
 
+    def __truediv__(self, relative: str) -> ObjectPath:
+        return self.joinpath(relative)
+
     def is_relative_to(self, root: ObjectPath) -> bool:
         return self.protocol == root.protocol and (self.key == root.key or self.key.startswith(root.key + "/"))
 
@@ -146,24 +152,17 @@ def location(
     """The place ``text`` names: an :class:`ObjectPath` for a URL (with ``options``), else a local ``Path``."""
     if isinstance(text, ObjectPath):
         return text
-    if isinstance(text, str) and is_url(text):
-        return ObjectPath.parse(text, options, what)
+    if is_url(text):
+        return ObjectPath.parse(os.fspath(text), options, what)
     return Path(local_text(os.fspath(text)))
 
 
-@dataclass(frozen=True)
-class ObjectVersion:
-    """What tells one version of an object from another: its size and its ETag, version or generation."""
-
-    size: int
-    tag: str
-
-    @classmethod
-    def of(cls, info: Mapping[str, Any]) -> ObjectVersion:
-        for name in ("VersionId", "ETag", "generation", "etag", "version_id"):
-            if info.get(name):
-                return cls(int(info["size"]), f"{name}:{info[name]}")
-        return cls(int(info["size"]), f"modified:{modified(info)}")
+def object_version(entry: Mapping[str, Any]) -> Version:
+    """An object's version from its entry: its size and its ETag, version or generation."""
+    for name in ("VersionId", "ETag", "generation", "etag", "version_id"):
+        if entry.get(name):
+            return Version(int(entry["size"]), f"{name}:{entry[name]}")
+    return Version(int(entry["size"]), f"modified:{modified(entry)}")
 
 
 def modified(info: Mapping[str, Any]) -> float:
@@ -179,11 +178,25 @@ def modified(info: Mapping[str, Any]) -> float:
     return 0.0
 
 
-#: Failures of the connection to a store, by class name (the SDKs' own classes are not imported for this).
-_CONNECTION_FAILURES: Final[frozenset[str]] = frozenset(
-    {"ConnectionError", "TimeoutError", "HTTPClientError", "ClientConnectionError", "ClientPayloadError"}
-    | {"FSTimeoutError", "ServerDisconnectedError", "IncompleteRead"}
+#: Failures to reach a store's endpoint (refused, no such host, closed before a response), and other failures of
+#: the connection, by class name (the SDKs' own classes are not imported for this).
+_UNREACHABLE: Final[frozenset[str]] = frozenset(
+    {"ConnectionError", "ConnectionClosedError", "ClientConnectorError", "ServerDisconnectedError"}
 )
+_CONNECTION_FAILURES: Final[frozenset[str]] = frozenset(
+    {
+        "TimeoutError",
+        "HTTPClientError",
+        "ClientConnectionError",
+        "ClientPayloadError",
+        "FSTimeoutError",
+        "IncompleteRead",
+    }
+)
+
+
+def _named(exc: BaseException, names: frozenset[str]) -> bool:
+    return any(t.__name__ in names for t in type(exc).__mro__)
 
 
 def _transient(exc: BaseException) -> bool:
@@ -193,7 +206,7 @@ def _transient(exc: BaseException) -> bool:
         return False
     if isinstance(exc, OSError) and exc.errno in TRANSIENT_ERRNOS:
         return True
-    return any(t.__name__ in _CONNECTION_FAILURES for t in type(exc).__mro__)
+    return _named(exc, _CONNECTION_FAILURES)
 
 
 def store_error(p: ObjectPath, exc: BaseException, writing: bool = False) -> SelectionError:
@@ -217,6 +230,11 @@ def store_error(p: ObjectPath, exc: BaseException, writing: bool = False) -> Sel
             "set them in the environment, a profile or the storage options"
         )
     reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+    if _named(exc, _UNREACHABLE):
+        return ServiceUnavailableError(
+            f"{p}: the store cannot be reached ({reason}); {'nothing was written; ' if writing else ''}"
+            "check its endpoint (endpoint_url, AWS_ENDPOINT_URL) and the network, then run again"
+        )
     if _transient(exc):
         if writing:
             return WriteError(
@@ -241,10 +259,6 @@ def info(p: ObjectPath, writing: bool = False) -> dict[str, Any]:
     return entry
 
 
-def version(p: ObjectPath) -> ObjectVersion:
-    return ObjectVersion.of(info(p))
-
-
 class ObjectReader:
     """An object opened for reading in ranges of the version it had when opened (:attr:`version`)."""
 
@@ -257,7 +271,7 @@ class ObjectReader:
             self._fh: BinaryIO = fs.open(p.key, "rb", cache_type="none", block_size=UPLOAD_PART_BYTES)
         except Exception as exc:  # noqa: BLE001
             raise store_error(p, exc) from None
-        self.version = ObjectVersion.of(getattr(self._fh, "details", None) or entry)
+        self.version = object_version(getattr(self._fh, "details", None) or entry)
 
     def __enter__(self) -> ObjectReader:
         return self
@@ -291,24 +305,8 @@ class ObjectReader:
 
     def check(self) -> None:
         """An ``InputChangedError`` unless the object is still the version read."""
-        if version(self.path) != self.version:
+        if object_version(info(self.path)) != self.version:
             raise store_error(self.path, OSError(errno.EINVAL, "pre-condition failed"))
-
-
-def read_object_span(
-    p: ObjectPath, expected: ObjectVersion, start: int, end: int, before: bytes = b"", after: bytes = b""
-) -> bytearray:
-    """``before + <bytes start..end of the object> + after``; an ``InputChangedError`` if the object is no longer
-    the version ``expected``."""
-    with ObjectReader(p) as reader:
-        if reader.version != expected:
-            raise store_error(p, OSError(errno.EINVAL, "pre-condition failed"))
-        data = reader.read_at(start, end - start)
-        reader.check()
-    out = bytearray(before)
-    out += data
-    out += after
-    return out
 
 
 class _MemoryUpload:
@@ -330,10 +328,9 @@ class _MemoryUpload:
         self._buffer = bytearray()
 
 
-class StagedObject:
+class StagedObject(Staged):
     """An output object uploaded as it is written and made visible only by :meth:`commit` (the store completes the
-    upload last); :meth:`discard` (or any failure) aborts it, so nothing appears. The interface of
-    :class:`~selection_storage.atomic.StagedFile`."""
+    upload last); :meth:`discard` (or any failure) aborts it, so nothing appears."""
 
     def __init__(self, target: ObjectPath) -> None:
         self.target = target
@@ -360,21 +357,8 @@ class StagedObject:
     def write(self, data: bytes | bytearray | memoryview) -> None:
         self._do("write", data)
 
-    def write_all(self, pieces: Iterable[bytes]) -> None:
-        try:
-            for piece in pieces:
-                self.write(piece)
-            self.finish()
-        except BaseException:
-            self.discard()
-            raise
-
     def finish(self) -> None:
-        """Upload what is left (the object is still invisible)."""
         self._do("close")
-
-    def release(self) -> None:
-        pass
 
     def commit(self) -> None:
         self._do("commit")
@@ -469,20 +453,236 @@ class _ObjectStream(io.RawIOBase):
         super().close()
 
 
-def open_binary(p: Location) -> BinaryIO:
-    """A file or an object opened for reading, seekable: an object through an 8 MiB read-ahead cache, so that a
-    sequential reader (a web archive's) streams it in ranges with bounded memory, each failure of the store one
-    typed error (:func:`store_error`); a file as ``open`` opens it."""
-    if isinstance(p, Path):
-        return open(p, "rb")  # noqa: SIM115 - the caller closes it
-    fs = p.filesystem()
+class Store(Protocol):
+    """A file or an object, bound to its place (:attr:`path`): the operations that differ between local disks and
+    object stores. :func:`store` chooses the implementation, once."""
+
+    path: Location
+    options: Mapping[str, Any]  # the run's storage options (none for a file)
+
+    def version(self) -> Version: ...
+
+    def reading(self) -> contextlib.AbstractContextManager[tuple[Version, Callable[[int], bytes]]]:
+        """Opened for one pass from its start: the version read, and ``read(n)``."""
+
+    def read_span(self, version: Version, start: int, end: int, before: bytes = b"", after: bytes = b"") -> bytearray:
+        """``before + <bytes start..end> + after`` of ``version``; an ``InputChangedError`` if it is no longer it."""
+
+    def open(self) -> BinaryIO:
+        """Opened for streaming reads, seekable; each failure of a store one typed error (:func:`store_error`)."""
+
+    def size(self) -> int: ...
+
+    def stage(self, token: str | None = None) -> Staged:
+        """The output staged here (a file's temporary name with ``token``, random by default)."""
+
+    def part(self, token: str, number: int) -> str | None:
+        """Where chunk ``number`` of the output staged with ``token`` is written; None: its bytes come back."""
+
+    def remove_orphans_beside(self) -> None:
+        """Remove the staged outputs whose writer is gone from this output's folder."""
+
+    def check_output(self, source: Store, option: str) -> None:
+        """An ``OutputPathError`` (naming ``option``) if the output cannot go here: the input, a folder..."""
+
+    def is_file(self, out: Path, out_resolved: Path) -> bool:
+        """Whether the local file ``out`` (``out_resolved`` resolved) is this input."""
+
+    def is_folder(self) -> bool:
+        """Whether this is a folder on a disk (folders of pages are read from disks, never from a store)."""
+
+    def resolve(self) -> Location:
+        """Symbolic links and ``..`` followed (an object is its own)."""
+
+    def absolute(self) -> Location:
+        """``~`` expanded, made absolute (an object is its own)."""
+
+    def spool_folder(self) -> Path | None:
+        """Where a temporary file written on the way to this output goes (None: the temporary folder)."""
+
+
+class ObjectStore:
+    """An object in a store, behind the interface of :class:`Store`."""
+
+    def __init__(self, path: ObjectPath) -> None:
+        self.path = path
+        self.options = path.options
+
+    def version(self) -> Version:
+        return object_version(info(self.path))
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[tuple[Version, Callable[[int], bytes]]]:
+        with ObjectReader(self.path) as reader:
+            yield reader.version, reader.read
+
+    def read_span(self, version: Version, start: int, end: int, before: bytes = b"", after: bytes = b"") -> bytearray:
+        with ObjectReader(self.path) as reader:
+            if reader.version != version:
+                raise store_error(self.path, OSError(errno.EINVAL, "pre-condition failed"))
+            data = reader.read_at(start, end - start)
+            reader.check()
+        return bytearray().join((before, data, after))
+
+    def open(self) -> BinaryIO:
+        # an 8 MiB read-ahead cache: a sequential reader (a web archive's) streams it in ranges with bounded memory
+        try:
+            fh = self.path.filesystem().open(self.path.key, "rb", cache_type="readahead", block_size=UPLOAD_PART_BYTES)
+        except Exception as exc:  # noqa: BLE001
+            raise store_error(self.path, exc) from None
+        return _ObjectStream(self.path, fh)  # type: ignore[return-value]
+
+    def size(self) -> int:
+        return int(info(self.path)["size"])
+
+    def stage(self, token: str | None = None) -> Staged:
+        return StagedObject(self.path)
+
+    def part(self, token: str, number: int) -> str | None:
+        return None  # an object's chunks come back to be uploaded
+
+    def remove_orphans_beside(self) -> None:
+        pass  # an unfinished upload is never an object: aborted by a scan of its prefix (abort_stale_uploads)
+
+    def check_output(self, source: Store, option: str) -> None:
+        if self.path == source.path:
+            raise OutputPathError(
+                f"{self.path}: is the input object itself; the input is never overwritten, choose another {option}"
+            )  # its bucket is checked by the upload
+
+    def is_file(self, out: Path, out_resolved: Path) -> bool:
+        return False
+
+    def is_folder(self) -> bool:
+        return False
+
+    def resolve(self) -> Location:
+        return self.path
+
+    def absolute(self) -> Location:
+        return self.path
+
+    def spool_folder(self) -> Path | None:
+        return None  # this machine's temporary folder
+
+
+def _resolved(path: Path, what: str) -> Path:
     try:
-        fh = fs.open(p.key, "rb", cache_type="readahead", block_size=UPLOAD_PART_BYTES)
-    except Exception as exc:  # noqa: BLE001
-        raise store_error(p, exc) from None
-    return _ObjectStream(p, fh)  # type: ignore[return-value]
+        return path.resolve(strict=False)
+    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError on a symlink loop
+        if what == "input":
+            raise InvalidBatchError(f"{path}: symbolic link loop; point the path at a real file") from None
+        raise OutputPathError(f"{path}: symbolic link loop; choose another {what}") from None
 
 
-def size_of(p: Location) -> int:
-    """The size of a file or an object, in bytes."""
-    return os.stat(p).st_size if isinstance(p, Path) else int(info(p)["size"])
+class DiskStore:
+    """A local file (or folder), behind the interface of :class:`Store`."""
+
+    options: Mapping[str, Any] = {}
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def version(self) -> Version:
+        return Version.of_file(os.stat(self.path))
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[tuple[Version, Callable[[int], bytes]]]:
+        with open_input(self.path) as fh:
+
+            def read(n: int) -> bytes:
+                try:
+                    return fh.read(n)
+                except OSError as exc:
+                    raise read_error(self.path, exc) from None
+
+            yield Version.of_file(os.fstat(fh.fileno())), read
+
+    def read_span(self, version: Version, start: int, end: int, before: bytes = b"", after: bytes = b"") -> bytearray:
+        return files.read_span(self.path, version, start, end, before, after)
+
+    def open(self) -> BinaryIO:
+        return open(self.path, "rb")  # noqa: SIM115 - the caller closes it
+
+    def size(self) -> int:
+        return os.stat(self.path).st_size
+
+    def stage(self, token: str | None = None) -> Staged:
+        return StagedFile(self.path, temporary_name(self.path, token))
+
+    def part(self, token: str, number: int) -> str | None:
+        return str(temporary_name(self.path, token, number))
+
+    def remove_orphans_beside(self) -> None:
+        remove_orphans(self.path.parent)
+
+    def check_output(self, source: Store, option: str) -> None:
+        out = self.path
+        same = source.is_file(out, _resolved(out, option))  # (a local output of an object is checked for itself only)
+        if out.is_dir():  # first: the input may be a folder (of pages), and no folder can be written
+            raise OutputPathError(f"{out}: is a directory; give a file path for the output")
+        if same:
+            raise OutputPathError(
+                f"{out}: is the input file itself; the input is never overwritten, choose another {option}"
+            )
+        parent = out.parent
+        if not parent.is_dir():
+            raise OutputPathError(f"{out}: the directory {parent} does not exist; create it first")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise OutputPathError(f"{out}: the directory {parent} is not writable; choose another {option}")
+
+    def is_file(self, out: Path, out_resolved: Path) -> bool:
+        inp, inp_resolved = self.path, _resolved(self.path, "input")
+        try:
+            return out_resolved == inp_resolved or (out.exists() and inp.exists() and os.path.samefile(inp, out))
+        except OSError:
+            return out_resolved == inp_resolved
+
+    def is_folder(self) -> bool:
+        return self.path.is_dir()
+
+    def resolve(self) -> Location:
+        return self.path.resolve()
+
+    def absolute(self) -> Location:
+        return self.path.expanduser().absolute()
+
+    def spool_folder(self) -> Path | None:
+        return self.path.parent
+
+
+def store(p: Location) -> Store:
+    """The store that holds ``p``, bound to it: where the backend is chosen, once."""
+    return ObjectStore(p) if isinstance(p, ObjectPath) else DiskStore(p)
+
+
+def write_atomic(target: str | os.PathLike[str] | ObjectPath, data: bytes | Iterable[bytes]) -> None:
+    """Write ``data`` to ``target`` atomically: a reader sees the previous file or the complete new one.
+
+    Raises:
+        OutputPathError: permission denied or read-only file system.
+        WriteError: disk full or another I/O error; nothing was written.
+    """
+    write_atomic_group([(location(target, None, "output"), data)])
+
+
+def remove_orphans_beside(targets: Iterable[Location]) -> None:
+    """Remove the staged files whose writer is gone beside these outputs, once a folder."""
+    for _, target in sorted({str(t.parent): t for t in targets}.items()):
+        store(target).remove_orphans_beside()
+
+
+def write_atomic_group(items: Sequence[tuple[Location, bytes | Iterable[bytes]]]) -> None:
+    """Write several files (or objects): all are staged, then renamed (uploads completed) in order; only a failed
+    rename leaves the earlier ones."""
+    staged: list[Staged] = []
+    try:
+        remove_orphans_beside(target for target, _ in items)
+        for target, data in items:
+            staged.append(store(target).stage())
+            staged[-1].write_all([data] if isinstance(data, bytes) else data)
+    except BaseException:
+        for done in staged:
+            done.discard()
+        raise
+    commit_in_order(staged)

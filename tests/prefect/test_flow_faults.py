@@ -39,8 +39,8 @@ from uuid import UUID
 import pytest
 from content_selection.flows.select_content import select_content
 
-import selection_engine.engine
 import selection_storage.atomic
+import selection_storage.stores
 from selection_core.errors import OutputPathError, UnsafePathError, WriteError
 from tests.support.faultkit import TMP_NAME, CrashRig, child_env, listing, synthetic_batch, temporaries
 from tests.support.prefect_fixtures import expected_output, task_runs_of
@@ -226,7 +226,7 @@ def test_paths_that_leave_the_data_root_are_refused_before_anything_is_read_or_w
 
 def _read_and_write_spies(mocker: Any) -> tuple[Any, Any]:
     """Spies on where every run reads its input (the first pass opens it) and stages what it writes."""
-    return mocker.spy(selection_engine.engine, "open_input"), mocker.spy(
+    return mocker.spy(selection_storage.stores, "open_input"), mocker.spy(
         selection_storage.atomic.StagedFile, "__init__"
     )
 

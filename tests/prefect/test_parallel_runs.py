@@ -41,7 +41,7 @@ from content_selection.flows.select_directory import select_directory
 from selection_cli.main import main
 from selection_core.layout import Chunk
 from selection_engine.engine import ChunkJob, select_file, select_job
-from selection_storage.files import FileIdentity
+from selection_storage.files import Version
 from tests.support import ROOT
 from tests.support.prefect_fixtures import expected_output, free_port, leftover_files, task_runs_of
 
@@ -63,7 +63,7 @@ def _job(start: int, stop: int, part: str = "/out/.o.json.1.0000000000000000.cs-
     return ChunkJob(
         input_path="/in.json",
         storage_options={},
-        identity=FileIdentity(1, 2, 3),
+        identity=Version(2, "inode:1 mtime_ns:3"),
         chunk=Chunk(start, stop, 10 * start, 10 * stop),
         format_name="JSON",
         output_path="/out/o.json",

@@ -25,6 +25,7 @@ from content_selection.tasks.select import PROGRESS_ARTIFACT_KEY
 
 import selection_core as sc
 import selection_engine.engine
+import selection_storage.files
 from selection_cli.main import main
 from selection_core.errors import InvalidBatchError, ReadError, UnsafePathError, WriteError
 from selection_core.evidence import CLOSEST_CALLS_ARTIFACT_KEY, SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY
@@ -114,7 +115,7 @@ def test_artifacts_are_built_from_the_explanations(batch_factory, tmp_path: Path
 
 def test_a_transient_read_failure_is_retried_and_the_run_succeeds(batch_factory, tmp_path: Path, mocker) -> None:
     source = batch_factory(n_articles=2)
-    real_read = selection_engine.engine.read_span
+    real_read = selection_storage.files.read_span
     calls: list[Path] = []
 
     def flaky_read(path: Path, *args: Any) -> bytearray:
@@ -123,7 +124,7 @@ def test_a_transient_read_failure_is_retried_and_the_run_succeeds(batch_factory,
             raise ReadError(f"{path}: read failed (Input/output error); retry later", errno.EIO)
         return real_read(path, *args)
 
-    mocker.patch("selection_engine.engine.read_span", side_effect=flaky_read)
+    mocker.patch("selection_storage.files.read_span", side_effect=flaky_read)
     state = select_content(input_path=str(source), return_state=True)
 
     assert state.is_completed()

@@ -18,7 +18,13 @@ import time
 import pytest
 
 from selection_cli.main import main
-from selection_core.errors import InvalidBatchError, OutputPathError, ReadError, UnsafePathError
+from selection_core.errors import (
+    InvalidBatchError,
+    OutputPathError,
+    ReadError,
+    ServiceUnavailableError,
+    UnsafePathError,
+)
 from selection_engine import select_file
 from selection_storage import find_stale_batches
 from selection_storage.files import InputChangedError
@@ -154,7 +160,7 @@ def test_the_server_stopped_mid_read_is_one_transient_line_and_nothing_is_writte
 
     quick = {"config_kwargs": {"retries": {"max_attempts": 1}}}  # the storage options reach botocore
     try:
-        with pytest.raises(ReadError, match="the store failed .*retry later") as caught:
+        with pytest.raises(ServiceUnavailableError, match="the store cannot be reached .*run again") as caught:
             select_file(url, chunk_articles=20, progress=stop_once, storage_options=quick)
     finally:
         if stopped:

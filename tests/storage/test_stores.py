@@ -15,11 +15,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from selection_cli.arguments import command_line_path, storage_option
-from selection_core.errors import InvalidBatchError, OutputPathError, ReadError, UnsafePathError, WriteError
+from selection_cli.main import main
+from selection_core.errors import (
+    InvalidBatchError,
+    OutputPathError,
+    ReadError,
+    ServiceUnavailableError,
+    UnsafePathError,
+    WriteError,
+)
 from selection_engine import select_file
-from selection_storage.files import InputChangedError
+from selection_storage.files import InputChangedError, Version
 from selection_storage.paths import resolve_run_paths
-from selection_storage.stores import ObjectPath, ObjectVersion, is_url, location, modified, store_error
+from selection_storage.stores import ObjectPath, is_url, location, modified, object_version, store_error
 from selection_storage.transient import is_transient_io_error
 from tests.support import ROOT
 
@@ -68,9 +76,9 @@ def test_a_local_data_root_refuses_an_object_and_the_reverse() -> None:
 
 
 def test_a_version_is_the_etag_or_version_else_the_modification_time() -> None:
-    assert ObjectVersion.of({"size": 3, "ETag": '"e1"', "VersionId": None}) == ObjectVersion(3, 'ETag:"e1"')
-    assert ObjectVersion.of({"size": 3, "ETag": '"e1"', "VersionId": "v2"}) == ObjectVersion(3, "VersionId:v2")
-    assert ObjectVersion.of({"size": 3, "created": 12.5}).tag == "modified:12.5"
+    assert object_version({"size": 3, "ETag": '"e1"', "VersionId": None}) == Version(3, 'ETag:"e1"')
+    assert object_version({"size": 3, "ETag": '"e1"', "VersionId": "v2"}) == Version(3, "VersionId:v2")
+    assert object_version({"size": 3, "created": 12.5}).tag == "modified:12.5"
     assert modified({"LastModified": "2026-12-01T00:00:00Z"}) == 1796083200.0
 
 
@@ -81,17 +89,37 @@ def test_a_version_is_the_etag_or_version_else_the_modification_time() -> None:
         pytest.param(PermissionError("Access Denied"), InvalidBatchError, "access denied", False, id="denied"),
         pytest.param(OSError(errno.EBUSY, "SlowDown"), ReadError, "the store failed", True, id="throttled"),
         pytest.param(OSError(errno.EREMOTEIO, "InternalError"), ReadError, "the store failed", True, id="500"),
-        pytest.param(ConnectionRefusedError(111, "refused"), ReadError, "retry later", True, id="refused"),
+        pytest.param(
+            ConnectionRefusedError(111, "refused"), ServiceUnavailableError, "cannot be reached", True, id="refused"
+        ),
         pytest.param(OSError(errno.EINVAL, "pre-conditions not met"), InputChangedError, "changed", False, id="etag"),
         pytest.param(OSError(errno.EINVAL, "InvalidRange"), InvalidBatchError, "refused the read", False, id="other"),
         pytest.param(NoCredentialsError(), InvalidBatchError, "no credentials for the store", False, id="no-keys"),
-        pytest.param(EndpointConnectionError(endpoint_url="http://127.0.0.1:9"), ReadError, "retry", True, id="down"),
+        pytest.param(
+            EndpointConnectionError(endpoint_url="http://127.0.0.1:9"),
+            ServiceUnavailableError,
+            "127.0.0.1:9",
+            True,
+            id="down",
+        ),
+        pytest.param(OSError(errno.ETIMEDOUT, "timed out"), ReadError, "retry later", True, id="timeout"),
     ],
 )
 def test_each_store_failure_is_one_typed_line(exc, kind, words, transient) -> None:
     error = store_error(URL, exc)
     assert type(error) is kind and words in str(error) and str(URL) in str(error) and "\n" not in str(error)
     assert is_transient_io_error(error) is transient
+
+
+def test_an_endpoint_that_is_down_is_one_line_and_exit_69(capsys, monkeypatch) -> None:
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    dead = "http://127.0.0.1:9"  # the discard port: nothing listens there
+    options = ["anon=true", f"endpoint_url={dead}", 'config_kwargs={"retries": {"max_attempts": 1}}']
+    code = main(["select", "s3://bkt/in_extracted.json", *(a for o in options for a in ("--storage-option", o))])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 69 and len(err) == 1, err
+    assert "s3://bkt/in_extracted.json: the store cannot be reached" in err[0] and dead in err[0]
+    assert "check its endpoint" in err[0]
 
 
 def test_a_failed_upload_says_nothing_was_written() -> None:
