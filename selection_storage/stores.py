@@ -25,6 +25,7 @@ from typing import Any, BinaryIO, Final, Protocol
 
 from selection_core.errors import (
     InvalidBatchError,
+    MissingExtraError,
     OutputPathError,
     ReadError,
     SelectionError,
@@ -132,10 +133,10 @@ class ObjectPath:
             return fsspec.filesystem(self.protocol, **self.options)
         except ImportError:
             extra = EXTRAS.get(self.protocol)
-            fix = f"pip install 'content-selection[{extra}]'" if extra else "install its fsspec backend"
-            raise InvalidBatchError(
-                f"{self}: {self.protocol}:// paths need a backend that is not installed; {fix}"
-            ) from None
+            what = f"{self}: {self.protocol}:// paths need a backend that is not installed"
+            if extra is None:
+                raise InvalidBatchError(f"{what}; install its fsspec backend") from None
+            raise MissingExtraError(what, extra) from None
         except (TypeError, ValueError) as exc:
             raise InvalidBatchError(
                 f"{self}: the storage options are refused ({type(exc).__name__}); check them"

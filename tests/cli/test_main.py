@@ -128,3 +128,11 @@ def test_every_optional_module_the_command_names_belongs_to_its_extra() -> None:
         assert extra.group(1) in known, f"{name} ({extra.group(1)}): none of {sorted(modules_of[name])} is listed"
         checked += 1
     assert checked >= 10
+
+
+def test_an_object_path_without_its_backend_names_the_extra(tmp_path: Path) -> None:
+    done = _command(tmp_path, "select", "s3://crawls/day_extracted.json", blocked=NO_EXTRAS)
+    assert done.returncode == EXIT_UNAVAILABLE
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "s3:// paths need a backend that is not installed" in done.stderr
+    assert done.stderr.rstrip().endswith("pip install 'content-selection[s3]'")
