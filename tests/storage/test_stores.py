@@ -18,6 +18,7 @@ from selection_cli.arguments import command_line_path, storage_option
 from selection_cli.main import main
 from selection_core.errors import (
     InvalidBatchError,
+    MissingExtraError,
     OutputPathError,
     ReadError,
     ServiceUnavailableError,
@@ -137,7 +138,7 @@ def test_storage_options_on_the_command_line_are_json_or_text() -> None:
 def test_a_backend_not_installed_names_its_extra() -> None:
     if importlib.util.find_spec("gcsfs") is not None:
         pytest.skip("gcsfs is installed here")
-    with pytest.raises(InvalidBatchError, match=r"not installed; pip install 'content-selection\[gcs\]'"):
+    with pytest.raises(MissingExtraError, match=r"install it with: pip install 'content-selection\[gcs\]'"):
         select_file("gs://bucket-cs/x_extracted.json")
 
 
