@@ -164,7 +164,9 @@ temporary file, the input's bytes unchanged.
 |---|---|---|
 | 0 | done; the output was written atomically | — |
 | 65 (`EX_DATAERR`) | the input or a path is wrong (not JSON, wrong shape, missing, refused output) | no: fix it |
+| 69 (`EX_UNAVAILABLE`) | something the command needs is not there: a service it cannot reach (Dask scheduler, object store, Prefect API) or an extra that is not installed (the line names the `pip install`) | yes, once it is there |
 | 74 (`EX_IOERR`) | reading or writing failed (disk full, I/O error); nothing was written | yes, once fixed |
+| 141 | standard output closed by its reader (`... \| head`): the command ends without a word, as `cat` does | — |
 | 1 | internal error (a bug): one line that asks for a report | — |
 | 2 | usage error (argparse) | no |
 
