@@ -68,10 +68,6 @@ class Plan:
     layout: Layout
 
 
-#: The last plan made in this process: ``run`` plans before Prefect starts, and its flow plans the same file again.
-_last_plan: tuple[tuple[str, int, int | None], Plan] | None = None
-
-
 def _identity_now(path: Location) -> FileIdentity | ObjectVersion:
     return version(path) if isinstance(path, ObjectPath) else FileIdentity.of(os.stat(path))
 
@@ -121,13 +117,7 @@ def plan_batch(
         InputChangedError: the file changed while it was read.
         ReadError: a transient read error.
     """
-    global _last_plan
     path = location(input_path)
-    key = (str(path if isinstance(path, ObjectPath) else path.absolute()), workers, chunk_articles)
-    last = _last_plan
-    with contextlib.suppress(OSError, sc.SelectionError):
-        if last is not None and last[0] == key and _identity_now(path) == last[1].identity:
-            return last[1]
     fmt = format_of(path.name)
     digest = hashlib.sha256()
     hashing: Future[None] | None = None  # the last block's, in a thread beside the scan (sha256 releases the GIL)
@@ -153,9 +143,7 @@ def plan_batch(
     if not fmt.lines:  # the envelope's offsets past the empty array are the file's past the ']'
         shift = layout.close - layout.open - 1
         envelope = sc.parse_batch(layout.envelope, str(path), lambda b: b if b <= layout.open else b + shift)
-    plan = Plan(path, identity, digest.hexdigest(), fmt, envelope, layout)
-    _last_plan = (key, plan)
-    return plan
+    return Plan(path, identity, digest.hexdigest(), fmt, envelope, layout)
 
 
 class ChunkJob:
