@@ -8,13 +8,14 @@ import enum
 import multiprocessing
 import os
 import re
+import socket
 import sys
 import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
-from selection_core.errors import EXIT_USAGE, SelectionError
+from selection_core.errors import EXIT_USAGE, SelectionError, ServiceUnavailableError
 
 #: Environment variables read when the ``task_runner`` and ``dask_address`` parameters are left empty.
 TASK_RUNNER_ENV: Final[str] = "CONTENT_SELECTION_TASK_RUNNER"
@@ -22,6 +23,9 @@ DASK_ADDRESS_ENV: Final[str] = "CONTENT_SELECTION_DASK_ADDRESS"
 
 #: Tasks kept submitted ahead per worker: every worker stays busy, and little data is in flight.
 IN_FLIGHT_PER_WORKER: Final[int] = 2
+
+#: Seconds a Dask scheduler has to accept a connection before the run is refused.
+DASK_CONNECT_TIMEOUT_SECONDS: Final[float] = 5.0
 
 DASK_ADDRESS_PATTERN: Final[str] = r"^tcp://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$"
 _DASK_ADDRESS = re.compile(DASK_ADDRESS_PATTERN)
@@ -70,6 +74,18 @@ def resolve_task_runner(name: str | None, dask_address: str | None) -> tuple[Tas
                 "choose the dask task runner or leave the address empty"
             )
     return runner, address
+
+
+def check_dask_scheduler(address: str) -> None:
+    """Refuse a run whose Dask scheduler (``tcp://HOST:PORT``) does not accept a connection, soon and in one line."""
+    host, port = address.removeprefix("tcp://").rsplit(":", 1)
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=DASK_CONNECT_TIMEOUT_SECONDS).close()
+    except OSError as exc:
+        raise ServiceUnavailableError(
+            f"cannot reach the Dask scheduler at {address} ({exc.strerror or exc}); check that it is running "
+            "and that this machine can reach that host and port, or leave the address empty for a local cluster"
+        ) from None
 
 
 def runner_parallelism(runner: Any) -> int:
@@ -135,6 +151,7 @@ def _new_runner(runner_name: TaskRunnerName, address: str | None, local_director
             "the dask task runner needs prefect-dask: pip install 'content-selection[dask]'"
         ) from None
     if address is not None:
+        check_dask_scheduler(address)
         return DaskTaskRunner(address=address)
     return DaskTaskRunner(cluster_kwargs={**LOCAL_CLUSTER_KWARGS, "local_directory": local_directory})
 

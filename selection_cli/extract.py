@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from content_selection.flows.params import MAX_TIME_LIMIT_SECONDS
-from content_selection.flows.runners import resolve_task_runner
+from content_selection.flows.runners import check_dask_scheduler, resolve_task_runner
 
 from selection_cli.arguments import add_storage_options, command_line_path, storage_options, whole_number
 from selection_cli.environment import check_prefect_api, prepare_embedded_api
@@ -162,7 +162,9 @@ def pipeline_command(args: argparse.Namespace) -> int:
     """Run the flow ``extract-and-select``; every path is checked, and that PAGES exists, before Prefect starts."""
     from selection_storage.paths import configured_data_root
 
-    resolve_task_runner(None, None)  # refuses a bad CONTENT_SELECTION_TASK_RUNNER now, in one line
+    _, address = resolve_task_runner(None, None)  # a bad CONTENT_SELECTION_TASK_RUNNER is refused now, in one line
+    if address is not None:
+        check_dask_scheduler(address)
     # Without a data root, PAGES as typed: the batch records the input as given (the bytes of `extract PAGES`).
     pages = args.pages if configured_data_root(args.data_root) is None else command_line_path(args.pages)
     parameters: dict[str, Any] = {

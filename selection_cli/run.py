@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from content_selection.flows.params import DEFAULT_MAX_TABLE_ROWS
-from content_selection.flows.runners import TaskRunnerName, process_workers, resolve_task_runner
+from content_selection.flows.runners import TaskRunnerName, check_dask_scheduler, resolve_task_runner
 
 from selection_cli.arguments import add_storage_options, command_line_path, storage_options
 from selection_cli.console import errors_left_to_the_last_line
@@ -91,7 +91,9 @@ def run_command(args: argparse.Namespace) -> int:
         "storage_options": storage_options(args),
     }
     try:
-        runner, _ = resolve_task_runner(args.task_runner, args.dask_address)
+        _, address = resolve_task_runner(args.task_runner, args.dask_address)
+        if address is not None:
+            check_dask_scheduler(address)
         # What the flow would refuse first is refused now, in select's words, without starting Prefect:
         # a refused path, or a batch whose layout is not a batch's (the first pass, articles not parsed).
         output, report = parameters["output_path"], parameters["report_path"]
@@ -105,9 +107,7 @@ def run_command(args: argparse.Namespace) -> int:
             parameters["storage_options"],
         )
         with contextlib.suppress(ReadError):  # may be cured by the run's retries
-            # Planned as the flow will plan it on this machine, so that its flow reuses the plan (Dask: its own).
-            workers = process_workers() if runner is TaskRunnerName.PROCESS else 1
-            plan_batch(paths.input, workers, args.chunk_size or None)
+            plan_batch(paths.input)  # a second first pass: the flow plans again (docs/performance.md)
     except SelectionError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -22,7 +22,7 @@ from selection_core.layout import Chunk, Layout, scan
 from selection_storage.atomic import Staged, StagedFile, commit_in_order, process_alive
 from selection_storage.files import InputChangedError, Version
 from selection_storage.paths import resolve_report_path, resolve_selected_path
-from selection_storage.stores import Location, ObjectPath, location, remove_orphans_beside, store
+from selection_storage.stores import Location, location, remove_orphans_beside, store
 
 #: Most bytes and articles of input in one chunk selected in this process.
 CHUNK_BYTES: Final[int] = 8 << 20
@@ -58,10 +58,6 @@ class Plan:
     layout: Layout
 
 
-#: The last plan made in this process: ``run`` plans before Prefect starts, and its flow plans the same file again.
-_last_plan: tuple[tuple[str, int, int | None], Plan] | None = None
-
-
 def _identity_now(path: Location) -> Version:
     return store(path).version()
 
@@ -76,13 +72,7 @@ def plan_batch(
         InputChangedError: the file changed while it was read.
         ReadError: a transient read error.
     """
-    global _last_plan
     path = location(input_path)
-    key = (str(path if isinstance(path, ObjectPath) else path.absolute()), workers, chunk_articles)
-    last = _last_plan
-    with contextlib.suppress(OSError, sc.SelectionError):
-        if last is not None and last[0] == key and _identity_now(path) == last[1].identity:
-            return last[1]
     fmt = format_of(path.name)
     digest = hashlib.sha256()
     hashing: Future[None] | None = None  # the last block's, in a thread beside the scan (sha256 releases the GIL)
@@ -108,9 +98,7 @@ def plan_batch(
     if not fmt.lines:  # the envelope's offsets past the empty array are the file's past the ']'
         shift = layout.close - layout.open - 1
         envelope = sc.parse_batch(layout.envelope, str(path), lambda b: b if b <= layout.open else b + shift)
-    plan = Plan(path, identity, digest.hexdigest(), fmt, envelope, layout)
-    _last_plan = (key, plan)
-    return plan
+    return Plan(path, identity, digest.hexdigest(), fmt, envelope, layout)
 
 
 class ChunkJob:

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from selection_core.errors import EXIT_INVALID_INPUT
+from selection_core.errors import EXIT_INVALID_INPUT, EXIT_UNAVAILABLE
 from tests.support import ROOT
+from tests.support.prefect_fixtures import free_port
 
 #: Runs the command's entry point, then says on stdout whether Prefect was imported.
 _PROBE = (
@@ -165,3 +166,15 @@ def test_a_run_that_fails_inside_the_flow_says_why_once_on_its_last_line(tmp_pat
     )
     assert sum("every article must be a JSON object" in line for line in lines) == 1, run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_an_unreachable_dask_scheduler_is_refused_in_one_line_before_prefect(tmp_path: Path) -> None:
+    batch = tmp_path / "b_extracted.json"
+    batch.write_bytes(b'{"articles": []}')
+    address = f"tcp://127.0.0.1:{free_port()}"  # nothing listens there
+    run = _command(["run", str(batch), "--dask-address", address], tmp_path)
+    assert run.returncode == EXIT_UNAVAILABLE, run.stderr
+    assert run.stdout.splitlines() == ["prefect not imported"]
+    message = _message(run.stderr)
+    assert message.startswith(f"cannot reach the Dask scheduler at {address}") and "check that it is running" in message
+    assert not (tmp_path / "b_extracted_selected.json").exists()

@@ -160,16 +160,6 @@ def test_an_invalid_envelope_is_refused_with_the_files_byte_offset(tmp_path: Pat
     assert data[offset:].startswith(b"tru}")
 
 
-def test_the_same_version_of_a_file_is_planned_once_and_a_new_version_again(source: Path) -> None:
-    first = plan_batch(source)
-    assert plan_batch(source) is first  # run's check before Prefect, then its flow: one first pass
-    assert plan_batch(source, chunk_articles=50) is not first
-    data = source.read_bytes()
-    source.write_bytes(data.replace(b'"articles"', b'"run": 1, "articles"', 1))
-    again = plan_batch(source)
-    assert again.identity != first.identity and again.sha256 != first.sha256 and again.envelope["run"] == 1
-
-
 def test_a_batch_refused_by_its_envelope_after_the_articles_selects_nothing(source: Path, tmp_path: Path) -> None:
     mapped: list[ChunkJob] = []
 
