@@ -29,15 +29,19 @@ def run_logger() -> logging.Logger | logging.LoggerAdapter[Any]:
 #: run's one ERROR line, under the run's name, which reads like a crash).
 ENGINE_EXIT_MESSAGE: Final[str] = "Engine execution exited with unexpected exception"
 
+#: What Prefect's engines log of a refusal that the run's own line already says: the flow-run process's exit, and
+#: a task run's failure (its ``Finished in state Failed(...)`` line stays).
+DUPLICATE_MESSAGES: Final[tuple[str, ...]] = (ENGINE_EXIT_MESSAGE, "Task run failed with exception")
+
 
 class UserErrorFilter(logging.Filter):
     """Drops the traceback of a :class:`SelectionError` (marking the record ``user_error``), Prefect's
-    :data:`ENGINE_EXIT_MESSAGE` for one (the run has already said it in one line), and the empty
+    :data:`DUPLICATE_MESSAGES` for one (the run has already said it in one line), and the empty
     ``NoneType: None`` of ``exc_info=True`` outside an exception."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         info = record.exc_info
-        if info and record.msg == ENGINE_EXIT_MESSAGE and isinstance(info[1], SelectionError):
+        if info and isinstance(info[1], SelectionError) and str(record.msg).startswith(DUPLICATE_MESSAGES):
             return False
         if info and (isinstance(info[1], SelectionError) or info == (None, None, None)):
             record.exc_info = None

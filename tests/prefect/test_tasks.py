@@ -119,6 +119,9 @@ def test_a_refusal_keeps_its_one_error_line_without_prefects_copy_or_a_traceback
     refusal = InvalidBatchError("/in/b_extracted.json: no such file; check the input path")
     flt = UserErrorFilter()
     assert flt.filter(_record(ENGINE_EXIT_MESSAGE, refusal)) is False  # the engine's copy, under the run's name
+    assert flt.filter(_record(f"Task run failed with exception: {refusal!r}", refusal)) is False  # the task's copy
+    bug = _record("Task run failed with exception: RuntimeError('a bug')", RuntimeError("a bug"))
+    assert flt.filter(bug) is True and bug.exc_info is not None
     ours = _record("%s", refusal)
     assert flt.filter(ours) is True and ours.exc_info is None and ours.user_error is True
     crash = _record(ENGINE_EXIT_MESSAGE, RuntimeError("a bug"))
