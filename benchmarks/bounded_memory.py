@@ -77,9 +77,9 @@ COMMANDS = ("select", "run", "run-server", "run-process", "floor")
 FORMATS = ("json", "jsonl")
 #: The floor holds the whole JSON document: skipped above this many bytes of input.
 FLOOR_LIMIT_BYTES = 1_500_000_000
-#: Peak memory of the builds before the streamed engine (bytes per input byte, fixed GiB), from
-#: docs/performance.md (select 5.4 GiB and the in-process flow 7 GiB on 1.44 GB; the process
-#: pool's flow process about 1.5 GiB plus its workers): only to skip what would not fit.
+#: Peak memory of the builds before the streamed engine (bytes per input byte, fixed GiB: select
+#: 5.4 GiB and the in-process flow 7 GiB on 1.44 GB; the process pool's flow process about 1.5 GiB
+#: plus its workers), for --baseline runs of such a build: only to skip what would not fit.
 OLD_MEMORY = {"select": (5.5, 0.2), "run": (5.0, 0.6), "run-server": (5.0, 0.4), "run-process": (1.2, 4.0)}
 #: A run is skipped if its estimated peak is above this share of the machine's memory.
 MEMORY_SHARE = 0.8

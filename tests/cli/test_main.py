@@ -3,7 +3,7 @@
 Prefect nor the extractors; a reader that closes the pipe early ends the command quietly.
 
 The missing extras are simulated by a ``sitecustomize`` that refuses to import their modules (a fault injected;
-the real base install is checked by hand in a fresh virtual environment, see docs/performance.md).
+a real base install is checked by hand in a fresh virtual environment).
 """
 
 from __future__ import annotations
