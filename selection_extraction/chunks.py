@@ -14,7 +14,7 @@ from selection_extraction.pages import Page, PageSet
 from selection_extraction.pool import allow_child_processes
 from selection_extraction.settings import ExtractionSettings
 
-#: Chunks of pages per worker when no chunk size is given (see ``docs/performance.md``).
+#: Chunks of pages per worker when no chunk size is given.
 PAGE_CHUNKS_PER_WORKER: Final[int] = 2
 
 #: Most pages, and most bytes of pages, of a chunk when no chunk size is given (its articles are held whole).
