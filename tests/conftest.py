@@ -29,7 +29,7 @@ from tests.support import FULL_EXAMPLES  # noqa: E402
 
 # The full profile runs by default (and in .ci/run); the quick loop passes --hypothesis-profile=quick.
 settings.register_profile("full", max_examples=FULL_EXAMPLES)
-settings.register_profile("quick", max_examples=FULL_EXAMPLES // 5)
+settings.register_profile("quick", max_examples=FULL_EXAMPLES // 10)
 settings.load_profile("full")
 
 from tests.support.prefect_fixtures import (  # noqa: E402,F401 - fixtures, registered by import

@@ -67,6 +67,7 @@ def test_a_bad_line_fails_the_run_with_its_number_and_writes_nothing(tmp_path: P
     assert leftover_files(tmp_path, {source}) == []
 
 
+@pytest.mark.slow  # about 7 s: two scans and four subflow runs
 def test_select_directory_selects_both_formats(tmp_path: Path) -> None:
     lines_batch(tmp_path / "a_extracted.jsonl", ARTICLES[:5])
     (tmp_path / "b_extracted.json").write_bytes((DATA / "aeb_batch_extracted.json").read_bytes())

@@ -35,7 +35,7 @@ PACKAGES = {
 
 
 def examples(n: int) -> int:
-    """``n`` Hypothesis examples under the full profile (the default, and ``.ci/run``'s), a fifth of them in the
+    """``n`` Hypothesis examples under the full profile (the default, and ``.ci/run``'s), a tenth of them in the
     quick loop (``--hypothesis-profile=quick``, see tests/conftest.py)."""
     from hypothesis import settings
 
