@@ -107,7 +107,7 @@ def run_command(args: argparse.Namespace) -> int:
             parameters["storage_options"],
         )
         with contextlib.suppress(ReadError):  # may be cured by the run's retries
-            plan_batch(paths.input)  # a second first pass: the flow plans again (docs/performance.md)
+            plan_batch(paths.input)  # the flow plans the batch again: a second first pass, not cached
     except SelectionError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.exit_code
