@@ -127,10 +127,8 @@ class ObjectPath:
 
     def filesystem(self) -> Any:
         """The fsspec file system of this object's protocol, with the run's options (cached by fsspec)."""
-        import fsspec
-
         try:
-            return fsspec.filesystem(self.protocol, **self.options)
+            return _filesystem_class(self.protocol, self.options)(**self.options)
         except ImportError:
             extra = EXTRAS.get(self.protocol)
             what = f"{self}: {self.protocol}:// paths need a backend that is not installed"
@@ -141,6 +139,19 @@ class ObjectPath:
             raise InvalidBatchError(
                 f"{self}: the storage options are refused ({type(exc).__name__}); check them"
             ) from None
+
+
+def _filesystem_class(protocol: str, options: Mapping[str, Any]) -> type:
+    """fsspec's class for ``protocol``; for Google Cloud Storage behind an emulator (``STORAGE_EMULATOR_HOST``, or
+    the ``endpoint_url`` option) gcsfs's plain HTTP client: its default class first asks the bucket's type over
+    gRPC, which an HTTP emulator never answers, and waits 60 s for each call before it falls back."""
+    import fsspec
+
+    if EXTRAS.get(protocol) == "gcs" and (options.get("endpoint_url") or os.environ.get("STORAGE_EMULATOR_HOST")):
+        from gcsfs.core import GCSFileSystem
+
+        return GCSFileSystem
+    return fsspec.get_filesystem_class(protocol)
 
 
 #: A batch's place: a local file, or an object.
@@ -168,7 +179,7 @@ def object_version(entry: Mapping[str, Any]) -> Version:
 
 def modified(info: Mapping[str, Any]) -> float:
     """An object's modification time (seconds since the epoch) from its listing entry."""
-    for name in ("LastModified", "mtime", "updated", "last_modified", "modified", "created"):
+    for name in ("LastModified", "mtime", "updated", "last_modified", "modified", "created", "started"):
         value = info.get(name)
         if isinstance(value, datetime):
             return value.timestamp()
@@ -182,7 +193,13 @@ def modified(info: Mapping[str, Any]) -> float:
 #: Failures to reach a store's endpoint (refused, no such host, closed before a response), and other failures of
 #: the connection, by class name (the SDKs' own classes are not imported for this).
 _UNREACHABLE: Final[frozenset[str]] = frozenset(
-    {"ConnectionError", "ConnectionClosedError", "ClientConnectorError", "ServerDisconnectedError"}
+    {
+        "ConnectionError",
+        "ConnectionClosedError",
+        "ClientConnectorError",
+        "ServerDisconnectedError",
+        "ServiceRequestError",
+    }
 )
 _CONNECTION_FAILURES: Final[frozenset[str]] = frozenset(
     {
@@ -192,8 +209,14 @@ _CONNECTION_FAILURES: Final[frozenset[str]] = frozenset(
         "ClientPayloadError",
         "FSTimeoutError",
         "IncompleteRead",
+        "ServiceResponseError",
     }
 )
+
+
+def _azure_status(exc: BaseException) -> int | None:
+    """The HTTP status of an Azure SDK error, which adlfs passes on as it is (None for any other error)."""
+    return getattr(exc, "status_code", None) if _named(exc, frozenset({"HttpResponseError"})) else None
 
 
 def _named(exc: BaseException, names: frozenset[str]) -> bool:
@@ -217,10 +240,10 @@ def store_error(p: ObjectPath, exc: BaseException, writing: bool = False) -> Sel
     kind = OutputPathError if writing else InvalidBatchError
     if type(exc).__name__ == "FileExpired" or (isinstance(exc, OSError) and "pre-condition" in str(exc).lower()):
         return InputChangedError(f"{p}: the object changed while it was being read; run again once it is complete")
-    if isinstance(exc, FileNotFoundError):
+    if isinstance(exc, FileNotFoundError) or _azure_status(exc) == 404:
         what = "the bucket does not exist" if writing else "no such object (or bucket)"
         return kind(f"{p}: {what}; check the URL")
-    if isinstance(exc, PermissionError):
+    if isinstance(exc, PermissionError) or _azure_status(exc) in (401, 403):
         return kind(
             f"{p}: access denied by the store; check its credentials (environment, profile, instance role "
             "or storage options) and their permissions"
@@ -329,6 +352,55 @@ class _MemoryUpload:
         self._buffer = bytearray()
 
 
+class _BlockUpload:
+    """Azure Blob Storage: adlfs commits a blob's block list when its file closes, so here the blocks are staged as
+    they are written and the list is committed by :meth:`commit` alone. Blocks never committed are never part of a
+    blob (:func:`abort_stale_uploads` deletes those of a killed writer; Azure drops any left after a week)."""
+
+    def __init__(self, fs: Any, key: str) -> None:
+        import secrets
+
+        self._fs, (self._container, _, self._blob) = fs, key.partition("/")
+        self._token, self._ids, self._buffer = secrets.token_hex(8), [], bytearray()
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        from fsspec.asyn import sync
+
+        async def call() -> Any:
+            async with self._fs.service_client.get_blob_client(self._container, self._blob) as blob:
+                return await getattr(blob, method)(*args, **kwargs)
+
+        return sync(self._fs.loop, call)
+
+    def _stage(self, data: bytes | bytearray | memoryview) -> None:
+        import base64
+
+        block = base64.b64encode(f"{self._token}-{len(self._ids):08d}".encode()).decode()
+        self._call("stage_block", block, bytes(data), length=len(data))
+        self._ids.append(block)
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self._buffer += data
+        while len(self._buffer) >= UPLOAD_PART_BYTES:
+            self._stage(memoryview(self._buffer)[:UPLOAD_PART_BYTES])
+            del self._buffer[:UPLOAD_PART_BYTES]
+
+    def close(self) -> None:
+        if self._buffer:
+            self._stage(self._buffer)
+            self._buffer = bytearray()
+
+    def commit(self) -> None:
+        from azure.storage.blob import BlobBlock
+
+        self._call("commit_block_list", [BlobBlock(block) for block in self._ids])
+
+    def discard(self) -> None:
+        self._buffer, staged, self._ids = bytearray(), self._ids, []
+        if staged:  # the blocks of a blob that has no committed version: deleted (a blob committed meanwhile stays)
+            _abort_uncommitted_blobs(self._fs, self._container, self._blob, lambda key, _: key == self._blob)
+
+
 class StagedObject(Staged):
     """An output object uploaded as it is written and made visible only by :meth:`commit` (the store completes the
     upload last); :meth:`discard` (or any failure) aborts it, so nothing appears."""
@@ -341,6 +413,8 @@ class StagedObject(Staged):
         try:
             if isinstance(fs, MemoryFileSystem):
                 self._fh: Any = _MemoryUpload(fs, target.key)
+            elif type(fs).__name__ == "AzureBlobFileSystem":
+                self._fh = _BlockUpload(fs, target.key)
             else:
                 self._fh = fs.open(target.key, "wb", autocommit=False, block_size=UPLOAD_PART_BYTES)
         except Exception as exc:  # noqa: BLE001
@@ -392,27 +466,62 @@ STALE_UPLOAD_SECONDS: Final[int] = 3600
 
 
 def abort_stale_uploads(prefix: ObjectPath, now: float | None = None) -> list[ObjectPath]:
-    """Abort the unfinished multipart uploads under ``prefix`` started :data:`STALE_UPLOAD_SECONDS` or more ago (a
-    killed writer's: never an object, but stored and billed); the objects they were for. Never raises."""
+    """Abort the unfinished uploads under ``prefix`` started :data:`STALE_UPLOAD_SECONDS` or more ago (a killed
+    writer's: never an object, but stored and billed); the objects they were for. Never raises.
+
+    S3: its multipart uploads. Azure: the blobs that have uncommitted blocks only (a blob committed meanwhile is
+    kept: the delete is conditioned on the listed time). Google Cloud Storage cannot list its resumable uploads;
+    an unfinished one is never an object, and expires after a week."""
     import time
 
     fs = prefix.filesystem()
-    if not hasattr(fs, "list_multipart_uploads"):
-        return []
     bucket, _, key_prefix = prefix.key.partition("/")
     now = time.time() if now is None else now
-    aborted: list[ObjectPath] = []
+
+    def stale(key: str, started: Any) -> bool:
+        inside = not key_prefix or key == key_prefix or key.startswith(key_prefix.rstrip("/") + "/")
+        return inside and now - modified({"started": started}) >= STALE_UPLOAD_SECONDS
+
     try:
-        uploads = fs.list_multipart_uploads(bucket)
-        for upload in sorted(uploads, key=lambda u: (u["Key"], u["UploadId"])):
-            key = upload["Key"]
-            inside = not key_prefix or key == key_prefix or key.startswith(key_prefix.rstrip("/") + "/")
-            if inside and now - modified({"LastModified": upload["Initiated"]}) >= STALE_UPLOAD_SECONDS:
-                fs.abort_mpu(bucket, key, upload["UploadId"])
-                aborted.append(ObjectPath(prefix.protocol, f"{bucket}/{key}", prefix.options))
-    except Exception:  # noqa: BLE001, S110 - a sweep that fails is tried again by the next scan
-        pass
+        if hasattr(fs, "list_multipart_uploads"):
+            keys = _abort_multipart_uploads(fs, bucket, stale)
+        elif type(fs).__name__ == "AzureBlobFileSystem":
+            keys = _abort_uncommitted_blobs(fs, bucket, key_prefix, stale)
+        else:
+            return []
+    except Exception:  # noqa: BLE001 - a sweep that fails is tried again by the next scan
+        return []
+    return [ObjectPath(prefix.protocol, f"{bucket}/{key}", prefix.options) for key in keys]
+
+
+def _abort_multipart_uploads(fs: Any, bucket: str, stale: Callable[[str, Any], bool]) -> list[str]:
+    aborted: list[str] = []
+    for upload in sorted(fs.list_multipart_uploads(bucket), key=lambda u: (u["Key"], u["UploadId"])):
+        if stale(upload["Key"], upload["Initiated"]):
+            fs.abort_mpu(bucket, upload["Key"], upload["UploadId"])
+            aborted.append(upload["Key"])
     return aborted
+
+
+def _abort_uncommitted_blobs(fs: Any, bucket: str, key_prefix: str, stale: Callable[[str, Any], bool]) -> list[str]:
+    from fsspec.asyn import sync
+
+    async def sweep() -> list[str]:
+        container = fs.service_client.get_container_client(bucket)
+        start = key_prefix or None
+        committed = {blob.name async for blob in container.list_blobs(name_starts_with=start)}
+        listed = [blob async for blob in container.list_blobs(name_starts_with=start, include=["uncommittedblobs"])]
+        aborted: list[str] = []
+        for blob in sorted(listed, key=lambda b: str(b.name)):
+            if blob.name not in committed and stale(blob.name, blob.last_modified):
+                try:
+                    await container.delete_blob(blob.name, if_unmodified_since=blob.last_modified)
+                except Exception:  # noqa: BLE001, S112 - committed (or swept) since it was listed: kept
+                    continue
+                aborted.append(blob.name)
+        return aborted
+
+    return list(sync(fs.loop, sweep))
 
 
 class _ObjectStream(io.RawIOBase):

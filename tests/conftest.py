@@ -32,6 +32,12 @@ settings.register_profile("full", max_examples=FULL_EXAMPLES)
 settings.register_profile("quick", max_examples=FULL_EXAMPLES // 10)
 settings.load_profile("full")
 
+from tests.support.object_stores import (  # noqa: E402,F401 - real object stores on loopback
+    bucket,
+    s3_server,
+    store_server,
+    store_servers,
+)
 from tests.support.prefect_fixtures import (  # noqa: E402,F401 - fixtures, registered by import
     batch_factory,
     data_root,
@@ -39,7 +45,6 @@ from tests.support.prefect_fixtures import (  # noqa: E402,F401 - fixtures, regi
     prefect_harness,
 )
 from tests.support.prefect_server import server  # noqa: E402,F401 - the session's real Prefect server
-from tests.support.s3_server import bucket, s3_server  # noqa: E402,F401 - moto's S3 server on loopback
 
 
 def pytest_collection_modifyitems(items: list) -> None:
