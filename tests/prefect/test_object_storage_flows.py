@@ -1,6 +1,7 @@
-"""The flows on batches in object storage (moto's S3 server on loopback, the real s3fs client): ``select-content``
-in-process, on the process pool and on a Dask cluster of 2 workers that share no directory, and ``select-directory``
-on a prefix. Every output is compared with ``select`` on the same bytes on a disk.
+"""The flows on batches in object storage, on each store's real protocol on loopback (S3, Google Cloud Storage,
+Azure: ``tests/support/object_stores.py``): ``select-content`` in-process, on the process pool and on a Dask cluster
+of 2 workers that share no directory, ``select-directory`` on a prefix, ``extract-and-select`` of a WARC object and
+the inbox on a prefix. Every output is compared with the same run on the same bytes on a disk.
 """
 
 from __future__ import annotations
@@ -21,16 +22,6 @@ GOLDEN_BATCH = ROOT / "tests" / "data" / "aeb_batch_extracted.json"
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness", "no_data_root_env")]
 
-#: Storage options as a deployment would pass them; the "secret" is a marker that must appear nowhere.
-OPTIONS = {"secret": "testing", "key": "testing", "client_kwargs": {"region_name": "us-east-1"}}
-
-
-@pytest.fixture(autouse=True)
-def _endpoint_in_the_options(s3_server) -> None:
-    """The endpoint travels in the storage options too: a process pool's fork server started by an earlier test
-    has an environment without ``AWS_ENDPOINT_URL``, and a worker must never reach past the loopback server."""
-    OPTIONS["endpoint_url"] = s3_server.endpoint
-
 
 @pytest.fixture
 def expected(tmp_path: Path) -> tuple[bytes, bytes]:
@@ -40,23 +31,25 @@ def expected(tmp_path: Path) -> tuple[bytes, bytes]:
 
 
 @pytest.mark.parametrize("runner", ["in-process", "process", "dask"])
-def test_select_content_on_s3_writes_the_disk_bytes_on_every_runner(s3_server, bucket, expected, runner) -> None:
-    fs = s3_server.fs()
+def test_select_content_in_a_store_writes_the_disk_bytes_on_every_runner(
+    store_server, bucket, expected, runner
+) -> None:
+    fs = store_server.fs()
     fs.pipe_file(f"{bucket}/in/aeb_extracted.json", GOLDEN_BATCH.read_bytes())
 
     state = select_content(
-        input_path=f"s3://{bucket}/in/aeb_extracted.json",
-        report_path=f"s3://{bucket}/out/report.jsonl",
-        output_path=f"s3://{bucket}/out/aeb_selected.json",
+        input_path=store_server.url(bucket, "in/aeb_extracted.json"),
+        report_path=store_server.url(bucket, "out/report.jsonl"),
+        output_path=store_server.url(bucket, "out/aeb_selected.json"),
         task_runner=runner,
         chunk_size=20,
-        storage_options=OPTIONS,
+        storage_options=store_server.options,
         return_state=True,
     )
 
     assert state.is_completed(), state.message
     summary = state.result()
-    assert summary.output_path == f"s3://{bucket}/out/aeb_selected.json" and summary.articles == 181
+    assert summary.output_path == store_server.url(bucket, "out/aeb_selected.json") and summary.articles == 181
     assert fs.cat_file(f"{bucket}/out/aeb_selected.json") == expected[0]
     assert fs.cat_file(f"{bucket}/out/report.jsonl") == expected[1]
     assert sorted(fs.find(bucket)) == [
@@ -64,39 +57,41 @@ def test_select_content_on_s3_writes_the_disk_bytes_on_every_runner(s3_server, b
         f"{bucket}/out/aeb_selected.json",
         f"{bucket}/out/report.jsonl",
     ]
-    assert s3_server.uploads(bucket) == []
+    assert store_server.no_uploads(bucket)
     if runner != "in-process":  # 10 chunks, each read from the store by a worker, whose bytes come back
         assert summary.read_as.startswith("in 10 chunks of articles, in parallel")
     artifacts = asyncio.run(artifacts_of(state.state_details.flow_run_id))
     shown = " ".join(str(a.data) + str(a.description) for a in artifacts)
-    assert f"s3://{bucket}/out/aeb_selected.json" in shown
-    assert "testing" not in shown and "region_name" not in shown
+    assert store_server.url(bucket, "out/aeb_selected.json") in shown
+    assert store_server.secret not in shown
 
 
-def test_select_directory_on_a_prefix_selects_what_is_stale(s3_server, bucket, expected) -> None:
-    fs = s3_server.fs()
+def test_select_directory_on_a_prefix_selects_what_is_stale(store_server, bucket, expected) -> None:
+    fs = store_server.fs()
     for key in ("batches/a/one_extracted.json", "batches/two_extracted.json", "batches/done_extracted.json"):
         fs.pipe_file(f"{bucket}/{key}", GOLDEN_BATCH.read_bytes())
     fs.pipe_file(f"{bucket}/batches/done_extracted_selected.json", b"kept as it is")
 
-    state = select_directory(directory=f"s3://{bucket}/batches", storage_options=OPTIONS, return_state=True)
+    state = select_directory(
+        directory=store_server.url(bucket, "batches"), storage_options=store_server.options, return_state=True
+    )
 
     assert state.is_completed(), state.message
     assert state.result().selected == [
-        f"s3://{bucket}/batches/a/one_extracted_selected.json",
-        f"s3://{bucket}/batches/two_extracted_selected.json",
+        store_server.url(bucket, "batches/a/one_extracted_selected.json"),
+        store_server.url(bucket, "batches/two_extracted_selected.json"),
     ]
     for key in ("batches/a/one_extracted_selected.json", "batches/two_extracted_selected.json"):
         assert fs.cat_file(f"{bucket}/{key}") == expected[0]
     assert fs.cat_file(f"{bucket}/batches/done_extracted_selected.json") == b"kept as it is"
 
 
-def test_a_path_outside_an_object_data_root_fails_the_run_and_reads_nothing(s3_server, bucket) -> None:
-    fs = s3_server.fs()
+def test_a_path_outside_an_object_data_root_fails_the_run_and_reads_nothing(store_server, bucket) -> None:
+    fs = store_server.fs()
     fs.pipe_file(f"{bucket}/elsewhere/x_extracted.json", GOLDEN_BATCH.read_bytes())
     state = select_content(
-        input_path=f"s3://{bucket}/elsewhere/x_extracted.json",
-        data_root=f"s3://{bucket}/batches/",
+        input_path=store_server.url(bucket, "elsewhere/x_extracted.json"),
+        data_root=store_server.url(bucket, "batches/"),
         require_data_root=True,
         return_state=True,
     )
@@ -104,17 +99,17 @@ def test_a_path_outside_an_object_data_root_fails_the_run_and_reads_nothing(s3_s
     assert sorted(fs.find(bucket)) == [f"{bucket}/elsewhere/x_extracted.json"]
 
 
-def test_extract_and_select_from_a_warc_object_writes_the_disk_bytes(s3_server, bucket, tmp_path) -> None:
+def test_extract_and_select_from_a_warc_object_writes_the_disk_bytes(store_server, bucket, tmp_path) -> None:
     from content_selection.flows.extract_and_select import extract_and_select
 
     warc = ROOT / "tests" / "data" / "warc" / "pages.warc.gz"
-    fs = s3_server.fs()
+    fs = store_server.fs()
     fs.pipe_file(f"{bucket}/crawls/day1.warc.gz", warc.read_bytes())
     local = tmp_path / "day1.warc.gz"
     local.write_bytes(warc.read_bytes())
-    url = f"s3://{bucket}/crawls/day1.warc.gz"
+    url = store_server.url(bucket, "crawls/day1.warc.gz")
 
-    remote = extract_and_select(pages=url, workers=1, storage_options=OPTIONS, return_state=True)
+    remote = extract_and_select(pages=url, workers=1, storage_options=store_server.options, return_state=True)
     on_disk = extract_and_select(pages=str(local), workers=1, return_state=True)
 
     assert remote.is_completed(), remote.message
@@ -125,25 +120,33 @@ def test_extract_and_select_from_a_warc_object_writes_the_disk_bytes(s3_server, 
     for written in ("day1_extracted.json", "day1_extracted_selected.json"):
         expected = (tmp_path / written).read_bytes().replace(str(local).encode(), url.encode())
         assert fs.cat_file(f"{bucket}/crawls/{written}") == expected, written
-    assert s3_server.uploads(bucket) == []
+    assert store_server.no_uploads(bucket)
 
 
-def test_the_inbox_on_a_prefix_extracts_each_new_web_archive_once(s3_server, bucket) -> None:
+def test_the_inbox_on_a_prefix_extracts_each_new_web_archive_once(store_server, bucket) -> None:
     from content_selection.flows.extract_inbox import extract_inbox
 
     warc = ROOT / "tests" / "data" / "warc" / "pages.warc.gz"
-    fs = s3_server.fs()
+    fs = store_server.fs()
     fs.pipe_file(f"{bucket}/root/inbox/day1.warc.gz", warc.read_bytes())
     fs.pipe_file(f"{bucket}/root/inbox/notes.txt", b"not a page set")
     fs.pipe_file(f"{bucket}/root/inbox/pages/a.html", b"<html></html>")  # a folder of pages: read from disks only
 
-    first = extract_inbox(data_root=f"s3://{bucket}/root", workers=1, storage_options=OPTIONS, return_state=True)
-    again = extract_inbox(data_root=f"s3://{bucket}/root", workers=1, return_state=True)
+    first = extract_inbox(
+        data_root=store_server.url(bucket, "root"), workers=1, storage_options=store_server.options, return_state=True
+    )
+    again = extract_inbox(data_root=store_server.url(bucket, "root"), workers=1, return_state=True)
 
     assert first.is_completed(), first.message
     summary = first.result()
-    assert summary.extracted == [f"s3://{bucket}/root/inbox/day1_extracted.json"]
-    assert summary.ignored == [f"s3://{bucket}/root/inbox/notes.txt", f"s3://{bucket}/root/inbox/pages"]
+    assert summary.extracted == [store_server.url(bucket, "root/inbox/day1_extracted.json")]
+    assert summary.ignored == [
+        store_server.url(bucket, "root/inbox/notes.txt"),
+        store_server.url(bucket, "root/inbox/pages"),
+    ]
     assert again.is_completed() and again.result().extracted == [] and again.result().up_to_date == 1
     batch = json.loads(fs.cat_file(f"{bucket}/root/inbox/day1_extracted.json"))
-    assert batch["extraction"]["input"] == f"s3://{bucket}/root/inbox/day1.warc.gz" and len(batch["articles"]) == 8
+    assert (
+        batch["extraction"]["input"] == store_server.url(bucket, "root/inbox/day1.warc.gz")
+        and len(batch["articles"]) == 8
+    )

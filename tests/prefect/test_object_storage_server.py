@@ -1,11 +1,10 @@
-"""The triggered deployment on objects: ``content-selection serve --data-root s3://BUCKET/batches/`` on the
-session's real ``prefect server start``, moto's S3 server on loopback, and the upstream's event naming an
-``s3://`` batch. Every wait is bounded; nothing asserts a duration.
+"""The triggered deployment on objects: ``content-selection serve --data-root PROTOCOL://BUCKET/batches/`` on the
+session's real ``prefect server start``, each store's server on loopback (S3, Google Cloud Storage, Azure), and the
+upstream's event naming an object. Every wait is bounded; nothing asserts a duration.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 
@@ -14,7 +13,6 @@ import pytest
 from selection_engine import select_file
 from tests.support import ROOT
 from tests.support.prefect_server import SERVE_START_SECONDS, Server, run, start, stop, wait_until
-from tests.support.s3_server import S3_ENV
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
@@ -24,11 +22,11 @@ EMIT = "import sys; from content_selection import emit_batch_extracted; emit_bat
 
 
 @pytest.fixture
-def served_on_s3(server: Server, s3_server, bucket: str) -> Iterator[tuple[str, dict[str, str]]]:
+def served_on_store(server: Server, store_server, bucket: str) -> Iterator[tuple[str, dict[str, str]]]:
     """``serve`` with a data root in the bucket; yields the root and the environment that reaches both servers."""
-    root = f"s3://{bucket}/batches"
-    env = {**server.env, **{k: os.environ[k] for k in (*S3_ENV, "AWS_ENDPOINT_URL")}}
-    log = server.logs / "serve-s3.log"
+    root = store_server.url(bucket, "batches")
+    env = {**server.env, **store_server.env}
+    log = server.logs / f"serve-{store_server.protocol}.log"
     serve = ["serve", "--data-root", f"{root}/", "--cron", "0 3 1 1 *"]
     process = start([sys.executable, "-m", "selection_cli.main", *serve], env, log)
     try:
@@ -45,13 +43,12 @@ def served_on_s3(server: Server, s3_server, bucket: str) -> Iterator[tuple[str, 
 
 
 def test_an_event_naming_an_object_selects_it_and_one_outside_the_root_writes_nothing(
-    server: Server, s3_server, bucket: str, served_on_s3: tuple[str, dict[str, str]], tmp_path
+    server: Server, store_server, bucket: str, served_on_store: tuple[str, dict[str, str]], tmp_path
 ) -> None:
-    root, env = served_on_s3
-    fs = s3_server.fs()
-    inside, outside = f"{root}/day1/crawl_extracted.json", f"s3://{bucket}/elsewhere/away_extracted.json"
+    root, env = served_on_store
+    inside, outside = f"{root}/day1/crawl_extracted.json", store_server.url(bucket, "elsewhere/away_extracted.json")
     for url in (inside, outside):
-        fs.pipe_file(url.removeprefix("s3://"), GOLDEN_BATCH.read_bytes())
+        store_server.put(url, GOLDEN_BATCH.read_bytes())
         run([sys.executable, "-c", EMIT, url], env)
 
     selected = server.final_run("select-content/triggered", inside)
@@ -59,9 +56,9 @@ def test_an_event_naming_an_object_selects_it_and_one_outside_the_root_writes_no
 
     assert selected.state.is_completed(), selected.state.message
     expected = select_file(GOLDEN_BATCH, tmp_path / "disk_selected.json").output_path
-    assert fs.cat_file(f"{root}/day1/crawl_extracted_selected.json".removeprefix("s3://")) == expected.read_bytes()
+    assert store_server.get(f"{root}/day1/crawl_extracted_selected.json") == expected.read_bytes()
     assert refused.state.is_failed() and "outside the data root" in refused.state.message
-    assert sorted(fs.find(bucket)) == [
+    assert store_server.keys(bucket) == [
         f"{bucket}/batches/day1/crawl_extracted.json",
         f"{bucket}/batches/day1/crawl_extracted_selected.json",
         f"{bucket}/elsewhere/away_extracted.json",
