@@ -8,7 +8,6 @@ import enum
 import multiprocessing
 import os
 import re
-import socket
 import sys
 import tempfile
 from collections import deque
@@ -16,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
 from selection_core.errors import EXIT_USAGE, SelectionError, ServiceUnavailableError
+from selection_storage.stores import connection_refusal
 
 #: Environment variables read when the ``task_runner`` and ``dask_address`` parameters are left empty.
 TASK_RUNNER_ENV: Final[str] = "CONTENT_SELECTION_TASK_RUNNER"
@@ -78,14 +78,12 @@ def resolve_task_runner(name: str | None, dask_address: str | None) -> tuple[Tas
 
 def check_dask_scheduler(address: str) -> None:
     """Refuse a run whose Dask scheduler (``tcp://HOST:PORT``) does not accept a connection, soon and in one line."""
-    host, port = address.removeprefix("tcp://").rsplit(":", 1)
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=DASK_CONNECT_TIMEOUT_SECONDS).close()
-    except OSError as exc:
+    reason = connection_refusal(address, DASK_CONNECT_TIMEOUT_SECONDS)
+    if reason is not None:
         raise ServiceUnavailableError(
-            f"cannot reach the Dask scheduler at {address} ({exc.strerror or exc}); check that it is running "
+            f"cannot reach the Dask scheduler at {address} ({reason}); check that it is running "
             "and that this machine can reach that host and port, or leave the address empty for a local cluster"
-        ) from None
+        )
 
 
 def runner_parallelism(runner: Any) -> int:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import socket
 from typing import Final
-from urllib.parse import urlsplit
 
 from selection_core import kernel
 from selection_core.errors import ServiceUnavailableError
+from selection_storage.stores import connection_refusal
 
 #: Set it (to anything but ``""`` or ``"0"``) to run the pure-Python path even where the kernel is built.
 PURE_ENV: Final[str] = "CONTENT_SELECTION_PURE"
@@ -42,15 +41,10 @@ def check_prefect_api(embedded_ok: bool = True) -> None:
     url = PREFECT_API_URL.value()
     if not url:
         return
-    parts = urlsplit(url)
-    try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        with socket.create_connection((parts.hostname or "", port), timeout=API_CONNECT_TIMEOUT):
-            return
-    except (OSError, ValueError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    reason = connection_refusal(url, API_CONNECT_TIMEOUT)
+    if reason is None:
+        return
     fix = "unset PREFECT_API_URL to use the embedded API" if embedded_ok else "point PREFECT_API_URL at a running one"
     raise ServiceUnavailableError(
-        f"the Prefect API at {url} cannot be reached ({reason.lower()}); start the server (prefect server start) "
-        f"or {fix}"
+        f"the Prefect API at {url} cannot be reached ({reason}); start the server (prefect server start) or {fix}"
     )

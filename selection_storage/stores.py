@@ -47,6 +47,16 @@ EXTRAS: Final[dict[str, str]] = {
     **dict.fromkeys(("az", "abfs", "abfss", "adl"), "azure"),
 }
 
+#: Where each store's endpoint is set (the storage options first, then the environment), as messages name it.
+ENDPOINT_SETTINGS: Final[dict[str, str]] = {
+    "s3": "endpoint_url, AWS_ENDPOINT_URL",
+    "gcs": "endpoint_url, STORAGE_EMULATOR_HOST",
+    "azure": "connection_string, AZURE_STORAGE_CONNECTION_STRING",
+}
+
+#: Seconds to wait for a store's endpoint (set explicitly) to accept a connection before a run is refused.
+CONNECT_TIMEOUT_SECONDS: Final[float] = 3.0
+
 #: The size of the parts an output object is uploaded in (S3's smallest part is 5 MiB).
 UPLOAD_PART_BYTES: Final[int] = 8 << 20
 
@@ -126,7 +136,17 @@ class ObjectPath:
         return self.protocol == root.protocol and (self.key == root.key or self.key.startswith(root.key + "/"))
 
     def filesystem(self) -> Any:
-        """The fsspec file system of this object's protocol, with the run's options (cached by fsspec)."""
+        """The fsspec file system of this object's protocol, with the run's options (cached by fsspec). A store whose
+        endpoint is set (an emulator, an S3-compatible service) is checked to accept a connection, once a process:
+        the clients retry a refused connection for up to a minute and a half before they give up."""
+        endpoint = endpoint_of(self.protocol, self.options)
+        if endpoint is not None:
+            reason = _refusal(endpoint)
+            if reason is not None:
+                raise ServiceUnavailableError(
+                    f"{self}: the store cannot be reached at {endpoint} ({reason}); check its endpoint "
+                    f"({ENDPOINT_SETTINGS[EXTRAS[self.protocol]]}) and the network, then run again"
+                )
         try:
             return _filesystem_class(self.protocol, self.options)(**self.options)
         except ImportError:
@@ -141,16 +161,65 @@ class ObjectPath:
             ) from None
 
 
+def endpoint_of(protocol: str, options: Mapping[str, Any]) -> str | None:
+    """The endpoint a store's client is pointed at by ``options`` or the environment (None: the cloud's own)."""
+    extra = EXTRAS.get(protocol)
+    env = os.environ
+    if extra == "s3":
+        kwargs = options.get("client_kwargs") or {}
+        return options.get("endpoint_url") or kwargs.get("endpoint_url") or env.get("AWS_ENDPOINT_URL") or None
+    if extra == "gcs":
+        return options.get("endpoint_url") or env.get("STORAGE_EMULATOR_HOST") or None
+    if extra == "azure":
+        text = str(options.get("connection_string") or env.get("AZURE_STORAGE_CONNECTION_STRING") or "")
+        fields = dict(part.partition("=")[::2] for part in text.split(";") if "=" in part)
+        return fields.get("BlobEndpoint") or None
+    return None
+
+
+def connection_refusal(url: str, timeout: float = CONNECT_TIMEOUT_SECONDS) -> str | None:
+    """Why the host and port of ``url`` (``scheme://host:port``) do not accept a TCP connection; None if they do."""
+    import socket
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        socket.create_connection((parts.hostname or "", port), timeout=timeout).close()
+    except (OSError, ValueError) as exc:
+        return str(getattr(exc, "strerror", None) or exc or type(exc).__name__).lower()
+    return None
+
+
+_reachable: set[str] = set()
+
+
+def _refusal(endpoint: str) -> str | None:
+    """:func:`connection_refusal` of a store's endpoint, asked until it has accepted once in this process."""
+    if endpoint in _reachable:
+        return None
+    reason = connection_refusal(endpoint)
+    if reason is None:
+        _reachable.add(endpoint)
+    return reason
+
+
 def _filesystem_class(protocol: str, options: Mapping[str, Any]) -> type:
     """fsspec's class for ``protocol``; for Google Cloud Storage behind an emulator (``STORAGE_EMULATOR_HOST``, or
     the ``endpoint_url`` option) gcsfs's plain HTTP client: its default class first asks the bucket's type over
     gRPC, which an HTTP emulator never answers, and waits 60 s for each call before it falls back."""
     import fsspec
 
-    if EXTRAS.get(protocol) == "gcs" and (options.get("endpoint_url") or os.environ.get("STORAGE_EMULATOR_HOST")):
-        from gcsfs.core import GCSFileSystem
+    if EXTRAS.get(protocol) == "gcs":
+        import logging
 
-        return GCSFileSystem
+        # gcsfs logs each failed request's traceback before it raises: the raised error is reported, in one line
+        if not logging.getLogger("gcsfs").handlers:
+            logging.getLogger("gcsfs").addHandler(logging.NullHandler())
+        if endpoint_of(protocol, options) is not None:
+            from gcsfs.core import GCSFileSystem
+
+            return GCSFileSystem
     return fsspec.get_filesystem_class(protocol)
 
 
@@ -257,7 +326,8 @@ def store_error(p: ObjectPath, exc: BaseException, writing: bool = False) -> Sel
     if _named(exc, _UNREACHABLE):
         return ServiceUnavailableError(
             f"{p}: the store cannot be reached ({reason}); {'nothing was written; ' if writing else ''}"
-            "check its endpoint (endpoint_url, AWS_ENDPOINT_URL) and the network, then run again"
+            f"check its endpoint ({ENDPOINT_SETTINGS.get(EXTRAS.get(p.protocol, ''), 'endpoint_url')}) and the "
+            "network, then run again"
         )
     if _transient(exc):
         if writing:

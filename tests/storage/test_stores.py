@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import importlib.util
+import sys
 from pathlib import Path
 
 import fsspec
@@ -112,15 +112,67 @@ def test_each_store_failure_is_one_typed_line(exc, kind, words, transient) -> No
     assert is_transient_io_error(error) is transient
 
 
-def test_an_endpoint_that_is_down_is_one_line_and_exit_69(capsys, monkeypatch) -> None:
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    dead = "http://127.0.0.1:9"  # the discard port: nothing listens there
-    options = ["anon=true", f"endpoint_url={dead}", 'config_kwargs={"retries": {"max_attempts": 1}}']
-    code = main(["select", "s3://bkt/in_extracted.json", *(a for o in options for a in ("--storage-option", o))])
+DEAD = "http://127.0.0.1:9"  # the discard port: nothing listens there
+
+
+@pytest.mark.parametrize(
+    ("url", "options"),
+    [
+        pytest.param("s3://bkt/in_extracted.json", ["anon=true", f"endpoint_url={DEAD}"], id="s3"),
+        pytest.param("gs://bkt/in_extracted.json", ["token=anon", f"endpoint_url={DEAD}"], id="gs"),
+        pytest.param(
+            "az://bkt/in_extracted.json",
+            [f"connection_string=AccountName=devstoreaccount1;AccountKey=a2V5;BlobEndpoint={DEAD}/devstoreaccount1"],
+            id="az",
+        ),
+    ],
+)
+def test_an_endpoint_that_is_down_is_one_line_and_exit_69(url, options, capsys, monkeypatch) -> None:
+    for variable in ("AWS_ENDPOINT_URL", "STORAGE_EMULATOR_HOST", "AZURE_STORAGE_CONNECTION_STRING"):
+        monkeypatch.delenv(variable, raising=False)
+    code = main(["select", url, *(a for o in options for a in ("--storage-option", o))])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 69 and len(err) == 1, err
-    assert "s3://bkt/in_extracted.json: the store cannot be reached" in err[0] and dead in err[0]
-    assert "check its endpoint" in err[0]
+    assert f"{url}: the store cannot be reached at {DEAD}" in err[0] and "check its endpoint" in err[0]
+    assert "a2V5" not in err[0]  # the account's key is never shown
+
+
+def _azure_error(status: int) -> Exception:
+    from azure.core.exceptions import HttpResponseError
+
+    error = HttpResponseError(message="Server failed to authenticate the request")
+    error.status_code = status
+    return error
+
+
+@pytest.mark.parametrize(
+    ("make", "kind", "words", "transient"),
+    [
+        pytest.param(lambda: _azure_error(403), InvalidBatchError, "access denied", False, id="az-403"),
+        pytest.param(lambda: _azure_error(404), InvalidBatchError, "no such object", False, id="az-404"),
+        pytest.param(
+            lambda: __import__("azure.core.exceptions").core.exceptions.ServiceRequestError("refused"),
+            ServiceUnavailableError,
+            "cannot be reached",
+            True,
+            id="az-down",
+        ),
+        pytest.param(
+            lambda: __import__("aiohttp").ClientConnectorError(
+                __import__("types").SimpleNamespace(ssl=None, host="127.0.0.1", port=9), OSError(111, "refused")
+            ),
+            ServiceUnavailableError,
+            "cannot be reached",
+            True,
+            id="gs-down",
+        ),
+    ],
+)
+def test_the_sdks_own_failures_are_one_typed_line(make, kind, words, transient) -> None:
+    pytest.importorskip("adlfs")
+    error = store_error(URL, make())
+    assert type(error) is kind and words in str(error) and "\n" not in str(error)
+    assert is_transient_io_error(error) is transient
 
 
 def test_a_failed_upload_says_nothing_was_written() -> None:
@@ -135,9 +187,13 @@ def test_storage_options_on_the_command_line_are_json_or_text() -> None:
     assert storage_option("profile=crawler") == ("profile", "crawler")
 
 
-def test_a_backend_not_installed_names_its_extra() -> None:
-    if importlib.util.find_spec("gcsfs") is not None:
-        pytest.skip("gcsfs is installed here")
+def test_a_backend_not_installed_names_its_extra(monkeypatch) -> None:
+    from fsspec.registry import _registry
+
+    for module in ("gcsfs", "gcsfs.core"):  # as if the [gcs] extra were not installed
+        monkeypatch.setitem(sys.modules, module, None)
+    monkeypatch.delitem(_registry, "gs", raising=False)  # the class of an earlier test's import
+    monkeypatch.delenv("STORAGE_EMULATOR_HOST", raising=False)
     with pytest.raises(MissingExtraError, match=r"install it with: pip install 'content-selection\[gcs\]'"):
         select_file("gs://bucket-cs/x_extracted.json")
 
