@@ -288,7 +288,8 @@ class AzureServer(StoreServer):
 SERVERS: dict[str, type[StoreServer]] = {"s3": S3Server, "gs": GCSServer, "az": AzureServer}
 
 
-def _environment(server: StoreServer) -> dict[str, str]:
+def environment(server: StoreServer) -> dict[str, str]:
+    """The settings that point a store's client (in this process and those it starts) at ``server``."""
     if isinstance(server, S3Server):
         return {**S3_ENV, "AWS_ENDPOINT_URL": server.endpoint}
     if isinstance(server, GCSServer):
@@ -319,7 +320,7 @@ def running(servers: dict[str, StoreServer], protocol: str) -> StoreServer:
             if os.environ.get("CONTENT_SELECTION_REQUIRE_STORES") == "1":
                 raise
             pytest.skip(f"no {protocol} store server here: {exc}")
-        server.env = _environment(server)
+        server.env = environment(server)
         os.environ.update(server.env)
         servers[protocol] = server
     return servers[protocol]
