@@ -446,7 +446,7 @@ class _BlockUpload:
         import base64
 
         block = base64.b64encode(f"{self._token}-{len(self._ids):08d}".encode()).decode()
-        self._call("stage_block", block, bytes(data), length=len(data))
+        self._call("stage_block", block, data, length=len(data))
         self._ids.append(block)
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
