@@ -266,10 +266,10 @@ def _directory_pages(root: Location) -> tuple[Page | _WarcFile, ...]:
             f"{root}: cannot list the directory ({exc.strerror or exc}); check its permissions"
         ) from None
     if not found:
-        where = "under this prefix" if isinstance(root, ObjectPath) else "in this directory"
-        raise InvalidPagesError(
-            f"{root}: no .html, .htm, .html.gz, .htm.gz page or .warc, .warc.gz file {where}; check the path"
+        where = (
+            "under this prefix; check the URL" if isinstance(root, ObjectPath) else "in this directory; check the path"
         )
+        raise InvalidPagesError(f"{root}: no .html, .htm, .html.gz, .htm.gz page or .warc, .warc.gz file {where}")
     found.sort(key=lambda item: item[0])
     return tuple(_WarcFile(rel, file) if warc else Page(_id_of(rel), None, rel, file) for rel, file, warc in found)
 
