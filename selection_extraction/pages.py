@@ -1,4 +1,5 @@
-"""The pages of an input: finding them in a folder, a manifest or web archives, and reading their bytes."""
+"""The pages of an input: finding them in a folder, a manifest or web archives (on a disk, or in an object store:
+a prefix is a folder), and reading their bytes."""
 
 from __future__ import annotations
 
@@ -99,9 +100,9 @@ def check_page_listing(source: str | os.PathLike[str] | ObjectPath) -> None:
 def find_pages(
     source: str | os.PathLike[str] | ObjectPath, label: str | None = None, scan_progress: ScanProgress | None = None
 ) -> PageSet:
-    """The pages of a directory, a manifest, a single page file or a WARC file (a file, or an object in a store),
-    in batch order; ``label`` names the input in the batch (default: ``source``). InvalidPagesError when the input
-    cannot be used."""
+    """The pages of a directory (or a prefix in a store), a manifest, a single page or a WARC file (each a file, or
+    an object in a store), in batch order; ``label`` names the input in the batch (default: ``source``).
+    InvalidPagesError when the input cannot be used."""
     name = str(source) if label is None else label
     return _with_warcs(name, *_listing(source, name), scan_progress)
 
@@ -117,8 +118,13 @@ def missing_pages(text: str) -> InvalidPagesError:
 def _listing(source: str | os.PathLike[str] | ObjectPath, name: str) -> tuple[str, tuple[Page | _WarcFile, ...]]:
     """The input's kind and entries, its WARC files not scanned yet: a folder (or a prefix in a store), else a web
     archive (by its name, else by its first bytes), a page (by its name), or a JSON Lines manifest."""
-    path: Location = location(source) if is_url(source) else Path(os.fspath(source))
-    text = str(path) if isinstance(path, ObjectPath) else os.fspath(source)  # type: ignore[arg-type]
+    path: Location
+    if isinstance(source, ObjectPath) or is_url(source):
+        path = location(source)
+        text = str(path)
+    else:
+        text = os.fspath(source)
+        path = Path(text)
     if _is_folder(path, text):
         return "directory", _directory_pages(path)
     shown = name or text
