@@ -76,7 +76,8 @@ def extract_and_select(
     """Extract the article text of every page, then pick the best extractor of each article; no event is emitted.
 
     Args:
-        pages: A folder of pages and web archives (searched recursively), a WARC file, or a JSON Lines manifest.
+        pages: A folder of pages and web archives (searched recursively), a WARC file, or a JSON Lines manifest;
+            each may be in a store (`s3://BUCKET/PREFIX`: a prefix is a folder).
         extracted_path: Where to write the extracted batch. Empty: `<pages>_extracted.json` beside the input.
         output_path: Where to write the selected batch. Empty: `<extracted stem>_selected.json` beside it.
         report_path: Optional file for the per-article explanation as JSON Lines. Empty: no report.

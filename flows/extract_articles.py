@@ -174,7 +174,8 @@ def extract_articles(
 
     Args:
         pages: A folder of `.html`, `.htm`, `.html.gz` pages and `.warc`/`.warc.gz` archives (searched recursively),
-            a WARC file, or a JSON Lines manifest of `{"id": ..., "url": ..., "path": ...}`.
+            a WARC file, or a JSON Lines manifest of `{"id": ..., "url": ..., "path": ...}`; each may be in a store
+            (`s3://BUCKET/PREFIX`: a prefix is a folder).
         output_path: Where to write the batch. Empty: `<pages>_extracted.json` beside the input; `.jsonl`: JSON Lines.
         time_limit_seconds: Seconds one extractor may spend on one page before it is stopped (TimeoutError).
         workers: Worker processes; 0 for one per CPU core.

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from selection_core.errors import SelectionError, error_line
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
-from selection_extraction.inbox import failure_line, failures_message
+from selection_extraction.inbox import failure_line, failures_message, ignored_advice
 
 
 class InboxRunSummary(BaseModel):
@@ -60,15 +60,15 @@ def extract_inbox(
         time_limit_seconds: Seconds one extractor may spend on one page before it is stopped (TimeoutError).
         workers: Worker processes of each extraction; 0 for one per CPU core.
         max_table_rows: Most rows of each run's `extraction-pages` table artifact.
-        storage_options: Options of the object store of an inbox in a store (`s3://BUCKET/PREFIX`), where the page
-            sets are the web archives under the prefix.
+        storage_options: Options of the object store of an inbox in a store (`s3://BUCKET/PREFIX`), whose page
+            sets are those of a folder: the prefixes of pages under it, its web archives and its manifests.
     """
     logger = run_logger()
     scan = find_new_page_sets(inbox, data_root, storage_options)
     logger.info("%d new page set(s) in %s, %d up to date", len(scan.new), scan.inbox, len(scan.up_to_date))
     if scan.ignored:
         names = ", ".join(p.name for p in scan.ignored)
-        logger.warning("Not page sets, ignored: %s (put pages in a folder inside the inbox)", names)
+        logger.warning("Not page sets, ignored: %s (%s)", names, ignored_advice(scan.inbox))
 
     summary = InboxRunSummary(
         inbox=str(scan.inbox), up_to_date=len(scan.up_to_date), ignored=[str(p) for p in scan.ignored]

@@ -48,7 +48,8 @@ def _add_common(parser: argparse.ArgumentParser, most_seconds: float | None = No
         "pages",
         metavar="PAGES",
         help="a folder of .html/.htm/.html.gz pages and .warc/.warc.gz web archives (searched recursively), "
-        'a WARC file, or a JSON Lines manifest of {"id", "url", "path"} entries',
+        'a WARC file, or a JSON Lines manifest of {"id", "url", "path"} entries; each may be a URL in a store '
+        "(s3://BUCKET/PREFIX: a prefix is a folder)",
     )
     parser.add_argument(
         "--time-limit",

@@ -1,4 +1,5 @@
-"""The inbox: a folder under the data root where page sets are dropped, and which of them need extracting."""
+"""The inbox: a folder (or a prefix in a store) under the data root where page sets are dropped, and which of them
+need extracting."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from selection_storage.paths import (
     data_root_in_force,
     name_once,
 )
-from selection_storage.stores import Location, ObjectPath, modified, store_error
+from selection_storage.stores import Location, ObjectPath, modified, walk_objects
 
 #: Name of the default inbox, directly under the data root.
 INBOX_DIR: Final[str] = "inbox"
@@ -84,27 +85,22 @@ def is_page_set_name(name: str) -> bool:
 
 
 def _object_entries(inbox: ObjectPath) -> dict[str, tuple[ObjectPath, bool, float]]:
-    """The entries directly under a prefix, by name: each object (or sub-prefix), whether it is a prefix, and its
-    modification time."""
-    fs = inbox.filesystem()
-    try:
-        listed = fs.ls(inbox.key, detail=True, refresh=True)
-    except FileNotFoundError:
-        listed = []
-    except Exception as exc:  # noqa: BLE001 - one typed line
-        raise store_error(inbox, exc) from None
-    entries = {}
-    for entry in listed:
-        name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
-        if name:
-            entries[name] = (inbox.joinpath(name), entry.get("type") == "directory", modified(entry))
+    """The entries directly under a prefix, by name, from one listing of every object under it: each object or
+    sub-prefix, whether it is a prefix, and its newest modification time (a prefix's: of every object under it)."""
+    entries: dict[str, tuple[ObjectPath, bool, float]] = {}
+    for p, entry in walk_objects(inbox):  # hidden segments skipped, as a folder's hidden entries are
+        name, sep, _ = p.key[len(inbox.key) :].strip("/").partition("/")
+        if not name or (not sep and entry.get("type", "file") != "file"):
+            continue
+        _, was_prefix, newest = entries.get(name, (p, False, 0.0))
+        entries[name] = (inbox.joinpath(name), was_prefix or bool(sep), max(newest, modified(entry)))
     return entries
 
 
 def scan_inbox(inbox: Location) -> InboxScan:
-    """Sort the entries directly in ``inbox`` into page sets new and up to date; InvalidPagesError if unlistable.
-    In a store, the page sets are the web archives under the prefix (folders and manifests of pages are read from
-    disks: they are ignored there)."""
+    """Sort the entries directly in ``inbox`` (a folder, or a prefix in a store) into page sets new and up to date;
+    InvalidPagesError if unlistable. The page sets are the folders (sub-prefixes) of pages, the web archives and
+    the manifests; a page set is new when something in it is newer than its batch."""
     page_sets: list[Location] = []
     ignored: list[Location] = []
     objects: dict[str, tuple[ObjectPath, bool, float]] = {}
@@ -125,9 +121,7 @@ def scan_inbox(inbox: Location) -> InboxScan:
             continue
         if name.endswith(OUTPUT_SUFFIXES) and not folder:
             continue  # a batch this stage wrote (a JSON Lines batch is not a page manifest)
-        if objects and (folder or not is_warc_name(name)):
-            ignored.append(entry)
-        elif folder or is_page_set_name(name):
+        if folder or is_page_set_name(name):
             page_sets.append(entry)
         else:
             ignored.append(entry)
@@ -171,6 +165,13 @@ def _newest_mtime_ns(entry: Path) -> int:
                 except OSError:  # vanished or a broken link: the extraction reports it
                     continue
     return newest
+
+
+def ignored_advice(inbox: Location) -> str:
+    """What to do with the entries of ``inbox`` that are not page sets (a loose page, a note)."""
+    if isinstance(inbox, ObjectPath):
+        return f"put pages under a prefix of the inbox ({inbox}/NAME/), or list them in a .jsonl manifest there"
+    return "put pages in a folder inside the inbox, or list them in a .jsonl manifest there"
 
 
 def failure_line(page_set: Path, error: str) -> str:

@@ -1,8 +1,10 @@
-"""The pages of an input: finding them in a folder, a manifest or web archives, and reading their bytes."""
+"""The pages of an input: finding them in a folder, a manifest or web archives (on a disk, or in an object store:
+a prefix is a folder), and reading their bytes."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import os
 import time
@@ -10,11 +12,11 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 import orjson
 
-from selection_core.errors import InvalidBatchError, SelectionError
+from selection_core.errors import InvalidBatchError, SelectionError, UnsafePathError
 from selection_extraction.settings import DEFAULT_MAX_PAGE_BYTES, PageTooLargeError
 from selection_extraction.warc import (
     RECORD_KINDS,
@@ -29,7 +31,16 @@ from selection_extraction.warc import (
     scan_warc,
     strip_suffix,
 )
-from selection_storage.stores import Location, ObjectPath, is_url, location, store
+from selection_storage.stores import (
+    Location,
+    ObjectPath,
+    info,
+    is_url,
+    local_text,
+    location,
+    store,
+    walk_objects,
+)
 from selection_storage.transient import TRANSIENT_ERRNOS
 
 #: File name endings of pages, matched case-insensitively; longest first.
@@ -89,25 +100,11 @@ def check_page_listing(source: str | os.PathLike[str] | ObjectPath) -> None:
 def find_pages(
     source: str | os.PathLike[str] | ObjectPath, label: str | None = None, scan_progress: ScanProgress | None = None
 ) -> PageSet:
-    """The pages of a directory, a manifest, a single page file or a WARC file (a file, or an object in a store),
-    in batch order; ``label`` names the input in the batch (default: ``source``). InvalidPagesError when the input
-    cannot be used."""
+    """The pages of a directory (or a prefix in a store), a manifest, a single page or a WARC file (each a file, or
+    an object in a store), in batch order; ``label`` names the input in the batch (default: ``source``).
+    InvalidPagesError when the input cannot be used."""
     name = str(source) if label is None else label
     return _with_warcs(name, *_listing(source, name), scan_progress)
-
-
-def _object_listing(p: ObjectPath, name: str) -> tuple[str, tuple[Page | _WarcFile, ...]]:
-    """An object as pages: a web archive, known by its first bytes (folders and manifests are read from disks)."""
-    with _warc_refusals(name or str(p)):
-        kind = archive_kind(p)
-        if kind == "arc":
-            raise arc_refusal(name or str(p))
-    if kind != "warc":
-        raise InvalidPagesError(
-            f"{p}: not a WARC file; an object in a store is read as a web archive (.warc, .warc.gz), "
-            "and folders and manifests of pages from this machine's disk"
-        )
-    return "warc", (_WarcFile(name, p),)
 
 
 def missing_pages(text: str) -> InvalidPagesError:
@@ -119,28 +116,47 @@ def missing_pages(text: str) -> InvalidPagesError:
 
 
 def _listing(source: str | os.PathLike[str] | ObjectPath, name: str) -> tuple[str, tuple[Page | _WarcFile, ...]]:
-    """The input's kind and entries, its WARC files not scanned yet."""
-    if is_url(source):
-        return _object_listing(location(source), name)  # type: ignore[arg-type]
-    text = os.fspath(source)
-    path = Path(text)
-    if path.is_dir():
+    """The input's kind and entries, its WARC files not scanned yet: a folder (or a prefix in a store), else a web
+    archive (by its name, else by its first bytes), a page (by its name), or a JSON Lines manifest."""
+    path: Location
+    if isinstance(source, ObjectPath) or is_url(source):
+        path = location(source)
+        text = str(path)
+    else:
+        text = os.fspath(source)
+        path = Path(text)
+    if _is_folder(path, text):
         return "directory", _directory_pages(path)
-    if not path.exists():
-        raise missing_pages(text)
+    shown = name or text
     if is_warc_name(path.name):
-        with _warc_refusals(name or text):  # its first bytes only: refused before a run starts
-            check_is_warc(path, name or text)
+        with _warc_refusals(shown):  # its first bytes only: refused before a run starts
+            check_is_warc(path, shown)
         return "warc", (_WarcFile(name, path),)
     if page_stem(path.name) is not None:
         return "page", (Page(page_stem(path.name) or path.name, None, path.name, path),)
-    with _warc_refusals(name or text):  # a web archive named loosely is known by its first bytes
+    with _warc_refusals(shown):  # a web archive named loosely is known by its first bytes
         kind = archive_kind(path)
         if kind == "arc":
-            raise arc_refusal(name or text)
+            raise arc_refusal(shown)
     if kind == "warc":
         return "warc", (_WarcFile(name, path),)
     return "manifest", _manifest_pages(path)
+
+
+def _is_folder(path: Location, text: str) -> bool:
+    """Whether the input is a folder: on a disk, a directory (:func:`missing_pages` when nothing is there); in a
+    store, anything but an object, a prefix (nothing under it is then refused as an empty folder is)."""
+    if isinstance(path, ObjectPath):
+        try:
+            info(path)
+        except InvalidBatchError:  # a prefix, or nothing; a store that fails otherwise says so itself
+            return True
+        return False
+    if path.is_dir():
+        return True
+    if not path.exists():
+        raise missing_pages(text)
+    return False
 
 
 @contextlib.contextmanager
@@ -208,34 +224,58 @@ def _size(path: Location) -> int:
         return 0
 
 
-def _is_warc(file: Path) -> bool:
-    """Whether a file not named as a page or a web archive is a WARC all the same, by its first record."""
+def _is_warc(file: Location) -> bool:
+    """Whether a file not named as a page or a web archive is a WARC all the same, by its first record (a file or
+    an object that cannot be found is not: its page is unreadable). A store that fails says so (the run fails)."""
     try:
         return archive_kind(file) == "warc"
+    except InvalidBatchError:
+        if isinstance(file, ObjectPath) and not _exists(file):
+            return False
+        raise
+    except SelectionError:
+        raise
     except OSError:
         return False
 
 
-def _directory_pages(root: Path) -> tuple[Page | _WarcFile, ...]:
-    found: list[tuple[str, Path, bool]] = []  # (relative path, file, is a WARC)
-    try:
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=_raise):
-            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-            for name in filenames:
-                if name.startswith("."):
-                    continue
+def _folder_files(root: Location) -> Iterator[tuple[str, Location]]:
+    """Every file under a folder (or object under a prefix), names starting with ``.`` skipped at every level: its
+    path relative to ``root`` (``/``-separated) and where it is. A prefix is listed once, sorted by key."""
+    if isinstance(root, ObjectPath):
+        for p, entry in walk_objects(root):
+            if entry.get("type", "file") == "file":
+                yield p.key[len(root.key) :].strip("/"), p
+        return
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=_raise):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in filenames:
+            if not name.startswith("."):
                 file = Path(dirpath) / name
-                page = page_stem(name) is not None
-                if page or is_warc_name(name) or _is_warc(file):
-                    found.append((file.relative_to(root).as_posix(), file, not page))
+                yield file.relative_to(root).as_posix(), file
+
+
+def _directory_pages(root: Location) -> tuple[Page | _WarcFile, ...]:
+    """The pages and web archives of a folder or a prefix, by relative path: pages and WARC files by their names,
+    other files that start with a WARC record too."""
+    found: list[tuple[str, Location, bool]] = []  # (relative path, file, is a WARC)
+    try:
+        for rel, file in _folder_files(root):
+            name = rel.rpartition("/")[2]
+            page = page_stem(name) is not None
+            if page or is_warc_name(name) or _is_warc(file):
+                found.append((rel, file, not page))
+    except SelectionError:  # the store failed: said as it is
+        raise
     except OSError as exc:
         raise InvalidPagesError(
             f"{root}: cannot list the directory ({exc.strerror or exc}); check its permissions"
         ) from None
     if not found:
-        raise InvalidPagesError(
-            f"{root}: no .html, .htm, .html.gz, .htm.gz page or .warc, .warc.gz file in this directory; check the path"
+        where = (
+            "under this prefix; check the URL" if isinstance(root, ObjectPath) else "in this directory; check the path"
         )
+        raise InvalidPagesError(f"{root}: no .html, .htm, .html.gz, .htm.gz page or .warc, .warc.gz file {where}")
     found.sort(key=lambda item: item[0])
     return tuple(_WarcFile(rel, file) if warc else Page(_id_of(rel), None, rel, file) for rel, file, warc in found)
 
@@ -250,9 +290,15 @@ def _id_of(relative: str) -> str:
     return f"{head}/{stem}" if head else stem
 
 
-def _manifest_pages(manifest: Path) -> tuple[Page | _WarcFile, ...]:
+def _manifest_pages(manifest: Location) -> tuple[Page | _WarcFile, ...]:
+    """The pages of a JSON Lines manifest (a file, or an object): one ``{"id", "url", "path", "encoding"}`` a line,
+    each ``path`` relative to the manifest's folder (prefix), or absolute: a path on this disk for a manifest on it,
+    an object's URL for a manifest in a store."""
     try:
-        data = manifest.read_bytes()
+        with store(manifest).open() as raw:
+            data = raw.read()
+    except SelectionError:
+        raise
     except OSError as exc:
         raise InvalidPagesError(f"{manifest}: cannot be read ({exc.strerror or exc}); check the path") from None
     try:
@@ -260,7 +306,6 @@ def _manifest_pages(manifest: Path) -> tuple[Page | _WarcFile, ...]:
     except UnicodeDecodeError as exc:
         bad_line = data[: exc.start].count(b"\n") + 1
         raise InvalidPagesError(f"{manifest}: line {bad_line} is not UTF-8; save the manifest as UTF-8") from None
-    base = manifest.parent
     pages: list[Page | _WarcFile] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -278,9 +323,7 @@ def _manifest_pages(manifest: Path) -> tuple[Page | _WarcFile, ...]:
         for key in ("id", "url", "encoding"):
             if entry.get(key) is not None and not isinstance(entry[key], str):
                 raise InvalidPagesError(f'{where}: "{key}" must be a string or null')
-        file = Path(page_path)
-        if not file.is_absolute():
-            file = base / file
+        file = _entry_file(manifest.parent, page_path, where)
         if is_warc_name(file.name) or (page_stem(file.name) is None and _is_warc(file)):
             pages.append(_WarcFile(page_path, file))
             continue
@@ -291,9 +334,59 @@ def _manifest_pages(manifest: Path) -> tuple[Page | _WarcFile, ...]:
     return tuple(pages)
 
 
+def _entry_file(base: Location, page_path: str, where: str) -> Location:
+    """Where a manifest's ``path`` points, the manifest's folder (prefix) being ``base``."""
+    if isinstance(base, Path):
+        file = Path(page_path)
+        return file if file.is_absolute() else base / file
+    if is_url(page_path):
+        try:
+            return ObjectPath.parse(page_path, base.options, "page")
+        except UnsafePathError as exc:
+            raise InvalidPagesError(f'{where}: "path" {exc}') from None
+    if os.path.isabs(local_text(page_path)):
+        raise InvalidPagesError(
+            f'{where}: "path" {page_path!r} is on a disk, which a manifest in a store cannot name; '
+            "give a path relative to the manifest, or an object's URL"
+        )
+    try:
+        return base.joinpath(page_path, "page")
+    except UnsafePathError:
+        raise InvalidPagesError(
+            f"{where}: \"path\" {page_path!r} has '.' or '..' segments; "
+            "give a path under the manifest's prefix, or an object's URL"
+        ) from None
+
+
+@contextlib.contextmanager
+def _opened(file: Location) -> Iterator[BinaryIO]:
+    """The file or object opened for reading (:meth:`Store.open`), a missing object raised as a missing file is
+    (FileNotFoundError: its page alone is unreadable); any other failure of a store a typed SelectionError."""
+    try:
+        raw = store(file).open()
+    except InvalidBatchError:
+        if isinstance(file, ObjectPath) and not _exists(file):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(file)) from None
+        raise
+    with raw:
+        yield raw
+
+
+def _exists(p: ObjectPath) -> bool:
+    """Whether the store has an object (or a prefix) at ``p``; True when it cannot tell (its error then stands)."""
+    try:
+        fs = p.filesystem()
+        fs.invalidate_cache(p.key)
+        return bool(fs.exists(p.key))
+    except Exception:  # noqa: BLE001 - the open's own typed error is the one reported
+        return True
+
+
 def read_page(page: Page, max_bytes: int = DEFAULT_MAX_PAGE_BYTES) -> bytes:
-    """The page's bytes, gunzipped when its name ends in ``.gz``; PageTooLargeError over ``max_bytes``."""
-    with open(page.file, "rb") as raw:
+    """The page's bytes (a file's, or an object's through its store), gunzipped when its name ends in ``.gz``;
+    PageTooLargeError over ``max_bytes``, FileNotFoundError for a missing object as for a missing file, a typed
+    SelectionError when a store fails."""
+    with _opened(page.file) as raw:
         if page.file.name.lower().endswith(".gz"):
             with gzip.GzipFile(fileobj=raw) as unzipped:
                 data = unzipped.read(max_bytes + 1)

@@ -96,6 +96,8 @@ def archive_kind(path: Location) -> str | None:
         raw.seek(0)
         try:
             start = (gzip.GzipFile(fileobj=raw) if head == b"\x1f\x8b" else raw).read(len(_ARC_MAGIC))
+        except SelectionError:  # the store failed, not the file: said as it is
+            raise
         except (OSError, EOFError, zlib.error):
             return None
     if start.startswith(_MAGIC):

@@ -60,12 +60,15 @@ def test_hidden_entries_are_skipped_and_subfolders_searched(tmp_path: Path) -> N
     assert [(p.id, p.path) for p in page_set.pages] == [("b", "b.HTML"), ("sub/a", "sub/a.htm")]
 
 
-def test_an_object_is_read_as_a_web_archive_and_nothing_else() -> None:
+def test_an_object_named_as_a_page_is_a_page_and_read_through_its_store() -> None:
     import fsspec
+
+    from selection_extraction.pages import read_page
 
     fs = fsspec.filesystem("memory")
     fs.pipe_file("/crawls/page.html", b"<html><body>not an archive</body></html>")
-    with pytest.raises(InvalidPagesError, match="not a WARC file; an object in a store is read as a web archive"):
-        find_pages("memory://crawls/page.html")
+    page_set = find_pages("memory://crawls/page.html")
+    assert page_set.kind == "page" and [(p.id, p.path) for p in page_set.pages] == [("page", "page.html")]
+    assert read_page(page_set.pages[0]) == b"<html><body>not an archive</body></html>"
     paths = resolve_extract_paths("s3://crawls/day/x.warc.gz")  # nothing read yet
     assert str(paths.pages) == "s3://crawls/day/x.warc.gz" and str(paths.output) == "s3://crawls/day/x_extracted.json"

@@ -130,7 +130,6 @@ def test_the_inbox_on_a_prefix_extracts_each_new_web_archive_once(store_server, 
     fs = store_server.fs()
     fs.pipe_file(f"{bucket}/root/inbox/day1.warc.gz", warc.read_bytes())
     fs.pipe_file(f"{bucket}/root/inbox/notes.txt", b"not a page set")
-    fs.pipe_file(f"{bucket}/root/inbox/pages/a.html", b"<html></html>")  # a folder of pages: read from disks only
 
     first = extract_inbox(
         data_root=store_server.url(bucket, "root"), workers=1, storage_options=store_server.options, return_state=True
@@ -140,10 +139,7 @@ def test_the_inbox_on_a_prefix_extracts_each_new_web_archive_once(store_server, 
     assert first.is_completed(), first.message
     summary = first.result()
     assert summary.extracted == [store_server.url(bucket, "root/inbox/day1_extracted.json")]
-    assert summary.ignored == [
-        store_server.url(bucket, "root/inbox/notes.txt"),
-        store_server.url(bucket, "root/inbox/pages"),
-    ]
+    assert summary.ignored == [store_server.url(bucket, "root/inbox/notes.txt")]  # (page sets: test_pages_in_stores)
     assert again.is_completed() and again.result().extracted == [] and again.result().up_to_date == 1
     batch = json.loads(fs.cat_file(f"{bucket}/root/inbox/day1_extracted.json"))
     assert (

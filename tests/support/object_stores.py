@@ -123,7 +123,7 @@ class StoreServer:
         if self.process is not None:
             self.process.terminate()
             try:
-                self.process.wait(10)
+                self.process.wait(2)  # an emulator's data is the test's: no need to wait for a clean stop
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
