@@ -88,10 +88,14 @@ def is_warc_name(name: str) -> bool:
 _ARC_MAGIC = b"filedesc://"
 
 
+#: How much of an object is fetched to tell a web archive by its first bytes (not a whole read-ahead block).
+SNIFF_BYTES: Final[int] = 64 << 10
+
+
 def archive_kind(path: Location) -> str | None:
     """What the file's first bytes (gunzipped if gzip) say it is: ``"warc"``, ``"arc"``, or None; whatever its
     name (objects and crawl files are often named loosely)."""
-    with store(path).open() as raw:
+    with store(path).open(block_size=SNIFF_BYTES) as raw:
         head = raw.read(2)
         raw.seek(0)
         try:
@@ -115,7 +119,7 @@ def arc_refusal(shown: str) -> NotAWarcError:
 
 def check_is_warc(path: Location, shown: str) -> None:
     """Refuse (:class:`NotAWarcError`) a file that does not start with a WARC record (gunzipped if gzip)."""
-    with store(path).open() as raw:
+    with store(path).open(block_size=SNIFF_BYTES) as raw:
         head = raw.read(2)
         raw.seek(0)
         if head == b"\x1f\x8b":

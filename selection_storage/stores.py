@@ -648,8 +648,9 @@ class Store(Protocol):
     def read_span(self, version: Version, start: int, end: int, before: bytes = b"", after: bytes = b"") -> bytearray:
         """``before + <bytes start..end> + after`` of ``version``; an ``InputChangedError`` if it is no longer it."""
 
-    def open(self) -> BinaryIO:
-        """Opened for streaming reads, seekable; each failure of a store one typed error (:func:`store_error`)."""
+    def open(self, block_size: int = UPLOAD_PART_BYTES) -> BinaryIO:
+        """Opened for streaming reads, seekable, an object read ahead ``block_size`` bytes at a time; each failure of
+        a store one typed error (:func:`store_error`)."""
 
     def size(self) -> int: ...
 
@@ -669,7 +670,7 @@ class Store(Protocol):
         """Whether the local file ``out`` (``out_resolved`` resolved) is this input."""
 
     def is_folder(self) -> bool:
-        """Whether this is a folder on a disk (folders of pages are read from disks, never from a store)."""
+        """Whether this is a folder on a disk (a prefix in a store is found by listing it)."""
 
     def resolve(self) -> Location:
         """Symbolic links and ``..`` followed (an object is its own)."""
@@ -704,10 +705,10 @@ class ObjectStore:
             reader.check()
         return bytearray().join((before, data, after))
 
-    def open(self) -> BinaryIO:
-        # an 8 MiB read-ahead cache: a sequential reader (a web archive's) streams it in ranges with bounded memory
+    def open(self, block_size: int = UPLOAD_PART_BYTES) -> BinaryIO:
+        # a read-ahead cache: a sequential reader (a web archive's) streams it in ranges with bounded memory
         try:
-            fh = self.path.filesystem().open(self.path.key, "rb", cache_type="readahead", block_size=UPLOAD_PART_BYTES)
+            fh = self.path.filesystem().open(self.path.key, "rb", cache_type="readahead", block_size=block_size)
         except Exception as exc:  # noqa: BLE001
             raise store_error(self.path, exc) from None
         return _ObjectStream(self.path, fh)  # type: ignore[return-value]
@@ -781,7 +782,7 @@ class DiskStore:
     def read_span(self, version: Version, start: int, end: int, before: bytes = b"", after: bytes = b"") -> bytearray:
         return files.read_span(self.path, version, start, end, before, after)
 
-    def open(self) -> BinaryIO:
+    def open(self, block_size: int = UPLOAD_PART_BYTES) -> BinaryIO:
         return open(self.path, "rb")  # noqa: SIM115 - the caller closes it
 
     def size(self) -> int:

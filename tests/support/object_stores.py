@@ -321,8 +321,8 @@ def running(servers: dict[str, StoreServer], protocol: str) -> StoreServer:
                 raise
             pytest.skip(f"no {protocol} store server here: {exc}")
         server.env = environment(server)
-        os.environ.update(server.env)
         servers[protocol] = server
+    os.environ.update(servers[protocol].env)  # again each test: a test may have put back an environment of before
     return servers[protocol]
 
 
