@@ -47,8 +47,9 @@ EXTRAS: Final[dict[str, str]] = {
     **dict.fromkeys(("az", "abfs", "abfss", "adl"), "azure"),
 }
 
-#: The size of the parts an output object is uploaded in (S3's smallest part is 5 MiB).
-UPLOAD_PART_BYTES: Final[int] = 8 << 20
+#: The size of the parts an output object is uploaded in: S3's smallest part, as a part is held twice while it is
+#: sent (the writer's buffer and the part read from it).
+UPLOAD_PART_BYTES: Final[int] = 5 << 20
 
 
 def is_url(text: str | os.PathLike[str] | ObjectPath) -> bool:
