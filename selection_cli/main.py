@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Final
 
-from selection_cli.environment import apply_kernel_setting
+from selection_cli.environment import apply_kernel_setting, release_large_buffers
 from selection_core import __version__
 from selection_core.errors import EXIT_INTERNAL, MissingExtraError, SelectionError
 
@@ -108,6 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``content-selection``; returns the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     apply_kernel_setting()
+    release_large_buffers()
     try:
         args = build_parser(argv).parse_args(argv)
         return int(args.func(args))

@@ -332,6 +332,7 @@ def select_file(
         jobs = plan_jobs(plan, out, report, table_rows, MAX_CLOSEST_CALLS if shown else 0, parts)
         for job, selected in zip(jobs, map_jobs(jobs) if map_jobs else map(select_job, jobs), strict=True):
             joiner.add(selected, job)
+            selected.output = selected.report = None  # written: not held while the next chunk is selected
             summary = sc.merge_summaries((summary, selected.summary))
             if selected.rows or selected.close_calls:
                 found.append((selected.rows, selected.close_calls))

@@ -57,8 +57,9 @@ ENDPOINT_SETTINGS: Final[dict[str, str]] = {
 #: Seconds to wait for a store's endpoint (set explicitly) to accept a connection before a run is refused.
 CONNECT_TIMEOUT_SECONDS: Final[float] = 3.0
 
-#: The size of the parts an output object is uploaded in (S3's smallest part is 5 MiB).
-UPLOAD_PART_BYTES: Final[int] = 8 << 20
+#: The size of the parts an output object is uploaded in: S3's smallest part, as a part is held twice while it is
+#: sent (the writer's buffer and the part read from it).
+UPLOAD_PART_BYTES: Final[int] = 5 << 20
 
 
 def is_url(text: str | os.PathLike[str] | ObjectPath) -> bool:
@@ -403,6 +404,119 @@ class ObjectReader:
             raise store_error(self.path, OSError(errno.EINVAL, "pre-condition failed"))
 
 
+def read_range(p: ObjectPath, version: Version, start: int, into: memoryview) -> bool:
+    """Fill ``into`` with the bytes of ``p`` from ``start`` by ONE ranged GET that the store serves only from
+    ``version`` (S3: ``If-Match`` its ETag or its ``VersionId``; GCS: ``ifGenerationMatch``; Azure: ``If-Match``
+    its etag), read straight into ``into``. False (nothing requested) when the store or the version's tag has no
+    such read. An ``InputChangedError`` when the object is no longer ``version`` (or is shorter); any other failure
+    of the store is :func:`store_error`'s."""
+    fs = p.filesystem()
+    reader = _RANGE_READERS.get(type(fs).__module__.partition(".")[0])
+    name, _, value = version.tag.partition(":")
+    if reader is None or not value or into.nbytes == 0:
+        return False
+    from fsspec.asyn import sync
+
+    try:
+        got = sync(fs.loop, reader, fs, p.key, name, value, start, into)
+    except _Changed:
+        got = -1
+    except Exception as exc:  # noqa: BLE001 - every store failure becomes one typed line
+        raise store_error(p, exc) from None
+    if got is None:
+        return False
+    if got != into.nbytes:
+        raise store_error(p, OSError(errno.EINVAL, "pre-condition failed: the object changed or is shorter"))
+    return True
+
+
+class _Changed(Exception):
+    """The store refused a read conditioned on the version planned: the object changed."""
+
+
+async def _fill(into: memoryview, read: Callable[[memoryview], Any]) -> int:
+    """Bytes read by ``await read(rest)`` (how many it wrote) until ``into`` is full or the body ends."""
+    got = 0
+    while got < into.nbytes:
+        n = await read(into[got:])
+        if not n:
+            break
+        got += n
+    return got
+
+
+async def _s3_range(fs: Any, key: str, name: str, value: str, start: int, into: memoryview) -> int | None:
+    conditions = {"ETag": "IfMatch", "VersionId": "VersionId"}
+    if name not in conditions:
+        return None
+    bucket, key, _ = fs.split_path(key)
+    ranged = {"Range": f"bytes={start}-{start + into.nbytes - 1}", conditions[name]: value}
+    try:
+        response = await fs._call_s3("get_object", Bucket=bucket, Key=key, **ranged)
+    except OSError as exc:
+        code = getattr(exc.__cause__, "response", {}).get("Error", {}).get("Code")
+        if code in ("PreconditionFailed", "412") or (name == "VersionId" and isinstance(exc, FileNotFoundError)):
+            raise _Changed from None  # another ETag; or the version read is gone
+        raise
+    body = response["Body"]
+    try:
+        return await _fill(into, body.readinto)
+    finally:
+        body.close()
+
+
+async def _gcs_range(fs: Any, key: str, name: str, value: str, start: int, into: memoryview) -> int | None:
+    if name != "generation":
+        return None
+    from gcsfs.retry import validate_response
+
+    bucket, path, _ = fs.split_path(key)
+    await fs._set_session()
+    url = fs.url(f"{bucket}/{path}")  # the media URL (alt=media)
+    headers = fs._get_headers({"Range": f"bytes={start}-{start + into.nbytes - 1}"})
+    params = fs._get_params({"ifGenerationMatch": value})
+    async with fs.session.get(url, params=params, headers=headers, timeout=fs.requests_timeout) as r:
+        if r.status == 412:
+            raise _Changed
+        if r.status >= 400:
+            validate_response(r.status, await r.read(), url)
+
+        async def read(rest: memoryview) -> int:
+            data = await r.content.read(rest.nbytes)
+            rest[: len(data)] = data
+            return len(data)
+
+        return await _fill(into, read)
+
+
+async def _azure_range(fs: Any, key: str, name: str, value: str, start: int, into: memoryview) -> int | None:
+    if name != "etag":
+        return None
+    from azure.core import MatchConditions
+    from azure.core.exceptions import ResourceModifiedError, ResourceNotFoundError
+
+    container, blob, _ = fs.split_path(key)
+    async with fs.service_client.get_blob_client(container=container, blob=blob) as client:
+        try:
+            download = await client.download_blob(
+                offset=start, length=into.nbytes, etag=value, match_condition=MatchConditions.IfNotModified
+            )
+        except ResourceModifiedError:
+            raise _Changed from None
+        except ResourceNotFoundError as exc:
+            raise FileNotFoundError(errno.ENOENT, "no such object") from exc
+        got = 0
+        async for data in download.chunks():
+            size = min(len(data), into.nbytes - got)
+            into[got : got + size] = data[:size]
+            got += len(data)
+        return got
+
+
+#: The conditional ranged reads, by the package of the file system's class.
+_RANGE_READERS: Final[dict[str, Callable[..., Any]]] = {"s3fs": _s3_range, "gcsfs": _gcs_range, "adlfs": _azure_range}
+
+
 class _MemoryUpload:
     """memory:// writes a file into its store when it is opened: keep the bytes here until the commit."""
 
@@ -698,12 +812,20 @@ class ObjectStore:
             yield reader.version, reader.read
 
     def read_span(self, version: Version, start: int, end: int, before: bytes = b"", after: bytes = b"") -> bytearray:
+        """One ranged GET conditioned on ``version`` where the backend has one (:func:`read_range`), else the
+        object opened, read and checked; the bytes land in one buffer, ``before`` and ``after`` around them."""
+        out = bytearray(len(before) + (end - start) + len(after))
+        out[: len(before)] = before
+        out[len(out) - len(after) :] = after
+        view = memoryview(out)[len(before) : len(before) + end - start]
+        if end > start and read_range(self.path, version, start, view):
+            return out
         with ObjectReader(self.path) as reader:
             if reader.version != version:
                 raise store_error(self.path, OSError(errno.EINVAL, "pre-condition failed"))
-            data = reader.read_at(start, end - start)
+            view[:] = reader.read_at(start, end - start)
             reader.check()
-        return bytearray().join((before, data, after))
+        return out
 
     def open(self, block_size: int = UPLOAD_PART_BYTES) -> BinaryIO:
         # a read-ahead cache: a sequential reader (a web archive's) streams it in ranges with bounded memory

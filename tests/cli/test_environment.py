@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from selection_cli.environment import PURE_ENV, apply_kernel_setting, prepare_embedded_api
+from selection_cli.environment import PURE_ENV, apply_kernel_setting, prepare_embedded_api, release_large_buffers
 from selection_core import kernel
 from selection_core.errors import EXIT_UNAVAILABLE
 from tests.support import ROOT
@@ -48,6 +48,12 @@ def test_pure_switch(monkeypatch: pytest.MonkeyPatch, value: str | None, used: b
         monkeypatch.setenv(PURE_ENV, value)
     apply_kernel_setting()
     assert (kernel.KERNEL is not None) is used
+
+
+def test_large_buffers_are_unmapped_when_freed_on_glibc() -> None:
+    import platform
+
+    assert release_large_buffers() is (platform.libc_ver()[0] == "glibc")
 
 
 def test_embedded_api_defaults(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -33,9 +33,12 @@ from selection_storage.paths import resolve_run_paths
 from selection_storage.stores import (
     STALE_UPLOAD_SECONDS,
     ObjectPath,
+    ObjectStore,
     _filesystem_class,
     abort_stale_uploads,
+    location,
     object_version,
+    store,
 )
 from tests.support import ROOT
 from tests.support.object_stores import AZURITE_KEY
@@ -149,6 +152,55 @@ def test_an_input_changed_during_the_run_is_refused_and_nothing_is_written(store
     with pytest.raises(InputChangedError, match="changed while it was being read"):
         select_file(url, chunk_articles=20, progress=rewrite_once)
     assert store_server.keys(bucket) == [f"{bucket}/in_extracted.json"] and store_server.no_uploads(bucket)
+
+
+def _sent(url: str) -> list[tuple[str, dict[str, str]]]:
+    """The requests (method, headers) the client that ``select`` uses for ``url`` sends from now on, as botocore
+    hands them to the network."""
+    sent: list[tuple[str, dict[str, str]]] = []
+
+    def record(request, **_) -> None:
+        headers = {k: v.decode() if isinstance(v, bytes) else v for k, v in request.headers.items()}
+        sent.append((request.method, headers))
+
+    location(url).filesystem().s3.meta.events.register("before-send.s3", record)  # fsspec's instance: the run's
+    return sent
+
+
+def test_each_chunk_is_read_by_one_ranged_get_on_the_version_planned(s3_server, bucket, mocker) -> None:
+    url = s3_server.url(bucket, "in_extracted.json")
+    s3_server.put(url, GOLDEN_BATCH.read_bytes())
+    sent, per_read = _sent(url), []
+    real = ObjectStore.read_span
+
+    def read_span(self, *args, **kwargs):
+        start = len(sent)
+        try:
+            return real(self, *args, **kwargs)
+        finally:
+            per_read.append(sent[start:])
+
+    mocker.patch.object(ObjectStore, "read_span", read_span)
+    result = select_file(url, chunk_articles=20)
+    etag = s3_server.info(url)["ETag"]
+    assert result.chunks == len(per_read) == 10
+    for requests in per_read:  # no HEAD, no second GET: one request a chunk
+        ((method, headers),) = requests
+        assert method == "GET" and headers["If-Match"] == etag and headers["Range"].startswith("bytes=")
+
+
+def test_a_chunk_of_an_object_rewritten_after_the_plan_is_refused_by_its_one_get(s3_server, bucket) -> None:
+    url = s3_server.url(bucket, "in_extracted.json")
+    data = GOLDEN_BATCH.read_bytes()
+    s3_server.put(url, data)
+    planned = store(location(url))
+    version = planned.version()
+    assert planned.read_span(version, 10, 30, b"<", b">") == b"<" + data[10:30] + b">"
+    s3_server.put(url, data.replace(b"the", b"THE", 1))  # the same size: only the ETag tells
+    sent = _sent(url)
+    with pytest.raises(InputChangedError, match="changed while it was being read"):
+        planned.read_span(version, 10, 30)
+    assert [method for method, _ in sent] == ["GET"]
 
 
 # gcsfs and the Azure SDK retry a refused connection for 30 s and 90 s before they give up, and neither takes an
