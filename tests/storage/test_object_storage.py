@@ -189,6 +189,36 @@ def test_each_chunk_is_read_by_one_ranged_get_on_the_version_planned(s3_server, 
         assert method == "GET" and headers["If-Match"] == etag and headers["Range"].startswith("bytes=")
 
 
+@pytest.mark.parametrize("store_server", ["gs", "az"], indirect=True)
+def test_each_chunk_is_one_get_on_google_cloud_storage_and_azure(store_server, bucket, mocker) -> None:
+    """As on S3 (above), counted where gcsfs and the Azure SDK hand each request to aiohttp."""
+    import aiohttp
+
+    url = store_server.url(bucket, "in_extracted.json")
+    store_server.put(url, GOLDEN_BATCH.read_bytes())
+    sent: list[str] = []
+    send = aiohttp.ClientSession._request
+
+    def counted(session, method, *args, **kwargs):
+        sent.append(method.upper())
+        return send(session, method, *args, **kwargs)
+
+    per_read: list[list[str]] = []
+    real = ObjectStore.read_span
+
+    def read_span(self, *args, **kwargs):
+        start = len(sent)
+        try:
+            return real(self, *args, **kwargs)
+        finally:
+            per_read.append(sent[start:])
+
+    mocker.patch.object(aiohttp.ClientSession, "_request", counted)
+    mocker.patch.object(ObjectStore, "read_span", read_span)
+    result = select_file(url, chunk_articles=20)
+    assert result.chunks == len(per_read) == 10 and per_read == [["GET"]] * 10
+
+
 def test_a_chunk_of_an_object_rewritten_after_the_plan_is_refused_by_its_one_get(s3_server, bucket) -> None:
     url = s3_server.url(bucket, "in_extracted.json")
     data = GOLDEN_BATCH.read_bytes()
