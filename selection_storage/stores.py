@@ -788,7 +788,7 @@ class Store(Protocol):
         """Whether the local file ``out`` (``out_resolved`` resolved) is this input."""
 
     def is_folder(self) -> bool:
-        """Whether this is a folder on a disk (a prefix in a store is found by listing it)."""
+        """Whether this is a folder on a disk, or a prefix in a store (not an object, but objects under it)."""
 
     def resolve(self) -> Location:
         """Symbolic links and ``..`` followed (an object is its own)."""
@@ -861,7 +861,10 @@ class ObjectStore:
         return False
 
     def is_folder(self) -> bool:
-        return False
+        try:
+            return self.path.filesystem().info(self.path.key).get("type") == "directory"
+        except Exception:  # noqa: BLE001 - nothing there, or the store failed: said when it is read
+            return False
 
     def resolve(self) -> Location:
         return self.path

@@ -276,3 +276,14 @@ def test_the_inbox_on_a_prefix_finds_the_page_sets_a_folder_inbox_finds(put: Put
     time.sleep(1.1)  # the store's times are in seconds
     put(f"{inbox}/site/deeper/new.html", b"<p>new</p>")  # a page newer than the batch, deep in the prefix
     assert [p.name for p in scan_inbox(ObjectPath.parse(inbox)).new] == ["day.warc.gz", "list.jsonl", "site"]
+
+
+def test_a_prefix_with_a_dot_in_its_name_is_named_as_the_same_folder_on_a_disk(
+    put: Put, root: str, tmp_path: Path
+) -> None:
+    from selection_extraction.paths import extracted_path
+
+    tree(put, f"{root}/site.v2", tmp_path / "site.v2", {"a.html": b"<p>a</p>"})
+    assert (tmp_path / "site.v2").is_dir() and extracted_path(tmp_path / "site.v2").name == "site.v2_extracted.json"
+    assert str(extracted_path(f"{root}/site.v2")) == f"{root}/site.v2_extracted.json"
+    assert str(extracted_path(f"{root}/site.v2/a.html")) == f"{root}/site.v2/a_extracted.json"  # an object: its stem
