@@ -20,6 +20,7 @@ from selection_extraction.inbox import ignored_advice, scan_inbox
 from selection_extraction.pages import PageReader, check_page_listing, read_error, read_page
 from selection_storage.stores import ObjectPath
 from tests.support import DATA, PAGES
+from tests.support.object_stores import tree
 
 Put = Callable[[str, bytes], None]
 
@@ -36,14 +37,6 @@ def put(store_server) -> Put:
 @pytest.fixture
 def root(store_server, bucket: str) -> str:
     return store_server.url(bucket).rstrip("/")
-
-
-def tree(put: Put, url: str, folder: Path, files: dict[str, bytes]) -> None:
-    """The same files under the prefix ``url`` and in ``folder`` on the disk."""
-    for rel, data in files.items():
-        put(f"{url}/{rel}", data)
-        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-        (folder / rel).write_bytes(data)
 
 
 def listed(page_set) -> list[tuple]:

@@ -15,6 +15,7 @@ import pytest
 
 from selection_cli.main import main
 from tests.support import PAGES
+from tests.support.object_stores import tree
 
 Put = Callable[[str, bytes], None]
 Get = Callable[[str], bytes]
@@ -61,14 +62,6 @@ def flow_env(prefect_harness: None) -> Iterator[None]:
     yield
     os.environ.clear()
     os.environ.update(saved)
-
-
-def tree(put: Put, url: str, folder: Path, files: dict[str, bytes]) -> None:
-    """The same files under the prefix ``url`` and in ``folder`` on the disk."""
-    for rel, data in files.items():
-        put(f"{url}/{rel}", data)
-        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-        (folder / rel).write_bytes(data)
 
 
 def as_on_disk(local_batch: Path, local_input: Path, url: str) -> bytes:

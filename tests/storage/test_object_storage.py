@@ -167,10 +167,9 @@ def _sent(url: str) -> list[tuple[str, dict[str, str]]]:
     return sent
 
 
-def test_each_chunk_is_read_by_one_ranged_get_on_the_version_planned(s3_server, bucket, mocker) -> None:
-    url = s3_server.url(bucket, "in_extracted.json")
-    s3_server.put(url, GOLDEN_BATCH.read_bytes())
-    sent, per_read = _sent(url), []
+def _per_read(sent: list, mocker) -> list[list]:
+    """What was appended to ``sent`` during each chunk's read (``ObjectStore.read_span``), a list a read."""
+    per_read: list[list] = []
     real = ObjectStore.read_span
 
     def read_span(self, *args, **kwargs):
@@ -181,6 +180,14 @@ def test_each_chunk_is_read_by_one_ranged_get_on_the_version_planned(s3_server, 
             per_read.append(sent[start:])
 
     mocker.patch.object(ObjectStore, "read_span", read_span)
+    return per_read
+
+
+def test_each_chunk_is_read_by_one_ranged_get_on_the_version_planned(s3_server, bucket, mocker) -> None:
+    url = s3_server.url(bucket, "in_extracted.json")
+    s3_server.put(url, GOLDEN_BATCH.read_bytes())
+    sent = _sent(url)
+    per_read = _per_read(sent, mocker)
     result = select_file(url, chunk_articles=20)
     etag = s3_server.info(url)["ETag"]
     assert result.chunks == len(per_read) == 10
@@ -203,18 +210,8 @@ def test_each_chunk_is_one_get_on_google_cloud_storage_and_azure(store_server, b
         sent.append(method.upper())
         return send(session, method, *args, **kwargs)
 
-    per_read: list[list[str]] = []
-    real = ObjectStore.read_span
-
-    def read_span(self, *args, **kwargs):
-        start = len(sent)
-        try:
-            return real(self, *args, **kwargs)
-        finally:
-            per_read.append(sent[start:])
-
     mocker.patch.object(aiohttp.ClientSession, "_request", counted)
-    mocker.patch.object(ObjectStore, "read_span", read_span)
+    per_read = _per_read(sent, mocker)
     result = select_file(url, chunk_articles=20)
     assert result.chunks == len(per_read) == 10 and per_read == [["GET"]] * 10
 

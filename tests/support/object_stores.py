@@ -18,7 +18,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -286,6 +286,14 @@ class AzureServer(StoreServer):
 
 
 SERVERS: dict[str, type[StoreServer]] = {"s3": S3Server, "gs": GCSServer, "az": AzureServer}
+
+
+def tree(put: Callable[[str, bytes], None], url: str, folder: Path, files: dict[str, bytes]) -> None:
+    """The same files under the prefix ``url`` (written by ``put(url, data)``) and in ``folder`` on a disk."""
+    for relative, data in files.items():
+        put(f"{url}/{relative}", data)
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / relative).write_bytes(data)
 
 
 def environment(server: StoreServer) -> dict[str, str]:
