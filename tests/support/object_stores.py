@@ -330,6 +330,10 @@ def running(servers: dict[str, StoreServer], protocol: str) -> StoreServer:
             pytest.skip(f"no {protocol} store server here: {exc}")
         server.env = environment(server)
         servers[protocol] = server
+        import fsspec
+
+        # a client an earlier test made, before the server's settings were in the environment, is not reused
+        fsspec.get_filesystem_class(protocol).clear_instance_cache()
     os.environ.update(servers[protocol].env)  # again each test: a test may have put back an environment of before
     return servers[protocol]
 
