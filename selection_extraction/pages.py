@@ -259,8 +259,10 @@ def _directory_pages(root: Location) -> tuple[Page | _WarcFile, ...]:
     """The pages and web archives of a folder or a prefix, by relative path: pages and WARC files by their names,
     other files that start with a WARC record too."""
     found: list[tuple[str, Location, bool]] = []  # (relative path, file, is a WARC)
+    listed = 0
     try:
         for rel, file in _folder_files(root):
+            listed += 1
             name = rel.rpartition("/")[2]
             page = page_stem(name) is not None
             if page or is_warc_name(name) or _is_warc(file):
@@ -271,6 +273,8 @@ def _directory_pages(root: Location) -> tuple[Page | _WarcFile, ...]:
         raise InvalidPagesError(
             f"{root}: cannot list the directory ({exc.strerror or exc}); check its permissions"
         ) from None
+    if not listed and isinstance(root, ObjectPath):  # nothing there: a mistyped URL, more likely than a prefix
+        raise InvalidPagesError(f"{root}: no such object, and no object under this prefix; check the URL")
     if not found:
         where = (
             "under this prefix; check the URL" if isinstance(root, ObjectPath) else "in this directory; check the path"

@@ -95,10 +95,15 @@ def test_a_prefix_without_pages_is_refused_as_an_empty_folder_is(put: Put, root:
         with pytest.raises(InvalidPagesError) as info:
             refused(f"{root}/site")
         assert str(info.value) == (
-            f"{root}/site: no .html, .htm, .html.gz, .htm.gz page or .warc, .warc.gz file under this prefix; "
+            f"{root}/site: no such object, and no object under this prefix; check the URL"
+            if what == "missing"
+            else f"{root}/site: no .html, .htm, .html.gz, .htm.gz page or .warc, .warc.gz file under this prefix; "
             "check the URL"
         )
         assert info.value.exit_code == 65
+    if what == "missing":  # a mistyped object's URL is said so, whatever it is named
+        with pytest.raises(InvalidPagesError, match=r"crawl\.warc\.gz: no such object, and no object under this"):
+            find_pages(f"{root}/crawl.warc.gz")
 
 
 def test_a_gzip_page_object_is_read_through_its_store(put: Put, root: str, tmp_path: Path) -> None:
