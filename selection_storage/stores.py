@@ -249,7 +249,7 @@ def object_version(entry: Mapping[str, Any]) -> Version:
 
 def modified(info: Mapping[str, Any]) -> float:
     """An object's modification time (seconds since the epoch) from its listing entry."""
-    for name in ("LastModified", "mtime", "updated", "last_modified", "modified", "created", "started"):
+    for name in ("LastModified", "mtime", "updated", "last_modified", "modified", "created"):
         value = info.get(name)
         if isinstance(value, datetime):
             return value.timestamp()
@@ -404,6 +404,15 @@ class ObjectReader:
             raise store_error(self.path, OSError(errno.EINVAL, "pre-condition failed"))
 
 
+def backend(fs: Any) -> str:
+    """Which client ``fs`` is, where the stores differ in what they can do: ``"s3"`` (s3fs), ``"gcs"`` (gcsfs),
+    ``"azure"`` (adlfs's blob storage), ``"memory"``, or ``""`` for any other."""
+    package, name = type(fs).__module__.partition(".")[0], type(fs).__name__
+    if name == "AzureBlobFileSystem":
+        return "azure"
+    return {"s3fs": "s3", "gcsfs": "gcs", "fsspec": "memory" if name == "MemoryFileSystem" else ""}.get(package, "")
+
+
 def read_range(p: ObjectPath, version: Version, start: int, into: memoryview) -> bool:
     """Fill ``into`` with the bytes of ``p`` from ``start`` by ONE ranged GET that the store serves only from
     ``version`` (S3: ``If-Match`` its ETag or its ``VersionId``; GCS: its ``generation``; Azure: ``If-Match`` its
@@ -411,7 +420,7 @@ def read_range(p: ObjectPath, version: Version, start: int, into: memoryview) ->
     such read. An ``InputChangedError`` when the object is no longer ``version`` (or is shorter); any other failure
     of the store is :func:`store_error`'s."""
     fs = p.filesystem()
-    reader = _RANGE_READERS.get(type(fs).__module__.partition(".")[0])
+    reader = _RANGE_READERS.get(backend(fs))
     name, _, value = version.tag.partition(":")
     if reader is None or not value or into.nbytes == 0:
         return False
@@ -514,8 +523,8 @@ async def _azure_range(fs: Any, key: str, name: str, value: str, start: int, int
         return got
 
 
-#: The conditional ranged reads, by the package of the file system's class.
-_RANGE_READERS: Final[dict[str, Callable[..., Any]]] = {"s3fs": _s3_range, "gcsfs": _gcs_range, "adlfs": _azure_range}
+#: The conditional ranged reads, by :func:`backend`.
+_RANGE_READERS: Final[dict[str, Callable[..., Any]]] = {"s3": _s3_range, "gcs": _gcs_range, "azure": _azure_range}
 
 
 class _MemoryUpload:
@@ -593,12 +602,10 @@ class StagedObject(Staged):
     def __init__(self, target: ObjectPath) -> None:
         self.target, self._committed = target, False
         fs = target.filesystem()
-        from fsspec.implementations.memory import MemoryFileSystem
-
         try:
-            if isinstance(fs, MemoryFileSystem):
+            if backend(fs) == "memory":
                 self._fh: Any = _MemoryUpload(fs, target.key)
-            elif type(fs).__name__ == "AzureBlobFileSystem":
+            elif backend(fs) == "azure":
                 self._fh = _BlockUpload(fs, target.key)
             else:
                 self._fh = fs.open(target.key, "wb", autocommit=False, block_size=UPLOAD_PART_BYTES)
@@ -668,12 +675,12 @@ def abort_stale_uploads(prefix: ObjectPath, now: float | None = None) -> list[Ob
 
     def stale(key: str, started: Any) -> bool:
         inside = not key_prefix or key == key_prefix or key.startswith(key_prefix.rstrip("/") + "/")
-        return inside and now - modified({"started": started}) >= STALE_UPLOAD_SECONDS
+        return inside and now - modified({"LastModified": started}) >= STALE_UPLOAD_SECONDS
 
     try:
-        if hasattr(fs, "list_multipart_uploads"):
+        if backend(fs) == "s3":
             keys = _abort_multipart_uploads(fs, bucket, stale)
-        elif type(fs).__name__ == "AzureBlobFileSystem":
+        elif backend(fs) == "azure":
             keys = _abort_uncommitted_blobs(fs, bucket, key_prefix, stale)
         else:
             return []
