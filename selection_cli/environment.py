@@ -28,7 +28,7 @@ def release_large_buffers() -> bool:
     """On glibc, map each buffer of :data:`MMAP_THRESHOLD_BYTES` or more apart, so that it goes back to the system
     when freed (a chunk's bytes, an upload's part, a response's body). Otherwise glibc raises that threshold to the
     largest buffer freed (up to 32 MiB), and the heap keeps the memory of the largest chunks for the whole run
-    (about 17 MiB more at the peak of ``select`` on an object). Whether it was set (False elsewhere)."""
+    (figures: docs/scaling.md). Whether it was set (False elsewhere)."""
     import ctypes
 
     try:
