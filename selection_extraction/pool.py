@@ -262,9 +262,22 @@ def _stop_all() -> None:
         thread.join()
 
 
-# A multiprocessing child (a task runner's worker) runs no atexit hook, not even pebble's, but joins its
-# non-daemonic children (pebble's workers) before it exits: this finalizer runs first, in every process.
-multiprocessing.util.Finalize(None, _stop_all, exitpriority=100)
+def _stop_all_at_exit(_module: object = None) -> None:
+    """Stop this process's pools when it exits, and forget a parent's pools in a forked child.
+
+    A multiprocessing child (a task runner's worker) runs no atexit hook, not even pebble's, but joins its
+    non-daemonic children (pebble's workers) before it exits: this finalizer runs first. A child clears the
+    finalizers it inherits, so a child forked after this module was imported (by a fork server that preloaded
+    it) registers its own.
+    """
+    with _idle_lock:
+        _idle.clear()
+        _stopping.clear()
+    multiprocessing.util.Finalize(None, _stop_all, exitpriority=100)
+
+
+_stop_all_at_exit()
+multiprocessing.util.register_after_fork(sys.modules[__name__], _stop_all_at_exit)
 
 
 def stop_kept_workers() -> int:

@@ -127,6 +127,18 @@ def test_a_process_that_kept_workers_still_exits() -> None:
     assert not hung and child.exitcode == 0
 
 
+def test_a_process_forked_after_the_pool_was_imported_still_exits() -> None:
+    """A fork server's worker inherits the module from the server's preload, and must stop its own kept pool."""
+    child = multiprocessing.get_context("spawn").Process(target=pool_probes.fork_a_child_that_keeps_workers)
+    child.start()
+    child.join(120)
+    hung = child.is_alive()
+    if hung:
+        child.kill()
+        child.join()
+    assert not hung and child.exitcode == 0
+
+
 def test_kept_workers_serve_only_runs_with_the_same_functions() -> None:
     first, _ = run(1, keep=True)
     other = {"probe": FunctionRef("tests.support.pool_probes", "report_pid")}

@@ -45,3 +45,20 @@ def run_and_keep_workers() -> None:
         preload=WORKER_PRELOAD,
         keep_workers=True,
     )
+
+
+def fork_a_child_that_keeps_workers() -> None:
+    """In a child process that imported the pool before it forks (as a fork server that preloaded it does): the
+    grandchild keeps its workers and must still exit; exits 0 when it did, 1 when it hung."""
+    import multiprocessing
+
+    import selection_extraction.pool  # noqa: F401 - imported before the fork, as a fork server's preload is
+
+    grandchild = multiprocessing.get_context("fork").Process(target=run_and_keep_workers)
+    grandchild.start()
+    grandchild.join(60)
+    if grandchild.is_alive():
+        grandchild.kill()
+        grandchild.join()
+        raise SystemExit(1)
+    raise SystemExit(grandchild.exitcode)
