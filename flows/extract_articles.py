@@ -17,14 +17,7 @@ from content_selection.flows.params import (
     run_namer,
 )
 from content_selection.flows.refusals import refusals_fail_the_run
-from content_selection.flows.runners import (
-    IN_FLIGHT_PER_WORKER,
-    TaskRunnerName,
-    map_in_order,
-    open_task_runner,
-    resolve_task_runner,
-    runner_parallelism,
-)
+from content_selection.flows.runners import TaskRunnerName, chunk_runner, resolve_task_runner
 from content_selection.tasks.extract import (
     check_extract_paths,
     extract_page_chunk,
@@ -51,7 +44,7 @@ from selection_extraction import (
 )
 from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY, PageRows, progress_description
 from selection_extraction.batch import ArticleSpool, StatsTotal, log_extraction
-from selection_extraction.chunks import ChunkProgress, joined_root, plan_page_chunks, spool_chunk
+from selection_extraction.chunks import ChunkProgress, extract_chunk, joined_root, plan_page_chunks, spool_chunk
 from selection_storage.atomic import WrittenFile
 
 
@@ -84,8 +77,7 @@ def extract_in_chunks(
     """Extract the pages chunk by chunk on the chosen runner, in order into ``spool``."""
     logger = run_logger()
     extractors = default_extractors()  # fails early, here, when the libraries are missing
-    with open_task_runner(runner_name, dask_address) as runner:
-        workers = runner_parallelism(runner)
+    with chunk_runner(runner_name, dask_address, extract_chunk, extract_page_chunk) as (workers, map_chunks):
         plan = plan_page_chunks(page_set, pages_per_chunk, workers, time_limit_seconds)
         description = progress_description(page_set, plan.n_chunks)
         progress = ChunkProgress(
@@ -101,9 +93,7 @@ def extract_in_chunks(
             runner_name.value,
             workers,
         )
-        in_flight = IN_FLIGHT_PER_WORKER * workers
-        parts = map_in_order(lambda c: runner.submit(extract_page_chunk, {"chunk": c}), plan.chunks(), in_flight)
-        for index, part in enumerate(parts):  # only the chunks in flight are held
+        for index, part in enumerate(map_chunks(plan.chunks())):  # only the chunks in flight are held
             progress.advance(index, part)
             spool_chunk(spool, part)
             total.add(part.stats)

@@ -1,4 +1,4 @@
-"""Where the mapped tasks of a run execute: in-process, a local process pool, or Dask."""
+"""Where the chunks of a run execute: in-process, on plain worker processes over the cores, or on Dask."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import sys
 import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import Any, Final
 
 from selection_core.errors import EXIT_USAGE, SelectionError, ServiceUnavailableError
@@ -88,10 +89,6 @@ def check_dask_scheduler(address: str) -> None:
 
 def runner_parallelism(runner: Any) -> int:
     """How many tasks ``runner`` runs at once (1 for the in-process thread pool)."""
-    from prefect.task_runners import ProcessPoolTaskRunner
-
-    if isinstance(runner, ProcessPoolTaskRunner):
-        return int(getattr(runner, "_max_workers", None) or os.cpu_count() or 1)
     try:
         from prefect_dask import DaskTaskRunner
     except ImportError:
@@ -119,7 +116,7 @@ def _api_reachable_from_workers() -> Iterator[None]:
 
 @contextlib.contextmanager
 def open_task_runner(runner_name: TaskRunnerName, address: str | None) -> Iterator[Any]:
-    """The started runner a run's mapped tasks go to (``in-process``: the flow run's own); stopped on exit."""
+    """The started runner a run's tasks go to: the flow run's own (``in-process``) or Dask; stopped on exit."""
     if runner_name is TaskRunnerName.IN_PROCESS:
         from prefect.context import FlowRunContext
 
@@ -128,20 +125,18 @@ def open_task_runner(runner_name: TaskRunnerName, address: str | None) -> Iterat
             raise RuntimeError("open_task_runner('in-process') must be called inside a flow run")
         yield context.task_runner
         return
+    if runner_name is not TaskRunnerName.DASK:
+        raise ValueError(f"the {runner_name.value} runner's workers are plain processes: use chunk_runner")
     with contextlib.ExitStack() as stack:
         directory = None
-        if runner_name is TaskRunnerName.DASK and address is None:
+        if address is None:
             directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="content-selection-dask-"))
         stack.enter_context(_api_reachable_from_workers())
-        yield stack.enter_context(_new_runner(runner_name, address, directory))
+        yield stack.enter_context(_new_dask_runner(address, directory))
 
 
-def _new_runner(runner_name: TaskRunnerName, address: str | None, local_directory: str | None) -> Any:
-    """A new, not yet started ``process`` or ``dask`` runner (without an address, a local cluster)."""
-    if runner_name is TaskRunnerName.PROCESS:
-        from prefect.task_runners import ProcessPoolTaskRunner
-
-        return ProcessPoolTaskRunner(max_workers=os.cpu_count() or 1)
+def _new_dask_runner(address: str | None, local_directory: str | None) -> Any:
+    """A new, not yet started Dask runner (without an address, a local cluster)."""
     try:
         from prefect_dask import DaskTaskRunner
     except ImportError:
@@ -160,10 +155,12 @@ def process_workers() -> int:
 
 
 @contextlib.contextmanager
-def worker_processes() -> Iterator[tuple[int, Callable[..., concurrent.futures.Future[Any]]]]:
+def worker_processes(
+    preload: str = "selection_engine.engine",
+) -> Iterator[tuple[int, Callable[..., concurrent.futures.Future[Any]]]]:
     """One plain worker process per core, for work that needs no Prefect; stopped on exit.
 
-    The workers are forks of a server that imported only the selection engine, so they start in a fraction of a
+    The workers are forks of a server that imported only the module ``preload``, so they start in a fraction of a
     second (a Prefect worker imports Prefect first). Yields the number of workers and ``submit(function, *args)``.
     """
     workers = process_workers()
@@ -172,7 +169,7 @@ def worker_processes() -> Iterator[tuple[int, Callable[..., concurrent.futures.F
         # Imported once by the server (only when it starts), not by each worker; a `python -m` program (as a
         # deployment's flow run is) is imported again as each worker's __main__ unless the server has it.
         main = getattr(getattr(sys.modules.get("__main__"), "__spec__", None), "name", None)
-        context.set_forkserver_preload(["__main__", *([main] if main else []), "selection_engine.engine"])
+        context.set_forkserver_preload(["__main__", *([main] if main else []), preload])
     else:
         context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
@@ -199,3 +196,33 @@ def map_in_order(submit: Callable[[Any], Any], payloads: Iterable[Any], in_fligh
                 concurrent.futures.wait([future])
             else:
                 future.wait()
+
+
+#: ``map(chunks)``: the result of each chunk, in the chunks' order.
+ChunkMap = Callable[[Iterable[Any]], Iterator[Any]]
+
+
+@contextlib.contextmanager
+def chunk_runner(
+    runner_name: TaskRunnerName, address: str | None, function: Callable[[Any], Any], task: Any
+) -> Iterator[tuple[int, ChunkMap]]:
+    """Where a run's chunks go, the one way both stages hand them out; stopped on exit.
+
+    Yields the number of workers and ``map(chunks)``, which yields ``function(chunk)`` for each chunk in order, with
+    :data:`IN_FLIGHT_PER_WORKER` chunks per worker in flight. ``process``: plain worker processes (one per core)
+    call ``function``, with no task run per chunk; ``in-process`` and ``dask``: each chunk is a run of ``task``
+    (``function`` as a Prefect task, called ``task(chunk=...)``) on the runner.
+    """
+    if runner_name is TaskRunnerName.PROCESS:
+        with worker_processes(function.__module__) as (workers, submit):
+            in_flight = IN_FLIGHT_PER_WORKER * workers
+            yield workers, lambda chunks: map_in_order(partial(submit, function), chunks, in_flight)
+        return
+    with open_task_runner(runner_name, address) as runner:
+        workers = runner_parallelism(runner)
+        in_flight = IN_FLIGHT_PER_WORKER * workers
+
+        def on_runner(chunks: Iterable[Any]) -> Iterator[Any]:
+            return map_in_order(lambda chunk: runner.submit(task, {"chunk": chunk}), chunks, in_flight)
+
+        yield workers, on_runner

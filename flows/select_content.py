@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from functools import partial
 from typing import Annotated
 
 from content_selection.flows.params import (
@@ -17,15 +15,7 @@ from content_selection.flows.params import (
     run_namer,
 )
 from content_selection.flows.refusals import refusals_fail_the_run
-from content_selection.flows.runners import (
-    IN_FLIGHT_PER_WORKER,
-    TaskRunnerName,
-    map_in_order,
-    open_task_runner,
-    resolve_task_runner,
-    runner_parallelism,
-    worker_processes,
-)
+from content_selection.flows.runners import TaskRunnerName, chunk_runner, resolve_task_runner
 from content_selection.tasks.artifacts import publish_artifacts
 from content_selection.tasks.logs import run_logger
 from content_selection.tasks.select import IN_PROCESS, check_paths, select_batch, select_chunk
@@ -34,9 +24,8 @@ from prefect.utilities.annotations import opaque
 from pydantic import BaseModel, Field
 
 import selection_core as sc
-from selection_core.chunks import SelectedChunk
 from selection_core.evidence import counts_text, read_as_text
-from selection_engine.engine import ChunkJob, Selected, select_job
+from selection_engine.engine import Selected, select_job
 from selection_storage.paths import RunPaths
 
 
@@ -87,23 +76,9 @@ def select_on(
         selected = select_batch(paths, max_table_rows, chunk_size)
         return selected, read_as_text(selected.chunks, IN_PROCESS)
     where = f"in parallel on the {runner_name.value} task runner"
-    if runner_name is TaskRunnerName.PROCESS:
-        with worker_processes() as (workers, submit):
-
-            def in_processes(jobs: Sequence[ChunkJob]) -> Iterator[SelectedChunk]:
-                return map_in_order(partial(submit, select_job), jobs, IN_FLIGHT_PER_WORKER * workers)
-
-            selected = select_batch(paths, max_table_rows, chunk_size, workers, in_processes, where)
-        return selected, read_as_text(selected.chunks, where)
-    with open_task_runner(runner_name, dask_address) as runner:
-        workers = runner_parallelism(runner)
-
-        def on_runner(jobs: Sequence[ChunkJob]) -> Iterator[SelectedChunk]:
-            in_flight = IN_FLIGHT_PER_WORKER * workers
-            return map_in_order(lambda job: runner.submit(select_chunk, {"chunk": job}), jobs, in_flight)
-
+    with chunk_runner(runner_name, dask_address, select_job, select_chunk) as (workers, map_chunks):
         # In the flow itself: a task submitted from inside a task does not reach Prefect's own runners.
-        selected = select_batch.fn(paths, max_table_rows, chunk_size, workers, on_runner, where)
+        selected = select_batch.fn(paths, max_table_rows, chunk_size, workers, map_chunks, where)
     return selected, read_as_text(selected.chunks, where)
 
 
