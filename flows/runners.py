@@ -5,6 +5,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import enum
+import logging
 import multiprocessing
 import os
 import re
@@ -132,7 +133,25 @@ def open_task_runner(runner_name: TaskRunnerName, address: str | None) -> Iterat
         if address is None:
             directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="content-selection-dask-"))
         stack.enter_context(_api_reachable_from_workers())
-        yield stack.enter_context(_new_dask_runner(address, directory))
+        runner = _new_dask_runner(address, directory)
+        stack.enter_context(_quiet_dask_logs())  # left last: the cluster's shutdown logs too
+        yield stack.enter_context(runner)
+
+
+@contextlib.contextmanager
+def _quiet_dask_logs() -> Iterator[None]:
+    """Keep Dask's own information out of the run's log while a runner is open: the cluster's start and stop in
+    about 35 lines, and the ``CommClosedError`` traceback it logs when a clean shutdown closes a connection.
+    Its warnings and errors still show."""
+    import distributed  # noqa: F401 - its import sets its loggers' levels: set ours after it
+
+    dask_logger = logging.getLogger("distributed")
+    level = dask_logger.level
+    dask_logger.setLevel(max(logging.WARNING, level))
+    try:
+        yield
+    finally:
+        dask_logger.setLevel(level)
 
 
 def _new_dask_runner(address: str | None, local_directory: str | None) -> Any:

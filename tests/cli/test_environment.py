@@ -6,8 +6,6 @@ import importlib.util
 import os
 import shutil
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +15,7 @@ from selection_cli.environment import PURE_ENV, apply_kernel_setting, prepare_em
 from selection_core import kernel
 from selection_core.errors import EXIT_UNAVAILABLE
 from tests.support import ROOT
-from tests.support.faultkit import child_env, stderr_lines
+from tests.support.faultkit import run_command, stderr_lines
 
 BUILT = importlib.util.find_spec("selection_core._kernel") is not None
 
@@ -92,18 +90,9 @@ def test_an_unreachable_prefect_api_is_one_line_and_exit_69(
     pages = tmp_path / "pages"
     shutil.copytree(ROOT / "tests" / "data" / "pages", pages)
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
-    env = {k: v for k, v in child_env().items() if not k.startswith(("PREFECT_", "CONTENT_SELECTION_DATA"))}
-    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), PREFECT_API_URL=closed_api_url)
     args = [a.format(batch=batch, pages=pages, tmp=tmp_path) for a in argv]
-    done = subprocess.run(
-        [sys.executable, "-m", "selection_cli.main", *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-    )
+    env = {"PREFECT_HOME": str(tmp_path / "prefect-home"), "PREFECT_API_URL": closed_api_url}
+    done = run_command(args, tmp_path, env)
     lines = stderr_lines(done.stderr)
     assert (done.returncode, len(lines)) == (EXIT_UNAVAILABLE, 1), done.stderr
     assert lines[0].startswith("content-selection: error: the Prefect API at " + closed_api_url), lines[0]

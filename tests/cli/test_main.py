@@ -21,6 +21,7 @@ import pytest
 from selection_cli.main import COMMANDS, EXIT_BROKEN_PIPE, EXTRA_OF_MODULE
 from selection_core.errors import EXIT_UNAVAILABLE
 from tests.support import ROOT
+from tests.support.faultkit import run_command
 
 SAMPLE = ROOT / "examples" / "sample_extracted.json"
 
@@ -45,15 +46,8 @@ def _command(tmp_path: Path, *args: str, blocked: frozenset[str] = frozenset()) 
     site = tmp_path / "site"
     site.mkdir(exist_ok=True)
     (site / "sitecustomize.py").write_text(BLOCKER.format(blocked=sorted(blocked)))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API", "CONTENT_SELECTION_"))}
-    env["PYTHONPATH"] = str(site)
-    return subprocess.run(
-        [sys.executable, "-m", "selection_cli.main", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=300,
+    return run_command(
+        args, tmp_path, {"PYTHONPATH": str(site)}, drop=("PREFECT_API", "CONTENT_SELECTION_"), timeout=300
     )
 
 

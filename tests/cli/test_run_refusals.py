@@ -9,15 +9,14 @@ setting the user actually used (``--data-root`` or the environment variable).
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from selection_core.errors import EXIT_INVALID_INPUT, EXIT_UNAVAILABLE
 from tests.support import ROOT
+from tests.support.faultkit import run_command
 from tests.support.prefect_fixtures import free_port
 
 #: Runs the command's entry point, then says on stdout whether Prefect was imported.
@@ -31,17 +30,7 @@ _PROBE = (
 
 
 def _command(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "CONTENT_SELECTION_DATA"))}
-    environment.update({"PREFECT_HOME": str(tmp_path / "prefect-home"), **env})
-    return subprocess.run(
-        [sys.executable, "-c", _PROBE, *args],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-    )
+    return run_command(args, ROOT, {"PREFECT_HOME": str(tmp_path / "prefect-home"), **env}, program=("-c", _PROBE))
 
 
 def _message(stderr: str) -> str:

@@ -164,6 +164,30 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def run_command(
+    args: Sequence[str],
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    *,
+    drop: tuple[str, ...] = ("PREFECT_", "CONTENT_SELECTION_DATA"),
+    program: Sequence[str] = ("-m", "selection_cli.main"),
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """Run the command line in a fresh interpreter, as a user does: :func:`child_env` without the settings whose
+    names start with ``drop``, then ``env``; stdin closed, output captured as text."""
+    environment = {k: v for k, v in child_env().items() if not k.startswith(drop)}
+    environment.update(env or {})
+    return subprocess.run(
+        [sys.executable, *program, *args],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=timeout,
+    )
+
+
 def stderr_lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
