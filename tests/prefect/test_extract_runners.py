@@ -1,5 +1,6 @@
 """The ``extract-articles`` flow on every task runner: the same bytes, one task run per chunk of pages
-in-process and on Dask, none on the process runner's plain workers (the planning and the join themselves, without Prefect: ``tests/extraction/test_chunks.py``).
+in-process and on Dask, none on the process runner's plain workers (the planning and the join themselves,
+without Prefect: ``tests/extraction/test_chunks.py``).
 
 Real extractors on the real pages of ``tests/data/pages``, in-process in chunks
 of 2, on a process pool and on a local Dask cluster; each written batch is
