@@ -3,7 +3,6 @@ need extracting."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -22,7 +21,7 @@ from selection_storage.paths import (
     data_root_in_force,
     name_once,
 )
-from selection_storage.stores import Location, ObjectPath, modified, walk_objects
+from selection_storage.stores import Location, ObjectPath, store
 
 #: Name of the default inbox, directly under the data root.
 INBOX_DIR: Final[str] = "inbox"
@@ -84,47 +83,25 @@ def is_page_set_name(name: str) -> bool:
     return is_warc_name(name) or (name.lower().endswith(MANIFEST_SUFFIX) and len(name) > len(MANIFEST_SUFFIX))
 
 
-def _object_entries(inbox: ObjectPath) -> dict[str, tuple[ObjectPath, bool, float]]:
-    """The entries directly under a prefix, by name, from one listing of every object under it: each object or
-    sub-prefix, whether it is a prefix, and its newest modification time (a prefix's: of every object under it)."""
-    entries: dict[str, tuple[ObjectPath, bool, float]] = {}
-    for p, entry in walk_objects(inbox):  # hidden segments skipped, as a folder's hidden entries are
-        name, sep, _ = p.key[len(inbox.key) :].strip("/").partition("/")
-        if not name or (not sep and entry.get("type", "file") != "file"):
-            continue
-        _, was_prefix, newest = entries.get(name, (p, False, 0.0))
-        entries[name] = (inbox.joinpath(name), was_prefix or bool(sep), max(newest, modified(entry)))
-    return entries
-
-
 def scan_inbox(inbox: Location) -> InboxScan:
     """Sort the entries directly in ``inbox`` (a folder, or a prefix in a store) into page sets new and up to date;
     InvalidPagesError if unlistable. The page sets are the folders (sub-prefixes) of pages, the web archives and
     the manifests; a page set is new when something in it is newer than its batch."""
+    try:
+        listed = store(inbox).children()  # hidden names skipped
+    except OSError as exc:
+        raise InvalidPagesError(
+            f"{inbox}: cannot list the inbox ({exc.strerror or exc}); check its permissions"
+        ) from None
     page_sets: list[Location] = []
     ignored: list[Location] = []
-    objects: dict[str, tuple[ObjectPath, bool, float]] = {}
-    if isinstance(inbox, ObjectPath):
-        objects = _object_entries(inbox)
-        names = sorted(objects)
-    else:
-        try:
-            names = sorted(os.listdir(inbox))
-        except OSError as exc:
-            raise InvalidPagesError(
-                f"{inbox}: cannot list the inbox ({exc.strerror or exc}); check its permissions"
-            ) from None
-    for name in names:
-        entry: Location = objects[name][0] if objects else inbox / name  # type: ignore[operator]
-        folder = objects[name][1] if objects else entry.is_dir()  # type: ignore[union-attr]
-        if name.startswith("."):
-            continue
-        if name.endswith(OUTPUT_SUFFIXES) and not folder:
+    for entry in listed:
+        if entry.relative.endswith(OUTPUT_SUFFIXES) and not entry.is_folder:
             continue  # a batch this stage wrote (a JSON Lines batch is not a page manifest)
-        if folder or is_page_set_name(name):
-            page_sets.append(entry)
+        if entry.is_folder or is_page_set_name(entry.relative):
+            page_sets.append(entry.where)
         else:
-            ignored.append(entry)
+            ignored.append(entry.where)
 
     by_output: dict[Location, list[Location]] = {}
     for entry in page_sets:
@@ -137,11 +114,13 @@ def scan_inbox(inbox: Location) -> InboxScan:
         for entry in entries
     ]
     single = sorted((entries[0] for entries in by_output.values() if len(entries) == 1), key=str)
-    if objects:
-        times = {str(p): t for p, _, t in objects.values()}
-        new = [e for e in single if times.get(str(extracted_path(e)), -1.0) < times[str(e)]]
-    else:
-        new = [entry for entry in single if is_outdated(extracted_path(entry), _newest_mtime_ns(entry))]
+    by_place = {str(entry.where): entry for entry in listed}
+
+    def is_new(page_set: Location) -> bool:
+        batch = by_place.get(str(extracted_path(page_set)))
+        return is_outdated(None if batch is None else batch.modified_ns(), by_place[str(page_set)].modified_ns())
+
+    new = [entry for entry in single if is_new(entry)]
     return InboxScan(
         inbox=inbox,
         new=tuple(new),
@@ -151,25 +130,9 @@ def scan_inbox(inbox: Location) -> InboxScan:
     )
 
 
-def _newest_mtime_ns(entry: Path) -> int:
-    """The newest modification time of a file, or of a folder and everything under it."""
-    newest = entry.stat().st_mtime_ns
-    if not entry.is_dir():
-        return newest
-    for dirpath, dirnames, filenames in os.walk(entry, followlinks=False):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        for name in [*dirnames, *filenames]:
-            if not name.startswith("."):
-                try:
-                    newest = max(newest, (Path(dirpath) / name).stat().st_mtime_ns)
-                except OSError:  # vanished or a broken link: the extraction reports it
-                    continue
-    return newest
-
-
 def ignored_advice(inbox: Location) -> str:
     """What to do with the entries of ``inbox`` that are not page sets (a loose page, a note)."""
-    if isinstance(inbox, ObjectPath):
+    if store(inbox).folder_noun == "prefix":
         return f"put pages under a prefix of the inbox ({inbox}/NAME/), or list them in a .jsonl manifest there"
     return "put pages in a folder inside the inbox, or list them in a .jsonl manifest there"
 

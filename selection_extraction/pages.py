@@ -34,12 +34,10 @@ from selection_extraction.warc import (
 from selection_storage.stores import (
     Location,
     ObjectPath,
-    info,
     is_url,
     local_text,
     location,
     store,
-    walk_objects,
 )
 from selection_storage.transient import TRANSIENT_ERRNOS
 
@@ -107,8 +105,10 @@ def find_pages(
     return _with_warcs(name, *_listing(source, name), scan_progress)
 
 
-def missing_pages(text: str) -> InvalidPagesError:
-    """The refusal of pages ``text`` that do not exist."""
+def missing_pages(text: str, folder_noun: str = "directory") -> InvalidPagesError:
+    """The refusal of pages ``text`` that do not exist (on a disk, or in a store, whose folders are prefixes)."""
+    if folder_noun == "prefix":  # nothing there: a mistyped URL, more likely than a prefix
+        return InvalidPagesError(f"{text}: no such object, and no object under this prefix; check the URL")
     return InvalidPagesError(
         f"{text}: no such file or directory; give a folder of .html/.htm/.html.gz pages, "
         "a .warc/.warc.gz file or a JSON Lines manifest"
@@ -144,19 +144,12 @@ def _listing(source: str | os.PathLike[str] | ObjectPath, name: str) -> tuple[st
 
 
 def _is_folder(path: Location, text: str) -> bool:
-    """Whether the input is a folder: on a disk, a directory (:func:`missing_pages` when nothing is there); in a
-    store, anything but an object, a prefix (nothing under it is then refused as an empty folder is)."""
-    if isinstance(path, ObjectPath):
-        try:
-            info(path)
-        except InvalidBatchError:  # a prefix, or nothing; a store that fails otherwise says so itself
-            return True
-        return False
-    if path.is_dir():
-        return True
-    if not path.exists():
-        raise missing_pages(text)
-    return False
+    """Whether the input is a folder (a prefix in a store); :func:`missing_pages` when nothing is there."""
+    where = store(path)
+    kind = where.kind()
+    if kind is None:
+        raise missing_pages(text, where.folder_noun)
+    return kind == "folder"
 
 
 @contextlib.contextmanager
@@ -230,7 +223,7 @@ def _is_warc(file: Location) -> bool:
     try:
         return archive_kind(file) == "warc"
     except InvalidBatchError:
-        if isinstance(file, ObjectPath) and not _exists(file):
+        if store(file).kind() is None:
             return False
         raise
     except SelectionError:
@@ -239,53 +232,31 @@ def _is_warc(file: Location) -> bool:
         return False
 
 
-def _folder_files(root: Location) -> Iterator[tuple[str, Location]]:
-    """Every file under a folder (or object under a prefix), names starting with ``.`` skipped at every level: its
-    path relative to ``root`` (``/``-separated) and where it is. A prefix is listed once, sorted by key."""
-    if isinstance(root, ObjectPath):
-        for p, entry in walk_objects(root):
-            if entry.get("type", "file") == "file":
-                yield p.key[len(root.key) :].strip("/"), p
-        return
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=_raise):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        for name in filenames:
-            if not name.startswith("."):
-                file = Path(dirpath) / name
-                yield file.relative_to(root).as_posix(), file
-
-
 def _directory_pages(root: Location) -> tuple[Page | _WarcFile, ...]:
     """The pages and web archives of a folder or a prefix, by relative path: pages and WARC files by their names,
     other files that start with a WARC record too."""
-    found: list[tuple[str, Location, bool]] = []  # (relative path, file, is a WARC)
-    listed = 0
+    folder = store(root)
+    found: list[tuple[str, Location, bool]] = []  # (relative path, file, is a WARC), by relative path
     try:
-        for rel, file in _folder_files(root):
-            listed += 1
-            name = rel.rpartition("/")[2]
+        for entry in folder.files():
+            name = entry.relative.rpartition("/")[2]
             page = page_stem(name) is not None
-            if page or is_warc_name(name) or _is_warc(file):
-                found.append((rel, file, not page))
+            if page or is_warc_name(name) or _is_warc(entry.where):
+                found.append((entry.relative, entry.where, not page))
     except SelectionError:  # the store failed: said as it is
         raise
     except OSError as exc:
         raise InvalidPagesError(
             f"{root}: cannot list the directory ({exc.strerror or exc}); check its permissions"
         ) from None
-    if not listed and isinstance(root, ObjectPath):  # nothing there: a mistyped URL, more likely than a prefix
-        raise InvalidPagesError(f"{root}: no such object, and no object under this prefix; check the URL")
     if not found:
         where = (
-            "under this prefix; check the URL" if isinstance(root, ObjectPath) else "in this directory; check the path"
+            "under this prefix; check the URL"
+            if folder.folder_noun == "prefix"
+            else "in this directory; check the path"
         )
         raise InvalidPagesError(f"{root}: no .html, .htm, .html.gz, .htm.gz page or .warc, .warc.gz file {where}")
-    found.sort(key=lambda item: item[0])
     return tuple(_WarcFile(rel, file) if warc else Page(_id_of(rel), None, rel, file) for rel, file, warc in found)
-
-
-def _raise(exc: OSError) -> None:
-    raise exc
 
 
 def _id_of(relative: str) -> str:
@@ -368,22 +339,12 @@ def _opened(file: Location) -> Iterator[BinaryIO]:
     (FileNotFoundError: its page alone is unreadable); any other failure of a store a typed SelectionError."""
     try:
         raw = store(file).open()
-    except InvalidBatchError:
-        if isinstance(file, ObjectPath) and not _exists(file):
+    except InvalidBatchError:  # a store's missing object is a missing file, as on a disk
+        if store(file).kind() is None:
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(file)) from None
         raise
     with raw:
         yield raw
-
-
-def _exists(p: ObjectPath) -> bool:
-    """Whether the store has an object (or a prefix) at ``p``; True when it cannot tell (its error then stands)."""
-    try:
-        fs = p.filesystem()
-        fs.invalidate_cache(p.key)
-        return bool(fs.exists(p.key))
-    except Exception:  # noqa: BLE001 - the open's own typed error is the one reported
-        return True
 
 
 def read_page(page: Page, max_bytes: int = DEFAULT_MAX_PAGE_BYTES) -> bytes:

@@ -17,7 +17,7 @@ from selection_storage.paths import (
     resolve_output_path,
     resolve_run_paths,
 )
-from selection_storage.stores import Location, ObjectPath, is_url, location, store
+from selection_storage.stores import Location, is_url, location, store
 
 
 def extracted_path(source: str | os.PathLike[str] | Location) -> Location:
@@ -33,11 +33,11 @@ def extracted_path(source: str | os.PathLike[str] | Location) -> Location:
 
 
 def _is_folder(path: Location) -> bool:
-    """Whether ``path`` is a folder, or a prefix in a store; an object named as a page, a web archive or a manifest
-    is taken for one without asking its store."""
-    if isinstance(path, ObjectPath) and (page_stem(path.name) or warc_stem(path.name) or is_jsonl(path.name)):
+    """Whether ``path`` is a folder, or a prefix in a store; one named as a page, a web archive or a manifest is taken
+    for a file without asking its store (or disk)."""
+    if page_stem(path.name) or warc_stem(path.name) or is_jsonl(path.name):
         return False
-    return store(path).is_folder()
+    return store(path).kind() == "folder"
 
 
 #: What the record of a JSON Lines batch is named with, in place of the batch's ``.jsonl``.

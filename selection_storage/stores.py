@@ -34,7 +34,7 @@ from selection_core.errors import (
     WriteError,
 )
 from selection_storage import files
-from selection_storage.atomic import Staged, StagedFile, commit_in_order, remove_orphans, temporary_name
+from selection_storage.atomic import TMP_SUFFIX, Staged, StagedFile, commit_in_order, remove_orphans, temporary_name
 from selection_storage.files import InputChangedError, Version, open_input, read_error
 from selection_storage.transient import TRANSIENT_ERRNOS
 
@@ -656,6 +656,38 @@ def walk_objects(prefix: ObjectPath) -> Iterator[tuple[ObjectPath, dict[str, Any
         yield ObjectPath(prefix.protocol, key.strip("/"), prefix.options), found[key]
 
 
+@dataclass(frozen=True)
+class Entry:
+    """A file or a folder found by a listing (an object or a prefix in a store), hidden names skipped."""
+
+    relative: str  # its ``/``-separated path under the folder listed
+    where: Location
+    is_folder: bool = False
+    newest: int | None = None  # :meth:`modified_ns` when the listing told it (a store's); None: asked when needed
+
+    def modified_ns(self) -> int:
+        """When it was last changed (a folder: the newest of it and of everything under it), in nanoseconds."""
+        if self.newest is not None:
+            return self.newest
+        path = Path(self.where)
+        newest = path.stat().st_mtime_ns
+        if not self.is_folder:
+            return newest
+        for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            for name in [*dirnames, *filenames]:
+                if not name.startswith("."):
+                    try:
+                        newest = max(newest, os.stat(os.path.join(dirpath, name)).st_mtime_ns)
+                    except OSError:  # vanished, or a broken link: its reader reports it
+                        continue
+        return newest
+
+
+def _object_ns(entry: Mapping[str, Any]) -> int:
+    return round(modified(entry) * 1e9)
+
+
 #: An unfinished upload older than this is taken for one whose writer died (a live one cannot be told apart).
 STALE_UPLOAD_SECONDS: Final[int] = 3600
 
@@ -764,6 +796,7 @@ class Store(Protocol):
 
     path: Location
     options: Mapping[str, Any]  # the run's storage options (none for a file)
+    folder_noun: str  # what a folder is called here: a "directory", a "prefix"
 
     def version(self) -> Version: ...
 
@@ -794,8 +827,22 @@ class Store(Protocol):
     def is_file(self, out: Path, out_resolved: Path) -> bool:
         """Whether the local file ``out`` (``out_resolved`` resolved) is this input."""
 
-    def is_folder(self) -> bool:
-        """Whether this is a folder on a disk, or a prefix in a store (not an object, but objects under it)."""
+    def kind(self) -> str | None:
+        """``"file"`` (an object), ``"folder"`` (a prefix with objects under it), or None when nothing is there; a
+        store that fails raises its typed error."""
+
+    def files(self) -> list[Entry]:
+        """Every file under this folder (object under this prefix), hidden names skipped at every level and folders
+        linked to not followed, sorted by relative path; nothing under a prefix is an empty list, and a folder that
+        is not there an ``OSError``."""
+
+    def children(self) -> list[Entry]:
+        """The files and folders (objects and sub-prefixes) directly in this one, hidden names skipped, by name;
+        a folder that cannot be listed an ``OSError``."""
+
+    def remove_orphans_under(self) -> list[Location]:
+        """Remove what killed writers left under this folder (staged files; a store's unfinished uploads over an
+        hour old); what they were for."""
 
     def resolve(self) -> Location:
         """Symbolic links and ``..`` followed (an object is its own)."""
@@ -809,6 +856,8 @@ class Store(Protocol):
 
 class ObjectStore:
     """An object in a store, behind the interface of :class:`Store`."""
+
+    folder_noun = "prefix"
 
     def __init__(self, path: ObjectPath) -> None:
         self.path = path
@@ -867,11 +916,40 @@ class ObjectStore:
     def is_file(self, out: Path, out_resolved: Path) -> bool:
         return False
 
-    def is_folder(self) -> bool:
+    def kind(self) -> str | None:
+        fs = self.path.filesystem()
         try:
-            return self.path.filesystem().info(self.path.key).get("type") == "directory"
-        except Exception:  # noqa: BLE001 - nothing there, or the store failed: said when it is read
-            return False
+            fs.invalidate_cache(self.path.key)
+            entry = fs.info(self.path.key)
+        except FileNotFoundError:
+            return None
+        except Exception as exc:  # noqa: BLE001 - every store failure becomes one typed line
+            raise store_error(self.path, exc) from None
+        return "folder" if entry.get("type") == "directory" else "file"
+
+    def files(self) -> list[Entry]:
+        prefix = self.path
+        return [
+            Entry(p.key[len(prefix.key) :].strip("/"), p, False, _object_ns(entry))
+            for p, entry in walk_objects(prefix)
+            if entry.get("type", "file") == "file"
+        ]
+
+    def children(self) -> list[Entry]:
+        """From one listing of every object under the prefix; a sub-prefix's time is its newest object's."""
+        found: dict[str, Entry] = {}
+        for p, entry in walk_objects(self.path):
+            name, sep, _ = p.key[len(self.path.key) :].strip("/").partition("/")
+            if not name or (not sep and entry.get("type", "file") != "file"):
+                continue
+            seen = found.get(name)
+            newest = max(seen.newest or 0 if seen else 0, _object_ns(entry))
+            folder = bool(sep) or (seen is not None and seen.is_folder)
+            found[name] = Entry(name, self.path.joinpath(name), folder, newest)
+        return [found[name] for name in sorted(found)]
+
+    def remove_orphans_under(self) -> list[Location]:
+        return list(abort_stale_uploads(self.path))
 
     def resolve(self) -> Location:
         return self.path
@@ -896,6 +974,7 @@ class DiskStore:
     """A local file (or folder), behind the interface of :class:`Store`."""
 
     options: Mapping[str, Any] = {}
+    folder_noun = "directory"
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -955,8 +1034,39 @@ class DiskStore:
         except OSError:
             return out_resolved == inp_resolved
 
-    def is_folder(self) -> bool:
-        return self.path.is_dir()
+    def kind(self) -> str | None:
+        if self.path.is_dir():
+            return "folder"
+        return "file" if self.path.exists() else None
+
+    def files(self) -> list[Entry]:
+        root = self.path
+        if not root.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, "not an existing directory", str(root))
+        found: list[Entry] = []
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=_raise):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            for name in filenames:
+                if not name.startswith("."):
+                    file = Path(dirpath) / name
+                    found.append(Entry(file.relative_to(root).as_posix(), file))
+        found.sort(key=lambda entry: entry.relative)
+        return found
+
+    def children(self) -> list[Entry]:
+        return [
+            Entry(name, self.path / name, (self.path / name).is_dir())
+            for name in sorted(os.listdir(self.path))
+            if not name.startswith(".")
+        ]
+
+    def remove_orphans_under(self) -> list[Location]:
+        removed: list[Location] = []
+        for dirpath, dirnames, filenames in os.walk(self.path, followlinks=False):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            if any(name.endswith(TMP_SUFFIX) for name in filenames):
+                removed.extend(remove_orphans(dirpath))
+        return removed
 
     def resolve(self) -> Location:
         return self.path.resolve()
@@ -966,6 +1076,10 @@ class DiskStore:
 
     def spool_folder(self) -> Path | None:
         return self.path.parent
+
+
+def _raise(exc: OSError) -> None:
+    raise exc
 
 
 def store(p: Location) -> Store:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from selection_core.errors import InvalidBatchError
-from selection_storage.directory import find_batches, find_stale_batches, is_stale
+from selection_storage.directory import find_batches, find_stale_batches
 
 # --- scheduled directory scan -------------------------------------------------------
 
@@ -33,7 +33,6 @@ def test_stale_batches_are_missing_or_older_outputs(tmp_path: Path) -> None:
     _touch(tmp_path / ".hidden" / "h_extracted.json", t)
 
     assert find_batches(tmp_path) == sorted([fresh, same_age, older, missing])
-    assert [is_stale(p) for p in (fresh, same_age, older, missing)] == [False, False, True, True]
     assert find_stale_batches(tmp_path) == sorted([older, missing])
 
 
