@@ -75,18 +75,18 @@ def plan_batch(
     path = location(input_path)
     fmt = format_of(path.name)
     digest = hashlib.sha256()
-    hashing: Future[None] | None = None  # the last block's, in a thread beside the scan (sha256 releases the GIL)
+    hashing: Future[None] | None = None  # the last data read's, in a thread beside the scan (sha256 releases the GIL)
     read_bytes = 0
     with store(path).reading() as (identity, read_input), ThreadPoolExecutor(1) as hasher:
 
         def read(n: int) -> bytes:
             nonlocal read_bytes, hashing
-            block = read_input(n)
+            data = read_input(n)
             if hashing is not None:
-                hashing.result()  # in order, and at most one block waits
-            hashing = hasher.submit(digest.update, block)
-            read_bytes += len(block)
-            return block
+                hashing.result()  # in order, and at most one data read waits
+            hashing = hasher.submit(digest.update, data)
+            read_bytes += len(data)
+            return data
 
         max_bytes, max_articles = chunk_limits(identity.size, workers, chunk_articles)
         layout = scan(read, str(path), max_bytes, max_articles, fmt.lines)
@@ -266,8 +266,8 @@ class _Joiner:
             staged.discard()
 
 
-def _copy(part: str, write: Callable[[memoryview], None], block: int = 8 << 20) -> None:
-    buffer = bytearray(block)
+def _copy(part: str, write: Callable[[memoryview], None], read_size: int = 8 << 20) -> None:
+    buffer = bytearray(read_size)
     view = memoryview(buffer)
     with open(part, "rb", buffering=0) as fh:
         while got := fh.readinto(buffer):

@@ -50,7 +50,7 @@ class ExtractionStats:
         return len(self.network_attempts) + self.more_network_attempts
 
     def __add__(self, other: ExtractionStats) -> ExtractionStats:
-        """The counts of two runs (chunks) as one run's, with the first network attempts kept."""
+        """The counts of two chunks as one run's, with the first network attempts kept."""
         attempts = self.network_attempts + other.network_attempts
         return ExtractionStats(
             pages=self.pages + other.pages,

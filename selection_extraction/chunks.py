@@ -60,7 +60,7 @@ class ChunkExtraction:
 
 
 def balanced_bounds(weights: Sequence[int], n_chunks: int) -> list[tuple[int, int]]:
-    """Cut consecutive items into ``n_chunks`` non-empty runs (fewer if there are fewer items) of about equal weight:
+    """Cut consecutive items into ``n_chunks`` non-empty chunks (fewer if there are fewer items) of about equal weight:
     the cuts fall where the running total is nearest to each multiple of ``total / n_chunks``."""
     n = len(weights)
     n_chunks = max(1, min(n_chunks, n))
@@ -89,7 +89,7 @@ def balanced_bounds(weights: Sequence[int], n_chunks: int) -> list[tuple[int, in
 def capped_bounds(
     bounds: Sequence[tuple[int, int]], weights: Sequence[int], max_items: int, max_weight: int
 ) -> list[tuple[int, int]]:
-    """``bounds`` with every run cut, greedily from its start, into pieces of at most ``max_items`` items and
+    """``bounds`` with every chunk cut, greedily from its start, into pieces of at most ``max_items`` items and
     ``max_weight`` in weight (an item heavier than that is a piece alone)."""
     capped: list[tuple[int, int]] = []
     for start, stop in bounds:

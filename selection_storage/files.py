@@ -98,9 +98,9 @@ def read_error(p: Path, exc: OSError) -> SelectionError:
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
-    """The SHA-256 (hex) of a file's bytes, read a block at a time."""
+    """The SHA-256 (hex) of a file's bytes, read 1 MiB at a time."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
+        for data in iter(lambda: fh.read(1 << 20), b""):
+            h.update(data)
     return h.hexdigest()
