@@ -43,9 +43,10 @@ def _rss_mib() -> float:
 
 def _warm_up_prefect() -> None:
     """Start the embedded API (and import the flow) before the clock starts."""
+    from prefect.client.orchestration import get_client
+
     import content_selection.flows.extract_articles  # noqa: F401
     import content_selection.flows.select_content  # noqa: F401
-    from prefect.client.orchestration import get_client
 
     with get_client(sync_client=True) as client:
         client.api_healthcheck()

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
+from prefect.client.schemas.schedules import CronSchedule
+from prefect.types.entrypoint import EntrypointType
+
 from content_selection.deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
 from content_selection.flows.completion import flow_completed_trigger
 from content_selection.flows.events import batch_extracted_trigger
@@ -14,9 +18,6 @@ from content_selection.flows.params import STAGE_TAG
 from content_selection.flows.runners import process_workers
 from content_selection.flows.select_content import select_content
 from content_selection.flows.select_directory import select_directory
-from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
-from prefect.client.schemas.schedules import CronSchedule
-from prefect.types.entrypoint import EntrypointType
 
 if TYPE_CHECKING:
     from prefect.deployments.runner import RunnerDeployment

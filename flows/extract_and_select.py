@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from prefect import flow
+from pydantic import BaseModel, Field
+
 from content_selection.flows.extract_articles import extract_and_write
 from content_selection.flows.params import (
     DEFAULT_MAX_TABLE_ROWS,
@@ -22,9 +25,6 @@ from content_selection.flows.select_content import publish_selection, select_on
 from content_selection.tasks.extract import check_extract_paths
 from content_selection.tasks.logs import run_logger
 from content_selection.tasks.select import check_paths
-from prefect import flow
-from pydantic import BaseModel, Field
-
 from selection_core.evidence import counts_text
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
 

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from prefect import flow, task
+from prefect.utilities.annotations import opaque
+from pydantic import BaseModel, Field
+
 from content_selection.flows.events import emit_batch_extracted
 from content_selection.flows.params import (
     DEFAULT_MAX_TABLE_ROWS,
@@ -29,10 +33,6 @@ from content_selection.tasks.extract import (
 from content_selection.tasks.logs import run_logger
 from content_selection.tasks.options import api_task_options
 from content_selection.tasks.progress import artifact_progress
-from prefect import flow, task
-from prefect.utilities.annotations import opaque
-from pydantic import BaseModel, Field
-
 from selection_core.evidence import counts_text
 from selection_extraction import (
     DEFAULT_TIME_LIMIT_SECONDS,

@@ -6,8 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Final
 
-from content_selection.flows.runners import DASK_ADDRESS_PATTERN, TaskRunnerName
 from pydantic import BeforeValidator, Field, WithJsonSchema
+
+from content_selection.flows.runners import DASK_ADDRESS_PATTERN, TaskRunnerName
 
 #: The tag of every run of the stage: its deployments' runs and their subflow runs. The automations of
 #: ``deployments/automations.yaml`` act on the runs that carry it.

@@ -7,9 +7,9 @@ import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from content_selection.tasks.logs import run_logger
 from prefect.states import Failed
 
+from content_selection.tasks.logs import run_logger
 from selection_core.errors import SelectionError
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from prefect import flow
+from prefect.utilities.annotations import opaque
+from pydantic import BaseModel, Field
+
+import selection_core as sc
 from content_selection.flows.params import (
     DEFAULT_MAX_TABLE_ROWS,
     DaskAddress,
@@ -19,11 +24,6 @@ from content_selection.flows.runners import TaskRunnerName, chunk_runner, resolv
 from content_selection.tasks.artifacts import publish_artifacts
 from content_selection.tasks.logs import run_logger
 from content_selection.tasks.select import IN_PROCESS, check_paths, select_batch, select_chunk
-from prefect import flow
-from prefect.utilities.annotations import opaque
-from pydantic import BaseModel, Field
-
-import selection_core as sc
 from selection_core.evidence import counts_text, read_as_text
 from selection_engine.engine import Selected, select_job
 from selection_storage.paths import RunPaths

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+from prefect import flow, tags, task
+from prefect.states import Failed
+from prefect.task_runners import ThreadPoolTaskRunner
+from pydantic import BaseModel, Field
+
 from content_selection.flows.params import (
     DEFAULT_MAX_TABLE_ROWS,
     STAGE_TAG,
@@ -21,11 +26,6 @@ from content_selection.flows.select_content import select_content
 from content_selection.tasks.logs import run_logger
 from content_selection.tasks.options import local_task_options
 from content_selection.tasks.select import find_stale_batches
-from prefect import flow, tags, task
-from prefect.states import Failed
-from prefect.task_runners import ThreadPoolTaskRunner
-from pydantic import BaseModel, Field
-
 from selection_core.errors import SelectionError, error_line
 from selection_storage.paths import DATA_ROOT_ENV, configured_data_root, name_once
 from selection_storage.stores import location

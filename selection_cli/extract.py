@@ -10,7 +10,6 @@ from typing import Any
 
 from content_selection.flows.params import MAX_TIME_LIMIT_SECONDS
 from content_selection.flows.runners import check_dask_scheduler, resolve_task_runner
-
 from selection_cli.arguments import add_storage_options, command_line_path, storage_options, whole_number
 from selection_cli.environment import check_prefect_api, prepare_embedded_api
 from selection_cli.progress import ProgressBar
@@ -189,7 +188,6 @@ def pipeline_command(args: argparse.Namespace) -> int:
     from content_selection.flows.extract_and_select import extract_and_select  # Prefect is imported only here
     from content_selection.tasks.progress import follow_progress
     from content_selection.tasks.select import PROGRESS_ARTIFACT_KEY
-
     from selection_cli.console import errors_left_to_the_last_line
     from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY
 

@@ -9,7 +9,6 @@ from typing import Any
 
 from content_selection.flows.params import DEFAULT_MAX_TABLE_ROWS
 from content_selection.flows.runners import TaskRunnerName, check_dask_scheduler, resolve_task_runner
-
 from selection_cli.arguments import add_storage_options, command_line_path, storage_options
 from selection_cli.console import errors_left_to_the_last_line
 from selection_cli.environment import check_prefect_api, prepare_embedded_api

@@ -7,7 +7,6 @@ import os
 import sys
 
 from content_selection.deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
-
 from selection_cli.environment import check_prefect_api
 from selection_storage.paths import DATA_ROOT_ENV, data_root_in_force
 
@@ -111,8 +110,9 @@ def serve_command(args: argparse.Namespace) -> int:
         return 2
     check_prefect_api(embedded_ok=False)  # the arguments first: they are refused without a server
     try:
-        from content_selection.deployments.automations import HEARTBEAT_SECONDS, apply_automations
         from prefect import serve
+
+        from content_selection.deployments.automations import HEARTBEAT_SECONDS, apply_automations
 
         for line in apply_automations():
             print(line, file=sys.stderr)

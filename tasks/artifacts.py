@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from content_selection.tasks.options import api_task_options
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 import selection_core as sc
+from content_selection.tasks.options import api_task_options
 from selection_core.config import EXTRACTORS
 from selection_core.evidence import (
     CLOSE_CALL_REASONS,

@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import Any, Final
 from uuid import UUID
 
-from content_selection.tasks.logs import run_logger
-from content_selection.tasks.options import api_task_options, chunk_run_namer, io_task_options, local_task_options
-from content_selection.tasks.progress import artifact_progress
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
+from content_selection.tasks.logs import run_logger
+from content_selection.tasks.options import api_task_options, chunk_run_namer, io_task_options, local_task_options
+from content_selection.tasks.progress import artifact_progress
 from selection_core.evidence import counts_text
 from selection_extraction.artifacts import (
     EXTRACTION_PROGRESS_ARTIFACT_KEY,

@@ -6,10 +6,10 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from uuid import UUID
 
-from content_selection.tasks.logs import run_logger
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.context import FlowRunContext, TaskRunContext
 
+from content_selection.tasks.logs import run_logger
 from selection_core.batch import ProgressCallback
 from selection_core.progress import PercentProgress
 

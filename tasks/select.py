@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from prefect import task
+
 from content_selection.tasks.logs import run_logger
 from content_selection.tasks.options import chunk_run_namer, io_task_options, local_task_options
 from content_selection.tasks.progress import artifact_progress
-from prefect import task
-
 from selection_core.chunks import SelectedChunk
 from selection_core.evidence import counts_text, read_as_text
 from selection_engine import engine

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from content_selection.flows.completion import path_parameter_template
 from prefect.events import DeploymentEventTrigger
 
 from content_selection import FLOW_COMPLETED_EVENT, flow_completed_trigger
+from content_selection.flows.completion import path_parameter_template
 
 
 def test_the_trigger_follows_completed_runs_of_the_named_flow_only() -> None:

@@ -7,11 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
-from content_selection.tasks.artifacts import closest_calls_markdown, scores_description, summary_markdown
 from hypothesis import given
 from hypothesis import strategies as st
 
 import selection_core as sc
+from content_selection.tasks.artifacts import closest_calls_markdown, scores_description, summary_markdown
 from selection_core.evidence import (
     CLOSEST_CALLS_ARTIFACT_KEY,
     MAX_CLOSEST_CALLS,

@@ -30,9 +30,9 @@ from typing import Any
 
 import orjson
 import pytest
-from content_selection.flows.select_content import select_content
 
 import selection_core as sc
+from content_selection.flows.select_content import select_content
 from selection_cli.main import main as select_main
 from selection_core.evidence import article_label, close_call_entries, report_entry, score_rows
 from selection_engine.engine import ChunkJob, discard_parts, plan_batch, plan_jobs, select_file, select_job

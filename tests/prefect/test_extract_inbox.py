@@ -12,8 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from content_selection.flows.extract_inbox import InboxRunSummary, PageSetsFailedError, extract_inbox
 
+from content_selection.flows.extract_inbox import InboxRunSummary, PageSetsFailedError, extract_inbox
 from selection_core.errors import UnsafePathError
 from selection_extraction import ExtractionSettings, extract_to_file
 from tests.support import PAGES

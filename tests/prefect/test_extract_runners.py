@@ -18,9 +18,9 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+
 from content_selection.flows.extract_articles import extract_articles
 from content_selection.tasks.extract import PAGE_CHUNK_TASK_NAME
-
 from tests.support import PAGES
 from tests.support.prefect_fixtures import leftover_files, task_runs_of
 

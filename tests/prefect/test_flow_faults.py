@@ -37,10 +37,10 @@ from typing import Any
 from uuid import UUID
 
 import pytest
-from content_selection.flows.select_content import select_content
 
 import selection_storage.atomic
 import selection_storage.stores
+from content_selection.flows.select_content import select_content
 from selection_core.errors import OutputPathError, UnsafePathError, WriteError
 from tests.support.faultkit import TMP_NAME, CrashRig, child_env, listing, synthetic_batch, temporaries
 from tests.support.prefect_fixtures import expected_output, task_runs_of

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import orjson
 import pytest
+
 from content_selection.flows.select_content import select_content
 from content_selection.flows.select_directory import select_directory
-
 from selection_cli.main import main
 from selection_core.evidence import SUMMARY_ARTIFACT_KEY
 from selection_engine import select_file

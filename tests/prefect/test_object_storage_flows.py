@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 
 import pytest
+
 from content_selection.flows.select_content import select_content
 from content_selection.flows.select_directory import select_directory
-
 from selection_engine import select_file
 from tests.support import ROOT
 from tests.support.prefect_fixtures import artifacts_of

@@ -25,6 +25,7 @@ from uuid import UUID
 
 import orjson
 import pytest
+
 from content_selection.flows.runners import (
     DASK_ADDRESS_ENV,
     LOCAL_CLUSTER_KWARGS,
@@ -37,7 +38,6 @@ from content_selection.flows.runners import (
 )
 from content_selection.flows.select_content import select_content
 from content_selection.flows.select_directory import select_directory
-
 from selection_cli.main import main
 from selection_core.layout import Chunk
 from selection_engine.engine import ChunkJob, select_file, select_job

@@ -7,10 +7,6 @@ from typing import Any
 
 import pytest
 import yaml
-from content_selection.deployments.automations import AUTOMATIONS_FILE, HEARTBEAT_SECONDS, load_automations
-from content_selection.deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
-from content_selection.deployments.definitions import build_deployments
-from content_selection.flows.events import batch_extracted_trigger
 from prefect.cli.deploy._models import PrefectYamlModel, RawScheduleConfig
 from prefect.events import DeploymentEventTrigger
 from prefect.flows import Flow, load_flow_from_entrypoint
@@ -18,6 +14,10 @@ from prefect.utilities.callables import parameter_schema
 from prefect.utilities.schema_tools import ValidationError, validate
 
 from content_selection import flow_completed_trigger
+from content_selection.deployments.automations import AUTOMATIONS_FILE, HEARTBEAT_SECONDS, load_automations
+from content_selection.deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
+from content_selection.deployments.definitions import build_deployments
+from content_selection.flows.events import batch_extracted_trigger
 from tests.support import ROOT
 
 PREFECT_YAML = ROOT / "prefect.yaml"

@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from content_selection.flows.events import BATCH_EXTRACTED_EVENT
 
+from content_selection.flows.events import BATCH_EXTRACTED_EVENT
 from selection_core.evidence import SCORES_ARTIFACT_KEY
 from tests.support import ROOT
 from tests.support.prefect_fixtures import expected_output, leftover_files

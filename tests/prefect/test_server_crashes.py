@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from content_selection.flows.events import BATCH_EXTRACTED_EVENT
 
+from content_selection.flows.events import BATCH_EXTRACTED_EVENT
 from tests.support import ROOT
 from tests.support.faultkit import TMP_NAME, synthetic_batch
 from tests.support.prefect_fixtures import expected_output, free_port, leftover_files
