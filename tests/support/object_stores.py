@@ -338,9 +338,10 @@ def running(servers: dict[str, StoreServer], protocol: str) -> StoreServer:
     return servers[protocol]
 
 
-@pytest.fixture(params=PROTOCOLS)
+@pytest.fixture(params=[pytest.param(p, marks=() if p == "s3" else pytest.mark.slow) for p in PROTOCOLS])
 def store_server(request: pytest.FixtureRequest, store_servers: dict[str, StoreServer]) -> StoreServer:
-    """Each store's server in turn (S3, Google Cloud Storage, Azure)."""
+    """Each store's server in turn (S3, Google Cloud Storage, Azure); the quick loop (``-m "not slow"``) checks the
+    logic on S3 alone, the full run on each store."""
     return running(store_servers, request.param)
 
 
