@@ -354,56 +354,6 @@ def info(p: ObjectPath, writing: bool = False) -> dict[str, Any]:
     return entry
 
 
-class ObjectReader:
-    """An object opened for reading in ranges of the version it had when opened (:attr:`version`)."""
-
-    def __init__(self, p: ObjectPath) -> None:
-        self.path = p
-        entry = info(p)
-        fs = p.filesystem()
-        try:
-            # no read-ahead cache: each read is one ranged GET (with If-Match on S3), so memory stays bounded
-            self._fh: BinaryIO = fs.open(p.key, "rb", cache_type="none", block_size=UPLOAD_PART_BYTES)
-        except Exception as exc:  # noqa: BLE001
-            raise store_error(p, exc) from None
-        self.version = object_version(getattr(self._fh, "details", None) or entry)
-
-    def __enter__(self) -> ObjectReader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if not isinstance(self._fh, io.BytesIO):  # memory:// hands out its one shared buffer: left open
-            try:
-                self._fh.close()
-            except Exception:  # noqa: BLE001, S110 - a reader's close cannot lose data
-                pass
-
-    def read(self, n: int) -> bytes:
-        """The next ``n`` bytes (fewer at the end)."""
-        try:
-            return self._fh.read(n)
-        except Exception as exc:  # noqa: BLE001
-            raise store_error(self.path, exc) from None
-
-    def read_at(self, start: int, length: int) -> bytes:
-        try:
-            self._fh.seek(start)
-            data = self._fh.read(length)
-        except Exception as exc:  # noqa: BLE001
-            raise store_error(self.path, exc) from None
-        if len(data) != length:
-            raise store_error(self.path, OSError(errno.EINVAL, "pre-conditions: the object is shorter"))
-        return data
-
-    def check(self) -> None:
-        """An ``InputChangedError`` unless the object is still the version read."""
-        if object_version(info(self.path)) != self.version:
-            raise store_error(self.path, OSError(errno.EINVAL, "pre-condition failed"))
-
-
 def backend(fs: Any) -> str:
     """Which client ``fs`` is, where the stores differ in what they can do: ``"s3"`` (s3fs), ``"gcs"`` (gcsfs),
     ``"azure"`` (adlfs's blob storage), ``"memory"``, or ``""`` for any other."""
@@ -867,9 +817,20 @@ class ObjectStore:
         return object_version(info(self.path))
 
     @contextlib.contextmanager
+    def _stream(self) -> Iterator[tuple[Version, _ObjectStream]]:
+        """Opened without a read-ahead cache (each read one ranged GET: memory stays bounded), and the version."""
+        entry = info(self.path)
+        try:
+            fh = self.path.filesystem().open(self.path.key, "rb", cache_type="none", block_size=UPLOAD_PART_BYTES)
+        except Exception as exc:  # noqa: BLE001
+            raise store_error(self.path, exc) from None
+        with contextlib.closing(_ObjectStream(self.path, fh)) as stream:
+            yield object_version(getattr(fh, "details", None) or entry), stream
+
+    @contextlib.contextmanager
     def reading(self) -> Iterator[tuple[Version, Callable[[int], bytes]]]:
-        with ObjectReader(self.path) as reader:
-            yield reader.version, reader.read
+        with self._stream() as (version, stream):
+            yield version, stream.read
 
     def read_span(self, version: Version, start: int, end: int, before: bytes = b"", after: bytes = b"") -> bytearray:
         """One ranged GET conditioned on ``version`` where the backend has one (:func:`read_range`), else the
@@ -880,11 +841,10 @@ class ObjectStore:
         view = memoryview(out)[len(before) : len(before) + end - start]
         if end > start and read_range(self.path, version, start, view):
             return out
-        with ObjectReader(self.path) as reader:
-            if reader.version != version:
+        with self._stream() as (read_version, stream):  # a store without conditional reads: checked after
+            stream.seek(start)
+            if read_version != version or stream.readinto(view) != end - start or self.version() != version:
                 raise store_error(self.path, OSError(errno.EINVAL, "pre-condition failed"))
-            view[:] = reader.read_at(start, end - start)
-            reader.check()
         return out
 
     def open(self, block_size: int = UPLOAD_PART_BYTES) -> BinaryIO:

@@ -14,7 +14,7 @@ import multiprocessing
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -115,28 +115,26 @@ def test_a_worker_is_replaced_after_recycle_after_pages_counted_across_kept_runs
     assert first[2] == second[0] != second[1]
 
 
-def test_a_process_that_kept_workers_still_exits() -> None:
-    """A task runner's worker process (a multiprocessing child) that kept a pool exits when it is done."""
-    child = multiprocessing.get_context("spawn").Process(target=pool_probes.run_and_keep_workers)
+def _exits_by_itself(target: Callable[[], None], seconds: float) -> bool:
+    """Whether a new process running ``target`` exits, with status 0, within ``seconds`` (killed if not)."""
+    child = multiprocessing.get_context("spawn").Process(target=target)
     child.start()
-    child.join(60)
-    hung = child.is_alive()
-    if hung:
+    child.join(seconds)
+    if child.is_alive():
         child.kill()
         child.join()
-    assert not hung and child.exitcode == 0
+        return False
+    return child.exitcode == 0
+
+
+def test_a_process_that_kept_workers_still_exits() -> None:
+    """A task runner's worker process (a multiprocessing child) that kept a pool exits when it is done."""
+    assert _exits_by_itself(pool_probes.run_and_keep_workers, 60)
 
 
 def test_a_process_forked_after_the_pool_was_imported_still_exits() -> None:
     """A fork server's worker inherits the module from the server's preload, and must stop its own kept pool."""
-    child = multiprocessing.get_context("spawn").Process(target=pool_probes.fork_a_child_that_keeps_workers)
-    child.start()
-    child.join(120)
-    hung = child.is_alive()
-    if hung:
-        child.kill()
-        child.join()
-    assert not hung and child.exitcode == 0
+    assert _exits_by_itself(pool_probes.fork_a_child_that_keeps_workers, 120)
 
 
 def test_kept_workers_serve_only_runs_with_the_same_functions() -> None:
