@@ -42,6 +42,7 @@ from tests.support.prefect_fixtures import (  # noqa: E402,F401 - fixtures, regi
     batch_factory,
     data_root,
     no_data_root_env,
+    monkeypatch_session,
     prefect_harness,
 )
 from tests.support.prefect_server import server  # noqa: E402,F401 - the session's real Prefect server

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -85,22 +86,64 @@ def data_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+#: The file ``prefect_test_harness`` names its temporary database (in a new temporary folder).
+HARNESS_DATABASE = "prefect-test.db"
+
+
 @pytest.fixture(scope="session")
-def prefect_harness() -> Iterator[None]:
+def prefect_harness(pytestconfig: pytest.Config, monkeypatch_session: pytest.MonkeyPatch) -> Iterator[None]:
     """One temporary Prefect API for every flow test of the session.
+
+    Its database starts as a copy of an empty one migrated by an earlier session (kept in pytest's cache, by
+    Prefect version): a new database costs about 6 s of migrations in each worker. The first session migrates
+    its own, then keeps a copy (SQLite's backup, consistent while the server runs).
 
     Flow-run heartbeats are off: they exist to find crashed runs of a long-lived
     deployment, and the thread that sends them sleeps in one-second steps, so
     every flow run of a test would wait up to a second for it to stop.
     """
-    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
-    from prefect.testing.utilities import prefect_test_harness
+    import shutil
+    import sqlite3
+    import tempfile
 
+    import prefect
+    import prefect.testing.utilities as harness
+    from prefect.settings import (
+        PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
+        PREFECT_SERVER_DATABASE_CONNECTION_URL,
+        temporary_settings,
+    )
+
+    template = pytestconfig.cache.mkdir("prefect") / f"migrated-{prefect.__version__}.db"
+
+    def seeded_folder() -> str:
+        folder = tempfile.mkdtemp()
+        if template.is_file():
+            shutil.copyfile(template, Path(folder) / HARNESS_DATABASE)
+        return folder
+
+    monkeypatch_session.setattr(harness, "mkdtemp", seeded_folder)
     with (
-        prefect_test_harness(server_startup_timeout=120),
+        harness.prefect_test_harness(server_startup_timeout=120),
         temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}),
     ):
+        if not template.is_file():
+            database = PREFECT_SERVER_DATABASE_CONNECTION_URL.value().partition(":///")[2]
+            kept = template.with_name(f"{template.name}.{os.getpid()}")
+            with (
+                contextlib.closing(sqlite3.connect(database)) as source,
+                contextlib.closing(sqlite3.connect(kept)) as copy,
+            ):
+                source.backup(copy)
+            os.replace(kept, template)
         yield
+
+
+@pytest.fixture(scope="session")
+def monkeypatch_session() -> Iterator[pytest.MonkeyPatch]:
+    """A ``monkeypatch`` undone at the end of the session."""
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
 
 
 def expected_output(input_path: Path) -> bytes:
