@@ -270,9 +270,10 @@ def _stop_all_at_exit(_module: object = None) -> None:
     finalizers it inherits, so a child forked after this module was imported (by a fork server that preloaded
     it) registers its own.
     """
-    with _idle_lock:
-        _idle.clear()
-        _stopping.clear()
+    global _idle_lock  # noqa: PLW0603 - a lock held by another thread of the parent is never released here
+    _idle_lock = threading.Lock()
+    _idle.clear()
+    _stopping.clear()
     multiprocessing.util.Finalize(None, _stop_all, exitpriority=100)
 
 
