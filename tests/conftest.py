@@ -38,11 +38,12 @@ from tests.support.object_stores import (  # noqa: E402,F401 - real object store
     store_server,
     store_servers,
 )
+from tests.support.postgres import postgres_url  # noqa: E402,F401 - the real server's database
 from tests.support.prefect_fixtures import (  # noqa: E402,F401 - fixtures, registered by import
     batch_factory,
     data_root,
-    no_data_root_env,
     monkeypatch_session,
+    no_data_root_env,
     prefect_harness,
 )
 from tests.support.prefect_server import server  # noqa: E402,F401 - the session's real Prefect server

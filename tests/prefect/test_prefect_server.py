@@ -247,3 +247,24 @@ def test_prefect_yaml_deploys_and_a_process_worker_runs_it(server: Server, tmp_p
     assert triggered.state.is_completed(), triggered.state.message
     for source in (manual_input, triggered_input):
         assert source.with_name(f"{source.stem}_selected.json").read_bytes() == expected_output(SOURCE_BATCH)
+
+
+def test_the_server_keeps_what_it_is_told_in_postgresql(server: Server, postgres_url: str | None) -> None:
+    """Where PostgreSQL is installed (always under ``.ci/run``), the session's server keeps its state there."""
+    if postgres_url is None:
+        pytest.skip("PostgreSQL is not installed here: the session's server runs on SQLite")
+    import asyncio
+
+    import asyncpg
+
+    with server.client() as client:
+        client.create_flow_from_name("postgresql-probe")
+
+    async def rows() -> int:
+        connection = await asyncpg.connect(postgres_url.replace("postgresql+asyncpg://", "postgresql://"))
+        try:
+            return int(await connection.fetchval("select count(*) from flow where name = 'postgresql-probe'"))
+        finally:
+            await connection.close()
+
+    assert asyncio.run(rows()) == 1

@@ -1,6 +1,7 @@
 """A real ``prefect server start`` on 127.0.0.1 for the tests that need one, and the helpers to drive it.
 
-One server per test session (the ``server`` fixture, registered in ``tests/conftest.py``):
+One server per test session (the ``server`` fixture, registered in ``tests/conftest.py``), on PostgreSQL
+(``tests/support/postgres.py``) as production servers are, where PostgreSQL is installed:
 it costs 10-15 s to start, so every server test module shares it. It runs in its own
 session with a temporary ``PREFECT_HOME``, its UI off and telemetry off; everything
 that talks to it (``content-selection serve``, workers, flows) runs in subprocesses
@@ -133,7 +134,8 @@ class Server:
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def server(tmp_path_factory: pytest.TempPathFactory, postgres_url: str | None) -> Iterator[Server]:
+    """The session's server, on PostgreSQL (:mod:`tests.support.postgres`) where it is installed, else SQLite."""
     home = tmp_path_factory.mktemp("prefect-home")
     logs = tmp_path_factory.mktemp("logs")
     port = free_port()
@@ -147,6 +149,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS="2",
         PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
     )
+    if postgres_url is not None:
+        base["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = postgres_url
     process = start(
         [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
         base,
