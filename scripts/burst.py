@@ -54,11 +54,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=2, help="the triggered deployment's concurrency limit")
     parser.add_argument("--slot-wait", type=float, default=2.0, help="the server's concurrency slot wait (s)")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--database", help="the server's database, postgresql+asyncpg://... (default: SQLite)")
     args = parser.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="burst-"))
     data = work / "data"
     options = ["--cron", "0 3 1 1 *", "--concurrency-limit", str(args.limit)]
-    env, server, serve = stage_processes(work, options, slot_wait=args.slot_wait)
+    env, server, serve = stage_processes(work, options, slot_wait=args.slot_wait, database=args.database)
     batches = [Dropped(data / f"burst{n:04d}_extracted.json", "batch", 0.0) for n in range(args.events)]
     for item in batches:
         item.path.write_bytes(SOURCE.read_bytes())

@@ -100,9 +100,10 @@ class Dropped:
 
 
 def stage_processes(
-    work: Path, serve_options: list[str], slot_wait: float
+    work: Path, serve_options: list[str], slot_wait: float, database: str | None = None
 ) -> tuple[dict[str, str], Supervised, Supervised]:
-    """The environment, the server and ``serve`` (on ``<work>/data``) of a run of the deployed chain, not started."""
+    """The environment, the server (on ``database``, a SQLAlchemy URL; None: SQLite in its home) and ``serve``
+    (on ``<work>/data``) of a run of the deployed chain, not started."""
     data = work / "data"
     data.mkdir(parents=True, exist_ok=True)
     with socket.socket() as sock:
@@ -116,7 +117,8 @@ def stage_processes(
         PYTHONPATH=str(ROOT),
     )
     server_args = ["prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
-    server = Supervised("server", [sys.executable, "-m", *server_args], env, work / "server.log")
+    server_env = env if database is None else {**env, "PREFECT_SERVER_DATABASE_CONNECTION_URL": database}
+    server = Supervised("server", [sys.executable, "-m", *server_args], server_env, work / "server.log")
     serve_args = ["selection_cli.main", "serve", "--data-root", str(data), *serve_options]
     serve = Supervised("serve", [sys.executable, "-m", *serve_args], env, work / "serve.log")
     return env, server, serve
@@ -204,11 +206,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drop-every", type=float, default=20.0, help="mean seconds between two drops")
     parser.add_argument("--fault-every", type=float, default=180.0, help="mean seconds between two SIGKILLs")
     parser.add_argument("--cron", default="*/5 * * * *", help="the scheduled scans' schedule (the safety net)")
+    parser.add_argument("--database", help="the server's database, postgresql+asyncpg://... (default: SQLite)")
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="soak-"))
     data = work / "data"
-    env, server, serve = stage_processes(work, ["--cron", args.cron], slot_wait=5.0)
+    env, server, serve = stage_processes(work, ["--cron", args.cron], slot_wait=5.0, database=args.database)
     port = env["PREFECT_API_URL"].split(":")[2].split("/")[0]
     print(f"soak: {args.minutes:g} min in {work} (server on port {port}, seed {args.seed})", flush=True)
     dropped: list[Dropped] = []
