@@ -113,6 +113,8 @@ def test_a_users_project_with_its_own_flows_tasks_and_deployments_composes_the_i
         HOME=str(tmp_path / "home"),
         PYTHONNOUSERSITE="1",
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        # the embedded API may start slowly on a busy machine (20 s by default; the stage's commands allow 120 s)
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="120",
     )
 
     # (a) the contract a user's flow imports
