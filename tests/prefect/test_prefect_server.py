@@ -250,9 +250,9 @@ def test_prefect_yaml_deploys_and_a_process_worker_runs_it(server: Server, tmp_p
 
 
 def test_the_server_keeps_what_it_is_told_in_postgresql(server: Server, postgres_url: str | None) -> None:
-    """Where PostgreSQL is installed (always under ``.ci/run``), the session's server keeps its state there."""
+    """With ``CONTENT_SELECTION_POSTGRES=1``, the session's server keeps its state in PostgreSQL."""
     if postgres_url is None:
-        pytest.skip("PostgreSQL is not installed here: the session's server runs on SQLite")
+        pytest.skip("the session's server runs on SQLite (CONTENT_SELECTION_POSTGRES=1 for PostgreSQL)")
     import asyncio
 
     import asyncpg

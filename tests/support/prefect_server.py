@@ -1,7 +1,7 @@
 """A real ``prefect server start`` on 127.0.0.1 for the tests that need one, and the helpers to drive it.
 
-One server per test session (the ``server`` fixture, registered in ``tests/conftest.py``), on PostgreSQL
-(``tests/support/postgres.py``) as production servers are, where PostgreSQL is installed:
+One server per test session (the ``server`` fixture, registered in ``tests/conftest.py``), on SQLite, or on
+PostgreSQL as production servers are (``CONTENT_SELECTION_POSTGRES=1``, ``tests/support/postgres.py``):
 it costs 10-15 s to start, so every server test module shares it. It runs in its own
 session with a temporary ``PREFECT_HOME``, its UI off and telemetry off; everything
 that talks to it (``content-selection serve``, workers, flows) runs in subprocesses
@@ -135,7 +135,7 @@ class Server:
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory, postgres_url: str | None) -> Iterator[Server]:
-    """The session's server, on PostgreSQL (:mod:`tests.support.postgres`) where it is installed, else SQLite."""
+    """The session's server, on PostgreSQL (:mod:`tests.support.postgres`) when asked, else SQLite."""
     home = tmp_path_factory.mktemp("prefect-home")
     logs = tmp_path_factory.mktemp("logs")
     port = free_port()
