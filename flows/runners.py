@@ -140,9 +140,9 @@ def open_task_runner(runner_name: TaskRunnerName, address: str | None) -> Iterat
 
 @contextlib.contextmanager
 def _quiet_dask_logs() -> Iterator[None]:
-    """Keep Dask's own information out of the run's log while a runner is open: the cluster's start and stop in
-    about 35 lines, and the ``CommClosedError`` traceback it logs when a clean shutdown closes a connection.
-    Its warnings and errors still show."""
+    """Keep Dask's own information out of the run's log while a runner is open: the cluster's start and stop, and
+    the ``CommClosedError`` traceback it may log when a clean shutdown closes a connection. Its warnings and errors
+    still show."""
     import distributed  # noqa: F401 - its import sets its loggers' levels: set ours after it
 
     dask_logger = logging.getLogger("distributed")

@@ -5,7 +5,7 @@ started by ``pg_ctl`` on a free port, trust authentication on loopback only, sto
 PostgreSQL refuses to run as root: as root (CI) its programs run as the ``postgres`` user (``runuser``).
 The binaries are Debian's ``postgresql`` package or ``$CONTENT_SELECTION_POSTGRES_BIN``. It is used when
 ``CONTENT_SELECTION_POSTGRES=1`` (then a missing PostgreSQL is a failure); otherwise the fixture gives None and
-the real server keeps SQLite (on 2 cores the server tests take about 4 minutes longer on PostgreSQL).
+the real server keeps SQLite (what PostgreSQL costs the suite: docs/prefect.md, "Tests").
 """
 
 from __future__ import annotations
