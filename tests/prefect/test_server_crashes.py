@@ -122,9 +122,10 @@ def test_a_run_killed_with_serve_is_marked_crashed_and_run_again_to_the_same_byt
     serving.append(_serve(server, data_root, "crash-serve-2.log", limit=1))
     _wait_registered(server, serving[-1], data_root, "crash-serve-2.log")
 
+    # Crashed is a final state too: the wait goes on through it, until the run run again has ended.
     final = wait_until(
         "the killed run to be marked Crashed and run again to the end",
-        lambda: (r := _run_on(server, big)) is not None and r.state.is_final() and r,
+        lambda: (r := _run_on(server, big)) is not None and r.state.is_final() and not r.state.is_crashed() and r,
         RECOVERY_SECONDS,
         interval=1,
     )
