@@ -175,14 +175,14 @@ def process_workers() -> int:
 
 @contextlib.contextmanager
 def worker_processes(
-    preload: str = "selection_engine.engine",
+    preload: str = "selection_engine.engine", workers: int | None = None
 ) -> Iterator[tuple[int, Callable[..., concurrent.futures.Future[Any]]]]:
-    """One plain worker process per core, for work that needs no Prefect; stopped on exit.
+    """``workers`` plain worker processes (None: one per core), for work that needs no Prefect; stopped on exit.
 
     The workers are forks of a server that imported only the module ``preload``, so they start in a fraction of a
     second (a Prefect worker imports Prefect first). Yields the number of workers and ``submit(function, *args)``.
     """
-    workers = process_workers()
+    workers = workers or process_workers()
     if "forkserver" in multiprocessing.get_all_start_methods():  # safe from the flow's threads, unlike fork
         context = multiprocessing.get_context("forkserver")
         # Imported once by the server (only when it starts), not by each worker; a `python -m` program (as a

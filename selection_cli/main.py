@@ -24,6 +24,10 @@ COMMANDS: Final[dict[str, tuple[str, str]]] = {
     "run": ("selection_cli.run", "run the Prefect flow select-content on one batch file"),
     "extract": ("selection_cli.extract", "extract pages with trafilatura, newspaper4k and readability into a batch"),
     "pipeline": ("selection_cli.extract", "extract pages, then select (the flow extract-and-select)"),
+    "crawl": (
+        "selection_cli.crawl",
+        "extract and select every WARC of a crawl's listing, one output each, resumable (the flow extract-crawl)",
+    ),
     "serve": ("selection_cli.serve", "serve the deployments of the selection and the extraction from this process"),
     "explain": ("selection_cli.explain", "explain one article's decision, in words"),
     "automations": (

@@ -247,6 +247,14 @@ def object_version(entry: Mapping[str, Any]) -> Version:
     return Version(int(entry["size"]), f"modified:{modified(entry)}")
 
 
+def _listed_version(entry: Mapping[str, Any]) -> Version:
+    """An object's version as a listing tells it: its size and its ETag or generation."""
+    for name in ("ETag", "generation", "etag"):
+        if entry.get(name):
+            return Version(int(entry["size"]), f"{name}:{entry[name]}")
+    return Version(int(entry["size"]), f"modified:{modified(entry)}")
+
+
 def modified(info: Mapping[str, Any]) -> float:
     """An object's modification time (seconds since the epoch) from its listing entry."""
     for name in ("LastModified", "mtime", "updated", "last_modified", "modified", "created"):
@@ -642,9 +650,12 @@ def _object_ns(entry: Mapping[str, Any]) -> int:
 STALE_UPLOAD_SECONDS: Final[int] = 3600
 
 
-def abort_stale_uploads(prefix: ObjectPath, now: float | None = None) -> list[ObjectPath]:
-    """Abort the unfinished uploads under ``prefix`` started :data:`STALE_UPLOAD_SECONDS` or more ago (a killed
-    writer's: never an object, but stored and billed); the objects they were for. Never raises.
+def abort_stale_uploads(
+    prefix: ObjectPath, now: float | None = None, older_than: float = STALE_UPLOAD_SECONDS
+) -> list[ObjectPath]:
+    """Abort the unfinished uploads under ``prefix`` started ``older_than`` seconds or more ago (a killed writer's:
+    never an object, but stored and billed); the objects they were for. Never raises. 0 aborts every one: for a
+    caller that knows every writer under the prefix has stopped.
 
     S3: its multipart uploads. Azure: the blobs that have uncommitted blocks only (a blob committed meanwhile is
     kept: the delete is conditioned on the listed time). Google Cloud Storage cannot list its resumable uploads;
@@ -657,7 +668,7 @@ def abort_stale_uploads(prefix: ObjectPath, now: float | None = None) -> list[Ob
 
     def stale(key: str, started: Any) -> bool:
         inside = not key_prefix or key == key_prefix or key.startswith(key_prefix.rstrip("/") + "/")
-        return inside and now - modified({"LastModified": started}) >= STALE_UPLOAD_SECONDS
+        return inside and now - modified({"LastModified": started}) >= older_than
 
     try:
         if backend(fs) == "s3":
@@ -790,9 +801,17 @@ class Store(Protocol):
         """The files and folders (objects and sub-prefixes) directly in this one, hidden names skipped, by name;
         a folder that cannot be listed an ``OSError``."""
 
-    def remove_orphans_under(self) -> list[Location]:
+    def listed(self) -> dict[str, Version]:
+        """The files directly in this folder (objects directly under this prefix) by name, hidden names skipped, each
+        with its version as one listing tells it (:meth:`listed_version`'s); a folder that is not there: empty."""
+
+    def listed_version(self) -> Version | None:
+        """This file's version as its folder's :meth:`listed` tells it (an object's ETag or generation, not its
+        version id, which a listing omits); None when nothing is here."""
+
+    def remove_orphans_under(self, writers_stopped: bool = False) -> list[Location]:
         """Remove what killed writers left under this folder (staged files; a store's unfinished uploads over an
-        hour old); what they were for."""
+        hour old, or every one when the caller knows its ``writers_stopped``); what they were for."""
 
     def resolve(self) -> Location:
         """Symbolic links and ``..`` followed (an object is its own)."""
@@ -908,8 +927,35 @@ class ObjectStore:
             found[name] = Entry(name, self.path.joinpath(name), folder, newest)
         return [found[name] for name in sorted(found)]
 
-    def remove_orphans_under(self) -> list[Location]:
-        return list(abort_stale_uploads(self.path))
+    def listed(self) -> dict[str, Version]:
+        fs = self.path.filesystem()
+        try:
+            fs.invalidate_cache(self.path.key)
+            entries = fs.ls(self.path.key, detail=True)
+        except FileNotFoundError:
+            return {}
+        except Exception as exc:  # noqa: BLE001
+            raise store_error(self.path, exc) from None
+        found = {}
+        for entry in entries:
+            name = posixpath.basename(str(entry["name"]).rstrip("/"))
+            if entry.get("type", "file") == "file" and name and not name.startswith("."):
+                found[name] = _listed_version(entry)
+        return found
+
+    def listed_version(self) -> Version | None:
+        fs = self.path.filesystem()
+        try:
+            fs.invalidate_cache(self.path.key)
+            entry = fs.info(self.path.key)
+        except FileNotFoundError:
+            return None
+        except Exception as exc:  # noqa: BLE001
+            raise store_error(self.path, exc) from None
+        return None if entry.get("type") == "directory" else _listed_version(entry)
+
+    def remove_orphans_under(self, writers_stopped: bool = False) -> list[Location]:
+        return list(abort_stale_uploads(self.path, older_than=0 if writers_stopped else STALE_UPLOAD_SECONDS))
 
     def resolve(self) -> Location:
         return self.path
@@ -1020,7 +1066,24 @@ class DiskStore:
             if not name.startswith(".")
         ]
 
-    def remove_orphans_under(self) -> list[Location]:
+    def listed(self) -> dict[str, Version]:
+        try:
+            with os.scandir(self.path) as entries:
+                return {
+                    e.name: Version.of_file(e.stat())
+                    for e in entries
+                    if not e.name.startswith(".") and e.is_file(follow_symlinks=False)
+                }
+        except (FileNotFoundError, NotADirectoryError):
+            return {}
+
+    def listed_version(self) -> Version | None:
+        try:
+            return Version.of_file(os.stat(self.path))
+        except FileNotFoundError:
+            return None
+
+    def remove_orphans_under(self, writers_stopped: bool = False) -> list[Location]:
         removed: list[Location] = []
         for dirpath, dirnames, filenames in os.walk(self.path, followlinks=False):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))

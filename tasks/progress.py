@@ -13,7 +13,7 @@ from content_selection.tasks.logs import run_logger
 from selection_core.batch import ProgressCallback
 from selection_core.progress import PercentProgress
 
-_FOLLOWERS: dict[str, ProgressCallback] = {}
+_FOLLOWERS: dict[str, Callable[..., None]] = {}
 
 
 def _artifact_sink(key: str, description: str) -> Callable[[int], None]:
@@ -34,7 +34,7 @@ def _artifact_sink(key: str, description: str) -> Callable[[int], None]:
 
 
 @contextlib.contextmanager
-def follow_progress(followers: Mapping[str, ProgressCallback]) -> Iterator[None]:
+def follow_progress(followers: Mapping[str, Callable[..., None]]) -> Iterator[None]:
     """While inside, the progress artifacts of these keys made in this process also report to their follower."""
     before = dict(_FOLLOWERS)
     _FOLLOWERS.update(followers)
@@ -43,6 +43,11 @@ def follow_progress(followers: Mapping[str, ProgressCallback]) -> Iterator[None]
     finally:
         _FOLLOWERS.clear()
         _FOLLOWERS.update(before)
+
+
+def follower(key: str) -> Callable[..., None] | None:
+    """The follower of the progress artifact ``key`` in this process (what it is called with is the key's own)."""
+    return _FOLLOWERS.get(key)
 
 
 def artifact_progress(key: str, description: str, *, start: bool = True) -> ProgressCallback | None:

@@ -1,0 +1,119 @@
+"""``content-selection crawl``: the flow ``extract-crawl`` on a listing of web archives, with a progress bar."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, TextIO
+
+from content_selection.flows.params import MAX_TIME_LIMIT_SECONDS
+from content_selection.flows.runners import TaskRunnerConfigError, check_dask_scheduler, resolve_task_runner
+from selection_cli.arguments import add_storage_options, command_line_path, storage_options, whole_number
+from selection_cli.environment import check_prefect_api, prepare_embedded_api
+from selection_cli.extract import _seconds
+from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
+
+
+def add_crawl_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the arguments of ``crawl`` to ``parser``."""
+    parser.add_argument(
+        "listing",
+        metavar="LISTING",
+        help="a text file of WARCs, one per line (gzip when named .gz, as Common Crawl's warc.paths.gz), each an "
+        "absolute URL or path or a key relative to --base; or a folder (a prefix) of WARCs",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="PREFIX",
+        help="the folder or prefix of the outputs: PREFIX/<the WARC's path, .warc.gz replaced by .jsonl>, its "
+        "record beside it, and the job's summary PREFIX/crawl.json",
+    )
+    parser.add_argument(
+        "--base", metavar="URL", help="what relative lines are under (for Common Crawl: --base s3://commoncrawl/)"
+    )
+    parser.add_argument(
+        "--dask-address",
+        metavar="tcp://HOST:PORT",
+        help="a Dask scheduler: each WARC is done on one of its workers (default: local worker processes)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=whole_number(1, "must be at least 1, got {text!r}"),
+        metavar="N",
+        help="local worker processes, without --dask-address (default: one per CPU core)",
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=_seconds(MAX_TIME_LIMIT_SECONDS),
+        default=DEFAULT_TIME_LIMIT_SECONDS,
+        metavar="SECONDS",
+        help=f"seconds one extractor may spend on one page (default: {DEFAULT_TIME_LIMIT_SECONDS:g})",
+    )
+    add_storage_options(parser)
+    return parser
+
+
+class CrawlBar:
+    """``\\rcrawling 3/16 WARCs, 512 pages, 12.3 pages/s, 2m10s left`` on a terminal; each failed WARC's reason on a
+    line of its own (on any stream)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+
+    def __call__(self, finished: int, total: int, pages: int, seconds: float, outcome: Any) -> None:
+        if outcome.state == "failed":
+            self.stream.write(("\r\033[K" if self.tty else "") + f"content-selection: {outcome.reason}\n")
+        if self.tty:
+            rate = pages / seconds if seconds > 0 else 0.0
+            left = seconds / finished * (total - finished) if finished else 0.0
+            minutes, rest = divmod(round(left), 60)
+            line = f"crawling {finished}/{total} WARCs, {pages} pages, {rate:.1f} pages/s, {minutes}m{rest:02d}s left"
+            self.stream.write("\r\033[K" + line + ("\n" if finished >= total else ""))
+        self.stream.flush()
+
+
+def crawl_command(args: argparse.Namespace) -> int:
+    """Run the flow ``extract-crawl``; the listing and the scheduler are checked before Prefect starts."""
+    from selection_crawl.listing import read_listing
+
+    if args.workers is not None and args.dask_address:
+        raise TaskRunnerConfigError("--workers counts local processes: leave it out with --dask-address")
+    resolve_task_runner("dask" if args.dask_address else "process", args.dask_address)  # the address's form
+    options = storage_options(args)
+    base = args.base if args.base is None or "://" in args.base else command_line_path(args.base)
+    listing = command_line_path(args.listing)
+    read_listing(listing, base, options)  # a relative line without --base is refused now, in one line
+    if args.dask_address:
+        check_dask_scheduler(args.dask_address)
+    parameters: dict[str, Any] = {
+        "listing": listing,
+        "output_prefix": command_line_path(args.output),
+        "base": base,
+        "dask_address": args.dask_address,
+        "workers": args.workers,
+        "time_limit_seconds": args.time_limit,
+        "storage_options": options,
+    }
+    prepare_embedded_api()
+    check_prefect_api()
+    # The WARCs that fail are printed by the bar; Prefect's console shows errors only.
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "ERROR")
+
+    from content_selection.flows.extract_crawl import CRAWL_WARCS_ARTIFACT_KEY, extract_crawl
+    from content_selection.tasks.progress import follow_progress
+    from selection_cli.console import errors_left_to_the_last_line
+
+    with errors_left_to_the_last_line(), follow_progress({CRAWL_WARCS_ARTIFACT_KEY: CrawlBar(sys.stderr)}):
+        state = extract_crawl(**parameters, return_state=True)
+    summary = state.result()  # raises the error that failed the run: the command's last line
+    print(
+        f"WARCs: {summary.warcs} ({summary.done} done, {summary.done_before} of them before this run, "
+        f"{summary.failed} failed)\npages: {summary.pages}\narticles: {summary.articles}\n"
+        f"summary: {summary.summary_path}"
+    )
+    print(f"flow run: {state.state_details.flow_run_id}")
+    return 0

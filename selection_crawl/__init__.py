@@ -1,0 +1,5 @@
+"""A crawl as one job, free of Prefect and Dask: its listing of web archives, the work on one archive (done where
+it runs), and the job's state, resumed by content.
+
+``unit`` is what a worker imports; ``listing`` and ``job`` are the coordinator's.
+"""

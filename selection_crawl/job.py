@@ -1,0 +1,283 @@
+"""A crawl job's state, free of Prefect and Dask: which WARCs a run must do (resumed by content), and its summary.
+
+A WARC is done when its output and its record are under the prefix, and the record names the WARC's current
+version and this run's extractor versions and settings. ``crawl.json`` keeps what the records say, one WARC a line,
+so that a re-run lists the output folders instead of reading every record.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from typing import Any, Final
+
+import orjson
+
+from selection_core.config import EXTRACTORS
+from selection_core.errors import EXIT_INVALID_INPUT, EXIT_IO_ERROR, SelectionError
+from selection_crawl.listing import SUMMARY_NAME, CrawlUnit, read_listing
+from selection_crawl.unit import WarcJob, WarcOutcome, settings_fingerprint
+from selection_extraction import ExtractionSettings, PageSet, default_extractors, record_path
+from selection_extraction.batch import NO_STATS, build_batch
+from selection_storage.files import Version
+from selection_storage.stores import Location, location, store, write_atomic
+
+#: Folder listings kept while a resume walks the listing (Common Crawl's lists each folder's WARCs together).
+_LISTINGS_KEPT: Final[int] = 8
+
+#: Least seconds between two writes of ``crawl.json`` while WARCs finish (and at least 4x the last write's time).
+SUMMARY_INTERVAL_SECONDS: Final[float] = 5.0
+
+#: How an entry of ``crawl.json`` starts: the line of one WARC.
+_ENTRY_START: Final[bytes] = b'{"warc":'
+
+
+class CrawlFailedError(SelectionError):
+    """Some WARCs of a crawl failed; the others were done. 65 when a WARC was bad input, else 74."""
+
+
+def expected_fingerprint(time_limit_seconds: float) -> str:
+    """The settings fingerprint a WARC done now, with this time limit, gets (the extractors installed here)."""
+    settings = ExtractionSettings(time_limit_seconds=time_limit_seconds)
+    root = build_batch(PageSet("", "warc", ()), [], default_extractors(), settings, NO_STATS)
+    return settings_fingerprint(root)
+
+
+def _joined(prefix: str, relative: str) -> str:
+    return prefix.rstrip("/") + "/" + relative
+
+
+class _Listings:
+    """``listed(folder)``: a folder's files and their versions, the last few folders kept."""
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[str, dict[str, Version]] = OrderedDict()
+
+    def version(self, where: Location) -> Version | None:
+        folder = str(where.parent)
+        if folder not in self._kept:
+            self._kept[folder] = store(where.parent).listed()
+            if len(self._kept) > _LISTINGS_KEPT:
+                self._kept.popitem(last=False)
+        return self._kept[folder].get(where.name)
+
+
+def _entry(unit: CrawlUnit, outcome: WarcOutcome | None) -> dict[str, Any]:
+    """One WARC's line of ``crawl.json``."""
+    entry: dict[str, Any] = {"warc": unit.source, "output": unit.relative}
+    if outcome is None:
+        entry["state"] = "pending"
+        return entry
+    entry["state"] = outcome.state
+    if outcome.state == "failed":
+        entry["reason"] = outcome.reason
+        entry["exit_code"] = outcome.exit_code
+    else:
+        entry.update(
+            pages=outcome.pages,
+            articles=outcome.articles,
+            errors={name: outcome.errors.get(name, 0) for name in EXTRACTORS},
+            sha256=outcome.sha256,
+            size=outcome.size,
+            input_version=None
+            if outcome.input_version is None
+            else {"size": outcome.input_version.size, "tag": outcome.input_version.tag},
+            settings_fingerprint=outcome.fingerprint,
+        )
+    entry["seconds"] = outcome.seconds
+    return entry
+
+
+def _identity(outcome: WarcOutcome) -> tuple[str | None, Version | None, int]:
+    """What makes an output valid: the settings fingerprint, the WARC's version, the output's size."""
+    return outcome.fingerprint, outcome.input_version, outcome.size
+
+
+def _outcome_of(entry: Mapping[str, Any]) -> WarcOutcome | None:
+    """The outcome a ``done`` line of ``crawl.json`` tells; None for any other line."""
+    if entry.get("state") != "done":
+        return None
+    version = entry.get("input_version") or {}
+    return WarcOutcome(
+        "done",
+        pages=int(entry["pages"]),
+        articles=int(entry["articles"]),
+        errors=dict(entry["errors"]),
+        sha256=entry["sha256"],
+        size=int(entry["size"]),
+        seconds=float(entry.get("seconds", 0.0)),
+        input_version=Version(int(version["size"]), str(version["tag"])) if version else None,
+        fingerprint=entry.get("settings_fingerprint"),
+    )
+
+
+class CrawlJob:
+    """The WARCs of one crawl, what became of each, and its summary ``crawl.json`` under the prefix.
+
+    :meth:`plan` reads the listing and finds what is already done; a run then does :attr:`todo` and hands each
+    outcome to :meth:`finish_warc`; :meth:`close` writes the last summary and removes what killed writers left.
+    """
+
+    def __init__(
+        self,
+        listing: str,
+        prefix: str,
+        units: list[CrawlUnit],
+        base: str | None,
+        time_limit_seconds: float,
+        storage_options: Mapping[str, Any] | None,
+        fingerprint: str,
+    ) -> None:
+        self.listing = listing
+        self.prefix = prefix
+        self.units = units
+        self.base = base
+        self.time_limit_seconds = time_limit_seconds
+        self.storage_options = dict(storage_options or {})
+        self.fingerprint = fingerprint
+        self.outcomes: list[WarcOutcome | None] = [None] * len(units)
+        self.resumed = 0
+        self.todo: list[int] = []
+        self._written_at = float("-inf")
+        self._write_seconds = 0.0
+
+    @classmethod
+    def plan(
+        cls,
+        listing: str,
+        prefix: str,
+        base: str | None = None,
+        time_limit_seconds: float = ExtractionSettings.time_limit_seconds,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> CrawlJob:
+        """The job of ``listing`` into ``prefix``, its done WARCs found (refusals before anything runs)."""
+        location(prefix, storage_options, "output")  # a bad URL is refused here
+        units = read_listing(listing, base, storage_options)
+        job = cls(
+            listing, prefix, units, base, time_limit_seconds, storage_options, expected_fingerprint(time_limit_seconds)
+        )
+        job._resume()
+        return job
+
+    def where(self, relative: str) -> Location:
+        return location(_joined(self.prefix, relative), self.storage_options, "output")
+
+    def job(self, index: int) -> WarcJob:
+        unit = self.units[index]
+        options = tuple(sorted(self.storage_options.items()))
+        return WarcJob(unit.source, str(self.where(unit.relative)), self.time_limit_seconds, options)
+
+    def _previous(self) -> dict[str, WarcOutcome]:
+        """The ``done`` lines of the last ``crawl.json``, by output (empty when there is none, or it is not ours)."""
+        summary = self.where(SUMMARY_NAME)
+        found: dict[str, WarcOutcome] = {}
+        if store(summary).kind() != "file":
+            return found
+        with store(summary).open() as fh:
+            for line in fh:
+                if not line.startswith(_ENTRY_START):
+                    continue
+                try:
+                    entry = orjson.loads(line.rstrip().rstrip(b","))
+                    outcome = _outcome_of(entry)
+                except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+                    continue  # a line we cannot trust: the record is read instead
+                if outcome is not None:
+                    found[entry["output"]] = outcome
+        return found
+
+    def _resume(self) -> None:
+        """Find the WARCs whose output is valid: listed with its record, the record (or ``crawl.json``'s copy of it)
+        naming the WARC's current version, this run's settings, and the listed output's size."""
+        previous = self._previous()
+        inputs, outputs = _Listings(), _Listings()
+        for index, unit in enumerate(self.units):
+            output = self.where(unit.relative)
+            record = record_path(output)
+            assert record is not None
+            listed = outputs.version(output)
+            if listed is None or outputs.version(record) is None:
+                self.todo.append(index)
+                continue
+            current = inputs.version(location(unit.source, self.storage_options))
+            wanted = (self.fingerprint, current, listed.size)
+            outcome = previous.pop(unit.relative, None)
+            if outcome is None or _identity(outcome) != wanted:
+                outcome = self._read_record(record)
+            if current is not None and outcome is not None and _identity(outcome) == wanted:
+                self.outcomes[index] = outcome
+                self.resumed += 1
+            else:
+                self.todo.append(index)
+
+    @staticmethod
+    def _read_record(record: Location) -> WarcOutcome | None:
+        try:
+            with store(record).open() as fh:
+                return WarcOutcome.from_record(orjson.loads(fh.read()))
+        except (SelectionError, OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            return None  # unreadable, or not ours: the WARC is done again
+
+    def finish_warc(self, index: int, outcome: WarcOutcome) -> None:
+        """Keep what became of WARC ``index``; ``crawl.json`` is replaced when the last write is old enough."""
+        self.outcomes[index] = outcome
+        now = time.monotonic()
+        if now - self._written_at >= max(SUMMARY_INTERVAL_SECONDS, 4 * self._write_seconds):
+            self.write_summary()
+
+    def totals(self) -> dict[str, Any]:
+        done = [o for o in self.outcomes if o is not None and o.state == "done"]
+        failed = sum(1 for o in self.outcomes if o is not None and o.state == "failed")
+        return {
+            "warcs": len(self.units),
+            "done": len(done),
+            "failed": failed,
+            "pending": len(self.units) - len(done) - failed,
+            "done_before": self.resumed,
+            "pages": sum(o.pages for o in done),
+            "articles": sum(o.articles for o in done),
+            "errors": {name: sum(o.errors.get(name, 0) for o in done) for name in EXTRACTORS},
+            "seconds": round(sum(o.seconds for o in self.outcomes if o is not None), 3),
+        }
+
+    def _summary_lines(self) -> Iterator[bytes]:
+        head = {
+            "listing": self.listing,
+            "base": self.base,
+            "output_prefix": self.prefix,
+            "settings_fingerprint": self.fingerprint,
+            "totals": self.totals(),
+        }
+        yield orjson.dumps(head)[:-1] + b',\n"warcs": [\n'
+        for index, unit in enumerate(self.units):
+            yield (b",\n" if index else b"") + orjson.dumps(_entry(unit, self.outcomes[index]))
+        yield b"\n]}\n"
+
+    def write_summary(self) -> None:
+        """Replace ``crawl.json`` atomically: the totals, then one line per WARC in the listing's order."""
+        started = time.monotonic()
+        write_atomic(self.where(SUMMARY_NAME), self._summary_lines())
+        self._written_at = time.monotonic()
+        self._write_seconds = self._written_at - started
+
+    def failures(self) -> list[tuple[CrawlUnit, WarcOutcome]]:
+        return [(u, o) for u, o in zip(self.units, self.outcomes, strict=True) if o is not None and o.state == "failed"]
+
+    def close(self) -> None:
+        """Write the summary, and remove what killed writers left under the prefix (every writer has stopped)."""
+        self.write_summary()
+        store(location(self.prefix, self.storage_options, "output")).remove_orphans_under(writers_stopped=True)
+
+    def check(self) -> None:
+        """A :class:`CrawlFailedError` when a WARC failed: 65 if one was bad input, else 74."""
+        failures = self.failures()
+        if not failures:
+            return
+        codes = {o.exit_code for _, o in failures}
+        error = CrawlFailedError(
+            f"{len(failures)} of {len(self.units)} WARCs failed, each named in {self.where(SUMMARY_NAME)} (the "
+            f"first: {failures[0][0].source}); the others are done, and a re-run does only what is left"
+        )
+        error.exit_code = EXIT_INVALID_INPUT if EXIT_INVALID_INPUT in codes else EXIT_IO_ERROR
+        raise error

@@ -1,0 +1,127 @@
+"""A crawl's listing: its web archives, each with the path of its output under the job's prefix.
+
+A listing is a text file of WARCs, one per line (Common Crawl's ``warc.paths.gz``: gzip when its name ends in
+``.gz``; a file or an object), each an absolute URL or path, or a key relative to the base; or a folder (a prefix),
+whose WARCs are taken in name order.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import zlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from selection_core.errors import InvalidBatchError
+from selection_core.jsonl import JSONL_SUFFIX
+from selection_extraction.warc import warc_stem
+from selection_storage.stores import Location, is_url, location, store
+
+#: The summary of a job, directly under its output prefix.
+SUMMARY_NAME: Final[str] = "crawl.json"
+
+
+class CrawlListingError(InvalidBatchError):
+    """A listing that cannot be used: missing, not text, a relative line without a base, two lines for one output."""
+
+
+@dataclass(frozen=True)
+class CrawlUnit:
+    """One WARC of a job: where it is (``source``, as the articles' ``path`` names it) and its output's path under
+    the prefix (``relative``)."""
+
+    source: str
+    relative: str
+
+
+def output_name(relative: str) -> str:
+    """The output of a WARC at ``relative``: its ``.warc.gz`` or ``.warc`` replaced by ``.jsonl``."""
+    return (warc_stem(relative) or relative) + JSONL_SUFFIX
+
+
+def _is_absolute(line: str) -> bool:
+    return is_url(line) or os.path.isabs(line)
+
+
+def _joined(base: str, key: str) -> str:
+    return base.rstrip("/") + "/" + key.lstrip("/")
+
+
+def _relative_of(absolute: str, base: str | None) -> str:
+    """An absolute line's path under ``base`` when it is there, else the line without its scheme."""
+    if base is not None and absolute.startswith(base.rstrip("/") + "/"):
+        return absolute[len(base.rstrip("/")) + 1 :]
+    return absolute.split("://", 1)[-1].lstrip("/")
+
+
+def _text_lines(where: Location) -> Iterator[str]:
+    """The lines of a text file (gunzipped when its name ends in ``.gz``), read as a stream."""
+    raw = store(where).open()
+    try:
+        binary: Any = gzip.GzipFile(fileobj=raw, mode="rb") if where.name.lower().endswith(".gz") else raw
+        for line in io.TextIOWrapper(binary, encoding="utf-8", newline=None):
+            yield line.rstrip("\n")
+    except UnicodeDecodeError:
+        raise CrawlListingError(f"{where}: not UTF-8 text; give a text file of WARCs, one per line") from None
+    except (gzip.BadGzipFile, EOFError, zlib.error):
+        raise CrawlListingError(
+            f"{where}: not a complete gzip file; a listing named .gz is gunzipped (give a text file, one WARC per line)"
+        ) from None
+    finally:
+        raw.close()
+
+
+def read_listing(
+    listing: str, base: str | None = None, storage_options: Mapping[str, Any] | None = None
+) -> list[CrawlUnit]:
+    """The WARCs of ``listing`` (a text file of WARCs, or a folder), in its order, each with its output's path.
+
+    Raises:
+        CrawlListingError: the listing is missing or unreadable, a line is relative and no ``base`` is given, or two
+            lines would write the same output; nothing has run yet.
+    """
+    where = location(listing, storage_options, "listing")
+    kind = store(where).kind()
+    if kind is None:
+        raise CrawlListingError(
+            f"{listing}: no such file or folder; give a text file of WARCs (such as Common Crawl's warc.paths.gz) "
+            "or a folder of .warc/.warc.gz files"
+        )
+    if kind == "folder":
+        units = [
+            CrawlUnit(str(entry.where), output_name(entry.relative))
+            for entry in store(where).files()
+            if warc_stem(entry.relative) is not None
+        ]
+        if not units:
+            raise CrawlListingError(f"{listing}: no .warc or .warc.gz file under this folder")
+        return units
+    units = []
+    seen: dict[str, int] = {}
+    for number, text in enumerate(_text_lines(where), 1):
+        line = text.strip()
+        if not line:
+            continue
+        if _is_absolute(line):
+            source, relative = line, _relative_of(line, base)
+        elif base is None:
+            raise CrawlListingError(
+                f"{listing}: line {number} ({line!r}) is relative and no base was given; give --base URL "
+                "(for Common Crawl's warc.paths.gz: --base s3://commoncrawl/)"
+            )
+        else:
+            source, relative = _joined(base, line), line
+        name = output_name(relative)
+        if name in seen:
+            raise CrawlListingError(
+                f"{listing}: line {number} ({line!r}) has the same output as line {seen[name]} ({name}); "
+                "list each WARC once"
+            )
+        seen[name] = number
+        units.append(CrawlUnit(source, name))
+    if not units:
+        raise CrawlListingError(f"{listing}: lists no WARC; give one WARC per line")
+    return units
