@@ -13,6 +13,7 @@ from content_selection.flows.completion import flow_completed_trigger
 from content_selection.flows.events import batch_extracted_trigger
 from content_selection.flows.extract_and_select import extract_and_select
 from content_selection.flows.extract_articles import extract_articles
+from content_selection.flows.extract_crawl import extract_crawl
 from content_selection.flows.extract_inbox import extract_inbox
 from content_selection.flows.params import STAGE_TAG
 from content_selection.flows.runners import process_workers
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 def check_after_flow(flow_name: str, parameter: str) -> None:
     """Refuse (``ValueError``) an upstream flow that ``select-content/after-flow`` cannot follow: an empty name,
     a flow of the stage (it would start itself, or select a batch twice), or a parameter that is not an identifier."""
-    stage = (select_content, select_directory, extract_articles, extract_inbox, extract_and_select)
+    stage = (select_content, select_directory, extract_articles, extract_inbox, extract_and_select, extract_crawl)
     own = sorted(f.name for f in stage)
     if flow_name in own:
         raise ValueError(
@@ -111,7 +112,13 @@ def build_deployments(
         concurrency_limit=one_at_a_time,
         **common,
     )
-    deployments = [manual, scheduled, triggered, extract_manual, extract_scheduled]
+    crawl_manual = extract_crawl.to_deployment(
+        name="manual",
+        description="Extract and select every WARC of a listing into a prefix; a re-run does only what is left.",
+        concurrency_limit=one_at_a_time,
+        **common,
+    )
+    deployments = [manual, scheduled, triggered, extract_manual, extract_scheduled, crawl_manual]
     if after_flow is not None:
         flow_name, parameter = after_flow
         check_after_flow(flow_name, parameter)

@@ -14,6 +14,7 @@ import pytest
 
 from content_selection.flows.extract_and_select import extract_and_select
 from content_selection.flows.extract_articles import extract_articles
+from content_selection.flows.extract_crawl import extract_crawl
 from content_selection.flows.extract_inbox import extract_inbox
 from content_selection.flows.runners import TaskRunnerName
 from content_selection.flows.select_content import select_content
@@ -25,6 +26,7 @@ FLOWS = [
     pytest.param(extract_articles, id="extract-articles"),
     pytest.param(extract_and_select, id="extract-and-select"),
     pytest.param(extract_inbox, id="extract-inbox"),
+    pytest.param(extract_crawl, id="extract-crawl"),
 ]
 
 
@@ -45,8 +47,9 @@ def test_every_parameter_is_a_plain_typed_described_field(flow: Any) -> None:
             assert prop.get("default") is not None, name
 
 
-#: The flows that take a task runner (``extract-inbox`` runs its page sets one after the other).
-RUNNER_FLOWS = [p for p in FLOWS if p.id != "extract-inbox"]
+#: The flows that take a task runner (``extract-inbox`` runs its page sets one after the other; ``extract-crawl``
+#: its WARCs on local processes, or on Dask with an address).
+RUNNER_FLOWS = [p for p in FLOWS if p.id not in ("extract-inbox", "extract-crawl")]
 
 
 def test_storage_options_are_a_json_object_that_may_be_left_empty() -> None:

@@ -28,6 +28,7 @@ EXPECTED = {
     ("select-content", "triggered"),
     ("extract-articles", "manual"),
     ("extract-inbox", "scheduled"),
+    ("extract-crawl", "manual"),
 }
 
 #: The placeholders of the completion-trigger block (prefect.yaml, docs/prefect.md), and what the tests fill in.
@@ -70,6 +71,7 @@ def served() -> dict[str, Any]:
         "triggered": d[("select-content", "triggered")],
         "extract-manual": d[("extract-articles", "manual")],
         "extract-scheduled": d[("extract-inbox", "scheduled")],
+        "crawl-manual": d[("extract-crawl", "manual")],
     }
 
 
@@ -160,6 +162,7 @@ def test_prefect_yaml_is_a_valid_project_file() -> None:
         ("select_content", "triggered"),
         ("extract_articles", "manual"),
         ("extract_inbox", "scheduled"),
+        ("extract_crawl", "manual"),
     }
     assert "definitions" in load_prefect_yaml()
 
