@@ -1,0 +1,176 @@
+"""A crawl's listing, one WARC done by ``crawl_warc``, and a job resumed by content: real extractors, real WARCs.
+
+No Prefect and no Dask here: the job's core (``selection_crawl``) as a worker and the coordinator use it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+
+from selection_crawl.job import CrawlFailedError, CrawlJob
+from selection_crawl.listing import CrawlListingError, read_listing
+from selection_crawl.unit import crawl_warc
+from selection_engine import select_file
+from selection_extraction import ExtractionSettings, extract_to_file, stop_kept_workers
+from tests.support import DATA
+
+CRAWL = DATA / "crawl"
+PATHS = CRAWL / "crawl-data" / "CC-MAIN-2024-18" / "warc.paths.gz"
+KEYS = gzip.decompress(PATHS.read_bytes()).decode().split()
+
+pytestmark = pytest.mark.slow  # real extractors: about 1 s a WARC
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _stop_workers():
+    yield
+    stop_kept_workers()
+
+
+def _bucket(tmp_path: Path, keys: list[str]) -> Path:
+    """A copy of the fixture crawl's WARCs ``keys`` (the input is never written: a copy lets a test change one)."""
+    root = tmp_path / "bucket"
+    for key in keys:
+        (root / key).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(CRAWL / key, root / key)
+    return root
+
+
+def _listing(tmp_path: Path, lines: list[str], name: str = "warc.paths.gz") -> Path:
+    path = tmp_path / name
+    text = "".join(f"{line}\n" for line in lines).encode()
+    path.write_bytes(gzip.compress(text, mtime=0) if name.endswith(".gz") else text)
+    return path
+
+
+def _run(job: CrawlJob) -> None:
+    for index in job.todo:
+        job.finish_warc(index, crawl_warc(job.job(index)))
+    job.close()
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# --- the listing ------------------------------------------------------------------------------
+
+
+def test_common_crawls_listing_of_relative_keys_needs_a_base(tmp_path: Path) -> None:
+    with pytest.raises(CrawlListingError, match=r"line 1 .* is relative and no base was given; give --base URL"):
+        read_listing(str(PATHS))
+    units = read_listing(str(PATHS), "s3://commoncrawl/")
+    assert [u.source for u in units] == [f"s3://commoncrawl/{key}" for key in KEYS]
+    assert [u.relative for u in units] == [key.removesuffix(".warc.gz") + ".jsonl" for key in KEYS]
+
+
+def test_a_plain_listing_of_absolute_lines_blank_lines_skipped(tmp_path: Path) -> None:
+    listing = _listing(tmp_path, [str(CRAWL / KEYS[0]), "", f"  {CRAWL / KEYS[1]}  "], "list.txt")
+    units = read_listing(str(listing), str(CRAWL))
+    assert [u.relative for u in units] == [KEYS[0][: -len(".warc.gz")] + ".jsonl", KEYS[1][:-8] + ".jsonl"]
+    outside = read_listing(str(listing))  # not under a base: the path without its root
+    assert outside[0].relative == str(CRAWL / KEYS[0]).lstrip("/")[:-8] + ".jsonl"
+
+
+def test_a_folder_lists_its_warcs_in_name_order(tmp_path: Path) -> None:
+    units = read_listing(str(CRAWL))
+    assert [u.relative for u in units] == sorted(["bad/not-a-warc.jsonl", *(key[:-8] + ".jsonl" for key in KEYS)])
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (["a/x.warc.gz", "a/x.warc"], r"line 2 \('a/x.warc'\) has the same output as line 1"),
+        ([], r"lists no WARC"),
+    ],
+)
+def test_listings_refused_in_one_line(tmp_path: Path, lines: list[str], message: str) -> None:
+    with pytest.raises(CrawlListingError, match=message):
+        read_listing(str(_listing(tmp_path, lines, "l.txt")), "/data")
+
+
+def test_a_missing_or_broken_listing_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(CrawlListingError, match="no such file or folder"):
+        read_listing(str(tmp_path / "nope.gz"))
+    broken = tmp_path / "warc.paths.gz"
+    broken.write_bytes(gzip.compress(b"".join(b"k%d.warc.gz\n" % i for i in range(500)))[:300])
+    with pytest.raises(CrawlListingError, match="not a complete gzip file"):
+        read_listing(str(broken), "/data")
+
+
+# --- one WARC, and the job ----------------------------------------------------------------------
+
+
+def test_a_warcs_output_is_what_extract_then_select_write_for_it_alone(tmp_path: Path) -> None:
+    source = str(CRAWL / KEYS[0])
+    job = CrawlJob.plan(str(_listing(tmp_path, [KEYS[0]])), str(tmp_path / "out"), str(CRAWL), 30.0)
+    (index,) = job.todo
+    outcome = crawl_warc(job.job(index))
+    assert outcome.state == "done" and outcome.pages == outcome.articles == 6
+
+    extracted = tmp_path / "alone_extracted.jsonl"
+    extract_to_file(source, extracted, ExtractionSettings(time_limit_seconds=30.0, workers=1))
+    alone = select_file(extracted, tmp_path / "alone_selected.jsonl")
+    output = tmp_path / "out" / job.units[index].relative
+    assert output.read_bytes() == (tmp_path / "alone_selected.jsonl").read_bytes()
+    assert outcome.sha256 == alone.output_sha256 == _sha(output)
+    record = orjson.loads(output.with_name(output.name[: -len(".jsonl")] + ".extraction.json").read_bytes())
+    assert record["extraction"]["input"] == source and record["extraction"]["warc_records"]["not_200"] == 1
+    assert record["crawl"]["output"] == {"sha256": outcome.sha256, "size": output.stat().st_size}
+
+
+def test_a_rerun_does_only_what_is_left_and_leaves_valid_outputs_untouched(tmp_path: Path) -> None:
+    bucket = _bucket(tmp_path, KEYS[:3])
+    out = tmp_path / "out"
+    first = CrawlJob.plan(str(_listing(tmp_path, KEYS[:2])), str(out), str(bucket), 30.0)
+    _run(first)
+    outputs = [out / u.relative for u in first.units]
+    stamps = [(p.read_bytes(), p.stat().st_mtime_ns) for p in outputs]
+    summary = orjson.loads((out / "crawl.json").read_bytes())
+    assert summary["totals"]["done"] == 2 and [w["state"] for w in summary["warcs"]] == ["done", "done"]
+
+    # the listing grew by one WARC: only it is done
+    grown = CrawlJob.plan(str(_listing(tmp_path, KEYS[:3])), str(out), str(bucket), 30.0)
+    assert grown.todo == [2] and grown.resumed == 2
+    _run(grown)
+    assert [(p.read_bytes(), p.stat().st_mtime_ns) for p in outputs] == stamps
+
+    # crawl.json lost: the records alone say what is done
+    (out / "crawl.json").unlink()
+    assert CrawlJob.plan(str(_listing(tmp_path, KEYS[:3])), str(out), str(bucket), 30.0).todo == []
+
+    # a WARC changed: it alone is done again; other settings: every one is
+    changed = bucket / KEYS[1]
+    changed.write_bytes(changed.read_bytes())  # same bytes, a new version (modification time)
+    os.utime(changed, ns=(1, 1))
+    assert CrawlJob.plan(str(_listing(tmp_path, KEYS[:3])), str(out), str(bucket), 30.0).todo == [1]
+    assert CrawlJob.plan(str(_listing(tmp_path, KEYS[:3])), str(out), str(bucket), 31.0).todo == [0, 1, 2]
+
+    # an output whose record is missing (its writer died in between) is done again
+    record = outputs[0].with_name(outputs[0].name[: -len(".jsonl")] + ".extraction.json")
+    record.unlink()
+    assert 0 in CrawlJob.plan(str(_listing(tmp_path, KEYS[:3])), str(out), str(bucket), 30.0).todo
+
+
+def test_bad_warcs_fail_alone_with_their_reason_and_status(tmp_path: Path) -> None:
+    listing = _listing(tmp_path, [KEYS[0], "bad/not-a-warc.warc.gz", "crawl-data/missing.warc.gz"], "l.txt")
+    job = CrawlJob.plan(str(listing), str(tmp_path / "out"), str(CRAWL), 30.0)
+    _run(job)
+    states = [(o.state, o.exit_code) for o in job.outcomes if o is not None]
+    assert states == [("done", 0), ("failed", 65), ("failed", 65)]
+    reasons = [o.reason for o in job.outcomes[1:] if o is not None]
+    assert "not-a-warc.warc.gz: not a WARC file" in reasons[0] and "missing.warc.gz: no such file" in reasons[1]
+    with pytest.raises(CrawlFailedError, match=r"2 of 3 WARCs failed, each named in .*crawl.json") as failed:
+        job.check()
+    assert failed.value.exit_code == 65
+    lines = (tmp_path / "out" / "crawl.json").read_bytes().splitlines()
+    assert orjson.loads(lines[2].rstrip(b","))["state"] == "done"  # one WARC a line, listing order
+    assert orjson.loads(b"".join(lines))["totals"]["failed"] == 2
+    assert not (tmp_path / "out" / "bad").exists() or not any((tmp_path / "out" / "bad").iterdir())
