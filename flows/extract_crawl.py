@@ -107,7 +107,7 @@ def _on_dask(job: CrawlJob, address: str, finish: Finish) -> None:
         sent: dict[int, int] = {}
         owner: dict[str, int] = {}
         todo = deque(job.todo)
-        flowing = as_completed()
+        flowing = as_completed(loop=client.loop)
 
         def send(index: int) -> None:
             sent[index] = sent.get(index, 0) + 1

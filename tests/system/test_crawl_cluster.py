@@ -1,0 +1,214 @@
+"""``content-selection crawl`` as a user runs it, on a Dask cluster whose workers share no disk (each in its own
+mount namespace with a private ``/tmp``), over a crawl in Common Crawl's shape in moto's S3 server.
+
+The reference bytes are each WARC done alone, in this process (``crawl_warc``: what ``pipeline`` writes for it).
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from selection_crawl.job import CrawlJob
+from selection_crawl.unit import crawl_warc
+from selection_extraction import stop_kept_workers
+from tests.support import ROOT
+from tests.support.cluster import NamespaceCluster, require_namespaces
+from tests.support.faultkit import child_env, run_command
+from tests.support.object_stores import StoreServer
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("crawl-cluster")]
+
+CRAWL = "crawl-data/CC-MAIN-2024-18"
+
+
+def _fixture_script() -> Any:
+    spec = importlib.util.spec_from_file_location("make_crawl_fixtures", ROOT / "scripts" / "make_crawl_fixtures.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _crawl_in_bucket(server: StoreServer, bucket: str, folder: Path, warcs: int, pages: int) -> list[str]:
+    """A crawl of ``warcs`` WARCs of ``pages`` real pages each, written in Common Crawl's layout and uploaded."""
+    keys = _fixture_script().write_crawl(folder, warcs, pages)
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        server.put(server.url(bucket, path.relative_to(folder).as_posix()), path.read_bytes())
+    return keys
+
+
+def _reference(server: StoreServer, bucket: str, listing: str) -> dict[str, bytes]:
+    """Each WARC done alone in this process, under ``reference/``: its output's bytes by output path."""
+    job = CrawlJob.plan(listing, server.url(bucket, "reference"), server.url(bucket, ""), 30.0)
+    for index in job.todo:
+        assert crawl_warc(job.job(index)).state == "done"
+    stop_kept_workers()
+    fs = server.fs()
+    return {u.relative: fs.cat_file(f"{bucket}/reference/{u.relative}") for u in job.units}
+
+
+def _outputs(server: StoreServer, bucket: str) -> dict[str, dict[str, Any]]:
+    return {
+        key.removeprefix(f"{bucket}/selected/"): entry
+        for key, entry in server.fs().find(f"{bucket}/selected", detail=True).items()
+    }
+
+
+def _crawl_args(server: StoreServer, bucket: str, listing: str, address: str) -> list[str]:
+    return ["crawl", listing, "--base", server.url(bucket, ""), "-o", server.url(bucket, "selected"),
+            "--dask-address", address, "--time-limit", "30"]  # fmt: skip
+
+
+def _same_as_reference(server: StoreServer, bucket: str, reference: dict[str, bytes]) -> None:
+    fs = server.fs()
+    for relative, data in reference.items():
+        assert fs.cat_file(f"{bucket}/selected/{relative}") == data, relative
+    names = set(_outputs(server, bucket))
+    records = {r.removesuffix(".jsonl") + ".extraction.json" for r in reference}
+    assert names == {*reference, *records, "crawl.json"}  # nothing partial, nothing else
+    assert server.uploads(bucket) == []
+
+
+def test_a_crawl_on_workers_that_share_no_disk_writes_each_warcs_output_and_resumes(
+    s3_server: StoreServer, bucket: str, tmp_path: Path
+) -> None:
+    require_namespaces()
+    keys = _crawl_in_bucket(s3_server, bucket, tmp_path / "crawl", warcs=4, pages=3)
+    reference = _reference(s3_server, bucket, s3_server.url(bucket, f"{CRAWL}/warc.paths.gz"))
+    # the listing of the run: the crawl's keys, a key that is not there and an object that is not a WARC
+    s3_server.put(s3_server.url(bucket, "bad/not-a-warc.warc.gz"), gzip.compress(b"hello\n", mtime=0))
+    lines = [*keys, "bad/not-a-warc.warc.gz", f"{CRAWL}/segments/missing/warc/gone.warc.gz"]
+    s3_server.put(s3_server.url(bucket, "listing.txt"), "".join(f"{line}\n" for line in lines).encode())
+    env = {"PREFECT_HOME": str(tmp_path / "prefect-home")}
+
+    with NamespaceCluster(log_dir=tmp_path / "cluster") as cluster:
+        cluster.start_workers(["w1", "w2"])
+        args = _crawl_args(s3_server, bucket, s3_server.url(bucket, "listing.txt"), cluster.address)
+        first = run_command(args, tmp_path, env, timeout=600)
+        assert first.returncode == 65, first.stderr
+        failed = [line for line in first.stderr.splitlines() if line.startswith("content-selection: ")]
+        assert len(failed) == 3, first.stderr  # one line per bad WARC, then the error
+        assert "not-a-warc.warc.gz: not a WARC file" in failed[0] and "gone.warc.gz: no such object" in failed[1]
+        assert failed[2].startswith("content-selection: error: 2 of 6 WARCs failed, each named in")
+        fs = s3_server.fs()
+        for relative, data in reference.items():
+            assert fs.cat_file(f"{bucket}/selected/{relative}") == data, relative
+        summary = orjson.loads(fs.cat_file(f"{bucket}/selected/crawl.json"))
+        assert [w["state"] for w in summary["warcs"]] == ["done"] * 4 + ["failed"] * 2
+        assert summary["totals"]["pages"] == 12 and summary["totals"]["done"] == 4
+        stamps = {k: e["LastModified"] for k, e in _outputs(s3_server, bucket).items() if k != "crawl.json"}
+
+        again = run_command(args, tmp_path, env, timeout=600)
+        assert again.returncode == 65, again.stderr
+        assert "WARCs" not in again.stdout  # it failed: the summary lines are not printed
+        summary = orjson.loads(fs.cat_file(f"{bucket}/selected/crawl.json"))
+        assert summary["totals"]["done_before"] == 4  # the valid outputs were not done again...
+        after = {k: e["LastModified"] for k, e in _outputs(s3_server, bucket).items() if k != "crawl.json"}
+        assert after == stamps  # ...nor written again
+        assert s3_server.uploads(bucket) == []
+        assert all(w.alive for w in cluster.workers)
+
+
+def _popen(args: list[str], cwd: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    environment = {k: v for k, v in child_env().items() if not k.startswith("PREFECT_")} | env
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "selection_cli.main", *args],
+            cwd=cwd,
+            env=environment,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+
+class _Chaos(threading.Thread):
+    """Kill a random worker's whole process group every 1 to 3 s (a seeded draw) and start a replacement."""
+
+    def __init__(self, cluster: NamespaceCluster, seed: int) -> None:
+        super().__init__(daemon=True)
+        self.cluster = cluster
+        self.random = random.Random(seed)
+        self.kills = 0
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            while not self.stop.wait(self.random.uniform(1.0, 3.0)):
+                alive = [w for w in self.cluster.workers if w.alive]
+                if not alive:
+                    continue
+                victim = self.random.choice(alive)
+                victim.kill()
+                self.kills += 1
+                self.cluster.start_worker(f"w{len(self.cluster.workers) + 1}")
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            self.error = exc
+
+
+def test_chaos_workers_and_the_coordinator_killed_while_a_crawl_runs(
+    s3_server: StoreServer, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_namespaces()
+    keys = _crawl_in_bucket(s3_server, bucket, tmp_path / "crawl", warcs=8, pages=6)
+    listing = s3_server.url(bucket, f"{CRAWL}/warc.paths.gz")
+    reference = _reference(s3_server, bucket, listing)
+    env = {"PREFECT_HOME": str(tmp_path / "prefect-home")}
+    # Dask gives up on a task after one death of its worker (KilledWorker): the crawl must send the WARC again
+    monkeypatch.setenv("DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES", "1")
+
+    with NamespaceCluster(log_dir=tmp_path / "cluster") as cluster:
+        cluster.start_workers(["w1", "w2"])
+        args = _crawl_args(s3_server, bucket, listing, cluster.address)
+        chaos = _Chaos(cluster, seed=31)
+        log = tmp_path / "crawl.log"
+        coordinator = _popen(args, tmp_path, env, log)
+        chaos.start()
+        try:
+            deadline = time.monotonic() + 300  # the coordinator is killed once the first output is there
+            while not any(k.endswith(".jsonl") for k in _outputs(s3_server, bucket)):
+                assert coordinator.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+            os.killpg(coordinator.pid, signal.SIGKILL)
+            coordinator.wait()
+            done_at_kill = sum(k.endswith(".jsonl") for k in _outputs(s3_server, bucket))
+
+            rerun = _popen(args, tmp_path, env, log)
+            chaos_until = time.monotonic() + 25  # then the cluster is left alone, so that the crawl can end
+            while rerun.poll() is None:
+                if time.monotonic() > chaos_until:
+                    chaos.stop.set()
+                time.sleep(0.2)
+                assert time.monotonic() < deadline + 300, log.read_text()
+        finally:
+            chaos.stop.set()
+            chaos.join()
+        assert chaos.error is None, chaos.error
+        assert rerun.returncode == 0, log.read_text()
+        _same_as_reference(s3_server, bucket, reference)
+        summary = orjson.loads(s3_server.fs().cat_file(f"{bucket}/selected/crawl.json"))
+        assert summary["totals"]["done"] == len(keys) and summary["totals"]["failed"] == 0
+        differing = sum(s3_server.fs().cat_file(f"{bucket}/selected/{r}") != data for r, data in reference.items())
+        print(
+            f"\nchaos: {chaos.kills} workers killed, coordinator killed once with {done_at_kill} of {len(keys)} "
+            f"WARCs done; the re-run did {len(keys) - summary['totals']['done_before']} WARCs; "
+            f"{differing} outputs differ from a clean run"
+        )
+        assert chaos.kills >= 3
