@@ -11,6 +11,7 @@ import os
 import re
 import sys
 import tempfile
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
@@ -31,6 +32,11 @@ DASK_CONNECT_TIMEOUT_SECONDS: Final[float] = 5.0
 
 DASK_ADDRESS_PATTERN: Final[str] = r"^tcp://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$"
 _DASK_ADDRESS = re.compile(DASK_ADDRESS_PATTERN)
+
+# A worker of `worker_processes` runs a `python -m` program's module again as its __main__, which the fork server
+# already imported (preloaded, so that workers start fast): runpy's warning that it is "found in sys.modules" is
+# true and harmless there. The workers inherit this filter from the server, which imports this module.
+warnings.filterwarnings("ignore", r"'.*' found in sys\.modules after import of package", RuntimeWarning)
 
 #: The Dask cluster started when no scheduler address is given (the health endpoint off the fixed port 8787).
 LOCAL_CLUSTER_KWARGS: Final[dict[str, Any]] = {
@@ -188,7 +194,7 @@ def worker_processes(
         # Imported once by the server (only when it starts), not by each worker; a `python -m` program (as a
         # deployment's flow run is) is imported again as each worker's __main__ unless the server has it.
         main = getattr(getattr(sys.modules.get("__main__"), "__spec__", None), "name", None)
-        context.set_forkserver_preload(["__main__", *([main] if main else []), preload])
+        context.set_forkserver_preload(["__main__", *([main] if main else []), __name__, preload])
     else:
         context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:

@@ -10,12 +10,13 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any, Final
 
 import orjson
 
 from selection_core.config import EXTRACTORS
-from selection_core.errors import EXIT_INVALID_INPUT, EXIT_IO_ERROR, SelectionError
+from selection_core.errors import EXIT_INVALID_INPUT, EXIT_IO_ERROR, OutputPathError, SelectionError
 from selection_crawl.listing import SUMMARY_NAME, CrawlUnit, read_listing
 from selection_crawl.unit import WarcJob, WarcOutcome, settings_fingerprint
 from selection_extraction import ExtractionSettings, PageSet, default_extractors, record_path
@@ -152,8 +153,13 @@ class CrawlJob:
         storage_options: Mapping[str, Any] | None = None,
     ) -> CrawlJob:
         """The job of ``listing`` into ``prefix``, its done WARCs found (refusals before anything runs)."""
-        location(prefix, storage_options, "output")  # a bad URL is refused here
+        where = location(prefix, storage_options, "output")  # a bad URL is refused here
         units = read_listing(listing, base, storage_options)
+        if isinstance(where, Path):  # a folder on this disk, made as the outputs' folders are
+            try:
+                where.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise OutputPathError(f"{prefix}: cannot make this folder ({exc.strerror}); choose another") from None
         job = cls(
             listing, prefix, units, base, time_limit_seconds, storage_options, expected_fingerprint(time_limit_seconds)
         )
