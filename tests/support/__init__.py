@@ -26,6 +26,7 @@ PACKAGES = {
     "selection_storage": "selection_storage",
     "selection_engine": "selection_engine",
     "selection_extraction": "selection_extraction",
+    "selection_crawl": "selection_crawl",
     "tasks": "content_selection.tasks",
     "flows": "content_selection.flows",
     "deployments": "content_selection.deployments",
