@@ -25,7 +25,6 @@ CRAWL = DATA / "crawl"
 PATHS = CRAWL / "crawl-data" / "CC-MAIN-2024-18" / "warc.paths.gz"
 KEYS = gzip.decompress(PATHS.read_bytes()).decode().split()
 
-pytestmark = pytest.mark.slow  # real extractors: about 1 s a WARC
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -108,6 +107,7 @@ def test_a_missing_or_broken_listing_is_refused(tmp_path: Path) -> None:
 # --- one WARC, and the job ----------------------------------------------------------------------
 
 
+@pytest.mark.slow  # real extractors: about 1 s a WARC
 def test_a_warcs_output_is_what_extract_then_select_write_for_it_alone(tmp_path: Path) -> None:
     source = str(CRAWL / KEYS[0])
     job = CrawlJob.plan(str(_listing(tmp_path, [KEYS[0]])), str(tmp_path / "out"), str(CRAWL), 30.0)
@@ -126,6 +126,7 @@ def test_a_warcs_output_is_what_extract_then_select_write_for_it_alone(tmp_path:
     assert record["crawl"]["output"] == {"sha256": outcome.sha256, "size": output.stat().st_size}
 
 
+@pytest.mark.slow  # real extractors: about 1 s a WARC
 def test_a_rerun_does_only_what_is_left_and_leaves_valid_outputs_untouched(tmp_path: Path) -> None:
     bucket = _bucket(tmp_path, KEYS[:3])
     out = tmp_path / "out"
@@ -159,6 +160,7 @@ def test_a_rerun_does_only_what_is_left_and_leaves_valid_outputs_untouched(tmp_p
     assert 0 in CrawlJob.plan(str(_listing(tmp_path, KEYS[:3])), str(out), str(bucket), 30.0).todo
 
 
+@pytest.mark.slow  # real extractors: about 1 s a WARC
 def test_bad_warcs_fail_alone_with_their_reason_and_status(tmp_path: Path) -> None:
     listing = _listing(tmp_path, [KEYS[0], "bad/not-a-warc.warc.gz", "crawl-data/missing.warc.gz"], "l.txt")
     job = CrawlJob.plan(str(listing), str(tmp_path / "out"), str(CRAWL), 30.0)

@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""A crawl on Dask workers that share no disk, over moto's S3 server: throughput, overhead, worker memory; and the
+resume pass over a long listing whose WARCs are all done.
+
+    python benchmarks/crawl.py cluster                         # 16 WARCs x 125 real pages (2,000), as in the issue
+    python benchmarks/crawl.py cluster --warcs 4 --pages 10    # smoke run
+    python benchmarks/crawl.py resume --lines 100000           # the resume pass over a 100,000-line listing
+
+``cluster`` (root: each worker is a ``dask worker`` in its own mount namespace with a private ``/tmp``, from
+``tests/support/cluster.py``, pinned to one core with ``taskset -a``) measures, in one run:
+
+* pages per second of the crawl on 2 workers (cores 0 and 1) against 1 worker (core 0);
+* seconds per page on 1 worker against a plain process on core 0 that makes the same calls (``crawl_warc`` on each
+  WARC in turn, its extractor process kept) on the same WARCs from the same store;
+* a fresh worker's peak resident set (``VmHWM``, the worker and its extractor process) after 4 WARCs against after
+  16, and after one WARC 4x larger against after one WARC.
+
+The coordinator is ``flows.extract_crawl``'s own dispatch (``_on_dask``) without the Prefect run around it (whose
+start is a constant). moto's server answers every ranged GET by reading its whole object: store times are upper
+bounds. ``resume`` writes a listing of N WARC files on disk (empty: they are listed, not read), each with an output,
+a record and its line in ``crawl.json``, and times ``CrawlJob.plan`` in a child process with its peak memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _taskset(pid: int, cores: str) -> None:
+    subprocess.run(["taskset", "-a", "-p", "-c", cores, str(pid)], check=True, capture_output=True)
+
+
+def _tree_peak_kib(pid: int) -> int:
+    """The sum of ``VmHWM`` of ``pid`` and every process under it."""
+    import psutil
+
+    total = 0
+    for process in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]:
+        try:
+            for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total
+
+
+def _crawl(job: Any, address: str) -> float:
+    from content_selection.flows.extract_crawl import _on_dask
+
+    failures: list[str] = []
+
+    def finish(index: int, outcome: Any) -> None:
+        if outcome.state != "done":
+            failures.append(str(outcome.reason))
+
+    started = time.perf_counter()
+    _on_dask(job, address, finish)
+    seconds = time.perf_counter() - started
+    if failures:
+        raise SystemExit(f"the crawl failed: {failures[0]}")
+    return seconds
+
+
+def cluster(args: argparse.Namespace) -> dict[str, Any]:
+    from selection_crawl.job import CrawlJob
+    from selection_crawl.unit import crawl_warc
+    from selection_extraction import stop_kept_workers
+    from tests.support.cluster import NamespaceCluster, namespace_support
+    from tests.support.object_stores import S3Server, environment
+    from tests.support.prefect_fixtures import free_port
+
+    reason = namespace_support()
+    if reason:
+        raise SystemExit(f"cannot start namespaced workers: {reason}")
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from make_crawl_fixtures import write_crawl
+
+    work = Path(tempfile.mkdtemp(prefix="crawl-bench-"))
+    server = S3Server(free_port(), work / "s3")
+    server.start()
+    os.environ.update(environment(server))
+    results: dict[str, Any] = {"warcs": args.warcs, "pages_per_warc": args.pages}
+    try:
+        bucket = server.new_bucket()
+
+        def upload(folder: Path, prefix: str) -> list[str]:
+            for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+                server.put(server.url(bucket, f"{prefix}/{path.relative_to(folder).as_posix()}"), path.read_bytes())
+            return [line for line in (folder / "listing.txt").read_text().split()]
+
+        def crawl_of(name: str, warcs: int, pages: int, scale: int = 1) -> str:
+            folder = work / name
+            keys = write_crawl(folder, warcs, pages, scale=scale)
+            (folder / "listing.txt").write_text("".join(f"{key}\n" for key in keys))
+            upload(folder, name)
+            return server.url(bucket, f"{name}/listing.txt")
+
+        main = crawl_of("main", args.warcs, args.pages)
+        small = crawl_of("small", 4, args.pages)
+        large = crawl_of("large", 1, args.pages, scale=4)
+        one = crawl_of("one", 1, args.pages)
+
+        def plan(listing: str, out: str) -> Any:
+            base = listing.rsplit("/", 1)[0] + "/"
+            return CrawlJob.plan(listing, server.url(bucket, out), base, 60.0)
+
+        def on_cluster(listing: str, out: str, cores: list[str]) -> tuple[float, int, int]:
+            with NamespaceCluster(log_dir=work / f"logs-{out}") as namespace:
+                workers = namespace.start_workers([f"w{i}" for i in range(len(cores))])
+                for worker, core in zip(workers, cores, strict=True):
+                    _taskset(worker.pid, core)
+                job = plan(listing, out)
+                seconds = _crawl(job, namespace.address)
+                peak = max(_tree_peak_kib(w.pid) for w in workers)
+                pages = sum(o.pages for o in job.outcomes if o is not None)
+                return seconds, pages, peak
+
+        one_s, pages, peak_16 = on_cluster(main, "one-worker", ["0"])
+        two_s, _, _ = on_cluster(main, "two-workers", ["0", "1"])
+        results["pages"] = pages
+        results["one_worker_pages_per_second"] = pages / one_s
+        results["two_workers_pages_per_second"] = pages / two_s
+        results["speedup"] = one_s / two_s
+        results["peak_kib_16"] = peak_16
+        _, small_pages, peak_4 = on_cluster(small, "small", ["0"])
+        small_cluster_s, _, _ = on_cluster(small, "small-again", ["0"])
+        results["peak_kib_4"] = peak_4
+        results["peak_16_over_4"] = peak_16 / peak_4
+        _, _, peak_one = on_cluster(one, "one", ["0"])
+        _, large_pages, peak_large = on_cluster(large, "large", ["0"])
+        results["large_pages"] = large_pages
+        results["peak_kib_one_warc"] = peak_one
+        results["peak_kib_4x_warc"] = peak_large
+        results["peak_4x_over_one"] = peak_large / peak_one
+
+        # the same calls in a plain process on core 0: this one, pinned
+        os.sched_setaffinity(0, {0})
+        job = plan(small, "plain")
+        started = time.perf_counter()
+        for index in job.todo:
+            assert crawl_warc(job.job(index)).state == "done"
+        plain_s = time.perf_counter() - started
+        stop_kept_workers()
+        results["plain_seconds_per_page"] = plain_s / small_pages
+        results["cluster_seconds_per_page"] = small_cluster_s / small_pages
+        results["cluster_over_plain"] = small_cluster_s / plain_s
+    finally:
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return results
+
+
+def _write_done_crawl(folder: Path, lines: int, fingerprint: str) -> Path:
+    """N empty 'WARCs' in folders of 1,000, each with an output, a record and a done line in crawl.json."""
+    import orjson
+
+    from selection_storage.files import Version
+
+    inputs, outputs = folder / "in", folder / "out"
+    listing = folder / "listing.txt"
+    entries = []
+    with open(listing, "w") as out_listing:
+        for i in range(lines):
+            relative = f"segments/{i // 1000:04d}/warc/w-{i:06d}.warc.gz"
+            source = inputs / relative
+            source.parent.mkdir(parents=True, exist_ok=True)
+            source.touch()
+            output = outputs / relative.replace(".warc.gz", ".jsonl")
+            output.parent.mkdir(parents=True, exist_ok=True)
+            output.write_bytes(b"{}\n")
+            output.with_name(output.name.replace(".jsonl", ".extraction.json")).write_bytes(b"{}\n")
+            version = Version.of_file(os.stat(source))
+            out_listing.write(relative + "\n")
+            entries.append(
+                {
+                    "warc": str(source),
+                    "output": relative.replace(".warc.gz", ".jsonl"),
+                    "state": "done",
+                    "pages": 1,
+                    "articles": 1,
+                    "errors": {},
+                    "sha256": "0" * 64,
+                    "size": 3,
+                    "input_version": {"size": version.size, "tag": version.tag},
+                    "settings_fingerprint": fingerprint,
+                    "seconds": 1.0,
+                }  # fmt: skip
+            )
+    with open(outputs / "crawl.json", "wb") as summary:
+        summary.write(b'{"totals":{},\n"warcs": [\n')
+        summary.write(b",\n".join(orjson.dumps(e) for e in entries))
+        summary.write(b"\n]}\n")
+    return listing
+
+
+def resume(args: argparse.Namespace) -> dict[str, Any]:
+    from selection_crawl.job import expected_fingerprint
+
+    folder = Path(tempfile.mkdtemp(prefix="crawl-resume-"))
+    try:
+        listing = _write_done_crawl(folder, args.lines, expected_fingerprint(60.0))
+        code = (
+            "import resource, sys, time; from selection_crawl.job import CrawlJob;"
+            "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss;"
+            "t = time.perf_counter();"
+            f"job = CrawlJob.plan({str(listing)!r}, {str(folder / 'out')!r}, {str(folder / 'in')!r}, 60.0);"
+            "s = time.perf_counter() - t;"
+            "print(len(job.todo), job.resumed, s, before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+        )
+        todo, resumed, seconds, before, after = subprocess.run(
+            [sys.executable, "-c", code], check=True, capture_output=True, text=True
+        ).stdout.split()
+        return {
+            "lines": args.lines,
+            "todo": int(todo),
+            "resumed": int(resumed),
+            "seconds": float(seconds),
+            "peak_mib_before_plan": int(before) / 1024,
+            "peak_mib_after_plan": int(after) / 1024,
+            "listing_mib": listing.stat().st_size / 2**20,
+            "crawl_json_mib": (folder / "out" / "crawl.json").stat().st_size / 2**20,
+        }
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    one = sub.add_parser("cluster")
+    one.add_argument("--warcs", type=int, default=16)
+    one.add_argument("--pages", type=int, default=125, help="pages per WARC")
+    two = sub.add_parser("resume")
+    two.add_argument("--lines", type=int, default=100_000)
+    args = parser.parse_args()
+    results = cluster(args) if args.what == "cluster" else resume(args)
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

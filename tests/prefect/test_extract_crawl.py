@@ -1,0 +1,72 @@
+"""The flow ``extract-crawl`` under the session's Prefect test harness, on local worker processes: its summary, its
+artifacts (the progress and the table of WARCs), a failed WARC failing the run with its status; the cluster's runs
+are in ``tests/system/test_crawl_cluster.py``."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from content_selection.flows.extract_crawl import (
+    CRAWL_PROGRESS_ARTIFACT_KEY,
+    CRAWL_WARCS_ARTIFACT_KEY,
+    extract_crawl,
+)
+from selection_cli.crawl import CrawlBar
+from selection_crawl.job import CrawlFailedError
+from selection_crawl.unit import WarcOutcome
+from tests.support import DATA
+from tests.support.prefect_fixtures import artifacts_of
+
+CRAWL = DATA / "crawl"
+PATHS = CRAWL / "crawl-data" / "CC-MAIN-2024-18" / "warc.paths.gz"
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_crawl_run_shows_its_progress_and_its_warcs_then_a_rerun_does_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    state = extract_crawl(str(PATHS), str(out), base=str(CRAWL), workers=2, time_limit_seconds=30, return_state=True)
+    summary = state.result()
+    assert (summary.warcs, summary.done, summary.done_before, summary.failed) == (4, 4, 0, 0)
+    assert summary.pages == summary.articles == 24 and summary.summary_path == str(out / "crawl.json")
+    artifacts = sorted(asyncio.run(artifacts_of(state.state_details.flow_run_id)), key=lambda a: a.created)
+    by_key = {a.key: a for a in artifacts}  # the newest version of each
+    assert sum(a.key == CRAWL_WARCS_ARTIFACT_KEY for a in artifacts) >= 2  # updated as WARCs finish
+    assert by_key[CRAWL_PROGRESS_ARTIFACT_KEY].data == 100.0
+    table = by_key[CRAWL_WARCS_ARTIFACT_KEY].data
+    rows = json.loads(table) if isinstance(table, str) else table
+    assert "4 of 4 WARCs done, 0 failed" in by_key[CRAWL_WARCS_ARTIFACT_KEY].description
+    assert [row["state"] for row in rows] == ["done"] * 4 and sum(row["pages"] for row in rows) == 24
+
+    again = extract_crawl(str(PATHS), str(out), base=str(CRAWL), workers=2, time_limit_seconds=30)
+    assert (again.done, again.done_before) == (4, 4)
+
+    listing = tmp_path / "listing.txt"
+    listing.write_text(f"{PATHS.parent / 'nothing.warc.gz'}\n")
+    with pytest.raises(CrawlFailedError, match="1 of 1 WARCs failed") as failed:
+        extract_crawl(str(listing), str(out / "bad"), workers=1)
+    assert failed.value.exit_code == 65
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_command_lines_bar_shows_warcs_pages_rate_and_time_left_and_each_failure() -> None:
+    terminal = _Terminal()
+    bar = CrawlBar(terminal)
+    bar(1, 4, 120, 10.0, WarcOutcome("done", pages=120))
+    bar(2, 4, 120, 20.0, WarcOutcome.failed("s3://b/x.warc.gz: not a WARC file", 65))
+    text = terminal.getvalue()
+    assert "crawling 1/4 WARCs, 120 pages, 12.0 pages/s, 0m30s left" in text
+    assert "\r\033[Kcontent-selection: s3://b/x.warc.gz: not a WARC file\n" in text
+    assert text.endswith("crawling 2/4 WARCs, 120 pages, 6.0 pages/s, 0m20s left")
+    plain = io.StringIO()
+    CrawlBar(plain)(1, 1, 5, 1.0, WarcOutcome("done", pages=5))
+    assert plain.getvalue() == ""  # not a terminal: no bar
