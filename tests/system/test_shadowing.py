@@ -61,6 +61,7 @@ TOP_LEVEL = {
     "content_selection",
     "selection_cli",
     "selection_core",
+    "selection_crawl",
     "selection_engine",
     "selection_extraction",
     "selection_storage",
