@@ -63,6 +63,7 @@ def _crawl(job: Any, address: str) -> float:
     failures: list[str] = []
 
     def finish(index: int, outcome: Any) -> None:
+        job.finish_warc(index, outcome)
         if outcome.state != "done":
             failures.append(str(outcome.reason))
 
@@ -82,6 +83,9 @@ def cluster(args: argparse.Namespace) -> dict[str, Any]:
     from tests.support.object_stores import S3Server, environment
     from tests.support.prefect_fixtures import free_port
 
+    import logging
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's server: a line per request
     reason = namespace_support()
     if reason:
         raise SystemExit(f"cannot start namespaced workers: {reason}")
