@@ -239,20 +239,25 @@ def location(
     return Path(local_text(os.fspath(text)))
 
 
-def object_version(entry: Mapping[str, Any]) -> Version:
-    """An object's version from its entry: its size and its ETag, version or generation."""
-    for name in ("VersionId", "ETag", "generation", "etag", "version_id"):
+#: The fields of a listing's entry that tell an object's version (a listing has no version id), by preference.
+_LISTED_TAGS: Final[tuple[str, ...]] = ("ETag", "generation", "etag")
+
+
+def _version_of(entry: Mapping[str, Any], tags: Sequence[str]) -> Version:
+    for name in tags:
         if entry.get(name):
             return Version(int(entry["size"]), f"{name}:{entry[name]}")
     return Version(int(entry["size"]), f"modified:{modified(entry)}")
+
+
+def object_version(entry: Mapping[str, Any]) -> Version:
+    """An object's version from its entry: its size and its version id, else its ETag or generation."""
+    return _version_of(entry, ("VersionId", *_LISTED_TAGS, "version_id"))
 
 
 def _listed_version(entry: Mapping[str, Any]) -> Version:
     """An object's version as a listing tells it: its size and its ETag or generation."""
-    for name in ("ETag", "generation", "etag"):
-        if entry.get(name):
-            return Version(int(entry["size"]), f"{name}:{entry[name]}")
-    return Version(int(entry["size"]), f"modified:{modified(entry)}")
+    return _version_of(entry, _LISTED_TAGS)
 
 
 def modified(info: Mapping[str, Any]) -> float:
@@ -895,15 +900,21 @@ class ObjectStore:
     def is_file(self, out: Path, out_resolved: Path) -> bool:
         return False
 
-    def kind(self) -> str | None:
+    def _entry(self) -> dict[str, Any] | None:
+        """The store's current entry here (not a cached listing), or None when nothing is here."""
         fs = self.path.filesystem()
         try:
             fs.invalidate_cache(self.path.key)
-            entry = fs.info(self.path.key)
+            return dict(fs.info(self.path.key))
         except FileNotFoundError:
             return None
         except Exception as exc:  # noqa: BLE001 - every store failure becomes one typed line
             raise store_error(self.path, exc) from None
+
+    def kind(self) -> str | None:
+        entry = self._entry()
+        if entry is None:
+            return None
         return "folder" if entry.get("type") == "directory" else "file"
 
     def files(self) -> list[Entry]:
@@ -944,15 +955,8 @@ class ObjectStore:
         return found
 
     def listed_version(self) -> Version | None:
-        fs = self.path.filesystem()
-        try:
-            fs.invalidate_cache(self.path.key)
-            entry = fs.info(self.path.key)
-        except FileNotFoundError:
-            return None
-        except Exception as exc:  # noqa: BLE001
-            raise store_error(self.path, exc) from None
-        return None if entry.get("type") == "directory" else _listed_version(entry)
+        entry = self._entry()
+        return None if entry is None or entry.get("type") == "directory" else _listed_version(entry)
 
     def remove_orphans_under(self, writers_stopped: bool = False) -> list[Location]:
         return list(abort_stale_uploads(self.path, older_than=0 if writers_stopped else STALE_UPLOAD_SECONDS))
