@@ -135,7 +135,7 @@ def cluster(args: argparse.Namespace) -> dict[str, Any]:
                     job = plan(listing, out)
                     seconds.append(_crawl(job, namespace.address))
                 peak = max(_tree_peak_kib(w.pid) for w in workers)
-                pages = sum(o.pages for o in job.outcomes if o is not None)
+                pages = job.totals()["pages"]
                 return seconds, pages, peak
 
         if args.part == "all":
@@ -226,13 +226,14 @@ def resume(args: argparse.Namespace) -> dict[str, Any]:
     folder = Path(tempfile.mkdtemp(prefix="crawl-resume-"))
     try:
         listing = _write_done_crawl(folder, args.lines, expected_fingerprint(60.0))
+        # VmHWM, the peak of this process's own memory (ru_maxrss would carry the parent's over the exec)
         code = (
-            "import resource, sys, time; from selection_crawl.job import CrawlJob;"
-            "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss;"
-            "t = time.perf_counter();"
+            "import re, time; from pathlib import Path; from selection_crawl.job import CrawlJob;"
+            "peak = lambda: int(re.search(r'VmHWM:\\s+(\\d+)', Path('/proc/self/status').read_text()).group(1));"
+            "before = peak(); t = time.perf_counter();"
             f"job = CrawlJob.plan({str(listing)!r}, {str(folder / 'out')!r}, {str(folder / 'in')!r}, 60.0);"
             "s = time.perf_counter() - t;"
-            "print(len(job.todo), job.resumed, s, before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+            "print(len(job.todo), job.resumed, s, before, peak())"
         )
         todo, resumed, seconds, before, after = subprocess.run(
             [sys.executable, "-c", code], check=True, capture_output=True, text=True

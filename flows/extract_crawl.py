@@ -183,7 +183,7 @@ class _Progress:
         shown = [*self.failed[: self.max_rows], *reversed(self.latest)][: self.max_rows]
         rows = []
         for index in shown:
-            unit, outcome = self.job.units[index], self.job.outcomes[index]
+            unit, outcome = self.job.units[index], self.job.outcome(index)
             assert outcome is not None
             rows.append(
                 {

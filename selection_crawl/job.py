@@ -7,7 +7,9 @@ so that a re-run lists the output folders instead of reading every record.
 
 from __future__ import annotations
 
+import tempfile
 import time
+from array import array
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -95,22 +97,53 @@ def _identity(outcome: WarcOutcome) -> tuple[str | None, Version | None, int]:
     return outcome.fingerprint, outcome.input_version, outcome.size
 
 
-def _outcome_of(entry: Mapping[str, Any]) -> WarcOutcome | None:
-    """The outcome a ``done`` line of ``crawl.json`` tells; None for any other line."""
-    if entry.get("state") != "done":
+def _outcome_of(entry: Mapping[str, Any], shared: dict[Any, Any]) -> WarcOutcome | None:
+    """The outcome a line of ``crawl.json`` tells (None: pending). Equal fingerprints and error counts are one
+    object each (``shared``)."""
+    state = entry.get("state")
+    if state == "failed":
+        return WarcOutcome("failed", entry["reason"], int(entry["exit_code"]), seconds=float(entry["seconds"]))
+    if state != "done":
         return None
     version = entry.get("input_version") or {}
+    errors = dict(entry["errors"])
+    fingerprint = entry.get("settings_fingerprint")
     return WarcOutcome(
         "done",
         pages=int(entry["pages"]),
         articles=int(entry["articles"]),
-        errors=dict(entry["errors"]),
+        errors=shared.setdefault(tuple(sorted(errors.items())), errors),
         sha256=entry["sha256"],
         size=int(entry["size"]),
         seconds=float(entry.get("seconds", 0.0)),
         input_version=Version(int(version["size"]), str(version["tag"])) if version else None,
-        fingerprint=entry.get("settings_fingerprint"),
+        fingerprint=shared.setdefault(fingerprint, fingerprint),
     )
+
+
+class _Lines:
+    """Each WARC's line of ``crawl.json``, in an anonymous temporary file, found by its offset: what the coordinator
+    keeps of a WARC is 8 bytes (beyond its line of the listing), whatever the crawl's size."""
+
+    def __init__(self, count: int) -> None:
+        self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed (and gone, never named) with the job
+        self._at = array("q", [-1]) * count
+        self._end = 0
+
+    def put(self, index: int, line: bytes) -> None:
+        self._file.seek(self._end)
+        self._file.write(line + b"\n")
+        self._at[index] = self._end
+        self._end += len(line) + 1
+
+    def get(self, index: int) -> bytes | None:
+        if self._at[index] < 0:
+            return None
+        self._file.seek(self._at[index])
+        return self._file.readline().rstrip(b"\n")
+
+    def drop(self, index: int) -> None:
+        self._at[index] = -1
 
 
 class CrawlJob:
@@ -137,7 +170,11 @@ class CrawlJob:
         self.time_limit_seconds = time_limit_seconds
         self.storage_options = dict(storage_options or {})
         self.fingerprint = fingerprint
-        self.outcomes: list[WarcOutcome | None] = [None] * len(units)
+        self._lines = _Lines(len(units))
+        self._shared: dict[Any, Any] = {fingerprint: fingerprint}
+        self._failed: list[int] = []
+        self._counts: dict[str, Any] = {"done": 0, "pages": 0, "articles": 0, "seconds": 0.0}
+        self._errors = dict.fromkeys(EXTRACTORS, 0)
         self.resumed = 0
         self.todo: list[int] = []
         self._written_at = float("-inf")
@@ -174,77 +211,94 @@ class CrawlJob:
         options = tuple(sorted(self.storage_options.items()))
         return WarcJob(unit.source, str(self.where(unit.relative)), self.time_limit_seconds, options)
 
-    def _previous(self) -> dict[str, WarcOutcome]:
-        """The ``done`` lines of the last ``crawl.json``, by output (empty when there is none, or it is not ours)."""
+    def outcome(self, index: int) -> WarcOutcome | None:
+        """What became of WARC ``index`` (None: pending)."""
+        line = self._lines.get(index)
+        return None if line is None else _outcome_of(orjson.loads(line), self._shared)
+
+    def _keep(self, index: int, outcome: WarcOutcome) -> None:
+        self._lines.put(index, orjson.dumps(_entry(self.units[index], outcome)))
+        self._counts["seconds"] += outcome.seconds
+        if outcome.state == "failed":
+            self._failed.append(index)
+            return
+        self._counts["done"] += 1
+        self._counts["pages"] += outcome.pages
+        self._counts["articles"] += outcome.articles
+        for name in EXTRACTORS:
+            self._errors[name] += outcome.errors.get(name, 0)
+
+    def _previous(self) -> None:
+        """Take the ``done`` lines of the last ``crawl.json`` (if there is one, and it is ours), each as its WARC's."""
         summary = self.where(SUMMARY_NAME)
-        found: dict[str, WarcOutcome] = {}
         if store(summary).kind() != "file":
-            return found
+            return
+        index_of = {unit.relative: index for index, unit in enumerate(self.units)}
         with store(summary).open() as fh:
             for line in fh:
                 if not line.startswith(_ENTRY_START):
                     continue
                 try:
                     entry = orjson.loads(line.rstrip().rstrip(b","))
-                    outcome = _outcome_of(entry)
+                    index = index_of.get(entry["output"])
+                    if index is not None and entry["state"] == "done" and entry["warc"] == self.units[index].source:
+                        self._lines.put(index, orjson.dumps(entry))
                 except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
                     continue  # a line we cannot trust: the record is read instead
-                if outcome is not None:
-                    found[entry["output"]] = outcome
-        return found
 
     def _resume(self) -> None:
         """Find the WARCs whose output is valid: listed with its record, the record (or ``crawl.json``'s copy of it)
-        naming the WARC's current version, this run's settings, and the listed output's size."""
-        previous = self._previous()
+        naming this WARC at its current version and this run's settings, and the listed output's size."""
+        self._previous()
         inputs, outputs = _Listings(), _Listings()
         for index, unit in enumerate(self.units):
             output = self.where(unit.relative)
             record = record_path(output)
             assert record is not None
             listed = outputs.version(output)
+            outcome = self.outcome(index)
+            self._lines.drop(index)
             if listed is None or outputs.version(record) is None:
                 self.todo.append(index)
                 continue
             current = inputs.version(location(unit.source, self.storage_options))
             wanted = (self.fingerprint, current, listed.size)
-            outcome = previous.pop(unit.relative, None)
             if outcome is None or _identity(outcome) != wanted:
-                outcome = self._read_record(record)
+                outcome = self._read_record(record, unit.source)
             if current is not None and outcome is not None and _identity(outcome) == wanted:
-                self.outcomes[index] = outcome
+                self._keep(index, outcome)
                 self.resumed += 1
             else:
                 self.todo.append(index)
 
     @staticmethod
-    def _read_record(record: Location) -> WarcOutcome | None:
+    def _read_record(record: Location, source: str) -> WarcOutcome | None:
         try:
             with store(record).open() as fh:
-                return WarcOutcome.from_record(orjson.loads(fh.read()))
+                content = orjson.loads(fh.read())
+            return WarcOutcome.from_record(content) if content["extraction"]["input"] == source else None
         except (SelectionError, OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             return None  # unreadable, or not ours: the WARC is done again
 
     def finish_warc(self, index: int, outcome: WarcOutcome) -> None:
         """Keep what became of WARC ``index``; ``crawl.json`` is replaced when the last write is old enough."""
-        self.outcomes[index] = outcome
+        self._keep(index, outcome)
         now = time.monotonic()
         if now - self._written_at >= max(SUMMARY_INTERVAL_SECONDS, 4 * self._write_seconds):
             self.write_summary()
 
     def totals(self) -> dict[str, Any]:
-        done = [o for o in self.outcomes if o is not None and o.state == "done"]
-        failed = sum(1 for o in self.outcomes if o is not None and o.state == "failed")
+        done, failed = self._counts["done"], len(self._failed)
         return {
             "warcs": len(self.units),
-            "done": len(done),
+            "done": done,
             "failed": failed,
-            "pending": len(self.units) - len(done) - failed,
+            "pending": len(self.units) - done - failed,
             "done_before": self.resumed,
-            "pages": sum(o.pages for o in done),
-            "articles": sum(o.articles for o in done),
-            "errors": {name: sum(o.errors.get(name, 0) for o in done) for name in EXTRACTORS},
-            "seconds": round(sum(o.seconds for o in self.outcomes if o is not None), 3),
+            "pages": self._counts["pages"],
+            "articles": self._counts["articles"],
+            "errors": dict(self._errors),
+            "seconds": round(self._counts["seconds"], 3),
         }
 
     def _summary_lines(self) -> Iterator[bytes]:
@@ -257,7 +311,8 @@ class CrawlJob:
         }
         yield orjson.dumps(head)[:-1] + b',\n"warcs": [\n'
         for index, unit in enumerate(self.units):
-            yield (b",\n" if index else b"") + orjson.dumps(_entry(unit, self.outcomes[index]))
+            line = self._lines.get(index)
+            yield (b",\n" if index else b"") + (orjson.dumps(_entry(unit, None)) if line is None else line)
         yield b"\n]}\n"
 
     def write_summary(self) -> None:
@@ -268,7 +323,7 @@ class CrawlJob:
         self._write_seconds = self._written_at - started
 
     def failures(self) -> list[tuple[CrawlUnit, WarcOutcome]]:
-        return [(u, o) for u, o in zip(self.units, self.outcomes, strict=True) if o is not None and o.state == "failed"]
+        return [(self.units[index], outcome) for index in self._failed if (outcome := self.outcome(index))]
 
     def close(self) -> None:
         """Write the summary, and remove what killed writers left under the prefix (every writer has stopped)."""

@@ -28,7 +28,7 @@ class CrawlListingError(InvalidBatchError):
     """A listing that cannot be used: missing, not text, a relative line without a base, two lines for one output."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CrawlUnit:
     """One WARC of a job: where it is (``source``, as the articles' ``path`` names it) and its output's path under
     the prefix (``relative``)."""

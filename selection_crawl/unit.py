@@ -43,7 +43,7 @@ def settings_fingerprint(root: Mapping[str, Any]) -> str:
     return hashlib.sha256(orjson.dumps(decisive, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WarcJob:
     """What a worker needs to do one WARC: where it is, where its output goes, the time limit and the store's
     options (a plain, picklable value: no page, no client)."""
@@ -54,7 +54,7 @@ class WarcJob:
     storage_options: tuple[tuple[str, Any], ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WarcOutcome:
     """What became of one WARC: ``done`` (with its counts and the output's SHA-256 and size) or ``failed`` (with
     its one-line ``reason`` and the exit status it stands for: 65 bad input, 74 the store or the machine)."""

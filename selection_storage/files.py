@@ -22,7 +22,7 @@ def open_input(path: str | os.PathLike[str]) -> BinaryIO:
         raise read_error(p, exc) from (exc if exc.errno in TRANSIENT_ERRNOS else None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Version:
     """What tells one version of an input from another: its size and ``tag`` (a file's inode and modification time,
     an object's ETag, version or generation)."""

@@ -165,9 +165,9 @@ def test_bad_warcs_fail_alone_with_their_reason_and_status(tmp_path: Path) -> No
     listing = _listing(tmp_path, [KEYS[0], "bad/not-a-warc.warc.gz", "crawl-data/missing.warc.gz"], "l.txt")
     job = CrawlJob.plan(str(listing), str(tmp_path / "out"), str(CRAWL), 30.0)
     _run(job)
-    states = [(o.state, o.exit_code) for o in job.outcomes if o is not None]
+    states = [(o.state, o.exit_code) for o in map(job.outcome, range(len(job.units))) if o is not None]
     assert states == [("done", 0), ("failed", 65), ("failed", 65)]
-    reasons = [o.reason for o in job.outcomes[1:] if o is not None]
+    reasons = [o.reason for o in map(job.outcome, range(1, len(job.units))) if o is not None]
     assert "not-a-warc.warc.gz: not a WARC file" in reasons[0] and "missing.warc.gz: no such file" in reasons[1]
     with pytest.raises(CrawlFailedError, match=r"2 of 3 WARCs failed, each named in .*crawl.json") as failed:
         job.check()
