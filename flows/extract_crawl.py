@@ -186,15 +186,15 @@ class _Progress:
             unit, outcome = self.job.units[index], self.job.outcome(index)
             assert outcome is not None
             rows.append(
-                {
-                    "warc": unit.source,
-                    "output": unit.relative,
+                {  # the file name first, short columns next: the UI's table is as wide as its window
+                    "warc": unit.source.rsplit("/", 1)[-1],
                     "state": outcome.state,
                     "pages": outcome.pages,
                     "articles": outcome.articles,
                     "errors": sum(outcome.errors.values()),
                     "seconds": outcome.seconds,
-                    "reason": outcome.reason or "",
+                    "reason": (outcome.reason or "").removeprefix(f"{unit.source}: "),  # the WARC is named
+                    "output": unit.relative,
                 }
             )
         totals = self.job.totals()
