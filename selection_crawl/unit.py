@@ -28,13 +28,15 @@ from selection_storage.stores import location, store, write_atomic
 #: The key of the crawl's own block in a WARC's record (beside the extraction record's keys).
 CRAWL_KEY: Final[str] = "crawl"
 
-#: The parts of an extraction record that decide its articles: the libraries, their settings, the limits.
-_SETTINGS_KEYS: Final[tuple[str, ...]] = ("time_limit_seconds", "max_page_bytes", "decoding", "extractors")
+#: The parts of an extraction record that decide its articles: the libraries (lxml parses for all three), their
+#: settings, the limits.
+_SETTINGS_KEYS: Final[tuple[str, ...]] = ("time_limit_seconds", "max_page_bytes", "decoding", "extractors", "lxml")
 
 
 def settings_fingerprint(root: Mapping[str, Any]) -> str:
-    """The SHA-256 of what in an extracted batch's root decides its articles (extractor versions and settings, the
-    time limit, the page size limit, the decoding policy): two runs with the same fingerprint write the same bytes."""
+    """The SHA-256 of what in an extracted batch's root decides its articles (extractor and lxml versions, their
+    settings, the time limit, the page size limit, the decoding policy): two runs with the same fingerprint write the
+    same bytes."""
     extraction = root["extraction"]
     decisive = {
         "extractor_versions": root["extractor_versions"],

@@ -26,7 +26,6 @@ PATHS = CRAWL / "crawl-data" / "CC-MAIN-2024-18" / "warc.paths.gz"
 KEYS = gzip.decompress(PATHS.read_bytes()).decode().split()
 
 
-
 @pytest.fixture(autouse=True, scope="module")
 def _stop_workers():
     yield
@@ -176,3 +175,18 @@ def test_bad_warcs_fail_alone_with_their_reason_and_status(tmp_path: Path) -> No
     assert orjson.loads(lines[2].rstrip(b","))["state"] == "done"  # one WARC a line, listing order
     assert orjson.loads(b"".join(lines))["totals"]["failed"] == 2
     assert not (tmp_path / "out" / "bad").exists() or not any((tmp_path / "out" / "bad").iterdir())
+
+
+@pytest.mark.slow
+def test_another_version_of_lxml_or_an_extractor_has_every_warc_done_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from selection_extraction import batch
+
+    listing, out = str(_listing(tmp_path, KEYS[:1])), str(tmp_path / "out")
+    _run(CrawlJob.plan(listing, out, str(CRAWL), 30.0))
+    assert CrawlJob.plan(listing, out, str(CRAWL), 30.0).todo == []
+    real = batch.library_version
+    for upgraded in ("lxml", "trafilatura"):  # as if this library were upgraded where the coordinator runs
+        monkeypatch.setattr(batch, "library_version", lambda name, u=upgraded: "99.0" if name == u else real(name))
+        assert CrawlJob.plan(listing, out, str(CRAWL), 30.0).todo == [0], upgraded
