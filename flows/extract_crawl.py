@@ -130,7 +130,7 @@ def _on_dask(job: CrawlJob, address: str, finish: Finish) -> None:
                     send(index)
                     continue
                 outcome = WarcOutcome.failed(
-                    f"{job.units[index].source}: its workers died {sent[index]} times in a row ({exc}); "
+                    f"{job.units[index].source}: Dask gave up on it {sent[index]} times, its workers dying ({exc}); "
                     "run again to try it again",
                     EXIT_IO_ERROR,
                 )
@@ -138,6 +138,7 @@ def _on_dask(job: CrawlJob, address: str, finish: Finish) -> None:
                 outcome = WarcOutcome.failed(f"{job.units[index].source}: {type(exc).__name__}: {exc}", EXIT_IO_ERROR)
             finally:
                 future.release()
+            del sent[index]
             finish(index, outcome)
             top_up()
 

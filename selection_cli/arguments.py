@@ -21,6 +21,23 @@ def whole_number(minimum: int, too_small: str) -> Callable[[str], int]:
     return parse
 
 
+def seconds(most: float | None = None) -> Callable[[str], float]:
+    """The argument type of ``--time-limit``: a positive number of seconds (at most ``most``)."""
+
+    def seconds(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not value > 0 or value != value or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+        if most is not None and value > most:
+            raise argparse.ArgumentTypeError(f"must be at most {most:g} seconds, got {text!r}")
+        return value
+
+    return seconds
+
+
 def storage_option(text: str) -> tuple[str, object]:
     """An ``argparse`` type: ``KEY=VALUE`` of the object store's options, the value read as JSON when it is JSON
     (``anon=true``, ``client_kwargs={"region_name": "eu-west-1"}``), else as text."""

@@ -9,9 +9,8 @@ from typing import Any, TextIO
 
 from content_selection.flows.params import MAX_TIME_LIMIT_SECONDS
 from content_selection.flows.runners import TaskRunnerConfigError, check_dask_scheduler, resolve_task_runner
-from selection_cli.arguments import add_storage_options, command_line_path, storage_options, whole_number
+from selection_cli.arguments import add_storage_options, command_line_path, seconds, storage_options, whole_number
 from selection_cli.environment import check_prefect_api, prepare_embedded_api
-from selection_cli.extract import _seconds
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
 
 
@@ -47,7 +46,7 @@ def add_crawl_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     )
     parser.add_argument(
         "--time-limit",
-        type=_seconds(MAX_TIME_LIMIT_SECONDS),
+        type=seconds(MAX_TIME_LIMIT_SECONDS),
         default=DEFAULT_TIME_LIMIT_SECONDS,
         metavar="SECONDS",
         help=f"seconds one extractor may spend on one page (default: {DEFAULT_TIME_LIMIT_SECONDS:g})",

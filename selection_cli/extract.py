@@ -10,7 +10,7 @@ from typing import Any
 
 from content_selection.flows.params import MAX_TIME_LIMIT_SECONDS
 from content_selection.flows.runners import check_dask_scheduler, resolve_task_runner
-from selection_cli.arguments import add_storage_options, command_line_path, storage_options, whole_number
+from selection_cli.arguments import add_storage_options, command_line_path, seconds, storage_options, whole_number
 from selection_cli.environment import check_prefect_api, prepare_embedded_api
 from selection_cli.progress import ProgressBar
 from selection_cli.select import format_summary
@@ -25,23 +25,6 @@ from selection_extraction import (
 )
 
 
-def _seconds(most: float | None = None) -> Callable[[str], float]:
-    """The argument type of ``--time-limit``: a positive number of seconds (at most ``most``)."""
-
-    def seconds(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if not value > 0 or value != value or value == float("inf"):
-            raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
-        if most is not None and value > most:
-            raise argparse.ArgumentTypeError(f"must be at most {most:g} seconds, got {text!r}")
-        return value
-
-    return seconds
-
-
 def _add_common(parser: argparse.ArgumentParser, most_seconds: float | None = None) -> None:
     parser.add_argument(
         "pages",
@@ -52,7 +35,7 @@ def _add_common(parser: argparse.ArgumentParser, most_seconds: float | None = No
     )
     parser.add_argument(
         "--time-limit",
-        type=_seconds(most_seconds),
+        type=seconds(most_seconds),
         default=DEFAULT_TIME_LIMIT_SECONDS,
         metavar="SECONDS",
         help="seconds one extractor may spend on one page before it is stopped "
