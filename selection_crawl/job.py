@@ -241,8 +241,9 @@ class CrawlJob:
                 try:
                     entry = orjson.loads(line.rstrip().rstrip(b","))
                     index = index_of.get(entry["output"])
-                    if index is not None and entry["state"] == "done" and entry["warc"] == self.units[index].source:
-                        self._lines.put(index, orjson.dumps(entry))
+                    if index is not None and entry["warc"] == self.units[index].source:
+                        if _outcome_of(entry, self._shared) is not None and entry["state"] == "done":  # all its keys
+                            self._lines.put(index, orjson.dumps(entry))
                 except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
                     continue  # a line we cannot trust: the record is read instead
 

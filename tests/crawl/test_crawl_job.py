@@ -142,7 +142,12 @@ def test_a_rerun_does_only_what_is_left_and_leaves_valid_outputs_untouched(tmp_p
     _run(grown)
     assert [(p.read_bytes(), p.stat().st_mtime_ns) for p in outputs] == stamps
 
-    # crawl.json lost: the records alone say what is done
+    # crawl.json damaged (a line without its counts), then lost: the records alone say what is done
+    lines = (out / "crawl.json").read_bytes().split(b"\n")
+    first = next(i for i, line in enumerate(lines) if line.startswith(b'{"warc":'))
+    lines[first] = lines[first].replace(b'"pages":', b'"pagez":')
+    (out / "crawl.json").write_bytes(b"\n".join(lines))
+    assert CrawlJob.plan(str(_listing(tmp_path, KEYS[:3])), str(out), str(bucket), 30.0).todo == []
     (out / "crawl.json").unlink()
     assert CrawlJob.plan(str(_listing(tmp_path, KEYS[:3])), str(out), str(bucket), 30.0).todo == []
 
