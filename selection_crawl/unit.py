@@ -128,10 +128,10 @@ def crawl_warc(job: WarcJob) -> WarcOutcome:
         record = record_path(target)
         assert record is not None, "a crawl's outputs are JSON Lines"
         write_atomic(record, dump_batch({**root, CRAWL_KEY: crawl}))
+    except SelectionError as exc:  # first: a store's read and write errors are OSErrors too
+        return WarcOutcome.failed(str(exc), exc.exit_code, round(time.perf_counter() - started, 3))
     except OSError as exc:  # the folder of the output could not be made
         return WarcOutcome.failed(f"{job.output}: {exc.strerror or exc}", EXIT_IO_ERROR)
-    except SelectionError as exc:
-        return WarcOutcome.failed(str(exc), exc.exit_code, round(time.perf_counter() - started, 3))
     return WarcOutcome(
         "done",
         pages=run.result.stats.pages,
