@@ -20,6 +20,7 @@ from selection_crawl.unit import crawl_warc
 from selection_engine import select_file
 from selection_extraction import ExtractionSettings, extract_to_file, stop_kept_workers
 from tests.support import DATA
+from tests.support.object_stores import StoreServer
 
 CRAWL = DATA / "crawl"
 PATHS = CRAWL / "crawl-data" / "CC-MAIN-2024-18" / "warc.paths.gz"
@@ -195,3 +196,12 @@ def test_another_version_of_lxml_or_an_extractor_has_every_warc_done_again(
     for upgraded in ("lxml", "trafilatura"):  # as if this library were upgraded where the coordinator runs
         monkeypatch.setattr(batch, "library_version", lambda name, u=upgraded: "99.0" if name == u else real(name))
         assert CrawlJob.plan(listing, out, str(CRAWL), 30.0).todo == [0], upgraded
+
+
+@pytest.mark.slow
+def test_an_output_the_store_refuses_fails_the_warc_with_its_line(s3_server: StoreServer) -> None:
+    job = CrawlJob.plan(str(PATHS), "s3://no-such-bucket-of-the-test/out", str(CRAWL), 30.0)
+    outcome = crawl_warc(job.job(0))
+    assert (outcome.state, outcome.exit_code) == ("failed", 65)  # a wrong path, as everywhere in the stage
+    assert outcome.reason is not None and outcome.reason.startswith("s3://no-such-bucket-of-the-test/out/crawl-data/")
+    assert outcome.reason.endswith(".jsonl: the bucket does not exist; check the URL")
