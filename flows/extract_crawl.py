@@ -8,6 +8,7 @@ per WARC (the progress and the table artifacts), never per page.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import time
 import uuid
 from collections import deque
@@ -125,21 +126,20 @@ def _on_dask(job: CrawlJob, address: str, finish: Finish) -> None:
             index = owner.pop(future.key)
             try:
                 outcome = future.result()
-            except KilledWorker as exc:
+            except KilledWorker:
                 if sent[index] <= MAX_RESENDS:
                     send(index)
                     continue
                 outcome = WarcOutcome.failed(
-                    f"{job.units[index].source}: Dask gave up on it {sent[index]} times, its workers dying ({exc}); "
-                    "run again to try it again",
+                    f"{job.units[index].source}: the workers running it died, {sent[index]} times until Dask gave "
+                    "up on it (KilledWorker); run again to try it again",
                     EXIT_IO_ERROR,
                 )
             except Exception as exc:  # noqa: BLE001 - one WARC's failure, in its line of crawl.json
                 outcome = WarcOutcome.failed(f"{job.units[index].source}: {type(exc).__name__}: {exc}", EXIT_IO_ERROR)
             finally:
                 future.release()
-            del sent[index]
-            finish(index, outcome)
+            finish(index, dataclasses.replace(outcome, sends=sent.pop(index)))
             top_up()
 
 

@@ -89,6 +89,8 @@ def _entry(unit: CrawlUnit, outcome: WarcOutcome | None) -> dict[str, Any]:
             settings_fingerprint=outcome.fingerprint,
         )
     entry["seconds"] = outcome.seconds
+    if outcome.sends > 1:
+        entry["sends"] = outcome.sends
     return entry
 
 
@@ -102,7 +104,10 @@ def _outcome_of(entry: Mapping[str, Any], shared: dict[Any, Any]) -> WarcOutcome
     object each (``shared``)."""
     state = entry.get("state")
     if state == "failed":
-        return WarcOutcome("failed", entry["reason"], int(entry["exit_code"]), seconds=float(entry["seconds"]))
+        sends = int(entry.get("sends", 1))
+        return WarcOutcome(
+            "failed", entry["reason"], int(entry["exit_code"]), seconds=float(entry["seconds"]), sends=sends
+        )
     if state != "done":
         return None
     version = entry.get("input_version") or {}
@@ -118,6 +123,7 @@ def _outcome_of(entry: Mapping[str, Any], shared: dict[Any, Any]) -> WarcOutcome
         seconds=float(entry.get("seconds", 0.0)),
         input_version=Version(int(version["size"]), str(version["tag"])) if version else None,
         fingerprint=shared.setdefault(fingerprint, fingerprint),
+        sends=int(entry.get("sends", 1)),
     )
 
 
@@ -173,7 +179,7 @@ class CrawlJob:
         self._lines = _Lines(len(units))
         self._shared: dict[Any, Any] = {fingerprint: fingerprint}
         self._failed: list[int] = []
-        self._counts: dict[str, Any] = {"done": 0, "pages": 0, "articles": 0, "seconds": 0.0}
+        self._counts: dict[str, Any] = {"done": 0, "pages": 0, "articles": 0, "seconds": 0.0, "resent": 0}
         self._errors = dict.fromkeys(EXTRACTORS, 0)
         self.resumed = 0
         self.todo: list[int] = []
@@ -284,6 +290,7 @@ class CrawlJob:
     def finish_warc(self, index: int, outcome: WarcOutcome) -> None:
         """Keep what became of WARC ``index``; ``crawl.json`` is replaced when the last write is old enough."""
         self._keep(index, outcome)
+        self._counts["resent"] += outcome.sends - 1
         now = time.monotonic()
         if now - self._written_at >= max(SUMMARY_INTERVAL_SECONDS, 4 * self._write_seconds):
             self.write_summary()
@@ -296,6 +303,7 @@ class CrawlJob:
             "failed": failed,
             "pending": len(self.units) - done - failed,
             "done_before": self.resumed,
+            "resent": self._counts["resent"],
             "pages": self._counts["pages"],
             "articles": self._counts["articles"],
             "errors": dict(self._errors),

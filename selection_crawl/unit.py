@@ -59,7 +59,8 @@ class WarcJob:
 @dataclass(frozen=True, slots=True)
 class WarcOutcome:
     """What became of one WARC: ``done`` (with its counts and the output's SHA-256 and size) or ``failed`` (with
-    its one-line ``reason`` and the exit status it stands for: 65 bad input, 74 the store or the machine)."""
+    its one-line ``reason`` and the exit status it stands for: 65 bad input, 74 the store or the machine), and how
+    many times it was sent to a worker (more than once when Dask gave up on it: its workers kept dying)."""
 
     state: str
     reason: str | None = None
@@ -72,6 +73,7 @@ class WarcOutcome:
     seconds: float = 0.0
     input_version: Version | None = None
     fingerprint: str | None = None
+    sends: int = 1  # how many times the coordinator sent it to a worker in the run that did it
 
     @classmethod
     def failed(cls, reason: str, exit_code: int, seconds: float = 0.0) -> WarcOutcome:

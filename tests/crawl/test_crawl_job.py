@@ -5,6 +5,7 @@ No Prefect and no Dask here: the job's core (``selection_crawl``) as a worker an
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import os
@@ -16,7 +17,7 @@ import pytest
 
 from selection_crawl.job import CrawlFailedError, CrawlJob
 from selection_crawl.listing import CrawlListingError, read_listing
-from selection_crawl.unit import crawl_warc
+from selection_crawl.unit import WarcOutcome, crawl_warc
 from selection_engine import select_file
 from selection_extraction import ExtractionSettings, extract_to_file, stop_kept_workers
 from tests.support import DATA
@@ -205,3 +206,14 @@ def test_an_output_the_store_refuses_fails_the_warc_with_its_line(s3_server: Sto
     assert (outcome.state, outcome.exit_code) == ("failed", 65)  # a wrong path, as everywhere in the stage
     assert outcome.reason is not None and outcome.reason.startswith("s3://no-such-bucket-of-the-test/out/crawl-data/")
     assert outcome.reason.endswith(".jsonl: the bucket does not exist; check the URL")
+
+
+def test_a_warc_sent_more_than_once_says_so_in_its_line_and_the_totals(tmp_path: Path) -> None:
+    job = CrawlJob.plan(str(_listing(tmp_path, KEYS[:2])), str(tmp_path / "out"), str(CRAWL), 30.0)
+    dying = dataclasses.replace(WarcOutcome.failed("x.warc.gz: its workers kept dying", 74), sends=4)
+    job.finish_warc(0, dying)
+    job.finish_warc(1, WarcOutcome.failed("y.warc.gz: not a WARC file", 65))
+    job.close()
+    summary = orjson.loads((tmp_path / "out" / "crawl.json").read_bytes())
+    assert [w.get("sends") for w in summary["warcs"]] == [4, None] and summary["totals"]["resent"] == 3
+    assert job.outcome(0) == dying

@@ -208,7 +208,38 @@ def test_chaos_workers_and_the_coordinator_killed_while_a_crawl_runs(
         differing = sum(s3_server.fs().cat_file(f"{bucket}/selected/{r}") != data for r, data in reference.items())
         print(
             f"\nchaos: {chaos.kills} workers killed, coordinator killed once with {done_at_kill} of {len(keys)} "
-            f"WARCs done; the re-run did {len(keys) - summary['totals']['done_before']} WARCs; "
+            f"WARCs done; the re-run did {len(keys) - summary['totals']['done_before']} WARCs and sent "
+            f"{summary['totals']['resent']} again when Dask gave up on them; "
             f"{differing} outputs differ from a clean run"
         )
         assert chaos.kills >= 3
+
+
+def test_a_warc_whose_worker_dies_until_dask_gives_up_is_sent_again_and_the_crawl_completes(
+    s3_server: StoreServer, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_namespaces()
+    _crawl_in_bucket(s3_server, bucket, tmp_path / "crawl", warcs=2, pages=25)
+    listing = s3_server.url(bucket, f"{CRAWL}/warc.paths.gz")
+    reference = _reference(s3_server, bucket, listing)
+    env = {"PREFECT_HOME": str(tmp_path / "prefect-home")}
+    monkeypatch.setenv("DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES", "0")  # one death: KilledWorker
+
+    with NamespaceCluster(log_dir=tmp_path / "cluster") as cluster:
+        (first,) = cluster.start_workers(["w1"])
+        log = tmp_path / "crawl.log"
+        coordinator = _popen(_crawl_args(s3_server, bucket, listing, cluster.address), tmp_path, env, log)
+        client = cluster.client
+        deadline = time.monotonic() + 300
+        while not any(keys for keys in client.processing().values()):  # a WARC is on w1
+            assert coordinator.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        first.kill()
+        cluster.start_worker("w2")
+        assert coordinator.wait(timeout=300) == 0, log.read_text()
+
+    _same_as_reference(s3_server, bucket, reference)
+    summary = orjson.loads(s3_server.fs().cat_file(f"{bucket}/selected/crawl.json"))
+    assert summary["totals"]["resent"] >= 1 and summary["totals"]["done"] == 2, summary["totals"]
+    assert max(w.get("sends", 1) for w in summary["warcs"]) == 2
