@@ -19,7 +19,7 @@ import orjson
 
 from selection_core.config import EXTRACTORS
 from selection_core.errors import EXIT_INVALID_INPUT, EXIT_IO_ERROR, OutputPathError, SelectionError
-from selection_crawl.listing import SUMMARY_NAME, CrawlUnit, read_listing
+from selection_crawl.listing import SUMMARY_NAME, CrawlUnit, joined, read_listing
 from selection_crawl.unit import WarcJob, WarcOutcome, settings_fingerprint
 from selection_extraction import ExtractionSettings, PageSet, default_extractors, record_path
 from selection_extraction.batch import NO_STATS, build_batch
@@ -45,10 +45,6 @@ def expected_fingerprint(time_limit_seconds: float) -> str:
     settings = ExtractionSettings(time_limit_seconds=time_limit_seconds)
     root = build_batch(PageSet("", "warc", ()), [], default_extractors(), settings, NO_STATS)
     return settings_fingerprint(root)
-
-
-def _joined(prefix: str, relative: str) -> str:
-    return prefix.rstrip("/") + "/" + relative
 
 
 class _Listings:
@@ -210,7 +206,7 @@ class CrawlJob:
         return job
 
     def where(self, relative: str) -> Location:
-        return location(_joined(self.prefix, relative), self.storage_options, "output")
+        return location(joined(self.prefix, relative), self.storage_options, "output")
 
     def job(self, index: int) -> WarcJob:
         unit = self.units[index]

@@ -46,7 +46,8 @@ def _is_absolute(line: str) -> bool:
     return is_url(line) or os.path.isabs(line)
 
 
-def _joined(base: str, key: str) -> str:
+def joined(base: str, key: str) -> str:
+    """``key`` under ``base`` (a URL's prefix or a folder), one ``/`` between them."""
     return base.rstrip("/") + "/" + key.lstrip("/")
 
 
@@ -113,7 +114,7 @@ def read_listing(
                 "(for Common Crawl's warc.paths.gz: --base s3://commoncrawl/)"
             )
         else:
-            source, relative = _joined(base, line), line
+            source, relative = joined(base, line), line
         name = output_name(relative)
         if name in seen:
             raise CrawlListingError(
