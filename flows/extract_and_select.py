@@ -10,9 +10,11 @@ from pydantic import BaseModel, Field
 from content_selection.flows.extract_articles import extract_and_write
 from content_selection.flows.params import (
     DEFAULT_MAX_TABLE_ROWS,
+    DEFAULT_OUTPUT_FORMAT,
     DaskAddress,
     OptionalCount,
     OptionalText,
+    OutputFormat,
     StorageOptions,
     TableRows,
     TaskRunnerChoice,
@@ -34,7 +36,7 @@ class PipelineRunSummary(BaseModel):
 
     pages_path: str = Field(description="The pages that were read.")
     extracted_path: str = Field(description="The extracted batch written.")
-    output_path: str = Field(description="The selected batch written.")
+    output_path: str = Field(description="The selected batch (or the dataset) written.")
     report_path: str | None = Field(default=None, description="The JSON Lines report, if written.")
     articles: int = Field(description="Number of articles (one per page).")
     unreadable_pages: int = Field(default=0, description="Pages that could not be read at all.")
@@ -72,6 +74,7 @@ def extract_and_select(
     dask_address: DaskAddress = None,
     pages_per_chunk: OptionalCount = None,
     storage_options: StorageOptions = None,
+    output_format: OutputFormat = DEFAULT_OUTPUT_FORMAT,
 ) -> PipelineRunSummary:
     """Extract the article text of every page, then pick the best extractor of each article; no event is emitted.
 
@@ -79,7 +82,8 @@ def extract_and_select(
         pages: A folder of pages and web archives (searched recursively), a WARC file, or a JSON Lines manifest;
             each may be in a store (`s3://BUCKET/PREFIX`: a prefix is a folder).
         extracted_path: Where to write the extracted batch. Empty: `<pages>_extracted.json` beside the input.
-        output_path: Where to write the selected batch. Empty: `<extracted stem>_selected.json` beside it.
+        output_path: Where to write the output. Empty: `<extracted stem>_selected.json` (`.parquet` for the
+            dataset) beside it.
         report_path: Optional file for the per-article explanation as JSON Lines. Empty: no report.
         time_limit_seconds: Seconds one extractor may spend on one page before it is stopped (TimeoutError).
         workers: Worker processes; 0 for one per CPU core.
@@ -90,6 +94,7 @@ def extract_and_select(
         pages_per_chunk: Pages per chunk (one task run each); 0 for one task in-process, else about 2 per worker.
         storage_options: Options of the object store of `s3://`, `gs://`, `az://` paths (an endpoint, a region);
             credentials are best left to the environment or an instance role.
+        output_format: `batch`: the selected batch; `dataset`: Parquet, one row per article with the selected text.
     """
     logger = run_logger()
     extract_paths = check_extract_paths(pages, extracted_path, data_root, storage_options)
@@ -100,6 +105,7 @@ def extract_and_select(
         data_root,
         storage_options=storage_options,
         input_exists=False,
+        output_format=output_format,
     )
 
     runner = resolve_task_runner(task_runner, dask_address)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from content_selection.flows.runners import DASK_ADDRESS_PATTERN, TaskRunnerName
+from selection_core.dataset import BATCH, OUTPUT_FORMATS
 
 #: The tag of every run of the stage: its deployments' runs and their subflow runs. The automations of
 #: ``deployments/automations.yaml`` act on the runs that carry it.
@@ -72,6 +73,11 @@ StorageOptions = Annotated[
     WithJsonSchema({"type": "object"}),
     Field(json_schema_extra={"default": {}}),
 ]
+
+#: What an output is: the selected batch (``batch``, every article with ``selected_extractor``) or the dataset
+#: (``dataset``: Parquet, one row per article with its selected text); a drop-down in the UI.
+OutputFormat = Literal[OUTPUT_FORMATS]  # type: ignore[valid-type]
+DEFAULT_OUTPUT_FORMAT: Final[str] = BATCH
 
 TableRows = Annotated[int, Field(ge=0, le=MAX_TABLE_ROWS_LIMIT)]
 TimeLimit = Annotated[float, Field(gt=0, le=MAX_TIME_LIMIT_SECONDS)]

@@ -11,9 +11,11 @@ from pydantic import BaseModel, Field
 import selection_core as sc
 from content_selection.flows.params import (
     DEFAULT_MAX_TABLE_ROWS,
+    DEFAULT_OUTPUT_FORMAT,
     DaskAddress,
     OptionalCount,
     OptionalText,
+    OutputFormat,
     StorageOptions,
     TableRows,
     TaskRunnerChoice,
@@ -33,7 +35,7 @@ class SelectionRunSummary(BaseModel):
     """What one ``select-content`` run did (the flow's return value)."""
 
     input_path: str = Field(description="The batch that was read.")
-    output_path: str = Field(description="The selected batch that was written.")
+    output_path: str = Field(description="The selected batch (or the dataset) that was written.")
     report_path: str | None = Field(default=None, description="The JSON Lines report, if written.")
     articles: int = Field(description="Number of articles.")
     by_extractor: dict[str, int] = Field(description="Selections per extractor.")
@@ -116,13 +118,15 @@ def select_content(
     dask_address: DaskAddress = None,
     chunk_size: OptionalCount = None,
     storage_options: StorageOptions = None,
+    output_format: OutputFormat = DEFAULT_OUTPUT_FORMAT,
 ) -> SelectionRunSummary:
     """Select the best extractor of every article of one batch and write the result.
 
     Args:
         input_path: The extracted batch (JSON or JSON Lines), a file or an object's URL (`s3://BUCKET/KEY`); a
             relative path starts at the data root, if any.
-        output_path: Where to write the selected batch. Empty: `<stem>_selected.json` beside the input.
+        output_path: Where to write the output. Empty: `<stem>_selected.json` (`.parquet` for the dataset) beside
+            the input.
         report_path: Optional file for the per-article explanation as JSON Lines. Empty: no report.
         max_table_rows: Most rows of the `selection-scores` table artifact (the first articles).
         data_root: Directory every path must resolve inside. Empty: CONTENT_SELECTION_DATA_ROOT, else unconfined.
@@ -133,9 +137,13 @@ def select_content(
         chunk_size: Most articles per chunk (one task run each on `dask`); 0 for chunks bounded by bytes.
         storage_options: Options of the object store of `s3://`, `gs://`, `az://` paths (an endpoint, a region);
             credentials are best left to the environment or an instance role.
+        output_format: `batch`: the selected batch (every article with `selected_extractor`); `dataset`: Parquet,
+            one row per article with the selected text, its id, URL, date, file and dump (the `dataset` extra).
     """
     logger = run_logger()
-    paths = check_paths(input_path, output_path, report_path, data_root, require_data_root, storage_options)
+    paths = check_paths(
+        input_path, output_path, report_path, data_root, require_data_root, storage_options, output_format=output_format
+    )
     if paths.data_root is not None:
         logger.info("Paths confined to the data root %s", paths.data_root)
     runner_name, address = resolve_task_runner(task_runner, dask_address)

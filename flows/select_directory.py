@@ -11,10 +11,12 @@ from pydantic import BaseModel, Field
 
 from content_selection.flows.params import (
     DEFAULT_MAX_TABLE_ROWS,
+    DEFAULT_OUTPUT_FORMAT,
     STAGE_TAG,
     DaskAddress,
     OptionalCount,
     OptionalText,
+    OutputFormat,
     StorageOptions,
     TableRows,
     TaskRunnerChoice,
@@ -84,6 +86,7 @@ def select_directory(
     dask_address: DaskAddress = None,
     chunk_size: OptionalCount = None,
     storage_options: StorageOptions = None,
+    output_format: OutputFormat = DEFAULT_OUTPUT_FORMAT,
 ) -> DirectoryRunSummary:
     """Select every batch under a directory that has no up-to-date `_selected.json` (or `.jsonl`); when any
     batch failed, the run ends Failed after all were tried.
@@ -98,12 +101,13 @@ def select_directory(
         dask_address: A Dask scheduler (`tcp://HOST:PORT`) shared by all batches, as in `select-content`.
         chunk_size: Articles per chunk (one task run each), as in `select-content`; 0 for chunks bounded by bytes.
         storage_options: Options of the object store of a prefix, as in `select-content`.
+        output_format: `batch` (`_selected.json`) or `dataset` (`_selected.parquet`), as in `select-content`.
     """
     logger = run_logger()
     folder = directory or configured_data_root(data_root)
     if not folder:
         raise SelectionError(f"no directory to scan: set the directory parameter or {DATA_ROOT_ENV}")
-    stale = find_stale_batches(location(folder, storage_options, "directory"))
+    stale = find_stale_batches(location(folder, storage_options, "directory"), output_format)
     logger.info("%d batch(es) to select under %s", len(stale), folder)
 
     resolve_task_runner(task_runner, dask_address)  # a bad setting fails once, here, not per batch
@@ -114,6 +118,7 @@ def select_directory(
         "dask_address": dask_address,
         "chunk_size": chunk_size,
         "storage_options": storage_options,
+        "output_format": output_format,
     }
     result = DirectoryRunSummary(directory=str(folder))
     with ThreadPoolTaskRunner(max_workers=max_concurrent_batches) as runner:

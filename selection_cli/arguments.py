@@ -66,6 +66,30 @@ def add_storage_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_output_format(parser: argparse.ArgumentParser) -> None:
+    """Add ``--format {batch,dataset}``: what the output is."""
+    from selection_core.dataset import BATCH, OUTPUT_FORMATS
+
+    parser.add_argument(
+        "--format",
+        dest="output_format",
+        choices=OUTPUT_FORMATS,
+        default=BATCH,
+        help="batch: the selected batch, every article with selected_extractor (default); dataset: Parquet, one row "
+        "per article with the selected text, id, url, date, file_path and dump (needs the 'dataset' extra)",
+    )
+
+
+def check_output_format(args: argparse.Namespace) -> None:
+    """Refuse, before anything runs, a dataset without pyarrow (:class:`MissingExtraError`, exit 69)."""
+    from selection_core.dataset import DATASET
+
+    if args.output_format == DATASET:
+        from selection_engine.dataset import require_pyarrow
+
+        require_pyarrow()
+
+
 def storage_options(args: argparse.Namespace) -> dict[str, object]:
     """The ``--storage-option`` values as one mapping (a later KEY wins)."""
     return dict(getattr(args, "storage_options", None) or [])

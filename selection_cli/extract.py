@@ -10,7 +10,15 @@ from typing import Any
 
 from content_selection.flows.params import MAX_TIME_LIMIT_SECONDS
 from content_selection.flows.runners import check_dask_scheduler, resolve_task_runner
-from selection_cli.arguments import add_storage_options, command_line_path, seconds, storage_options, whole_number
+from selection_cli.arguments import (
+    add_output_format,
+    add_storage_options,
+    check_output_format,
+    command_line_path,
+    seconds,
+    storage_options,
+    whole_number,
+)
 from selection_cli.environment import check_prefect_api, prepare_embedded_api
 from selection_cli.progress import ProgressBar
 from selection_cli.select import format_summary
@@ -76,7 +84,8 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser) -> argparse.Argument
         "-o",
         "--output",
         metavar="PATH",
-        help="selected batch to write (default: <extracted stem>_selected.json beside the extracted batch)",
+        help="selected batch to write (default: <extracted stem>_selected.json beside the extracted batch; "
+        "<extracted stem>_selected.parquet with --format dataset)",
     )
     parser.add_argument(
         "--report", metavar="PATH", help="also write the selection's explanation per article (JSON Lines)"
@@ -86,6 +95,7 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser) -> argparse.Argument
         metavar="DIR",
         help="refuse paths that resolve outside DIR (default: $CONTENT_SELECTION_DATA_ROOT, if set)",
     )
+    add_output_format(parser)
     add_storage_options(parser)
     return parser
 
@@ -145,6 +155,7 @@ def pipeline_command(args: argparse.Namespace) -> int:
     """Run the flow ``extract-and-select``; every path is checked, and that PAGES exists, before Prefect starts."""
     from selection_storage.paths import configured_data_root
 
+    check_output_format(args)
     _, address = resolve_task_runner(None, None)  # a bad CONTENT_SELECTION_TASK_RUNNER is refused now, in one line
     if address is not None:
         check_dask_scheduler(address)
@@ -159,9 +170,11 @@ def pipeline_command(args: argparse.Namespace) -> int:
         "workers": args.workers,
         "data_root": args.data_root,
         "storage_options": storage_options(args),
+        "output_format": args.output_format,
     }
     paths = (parameters["extracted_path"], parameters["output_path"], parameters["report_path"])
-    check_pipeline_paths(pages, *paths, args.data_root, "--data-root", parameters["storage_options"])
+    options = parameters["storage_options"]
+    check_pipeline_paths(pages, *paths, args.data_root, "--data-root", options, args.output_format)
 
     prepare_embedded_api()
     check_prefect_api()

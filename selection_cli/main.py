@@ -47,6 +47,7 @@ EXTRA_OF_MODULE: Final[dict[str, str]] = {
     "tldextract": "extract",
     "fastwarc": "extract",
     "pebble": "extract",
+    "pyarrow": "dataset",
     "s3fs": "s3",
     "gcsfs": "gcs",
     "adlfs": "azure",

@@ -9,7 +9,13 @@ from typing import Any
 
 from content_selection.flows.params import DEFAULT_MAX_TABLE_ROWS
 from content_selection.flows.runners import TaskRunnerName, check_dask_scheduler, resolve_task_runner
-from selection_cli.arguments import add_storage_options, command_line_path, storage_options
+from selection_cli.arguments import (
+    add_output_format,
+    add_storage_options,
+    check_output_format,
+    command_line_path,
+    storage_options,
+)
 from selection_cli.console import errors_left_to_the_last_line
 from selection_cli.environment import check_prefect_api, prepare_embedded_api
 from selection_core.errors import ReadError, SelectionError, error_line
@@ -28,7 +34,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
         "-o",
         "--output",
         metavar="PATH",
-        help="where to write the selected batch (default: <stem>_selected.json, or .jsonl, beside INPUT)",
+        help="where to write the selected batch (default: <stem>_selected.json, or .jsonl, beside INPUT; "
+        "<stem>_selected.parquet with --format dataset)",
     )
     parser.add_argument("--report", metavar="PATH", help="also write the per-article explanation as JSON Lines")
     parser.add_argument(
@@ -65,6 +72,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
         help=f"most articles per chunk (default: chunks of at most {CHUNK_BYTES >> 20} MiB of input, one after the "
         f"other, in-process; about 4 chunks per worker, at most {MAX_CHUNK_BYTES >> 20} MiB each, on process or dask)",
     )
+    add_output_format(parser)
     add_storage_options(parser)
     return parser
 
@@ -88,8 +96,10 @@ def run_command(args: argparse.Namespace) -> int:
         "dask_address": args.dask_address,
         "chunk_size": args.chunk_size,
         "storage_options": storage_options(args),
+        "output_format": args.output_format,
     }
     try:
+        check_output_format(args)
         _, address = resolve_task_runner(args.task_runner, args.dask_address)
         if address is not None:
             check_dask_scheduler(address)
@@ -104,6 +114,7 @@ def run_command(args: argparse.Namespace) -> int:
             False,
             "--data-root",
             parameters["storage_options"],
+            output_format=args.output_format,
         )
         with contextlib.suppress(ReadError):  # may be cured by the run's retries
             plan_batch(paths.input)  # the flow plans the batch again: a second first pass, not cached

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from selection_cli.arguments import add_storage_options, storage_options
+from selection_cli.arguments import add_output_format, add_storage_options, check_output_format, storage_options
 from selection_cli.progress import ProgressBar
 from selection_core.batch import Summary
 from selection_core.evidence import counts_text
@@ -22,9 +22,11 @@ def add_select_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         "-o",
         "--output",
         metavar="PATH",
-        help="output file, in the input's format (default: <input stem>_selected.json, or .jsonl, beside the input)",
+        help="output file, in the input's format (default: <input stem>_selected.json, or .jsonl, beside the input; "
+        "<input stem>_selected.parquet with --format dataset)",
     )
     parser.add_argument("--report", metavar="PATH", help="also write one JSON explanation per article (JSON Lines)")
+    add_output_format(parser)
     add_storage_options(parser)
     return parser
 
@@ -40,8 +42,14 @@ def select_command(args: argparse.Namespace) -> int:
     """Run ``select``; returns 0, raises the project's typed errors."""
     from selection_engine import select_file
 
+    check_output_format(args)
     result = select_file(
-        args.input, args.output, args.report, storage_options=storage_options(args), progress=ProgressBar(sys.stderr)
+        args.input,
+        args.output,
+        args.report,
+        storage_options=storage_options(args),
+        progress=ProgressBar(sys.stderr),
+        output_format=args.output_format,
     )
     print(format_summary(result.summary))
     print(f"output: {result.output_path}")

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from .batch import Summary, apply_selections, summarize
+from .dataset import render_rows
 from .evidence import article_row, close_call_entries, report_entry
 from .formats import BatchFormat
 from .layout import Chunk
@@ -16,7 +17,7 @@ from .select import select_article
 
 @dataclass
 class SelectedChunk:
-    """What a chunk's selection gives: its articles as written (``output``), its report lines
+    """What a chunk's selection gives: its articles as written, or its dataset rows (``output``), its report lines
     (``report``, None when not asked for), its counts, its scores-table rows and its first close calls."""
 
     chunk: Chunk
@@ -35,9 +36,11 @@ def select_chunk(
     table_rows: int = 0,
     close_calls: int = 0,
     with_report: bool = False,
+    dataset: bool = False,
 ) -> SelectedChunk:
     """Parse, validate and select the articles of ``chunk``, from its bytes wrapped as ``fmt`` wraps a chunk; table
-    rows for those among the batch's first ``table_rows`` articles, at most ``close_calls`` close calls.
+    rows for those among the batch's first ``table_rows`` articles, at most ``close_calls`` close calls. The output is
+    the articles rendered as ``fmt`` renders them, or with ``dataset`` their dataset rows (:func:`render_rows`).
 
     Raises:
         InvalidBatchError: the first invalid article, named with its place in the file.
@@ -52,7 +55,7 @@ def select_chunk(
     return SelectedChunk(
         chunk,
         summarize(selections),
-        fmt.render(articles),
+        render_rows(articles, selections) if dataset else fmt.render(articles),
         report,
         [article_row(articles[i], selections[i]) for i in range(shown)],
         close_call_entries(articles, selections, close_calls),

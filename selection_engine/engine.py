@@ -16,9 +16,11 @@ from typing import Any, Final
 import selection_core as sc
 from selection_core.batch import ProgressCallback
 from selection_core.chunks import SelectedChunk, select_chunk
+from selection_core.dataset import BATCH, DATASET, OUTPUT_FORMATS
 from selection_core.evidence import MAX_CLOSEST_CALLS, ShownEvidence, merge_evidence
 from selection_core.formats import FORMATS, BatchFormat, format_of
 from selection_core.layout import Chunk, Layout, scan
+from selection_engine.dataset import DatasetWriter, require_pyarrow
 from selection_storage.atomic import Staged, StagedFile, commit_in_order, process_alive
 from selection_storage.files import InputChangedError, Version
 from selection_storage.paths import resolve_report_path, resolve_selected_path
@@ -110,6 +112,7 @@ class ChunkJob:
     identity: Version
     chunk: Chunk
     format_name: str
+    dataset: bool
     output_path: str
     report_path: str | None
     output_part: str | None
@@ -145,9 +148,11 @@ def plan_jobs(
     table_rows: int = 0,
     close_calls: int = 0,
     parts: str | None = None,
+    dataset: bool = False,
 ) -> list[ChunkJob]:
     """The jobs of a planned batch, in order; with ``parts`` (the token of this process's staged output and
-    report), each writes part files of them, which live as long as those are locked."""
+    report), each writes part files of them, which live as long as those are locked; with ``dataset``, each
+    gives its dataset rows instead of its articles."""
 
     def part(target: Location | None, number: int) -> str | None:
         return None if target is None or parts is None else store(target).part(parts, number)
@@ -159,6 +164,7 @@ def plan_jobs(
             identity=plan.identity,
             chunk=chunk,
             format_name=plan.format.name,
+            dataset=dataset,
             output_path=str(output_path),
             report_path=None if report_path is None else str(report_path),
             output_part=part(output_path, number),
@@ -177,7 +183,7 @@ def select_job(job: ChunkJob) -> SelectedChunk:
     path, chunk, fmt = location(job.input_path, job.storage_options), job.chunk, FORMATS[job.format_name]
     data = store(path).read_span(job.identity, chunk.begin, chunk.end, fmt.chunk_prefix, fmt.chunk_suffix)
     with_report = job.report_path is not None
-    selected = select_chunk(data, str(path), chunk, fmt, job.table_rows, job.close_calls, with_report)
+    selected = select_chunk(data, str(path), chunk, fmt, job.table_rows, job.close_calls, with_report, job.dataset)
     del data
     if job.output_part is None:
         return selected
@@ -210,21 +216,26 @@ def discard_parts(jobs: Iterable[ChunkJob]) -> None:
 
 
 class _Joiner:
-    """The staged output (and report), to which the chunks are appended in order, hashed as written."""
+    """The staged output (and report), to which the chunks are appended in order, hashed as written: the batch's
+    bytes, or with ``dataset`` the rows of a Parquet file."""
 
-    def __init__(self, plan: Plan, output_path: Location, report_path: Location | None) -> None:
+    def __init__(self, plan: Plan, output_path: Location, report_path: Location | None, dataset: bool) -> None:
         remove_orphans_beside(t for t in (output_path, report_path) if t is not None)
         self.token = secrets.token_hex(8)  # of both staged files: their parts are named after them
-        head, self._tail = plan.format.envelope_parts(plan.envelope, plan.layout.articles > 0)
-        self._separator = plan.format.separator
+        fmt = plan.format
+        head, self._tail = (b"", b"") if dataset else fmt.envelope_parts(plan.envelope, plan.layout.articles > 0)
+        self._separator = b"" if dataset else fmt.separator
         self._digest = hashlib.sha256()
         self.size = 0
         self._chunks = 0
         self._files: list[Staged] = []
+        self._rows: DatasetWriter | None = None
         try:
             self._report = None if report_path is None else self._open(report_path)
             self._output = self._open(output_path)
             self._append(head)
+            if dataset:
+                self._rows = DatasetWriter(self._append)
         except BaseException:
             self.discard()
             raise
@@ -245,16 +256,22 @@ class _Joiner:
                 self._report.write(selected.report)
             elif job.report_part is not None:
                 _copy(job.report_part, self._report.write)
-        if self._chunks:
-            self._append(self._separator)
-        if selected.output is not None:
-            self._append(selected.output)
-        elif job.output_part is not None:
-            _copy(job.output_part, self._append)
+        if self._rows is not None:
+            self._rows.add(selected.output if selected.output is not None else Path(str(job.output_part)).read_bytes())
+        else:
+            if self._chunks:
+                self._append(self._separator)
+            if selected.output is not None:
+                self._append(selected.output)
+            elif job.output_part is not None:
+                _copy(job.output_part, self._append)
         self._chunks += 1
 
     def complete(self) -> str:
-        """Write the tail, flush, rename the report then the output; the output's SHA-256."""
+        """Write the tail (the dataset's last rows and footer), flush, rename the report then the output; the
+        output's SHA-256."""
+        if self._rows is not None:
+            self._rows.close()
         self._append(self._tail)
         for staged in self._files:
             staged.finish()
@@ -305,8 +322,12 @@ def select_file(
     progress: ProgressCallback | None = None,
     workers: int = 1,
     map_jobs: MapJobs | None = None,
+    output_format: str = BATCH,
 ) -> Selected:
     """Select every article of one batch file, chunk by chunk; write the output (and the report), or nothing.
+
+    The output is the selected batch, or with ``output_format`` ``"dataset"`` the dataset as Parquet
+    (:mod:`selection_engine.dataset`; the ``dataset`` extra), by default ``<stem>_selected.parquet`` beside the input.
 
     ``map_jobs`` runs the chunks elsewhere (on ``workers``; they then write part files), by default here,
     in order. With ``evidence_rows``, the result has the table rows of as many articles and the first close calls.
@@ -314,22 +335,29 @@ def select_file(
     Raises:
         InvalidBatchError: the first problem of the batch, in one line naming the place.
         InputChangedError: the input changed during the run.
+        MissingExtraError: a dataset is asked for and pyarrow is not installed.
     """
+    if output_format not in OUTPUT_FORMATS:
+        raise ValueError(f"output_format must be one of {OUTPUT_FORMATS}, got {output_format!r}")
+    dataset = output_format == DATASET
+    if dataset:
+        require_pyarrow()
     inp = location(input_path, storage_options)
-    out = resolve_selected_path(inp, None if output_path is None else location(output_path, storage_options, "output"))
+    wanted = None if output_path is None else location(output_path, storage_options, "output")
+    out = resolve_selected_path(inp, wanted, output_format=output_format)
     report = resolve_report_path(
         inp, out, None if report_path is None else location(report_path, storage_options, "report")
     )
     plan = plan_batch(inp, workers, chunk_articles)
     shown = evidence_rows is not None
     table_rows = max(evidence_rows or 0, 0)
-    joiner = _Joiner(plan, out, report)
+    joiner = _Joiner(plan, out, report, dataset)
     summary = sc.summarize(())
     found: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
     jobs: list[ChunkJob] = []
     try:
         parts = joiner.token if map_jobs is not None else None  # (an object's chunks come back: plan_jobs)
-        jobs = plan_jobs(plan, out, report, table_rows, MAX_CLOSEST_CALLS if shown else 0, parts)
+        jobs = plan_jobs(plan, out, report, table_rows, MAX_CLOSEST_CALLS if shown else 0, parts, dataset)
         for job, selected in zip(jobs, map_jobs(jobs) if map_jobs else map(select_job, jobs), strict=True):
             joiner.add(selected, job)
             selected.output = selected.report = None  # written: not held while the next chunk is selected

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Final
 
+from selection_core.dataset import BATCH
 from selection_core.jsonl import JSONL_SUFFIX, is_jsonl
 from selection_extraction.pages import check_page_listing, missing_pages, page_stem
 from selection_extraction.warc import warc_stem
@@ -117,6 +118,7 @@ def check_pipeline_paths(
     data_root: str | None = None,
     option: str = DATA_ROOT_PARAMETER,
     storage_options: dict[str, Any] | None = None,
+    output_format: str = BATCH,
 ) -> tuple[ExtractPaths, RunPaths]:
     """Every path of an extract-then-select run and the pages input's listing, checked as the flow
     ``extract-and-select`` checks them, without reading a page.
@@ -131,5 +133,5 @@ def check_pipeline_paths(
     check_page_listing(listed)  # a local path named as the user wrote it
     output = str(extract.output)
     return extract, resolve_run_paths(
-        output, output_path, report_path, data_root, False, option, storage_options, input_exists=False
+        output, output_path, report_path, data_root, False, option, storage_options, False, output_format
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from selection_core.dataset import BATCH
 from selection_core.errors import InvalidBatchError
 from selection_storage.paths import DATA_ROOT_ENV, EXTRACTED_LINES_SUFFIX, EXTRACTED_SUFFIX, selected_path
 from selection_storage.stores import Entry, Location, location, store
@@ -37,14 +38,15 @@ def find_batches(directory: str | os.PathLike[str] | Location) -> list[Location]
     return [e.where for e in _files(location(directory, None, "directory")) if e.relative.endswith(BATCH_SUFFIXES)]
 
 
-def find_stale_batches(directory: str | os.PathLike[str] | Location) -> list[Location]:
-    """The batches of :func:`find_batches` whose ``_selected.json(l)`` is missing or older, from one listing."""
+def find_stale_batches(directory: str | os.PathLike[str] | Location, output_format: str = BATCH) -> list[Location]:
+    """The batches of :func:`find_batches` whose ``_selected.json(l)`` (``_selected.parquet`` for the dataset) is
+    missing or older, from one listing."""
     entries = _files(location(directory, None, "directory"))
     by_place = {str(e.where): e for e in entries}
     stale: list[Location] = []
     for entry in entries:
         if entry.relative.endswith(BATCH_SUFFIXES):
-            output = by_place.get(str(selected_path(entry.where)))
+            output = by_place.get(str(selected_path(entry.where, output_format)))
             if is_outdated(None if output is None else output.modified_ns(), entry.modified_ns()):
                 stale.append(entry.where)
     return stale

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from selection_core.dataset import BATCH, DATASET
 from selection_core.errors import OutputPathError, UnsafePathError
 from selection_core.jsonl import is_jsonl
 from selection_storage.files import read_error
@@ -16,6 +17,9 @@ EXTRACTED_SUFFIX: Final[str] = "_extracted.json"
 SELECTED_SUFFIX: Final[str] = "_selected.json"
 EXTRACTED_LINES_SUFFIX: Final[str] = "_extracted.jsonl"
 SELECTED_LINES_SUFFIX: Final[str] = "_selected.jsonl"
+#: How a dataset's name ends (Parquet), and the default name of a batch's dataset.
+PARQUET_SUFFIX: Final[str] = ".parquet"
+SELECTED_DATASET_SUFFIX: Final[str] = "_selected" + PARQUET_SUFFIX
 
 #: Environment variable naming the directory that every path of a run must stay inside.
 DATA_ROOT_ENV: Final[str] = "CONTENT_SELECTION_DATA_ROOT"
@@ -23,9 +27,12 @@ DATA_ROOT_ENV: Final[str] = "CONTENT_SELECTION_DATA_ROOT"
 DATA_ROOT_PARAMETER: Final[str] = "the data_root parameter"
 
 
-def selected_path(input_path: str | os.PathLike[str] | Location) -> Location:
-    """``<stem>_selected.json`` beside the input; ``<stem>_selected.jsonl`` for a JSON Lines batch."""
+def selected_path(input_path: str | os.PathLike[str] | Location, output_format: str = BATCH) -> Location:
+    """``<stem>_selected.json`` beside the input; ``<stem>_selected.jsonl`` for a JSON Lines batch;
+    ``<stem>_selected.parquet`` for the dataset."""
     p = location(input_path)
+    if output_format == DATASET:
+        return p.with_name(p.stem + SELECTED_DATASET_SUFFIX)
     return p.with_name(f"{p.stem}{SELECTED_LINES_SUFFIX if is_jsonl(p.name) else SELECTED_SUFFIX}")
 
 
@@ -33,12 +40,21 @@ def resolve_selected_path(
     input_path: str | os.PathLike[str] | Location,
     output_path: str | os.PathLike[str] | Location | None = None,
     input_exists: bool = True,
+    output_format: str = BATCH,
 ) -> Location:
-    """:func:`resolve_output_path`, also refusing an output named for the other format than the input's, and
-    first (with ``input_exists``) a local input that does not exist, so that the output's folder is not blamed."""
+    """:func:`resolve_output_path`, also refusing an output named for another format than the one written (the
+    input's, or Parquet for the dataset), and first (with ``input_exists``) a local input that does not exist, so
+    that the output's folder is not blamed."""
     if input_exists and isinstance(inp := location(input_path), Path):
         check_input_exists(inp)
-    out = resolve_output_path(input_path, output_path)
+    out = resolve_output_path(input_path, output_path, output_format=output_format)
+    suffix = out.suffix.lower()
+    if output_format == DATASET:
+        if suffix in (".json", ".jsonl"):
+            raise OutputPathError(f"{out}: the dataset is written as Parquet; name the output *{PARQUET_SUFFIX}")
+        return out
+    if suffix == PARQUET_SUFFIX:
+        raise OutputPathError(f"{out}: the selected batch is JSON, not Parquet; for Parquet give --format dataset")
     lines = is_jsonl(location(input_path).name)
     if lines != is_jsonl(out.name) and out.suffix in (".json", ".jsonl"):
         kind, want = ("JSON Lines", ".jsonl") if lines else ("JSON", ".json")
@@ -50,6 +66,7 @@ def resolve_output_path(
     input_path: str | os.PathLike[str] | Location,
     output_path: str | os.PathLike[str] | Location | None = None,
     option: str = "--output",
+    output_format: str = BATCH,
 ) -> Location:
     """Check (without writing) where the output will go, and return it; ``option`` names it in messages. An
     object in a store is checked only against the input: its bucket is checked by the upload.
@@ -59,7 +76,7 @@ def resolve_output_path(
         OutputPathError: the output is the input, a directory or a symlink loop, or its directory is unusable.
     """
     inp = location(input_path)
-    out = selected_path(inp) if output_path is None else location(output_path, None, "output")
+    out = selected_path(inp, output_format) if output_path is None else location(output_path, None, "output")
     store(out).check_output(store(inp), option)
     return out
 
@@ -91,6 +108,7 @@ class RunPaths:
     output: Location
     report: Location | None
     data_root: Location | None
+    output_format: str = BATCH
 
 
 def configured_data_root(data_root: str | None = None) -> str | None:
@@ -204,9 +222,11 @@ def resolve_run_paths(
     option: str = DATA_ROOT_PARAMETER,
     storage_options: dict[str, Any] | None = None,
     input_exists: bool = True,
+    output_format: str = BATCH,
 ) -> RunPaths:
     """Resolve and check every path of a selection run before anything is read or written (``input_exists``:
-    refuse a missing local input first; False when a step before the selection writes it).
+    refuse a missing local input first; False when a step before the selection writes it; ``output_format``: the
+    selected batch, or the dataset).
 
     Raises:
         InvalidBatchError: the input file does not exist (checked before the output's folder).
@@ -222,18 +242,18 @@ def resolve_run_paths(
             )
         source = store(location(input_path, storage_options)).absolute()
         wanted = location(output_path, storage_options, "output") if output_path else None
-        output = resolve_selected_path(source, wanted, input_exists)
+        output = resolve_selected_path(source, wanted, input_exists, output_format)
         wanted_report = location(report_path, storage_options, "report") if report_path else None
         report = resolve_report_path(source, output, wanted_report)
-        return RunPaths(input=source, output=output, report=report, data_root=None)
+        return RunPaths(source, output, report, None, output_format)
 
     source = root.confine(input_path, "input")
     wanted_output = root.confine(output_path, "output") if output_path else None
     # The default output is beside the input, and may be a symlink out of the root.
-    output = root.confine(resolve_selected_path(source, wanted_output, input_exists), "output")
+    output = root.confine(resolve_selected_path(source, wanted_output, input_exists, output_format), "output")
     wanted_report = root.confine(report_path, "report") if report_path else None
     report = resolve_report_path(source, output, wanted_report)
-    return RunPaths(input=source, output=output, report=report, data_root=root.path)
+    return RunPaths(source, output, report, root.path, output_format)
 
 
 def name_once(path: str | os.PathLike[str], error: str) -> str:

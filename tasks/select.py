@@ -10,6 +10,7 @@ from content_selection.tasks.logs import run_logger
 from content_selection.tasks.options import chunk_run_namer, io_task_options, local_task_options
 from content_selection.tasks.progress import artifact_progress
 from selection_core.chunks import SelectedChunk
+from selection_core.dataset import BATCH
 from selection_core.evidence import counts_text, read_as_text
 from selection_engine import engine
 from selection_engine.engine import ChunkJob, MapJobs, Selected
@@ -35,6 +36,7 @@ def check_paths(
     require_data_root: bool = False,
     storage_options: dict[str, Any] | None = None,
     input_exists: bool = True,
+    output_format: str = BATCH,
 ) -> RunPaths:
     """Resolve and check the run's paths (:func:`~selection_storage.paths.resolve_run_paths`)."""
     return resolve_run_paths(
@@ -45,16 +47,17 @@ def check_paths(
         require_data_root,
         storage_options=storage_options,
         input_exists=input_exists,
+        output_format=output_format,
     )
 
 
 @task(name="find-stale-batches", **io_task_options())
-def find_stale_batches(directory: Location) -> list[Location]:
-    """The batches under ``directory`` (a folder or a prefix), sorted, whose ``_selected`` file is missing or
-    older; on the way, the staged files there whose writer is gone are removed (and logged)."""
+def find_stale_batches(directory: Location, output_format: str = BATCH) -> list[Location]:
+    """The batches under ``directory`` (a folder or a prefix), sorted, whose ``_selected`` file (of that format) is
+    missing or older; on the way, the staged files there whose writer is gone are removed (and logged)."""
     for orphan in directories.remove_orphans_under(directory):
         run_logger().warning("Removed %s: a staged file (or unfinished upload) whose writer is gone", orphan)
-    return directories.find_stale_batches(directory)
+    return directories.find_stale_batches(directory, output_format)
 
 
 @task(name="select-batch", **io_task_options())
@@ -84,6 +87,7 @@ def select_batch(
         progress=progress,
         workers=workers,
         map_jobs=map_jobs,
+        output_format=paths.output_format,
     )
     logger = run_logger()
     read_as = read_as_text(selected.chunks, where)

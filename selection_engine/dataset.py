@@ -1,0 +1,121 @@
+"""The dataset file: selected rows written as Parquet, row group after row group, through any byte sink.
+
+Rows arrive as the chunks of a batch are selected (JSON Lines of :func:`selection_core.dataset.dataset_row`) and
+leave in row groups cut by the rows alone (:data:`ROW_GROUP_ROWS`, or fewer when their text reaches
+:data:`ROW_GROUP_TEXT_CHARS`), never by the chunks: the file's bytes do not depend on the chunk size or the runner,
+and memory holds one row group at most. Why zstd and these sizes: ``docs/scaling.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+import orjson
+
+from selection_core.dataset import COLUMN_NAMES, COLUMNS
+from selection_core.errors import MissingExtraError
+
+#: The extra that installs pyarrow, which writes the dataset.
+DATASET_EXTRA: Final[str] = "dataset"
+
+#: Most rows of a row group (as datatrove writes FineWeb's), and most characters of text before one is cut.
+ROW_GROUP_ROWS: Final[int] = 1000
+ROW_GROUP_TEXT_CHARS: Final[int] = 32 << 20
+
+#: Parquet's compression of every column.
+COMPRESSION: Final[str] = "zstd"
+
+#: Columns of few distinct values, dictionary-encoded; the others (text, ids, URLs) are plain.
+_DICTIONARY_COLUMNS: Final[tuple[str, ...]] = ("dump", "file_path", "selected_extractor", "reason")
+#: Columns without min/max statistics (a text's would copy two articles' texts into every row group's footer).
+_NO_STATISTICS: Final[frozenset[str]] = frozenset({"text"})
+
+
+def require_pyarrow(what: str = "--format dataset") -> Any:
+    """The ``pyarrow`` module; a :class:`MissingExtraError` naming the ``dataset`` extra without it."""
+    try:
+        import pyarrow
+        import pyarrow.parquet  # noqa: F401 - the writer's module
+    except ModuleNotFoundError as exc:
+        raise MissingExtraError(
+            f"{what} needs the {DATASET_EXTRA!r} extra, which is not installed ({exc.name} is missing)", DATASET_EXTRA
+        ) from None
+    return pyarrow
+
+
+def arrow_schema() -> Any:
+    """The dataset's Arrow schema (:data:`selection_core.dataset.COLUMNS`)."""
+    pa = require_pyarrow()
+    types = {"string": pa.string(), "float": pa.float64()}
+    return pa.schema([pa.field(c.name, types[c.type], metadata={"description": c.doc}) for c in COLUMNS])
+
+
+class _Sink:
+    """The file object Parquet's writer writes to: bytes handed on to ``write``, the position counted."""
+
+    closed = False
+
+    def __init__(self, write: Callable[[bytes], None]) -> None:
+        self._write = write
+        self._position = 0
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        self._write(view)
+        self._position += len(view)
+        return len(view)
+
+    def tell(self) -> int:
+        return self._position
+
+    def flush(self) -> None:
+        pass
+
+
+class DatasetWriter:
+    """Writes the rows added (:meth:`add`, JSON Lines) as one Parquet file through ``write``; :meth:`close` writes
+    the rows left and the footer. ``write`` receives every byte of the file once, in order."""
+
+    def __init__(self, write: Callable[[bytes], None]) -> None:
+        pa = require_pyarrow()
+        import pyarrow.parquet as pq
+
+        self._pa = pa
+        self._schema = arrow_schema()
+        self._writer = pq.ParquetWriter(
+            _Sink(write),
+            self._schema,
+            compression=COMPRESSION,
+            use_dictionary=list(_DICTIONARY_COLUMNS),
+            write_statistics=[name for name in COLUMN_NAMES if name not in _NO_STATISTICS],
+        )
+        self._columns: dict[str, list[Any]] = {name: [] for name in COLUMN_NAMES}
+        self._text_chars = 0
+        self.rows = 0
+
+    def add(self, lines: bytes | bytearray | memoryview) -> None:
+        """Add the rows of these JSON Lines, in order; a full row group is written at once."""
+        columns = self._columns
+        for line in bytes(lines).splitlines():
+            row = orjson.loads(line)
+            for name in COLUMN_NAMES:
+                columns[name].append(row[name])
+            self._text_chars += len(row["text"])
+            self.rows += 1
+            if len(columns["text"]) >= ROW_GROUP_ROWS or self._text_chars >= ROW_GROUP_TEXT_CHARS:
+                self._flush()
+
+    def _flush(self) -> None:
+        if not self._columns["text"]:
+            return
+        table = self._pa.Table.from_pydict(self._columns, schema=self._schema)
+        self._writer.write_table(table, row_group_size=len(table))
+        del table
+        self._columns = {name: [] for name in COLUMN_NAMES}
+        self._text_chars = 0
+
+    def close(self) -> None:
+        """Write the last row group and the footer."""
+        self._flush()
+        self._writer.close()
