@@ -21,9 +21,11 @@ from pydantic import BaseModel, Field
 
 from content_selection.flows.params import (
     DEFAULT_MAX_TABLE_ROWS,
+    DEFAULT_OUTPUT_FORMAT,
     DaskAddress,
     OptionalCount,
     OptionalText,
+    OutputFormat,
     StorageOptions,
     TableRows,
     TimeLimit,
@@ -227,9 +229,11 @@ def extract_crawl(
     time_limit_seconds: TimeLimit = DEFAULT_TIME_LIMIT_SECONDS,
     storage_options: StorageOptions = None,
     max_table_rows: TableRows = DEFAULT_MAX_TABLE_ROWS,
+    output_format: OutputFormat = DEFAULT_OUTPUT_FORMAT,
 ) -> CrawlRunSummary:
     """Do every WARC of the listing that has no valid output: extract its pages, select them, and write
-    `<output_prefix>/<its path>.jsonl` with its record beside it; keep `<output_prefix>/crawl.json`.
+    `<output_prefix>/<its path>.jsonl` (`.parquet` for the dataset) with its record beside it; keep
+    `<output_prefix>/crawl.json`.
 
     Args:
         listing: A text file of WARCs, one per line (gzip when named .gz, as Common Crawl's warc.paths.gz), a file or
@@ -241,11 +245,13 @@ def extract_crawl(
         time_limit_seconds: Seconds one extractor may spend on one page before it is stopped (TimeoutError).
         storage_options: Options of the object store of `s3://`, `gs://`, `az://` paths (an endpoint, a region).
         max_table_rows: Most rows of the `crawl-warcs` table artifact.
+        output_format: `batch`: each WARC's selected batch (JSON Lines); `dataset`: Parquet, one row per article
+            with the selected text, its id, URL, date, WARC and dump (the `dataset` extra).
     """
     logger = run_logger()
     if dask_address is not None:
         check_dask_scheduler(dask_address)
-    job = CrawlJob.plan(listing, output_prefix, base, time_limit_seconds, storage_options)
+    job = CrawlJob.plan(listing, output_prefix, base, time_limit_seconds, storage_options, output_format)
     where = f"the Dask cluster at {dask_address}" if dask_address else "local worker processes"
     logger.info("%d WARCs listed, %d done before: doing %d on %s", len(job.units), job.resumed, len(job.todo), where)
     progress = _Progress(job, max_table_rows)

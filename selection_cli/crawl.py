@@ -9,7 +9,15 @@ from typing import Any, TextIO
 
 from content_selection.flows.params import MAX_TIME_LIMIT_SECONDS
 from content_selection.flows.runners import TaskRunnerConfigError, check_dask_scheduler, resolve_task_runner
-from selection_cli.arguments import add_storage_options, command_line_path, seconds, storage_options, whole_number
+from selection_cli.arguments import (
+    add_output_format,
+    add_storage_options,
+    check_output_format,
+    command_line_path,
+    seconds,
+    storage_options,
+    whole_number,
+)
 from selection_cli.environment import check_prefect_api, prepare_embedded_api
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
 
@@ -27,8 +35,8 @@ def add_crawl_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
         "--output",
         required=True,
         metavar="PREFIX",
-        help="the folder or prefix of the outputs: PREFIX/<the WARC's path, .warc.gz replaced by .jsonl>, its "
-        "record beside it, and the job's summary PREFIX/crawl.json",
+        help="the folder or prefix of the outputs: PREFIX/<the WARC's path, .warc.gz replaced by .jsonl, or by "
+        ".parquet with --format dataset>, its record beside it, and the job's summary PREFIX/crawl.json",
     )
     parser.add_argument(
         "--base", metavar="URL", help="what relative lines are under (for Common Crawl: --base s3://commoncrawl/)"
@@ -51,6 +59,7 @@ def add_crawl_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
         metavar="SECONDS",
         help=f"seconds one extractor may spend on one page (default: {DEFAULT_TIME_LIMIT_SECONDS:g})",
     )
+    add_output_format(parser)
     add_storage_options(parser)
     return parser
 
@@ -79,13 +88,14 @@ def crawl_command(args: argparse.Namespace) -> int:
     """Run the flow ``extract-crawl``; the listing and the scheduler are checked before Prefect starts."""
     from selection_crawl.listing import read_listing
 
+    check_output_format(args)
     if args.workers is not None and args.dask_address:
         raise TaskRunnerConfigError("--workers counts local processes: leave it out with --dask-address")
     resolve_task_runner("dask" if args.dask_address else "process", args.dask_address)  # the address's form
     options = storage_options(args)
     base = args.base if args.base is None or "://" in args.base else command_line_path(args.base)
     listing = command_line_path(args.listing)
-    read_listing(listing, base, options)  # a relative line without --base is refused now, in one line
+    read_listing(listing, base, options, args.output_format)  # a relative line without --base is refused now
     if args.dask_address:
         check_dask_scheduler(args.dask_address)
     parameters: dict[str, Any] = {
@@ -96,6 +106,7 @@ def crawl_command(args: argparse.Namespace) -> int:
         "workers": args.workers,
         "time_limit_seconds": args.time_limit,
         "storage_options": options,
+        "output_format": args.output_format,
     }
     prepare_embedded_api()
     check_prefect_api()

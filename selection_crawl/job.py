@@ -18,10 +18,11 @@ from typing import Any, Final
 import orjson
 
 from selection_core.config import EXTRACTORS
+from selection_core.dataset import BATCH
 from selection_core.errors import EXIT_INVALID_INPUT, EXIT_IO_ERROR, OutputPathError, SelectionError
-from selection_crawl.listing import SUMMARY_NAME, CrawlUnit, joined, read_listing
+from selection_crawl.listing import SUMMARY_NAME, CrawlUnit, joined, read_listing, record_of
 from selection_crawl.unit import WarcJob, WarcOutcome, settings_fingerprint
-from selection_extraction import ExtractionSettings, PageSet, default_extractors, record_path
+from selection_extraction import ExtractionSettings, PageSet, default_extractors
 from selection_extraction.batch import NO_STATS, build_batch
 from selection_storage.files import Version
 from selection_storage.stores import Location, location, store, write_atomic
@@ -40,11 +41,12 @@ class CrawlFailedError(SelectionError):
     """Some WARCs of a crawl failed; the others were done. 65 when a WARC was bad input, else 74."""
 
 
-def expected_fingerprint(time_limit_seconds: float) -> str:
-    """The settings fingerprint a WARC done now, with this time limit, gets (the extractors installed here)."""
+def expected_fingerprint(time_limit_seconds: float, output_format: str = BATCH) -> str:
+    """The settings fingerprint a WARC done now, with this time limit and output format, gets (the extractors
+    installed here)."""
     settings = ExtractionSettings(time_limit_seconds=time_limit_seconds)
     root = build_batch(PageSet("", "warc", ()), [], default_extractors(), settings, NO_STATS)
-    return settings_fingerprint(root)
+    return settings_fingerprint(root, output_format)
 
 
 class _Listings:
@@ -164,6 +166,7 @@ class CrawlJob:
         time_limit_seconds: float,
         storage_options: Mapping[str, Any] | None,
         fingerprint: str,
+        output_format: str = BATCH,
     ) -> None:
         self.listing = listing
         self.prefix = prefix
@@ -172,6 +175,7 @@ class CrawlJob:
         self.time_limit_seconds = time_limit_seconds
         self.storage_options = dict(storage_options or {})
         self.fingerprint = fingerprint
+        self.output_format = output_format
         self._lines = _Lines(len(units))
         self._shared: dict[Any, Any] = {fingerprint: fingerprint}
         self._failed: list[int] = []
@@ -190,18 +194,19 @@ class CrawlJob:
         base: str | None = None,
         time_limit_seconds: float = ExtractionSettings.time_limit_seconds,
         storage_options: Mapping[str, Any] | None = None,
+        output_format: str = BATCH,
     ) -> CrawlJob:
-        """The job of ``listing`` into ``prefix``, its done WARCs found (refusals before anything runs)."""
+        """The job of ``listing`` into ``prefix``, its done WARCs found (refusals before anything runs); its outputs
+        are selected batches, or with ``output_format`` ``"dataset"`` Parquet datasets."""
         where = location(prefix, storage_options, "output")  # a bad URL is refused here
-        units = read_listing(listing, base, storage_options)
+        units = read_listing(listing, base, storage_options, output_format)
         if isinstance(where, Path):  # a folder on this disk, made as the outputs' folders are
             try:
                 where.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise OutputPathError(f"{prefix}: cannot make this folder ({exc.strerror}); choose another") from None
-        job = cls(
-            listing, prefix, units, base, time_limit_seconds, storage_options, expected_fingerprint(time_limit_seconds)
-        )
+        fingerprint = expected_fingerprint(time_limit_seconds, output_format)
+        job = cls(listing, prefix, units, base, time_limit_seconds, storage_options, fingerprint, output_format)
         job._resume()
         return job
 
@@ -211,7 +216,9 @@ class CrawlJob:
     def job(self, index: int) -> WarcJob:
         unit = self.units[index]
         options = tuple(sorted(self.storage_options.items()))
-        return WarcJob(unit.source, str(self.where(unit.relative)), self.time_limit_seconds, options)
+        return WarcJob(
+            unit.source, str(self.where(unit.relative)), self.time_limit_seconds, options, self.output_format
+        )
 
     def outcome(self, index: int) -> WarcOutcome | None:
         """What became of WARC ``index`` (None: pending)."""
@@ -256,8 +263,7 @@ class CrawlJob:
         inputs, outputs = _Listings(), _Listings()
         for index, unit in enumerate(self.units):
             output = self.where(unit.relative)
-            record = record_path(output)
-            assert record is not None
+            record = record_of(output)
             listed = outputs.version(output)
             outcome = self.outcome(index)
             self._lines.drop(index)
@@ -311,6 +317,7 @@ class CrawlJob:
             "listing": self.listing,
             "base": self.base,
             "output_prefix": self.prefix,
+            "format": self.output_format,
             "settings_fingerprint": self.fingerprint,
             "totals": self.totals(),
         }

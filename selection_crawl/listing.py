@@ -15,9 +15,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from selection_core.dataset import BATCH, DATASET
 from selection_core.errors import InvalidBatchError
 from selection_core.jsonl import JSONL_SUFFIX
+from selection_extraction.paths import RECORD_SUFFIX
 from selection_extraction.warc import warc_stem
+from selection_storage.paths import PARQUET_SUFFIX
 from selection_storage.stores import Location, is_url, location, store
 
 #: The summary of a job, directly under its output prefix.
@@ -37,9 +40,24 @@ class CrawlUnit:
     relative: str
 
 
-def output_name(relative: str) -> str:
-    """The output of a WARC at ``relative``: its ``.warc.gz`` or ``.warc`` replaced by ``.jsonl``."""
-    return (warc_stem(relative) or relative) + JSONL_SUFFIX
+#: The name ending of a WARC's output, per output format.
+OUTPUT_SUFFIXES: Final[dict[str, str]] = {BATCH: JSONL_SUFFIX, DATASET: PARQUET_SUFFIX}
+
+
+def output_name(relative: str, output_format: str = BATCH) -> str:
+    """The output of a WARC at ``relative``: its ``.warc.gz`` or ``.warc`` replaced by ``.jsonl`` (the selected
+    batch) or ``.parquet`` (the dataset)."""
+    return (warc_stem(relative) or relative) + OUTPUT_SUFFIXES[output_format]
+
+
+def record_of(output: Location) -> Location:
+    """The record beside a WARC's output: its ``.jsonl`` or ``.parquet`` replaced by ``.extraction.json``."""
+    name = output.name
+    for suffix in OUTPUT_SUFFIXES.values():
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return output.with_name(name + RECORD_SUFFIX)
 
 
 def _is_absolute(line: str) -> bool:
@@ -76,9 +94,13 @@ def _text_lines(where: Location) -> Iterator[str]:
 
 
 def read_listing(
-    listing: str, base: str | None = None, storage_options: Mapping[str, Any] | None = None
+    listing: str,
+    base: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    output_format: str = BATCH,
 ) -> list[CrawlUnit]:
-    """The WARCs of ``listing`` (a text file of WARCs, or a folder), in its order, each with its output's path.
+    """The WARCs of ``listing`` (a text file of WARCs, or a folder), in its order, each with its output's path (in
+    ``output_format``: :func:`output_name`).
 
     Raises:
         CrawlListingError: the listing is missing or unreadable, a line is relative and no ``base`` is given, or two
@@ -93,7 +115,7 @@ def read_listing(
         )
     if kind == "folder":
         units = [
-            CrawlUnit(str(entry.where), output_name(entry.relative))
+            CrawlUnit(str(entry.where), output_name(entry.relative, output_format))
             for entry in store(where).files()
             if warc_stem(entry.relative) is not None
         ]
@@ -115,7 +137,7 @@ def read_listing(
             )
         else:
             source, relative = joined(base, line), line
-        name = output_name(relative)
+        name = output_name(relative, output_format)
         if name in seen:
             raise CrawlListingError(
                 f"{listing}: line {number} ({line!r}) has the same output as line {seen[name]} ({name}); "

@@ -17,9 +17,11 @@ from typing import Any, Final
 import orjson
 
 from selection_core.batch import dump_batch
+from selection_core.dataset import BATCH
 from selection_core.errors import EXIT_INVALID_INPUT, EXIT_IO_ERROR, SelectionError
+from selection_crawl.listing import record_of
 from selection_engine import select_file
-from selection_extraction import ExtractionSettings, extract_to_file, find_pages, record_path
+from selection_extraction import ExtractionSettings, extract_to_file, find_pages
 from selection_extraction.pages import missing_pages
 from selection_extraction.pool import allow_child_processes
 from selection_storage.files import Version
@@ -33,27 +35,29 @@ CRAWL_KEY: Final[str] = "crawl"
 _SETTINGS_KEYS: Final[tuple[str, ...]] = ("time_limit_seconds", "max_page_bytes", "decoding", "extractors", "lxml")
 
 
-def settings_fingerprint(root: Mapping[str, Any]) -> str:
-    """The SHA-256 of what in an extracted batch's root decides its articles (extractor and lxml versions, their
-    settings, the time limit, the page size limit, the decoding policy): two runs with the same fingerprint write the
-    same bytes."""
+def settings_fingerprint(root: Mapping[str, Any], output_format: str = BATCH) -> str:
+    """The SHA-256 of what decides a WARC's output: in its extracted batch's root, what decides its articles
+    (extractor and lxml versions, their settings, the time limit, the page size limit, the decoding policy), and the
+    output's format: two runs with the same fingerprint write the same bytes."""
     extraction = root["extraction"]
     decisive = {
         "extractor_versions": root["extractor_versions"],
         **{key: extraction[key] for key in _SETTINGS_KEYS},
+        "output_format": output_format,
     }
     return hashlib.sha256(orjson.dumps(decisive, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
 class WarcJob:
-    """What a worker needs to do one WARC: where it is, where its output goes, the time limit and the store's
-    options (a plain, picklable value: no page, no client)."""
+    """What a worker needs to do one WARC: where it is, where its output goes (in which format), the time limit and
+    the store's options (a plain, picklable value: no page, no client)."""
 
     source: str
     output: str
     time_limit_seconds: float
     storage_options: tuple[tuple[str, Any], ...] = ()
+    output_format: str = BATCH
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,19 +121,18 @@ def crawl_warc(job: WarcJob) -> WarcOutcome:
             with allow_child_processes():
                 page_set = find_pages(source, label=job.source)
                 run = extract_to_file(source, Path(folder) / "extracted.jsonl", settings, page_set=page_set)
-            selected = select_file(Path(folder) / "extracted.jsonl", target)
+            selected = select_file(Path(folder) / "extracted.jsonl", target, output_format=job.output_format)
         seconds = round(time.perf_counter() - started, 3)
         root = run.result.doc
-        fingerprint = settings_fingerprint(root)
+        fingerprint = settings_fingerprint(root, job.output_format)
         crawl = {
+            "format": job.output_format,
             "input_version": {"size": version.size, "tag": version.tag},
             "settings_fingerprint": fingerprint,
             "articles": selected.summary.articles,
             "output": {"sha256": selected.output_sha256, "size": selected.output_size},
         }
-        record = record_path(target)
-        assert record is not None, "a crawl's outputs are JSON Lines"
-        write_atomic(record, dump_batch({**root, CRAWL_KEY: crawl}))
+        write_atomic(record_of(target), dump_batch({**root, CRAWL_KEY: crawl}))
     except SelectionError as exc:  # first: a store's read and write errors are OSErrors too
         return WarcOutcome.failed(str(exc), exc.exit_code, round(time.perf_counter() - started, 3))
     except OSError as exc:  # the folder of the output could not be made
