@@ -104,6 +104,8 @@ def build_article(
     if page.warc is not None:  # where to find the record again
         article["warc_date"] = page.warc.date
         article["warc_offset"] = page.warc.offset
+        if page.warc.dump is not None:  # the crawl its warcinfo names (Common Crawl's CC-MAIN-...)
+            article["warc_dump"] = page.warc.dump
     article["encoding"] = encoding
     article["encoding_source"] = encoding_source
     for name in EXTRACTORS:

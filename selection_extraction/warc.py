@@ -45,7 +45,8 @@ class WarcReaderMissingError(SelectionError):
 @dataclass(frozen=True)
 class WarcRecordRef:
     """Where one page's record lies in its WARC file (``offset`` None in a file gzipped whole; ``length`` by the
-    headers; ``broken`` why the record cannot be read)."""
+    headers; ``broken`` why the record cannot be read; ``dump`` the crawl the last ``warcinfo`` before it names,
+    its ``isPartOf``)."""
 
     ordinal: int
     offset: int | None
@@ -53,6 +54,7 @@ class WarcRecordRef:
     date: str | None
     length: int
     broken: str | None = None
+    dump: str | None = None
 
 
 @dataclass(frozen=True)
@@ -259,6 +261,23 @@ def _payload_length(record: Any) -> int:
         total += len(piece)
 
 
+#: Most bytes of a ``warcinfo`` record read for its fields.
+_WARCINFO_BYTES: Final[int] = 64 << 10
+
+
+def _is_part_of(record: Any) -> str | None:
+    """The ``isPartOf`` field of a ``warcinfo`` record's ``application/warc-fields`` (Common Crawl's crawl name)."""
+    try:
+        fields = record.reader.read(_WARCINFO_BYTES)
+    except (OSError, ValueError):
+        return None
+    for line in bytes(fields).decode("utf-8", "replace").splitlines():
+        name, sep, value = line.partition(":")
+        if sep and name.strip() == "isPartOf" and value.strip():
+            return value.strip()
+    return None
+
+
 def _page_id(record_id: str, shown: str, ordinal: int) -> str:
     """The article id: the ``WARC-Record-ID`` without ``<>``, or ``<file>#<ordinal>`` without one."""
     stripped = record_id.strip().removeprefix("<").removesuffix(">")
@@ -278,6 +297,7 @@ def scan_warc(
     position = -1
     ordinal = -1
     last_page: int | None = None  # index in pages of the record read just before a break
+    dump: str | None = None  # the isPartOf of the last warcinfo record
     with store(path).open() as stream:
         records = iter(_iterate(stream))
         while True:
@@ -300,6 +320,8 @@ def scan_warc(
             kinds[kind] += 1
             if progress is not None:
                 progress(min(record.stream_pos, size), size, ordinal + 1)
+            if kind == "warcinfo":
+                dump = _is_part_of(record)
             if kind != "html" and not (cut_off and url is not None):
                 continue
             expected = record.content_length
@@ -309,9 +331,8 @@ def scan_warc(
                 broken = "the record is cut off inside its headers (a truncated WARC file)"
             elif got < expected:
                 broken = f"the record holds {got} of the {expected} payload bytes its headers give (a truncated record)"
-            ref = WarcRecordRef(
-                ordinal, record.stream_pos, record.record_id or "", record.headers.get("WARC-Date"), expected, broken
-            )
+            date = record.headers.get("WARC-Date")
+            ref = WarcRecordRef(ordinal, record.stream_pos, record.record_id or "", date, expected, broken, dump)
             charset = charset_label(record.http_charset)
             pages.append(ScannedRecord(_page_id(ref.record_id, shown, ordinal), url, charset, ref))
             last_page = len(pages) - 1
