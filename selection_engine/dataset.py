@@ -96,14 +96,13 @@ class DatasetWriter:
 
     def add(self, lines: bytes | bytearray | memoryview) -> None:
         """Add the rows of these JSON Lines, in order; a full row group is written at once."""
-        columns = self._columns
         for line in bytes(lines).splitlines():
             row = orjson.loads(line)
             for name in COLUMN_NAMES:
-                columns[name].append(row[name])
+                self._columns[name].append(row[name])
             self._text_chars += len(row["text"])
             self.rows += 1
-            if len(columns["text"]) >= ROW_GROUP_ROWS or self._text_chars >= ROW_GROUP_TEXT_CHARS:
+            if len(self._columns["text"]) >= ROW_GROUP_ROWS or self._text_chars >= ROW_GROUP_TEXT_CHARS:
                 self._flush()
 
     def _flush(self) -> None:

@@ -114,7 +114,7 @@ def test_every_optional_module_the_command_names_belongs_to_its_extra() -> None:
             modules_of.setdefault(re.sub(r"[-_.]+", "-", dist).lower(), set()).add(module)
     checked = 0
     for requirement in requires:
-        extra = re.search(r"extra == \"(extract|s3|gcs|azure|dask)\"", requirement)
+        extra = re.search(r"extra == \"(extract|dataset|s3|gcs|azure|dask)\"", requirement)
         name = re.sub(r"[-_.]+", "-", re.match(r"[A-Za-z0-9._-]+", requirement).group(0)).lower()  # type: ignore[union-attr]
         if extra is None or name not in modules_of:  # not installed here (gcs, azure in the dev install)
             continue

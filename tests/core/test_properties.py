@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 
 from selection_cli.main import main
 from selection_core import select_article, select_batch_bytes, tokenize
+from selection_core.dataset import dataset_row
 from tests.support import examples
 from tests.support.reference_rule import assert_agrees_with_reference, ref_tokens
 
@@ -492,6 +493,19 @@ def test_order_of_blocks_with_shared_lines_does_not_matter(article: dict[str, An
     # whichever block comes first must not change any number.
     reordered = {k: article[k] for k in order if k in article}
     assert select_article(reordered).to_dict() == select_article(article).to_dict()
+
+
+@given(batch_articles())
+def test_every_article_has_a_dataset_row_with_its_selected_text(article: dict[str, Any]) -> None:
+    # The text column is the selected block's text field when it is a string, else "" (docs/rule.md, the dataset).
+    selection = select_article(article)
+    row = dataset_row(article, selection)
+    block = article.get(selection.selected)
+    held = block.get(TEXT_FIELD[selection.selected]) if isinstance(block, dict) else None
+    assert row["text"] == (held if isinstance(held, str) else "")
+    assert row["selected_extractor"] == selection.selected and row["reason"] == selection.reason.value
+    assert all(value is None or isinstance(value, str) for name, value in row.items() if name != "score")
+    assert orjson.loads(orjson.dumps(row)) == row
 
 
 @profile(8)

@@ -66,6 +66,7 @@ def _job(start: int, stop: int, part: str = "/out/.o.json.1.0000000000000000.cs-
         identity=Version(2, "inode:1 mtime_ns:3"),
         chunk=Chunk(start, stop, 10 * start, 10 * stop),
         format_name="JSON",
+        dataset=False,
         output_path="/out/o.json",
         output_part=part,
         report_path=None,
