@@ -19,6 +19,7 @@ from content_selection.flows.params import STAGE_TAG
 from content_selection.flows.runners import process_workers
 from content_selection.flows.select_content import select_content
 from content_selection.flows.select_directory import select_directory
+from selection_core.dataset import BATCH
 
 if TYPE_CHECKING:
     from prefect.deployments.runner import RunnerDeployment
@@ -51,6 +52,7 @@ def build_deployments(
     timezone: str = DEFAULT_TIMEZONE,
     after_flow: tuple[str, str] | None = None,
     concurrency_limit: int | None = None,
+    output_format: str = BATCH,
 ) -> list[RunnerDeployment]:
     """Build the stage's deployments, their flows referenced by module path (the project must be importable).
 
@@ -62,6 +64,7 @@ def build_deployments(
         concurrency_limit: Most runs of the triggered (and after-flow) deployment at once, everywhere; extra
             runs queue. None: this machine's cores. The scheduled scans run one at a time (a second scan at
             once would select the same batches), their extra runs queued too.
+        output_format: Default ``output_format`` of the deployments that select (``"dataset"``: Parquet).
 
     Raises:
         ValueError: an invalid cron expression or time zone, or an invalid ``after_flow``.
@@ -71,8 +74,9 @@ def build_deployments(
         "enforce_parameter_schema": True,
         "entrypoint_type": EntrypointType.MODULE_PATH,
     }
+    written = {} if output_format == BATCH else {"output_format": output_format}
     root_parameter = {"data_root": data_root} if data_root else {}
-    scheduled_parameters = {**root_parameter, **({"directory": directory} if directory else {})}
+    scheduled_parameters = {**root_parameter, **written, **({"directory": directory} if directory else {})}
     inbox_parameters = {**root_parameter, **({"inbox": inbox} if inbox else {})}
     schedule = CronSchedule(cron=cron, timezone=timezone)
     one_at_a_time = queued(1)
@@ -81,6 +85,7 @@ def build_deployments(
     manual = select_content.to_deployment(
         name="manual",
         description="Select one batch, started by hand from the UI or the API.",
+        parameters=written,
         **common,
     )
     scheduled = select_directory.to_deployment(
@@ -94,7 +99,7 @@ def build_deployments(
     triggered = select_content.to_deployment(
         name="triggered",
         description="Select a batch when the upstream extraction flow emits content-selection.batch.extracted.",
-        parameters={**root_parameter, "require_data_root": True},
+        parameters={**root_parameter, **written, "require_data_root": True},
         triggers=[batch_extracted_trigger()],
         concurrency_limit=triggered_limit,
         **common,
@@ -115,6 +120,7 @@ def build_deployments(
     crawl_manual = extract_crawl.to_deployment(
         name="manual",
         description="Extract and select every WARC of a listing into a prefix; a re-run does only what is left.",
+        parameters=written,
         concurrency_limit=one_at_a_time,
         **common,
     )
@@ -126,7 +132,7 @@ def build_deployments(
             select_content.to_deployment(
                 name="after-flow",
                 description="Select the batch an upstream flow wrote, when its run completes.",
-                parameters={**root_parameter, "require_data_root": True},
+                parameters={**root_parameter, **written, "require_data_root": True},
                 triggers=[flow_completed_trigger(flow_name, parameter)],
                 concurrency_limit=triggered_limit,
                 **common,

@@ -7,6 +7,7 @@ import os
 import sys
 
 from content_selection.deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
+from selection_cli.arguments import add_output_format, check_output_format
 from selection_cli.environment import check_prefect_api
 from selection_storage.paths import DATA_ROOT_ENV, data_root_in_force
 
@@ -60,6 +61,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
         metavar="PARAM",
         help="with --after-flow: the parameter of that flow that holds the batch it wrote",
     )
+    add_output_format(parser)  # the default of the deployments that select (a run may still choose)
     return parser
 
 
@@ -72,6 +74,7 @@ def serve_command(args: argparse.Namespace) -> int:
     if not _api_url_set():
         return 2
     try:
+        check_output_format(args)
         in_force = data_root_in_force(args.data_root, "--data-root")
         if in_force is not None and args.inbox:  # the extraction's outputs must be where the selection accepts them
             in_force.confine(args.inbox, "inbox")
@@ -102,6 +105,7 @@ def serve_command(args: argparse.Namespace) -> int:
             timezone=timezone,
             after_flow=upstream,
             concurrency_limit=args.concurrency_limit,
+            output_format=args.output_format,
         )
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
         errors = getattr(exc, "errors", None)

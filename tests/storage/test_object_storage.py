@@ -378,3 +378,30 @@ def test_a_store_that_stops_mid_archive_fails_the_extraction_and_writes_nothing(
     with pytest.raises(ReadError, match="the store failed .*retry later"):
         extract_to_file(url, settings=ExtractionSettings(workers=1))
     assert store_server.keys(bucket) == [f"{bucket}/crawls/crawl.warc.gz"] and store_server.no_uploads(bucket)
+
+
+def test_a_dataset_in_a_store_is_the_bytes_on_a_disk_and_duckdb_reads_it_there(store_server, bucket, tmp_path) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    for name in ("day1/a_extracted.json", "day2/b_extracted.json"):
+        store_server.put(store_server.url(bucket, name), GOLDEN_BATCH.read_bytes())
+    local = select_file(GOLDEN_BATCH, tmp_path / "local.parquet", output_format="dataset")
+
+    remote = select_file(store_server.url(bucket, "day1/a_extracted.json"), chunk_articles=20, output_format="dataset")
+    select_file(store_server.url(bucket, "day2/b_extracted.json"), output_format="dataset")
+
+    assert str(remote.output_path) == store_server.url(bucket, "day1/a_extracted_selected.parquet")
+    assert store_server.get(str(remote.output_path)) == (tmp_path / "local.parquet").read_bytes()
+    assert remote.output_sha256 == local.output_sha256
+    assert store_server.keys(bucket) == [
+        f"{bucket}/day1/a_extracted.json",
+        f"{bucket}/day1/a_extracted_selected.parquet",
+        f"{bucket}/day2/b_extracted.json",
+        f"{bucket}/day2/b_extracted_selected.parquet",
+    ]
+    assert store_server.no_uploads(bucket)
+
+    connection = duckdb.connect()
+    connection.register_filesystem(store_server.fs())  # DuckDB reads the store through its fsspec client
+    glob = store_server.url(bucket, "**/*.parquet")
+    count, urls = connection.sql(f"SELECT count(*), count(DISTINCT url) FROM read_parquet('{glob}')").fetchall()[0]
+    assert (count, urls) == (2 * 181, len({a["url"] for a in json.loads(GOLDEN_BATCH.read_bytes())["articles"]}))

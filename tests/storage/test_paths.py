@@ -90,11 +90,38 @@ def test_confine_refuses_malformed_paths(root_with_outside: tuple[Path, Path], b
 def test_default_and_temporary_names() -> None:
     assert selected_path("data/batch_extracted.json").as_posix() == "data/batch_extracted_selected.json"
     assert selected_path("data/batch_extracted.jsonl").as_posix() == "data/batch_extracted_selected.jsonl"
+    for batch in ("data/batch_extracted.json", "data/batch_extracted.jsonl"):
+        assert selected_path(batch, "dataset").as_posix() == "data/batch_extracted_selected.parquet"
     name = temporary_name(Path("out/batch.json"), "0123456789abcdef")
     assert name.as_posix() == f"out/.batch.json.{HOST_TAG}-{os.getpid()}.0123456789abcdef.cs-tmp"
     part = temporary_name(Path("out/batch.json"), "0123456789abcdef", 10)
     assert part.name.endswith(".0123456789abcdef-0000000a.cs-tmp")
     assert STAGED_NAME.match(name.name)["part"] is None and STAGED_NAME.match(part.name)["part"] == "0000000a"
+
+
+@pytest.mark.parametrize(
+    ("output", "output_format", "message"),
+    [
+        pytest.param(
+            "o.json", "dataset", r"o\.json: the dataset is written as Parquet; name the output \*\.parquet", id="json"
+        ),
+        pytest.param("o.jsonl", "dataset", r"the dataset is written as Parquet", id="jsonl"),
+        pytest.param(
+            "o.parquet",
+            "batch",
+            r"the selected batch is JSON, not Parquet; for Parquet give --format dataset",
+            id="parquet",
+        ),
+    ],
+)
+def test_an_output_named_for_another_format_is_refused(
+    tmp_path: Path, output: str, output_format: str, message: str
+) -> None:
+    source = tmp_path / "b_extracted.json"
+    source.write_bytes(b'{"articles": []}')
+    with pytest.raises(OutputPathError, match=message):
+        resolve_run_paths(str(source), str(tmp_path / output), output_format=output_format)
+    assert resolve_run_paths(str(source), str(tmp_path / "o.data"), output_format="dataset").output_format == "dataset"
 
 
 def test_name_once() -> None:
