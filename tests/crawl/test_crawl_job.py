@@ -217,3 +217,47 @@ def test_a_warc_sent_more_than_once_says_so_in_its_line_and_the_totals(tmp_path:
     summary = orjson.loads((tmp_path / "out" / "crawl.json").read_bytes())
     assert [w.get("sends") for w in summary["warcs"]] == [4, None] and summary["totals"]["resent"] == 3
     assert job.outcome(0) == dying
+
+
+@pytest.mark.slow  # real extractors: about 1 s a WARC, each WARC done twice (a batch and a dataset)
+def test_a_crawl_as_a_dataset_is_read_by_duckdb_over_its_glob_with_each_warcs_selected_text(tmp_path: Path) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    listing = str(_listing(tmp_path, KEYS))
+    batches, datasets = tmp_path / "batches", tmp_path / "datasets"
+    _run(CrawlJob.plan(listing, str(batches), str(CRAWL), 30.0))
+    job = CrawlJob.plan(listing, str(datasets), str(CRAWL), 30.0, output_format="dataset")
+    _run(job)
+
+    assert [u.relative for u in job.units] == [key.removesuffix(".warc.gz") + ".parquet" for key in KEYS]
+    summary = orjson.loads((datasets / "crawl.json").read_bytes())
+    assert summary["format"] == "dataset" and summary["totals"]["done"] == len(KEYS)
+    assert (
+        summary["settings_fingerprint"] != orjson.loads((batches / "crawl.json").read_bytes())["settings_fingerprint"]
+    )
+
+    glob = str(datasets / "**" / "*.parquet")
+    rows = duckdb.sql(f"SELECT * FROM read_parquet('{glob}') ORDER BY file_path, id").fetchall()
+    columns = [c[0] for c in duckdb.sql(f"DESCRIBE SELECT * FROM read_parquet('{glob}')").fetchall()]
+    rows_of = {(r["file_path"], r["id"]): r for r in (dict(zip(columns, row)) for row in rows)}
+    expected = 0
+    for unit in job.units:
+        record = orjson.loads((datasets / unit.relative).with_suffix(".extraction.json").read_bytes())
+        assert record["crawl"]["format"] == "dataset"
+        lines = (batches / unit.relative).with_suffix(".jsonl").read_bytes().splitlines()
+        for article in map(orjson.loads, lines):
+            row = rows_of[(unit.source, article["id"])]
+            chosen = article["selected_extractor"]
+            assert row["text"] == article[chosen]["text" if chosen != "readability" else "cleaned_text"]
+            assert (row["url"], row["date"], row["dump"]) == (article["url"], article["warc_date"], "CC-MAIN-2024-18")
+            expected += 1
+    assert len(rows) == expected == summary["totals"]["pages"] == 24
+
+    # the same format again redoes nothing; the other format is other outputs, every WARC done
+    assert CrawlJob.plan(listing, str(datasets), str(CRAWL), 30.0, output_format="dataset").todo == []
+    assert CrawlJob.plan(listing, str(datasets), str(CRAWL), 30.0).todo == list(range(len(KEYS)))
+    # a record of the other format beside a dataset's output is not trusted (its fingerprint and size are another's)
+    first = datasets / job.units[0].relative
+    other = (batches / job.units[0].relative).with_suffix(".extraction.json")
+    first.with_suffix(".extraction.json").write_bytes(other.read_bytes())
+    (datasets / "crawl.json").unlink()  # its copy of the record would be read first
+    assert CrawlJob.plan(listing, str(datasets), str(CRAWL), 30.0, output_format="dataset").todo == [0]

@@ -70,3 +70,29 @@ def test_the_command_lines_bar_shows_warcs_pages_rate_and_time_left_and_each_fai
     plain = io.StringIO()
     CrawlBar(plain)(1, 1, 5, 1.0, WarcOutcome("done", pages=5))
     assert plain.getvalue() == ""  # not a terminal: no bar
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_crawl_into_a_store_as_a_dataset_is_read_by_duckdb_over_its_glob(s3_server, tmp_path: Path) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    bucket = s3_server.new_bucket()
+    prefix = s3_server.url(bucket, "selected/CC-MAIN-2024-18")
+    summary = extract_crawl(str(PATHS), prefix, base=str(CRAWL), workers=2, output_format="dataset")
+    assert (summary.done, summary.pages) == (4, 24)
+    batches = extract_crawl(str(PATHS), str(tmp_path / "batches"), base=str(CRAWL), workers=2)
+    assert batches.done == 4
+    keys = s3_server.keys(bucket)
+    assert sum(k.endswith(".parquet") for k in keys) == 4 and not any(k.endswith(".jsonl") for k in keys)
+    assert json.loads(s3_server.get(f"{prefix}/crawl.json"))["format"] == "dataset"
+
+    connection = duckdb.connect()
+    connection.register_filesystem(s3_server.fs())
+    texts = dict(connection.sql(f"SELECT id, text FROM read_parquet('{prefix}/**/*.parquet')").fetchall())
+    expected = {}
+    for output in sorted((tmp_path / "batches").rglob("*.jsonl")):
+        for article in map(json.loads, output.read_text(encoding="utf-8").splitlines()):
+            chosen = article["selected_extractor"]
+            expected[article["id"]] = article[chosen]["cleaned_text" if chosen == "readability" else "text"]
+    assert texts == expected and len(texts) == 24
+    assert s3_server.no_uploads(bucket)
