@@ -17,11 +17,13 @@ from typing import Any
 from uuid import UUID
 
 import orjson
+import pyarrow.parquet as pq
 import pytest
 
 import selection_core as sc
 from selection_cli.main import main
 from selection_cli.select import format_summary
+from selection_core.config import TEXT_FIELDS
 from selection_core.errors import EXIT_INVALID_INPUT
 from selection_engine import select_file
 from tests.support import DATA, PAGES, ROOT
@@ -166,6 +168,17 @@ def test_pipeline_on_a_web_archive_writes_what_extract_then_select_write(
     ref_extracted, ref_selected, _, _ = extract_then_select(str(warc), tmp_path / "reference")
     assert (warc.parent / "pages_extracted.json").read_bytes() == ref_extracted.read_bytes()
     assert (warc.parent / "pages_extracted_selected.json").read_bytes() == ref_selected.read_bytes()
+
+    # as a dataset: the selected batch's text, one row an article, each WARC page's date and file
+    assert main(["pipeline", str(warc), "--format", "dataset", "--extracted", str(tmp_path / "x.jsonl")]) == 0
+    rows = pq.read_table(tmp_path / "x_selected.parquet").to_pylist()
+    articles = orjson.loads(ref_selected.read_bytes())["articles"]
+    assert [r["text"] for r in rows] == [
+        a[a["selected_extractor"]][TEXT_FIELDS[a["selected_extractor"]]] for a in articles
+    ]
+    assert [(r["id"], r["date"], r["file_path"]) for r in rows] == [
+        (a["id"], a["warc_date"], a["path"]) for a in articles
+    ]
 
 
 #: Runs ``content-selection ARGS`` and says on stdout whether Prefect was imported.
