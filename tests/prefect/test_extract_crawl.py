@@ -78,13 +78,18 @@ def test_a_crawl_into_a_store_as_a_dataset_is_read_by_duckdb_over_its_glob(s3_se
     duckdb = pytest.importorskip("duckdb")
     bucket = s3_server.new_bucket()
     prefix = s3_server.url(bucket, "selected/CC-MAIN-2024-18")
-    summary = extract_crawl(str(PATHS), prefix, base=str(CRAWL), workers=2, output_format="dataset")
+    # The options name the store: the workers are forks of a server that may have started before its environment was set
+    options = s3_server.options
+    summary = extract_crawl(
+        str(PATHS), prefix, base=str(CRAWL), workers=2, storage_options=options, output_format="dataset"
+    )
     assert (summary.done, summary.pages) == (4, 24)
     batches = extract_crawl(str(PATHS), str(tmp_path / "batches"), base=str(CRAWL), workers=2)
     assert batches.done == 4
     keys = s3_server.keys(bucket)
     assert sum(k.endswith(".parquet") for k in keys) == 4 and not any(k.endswith(".jsonl") for k in keys)
     assert json.loads(s3_server.get(f"{prefix}/crawl.json"))["format"] == "dataset"
+    assert not any(str(value) in s3_server.get(f"{prefix}/crawl.json").decode() for value in options.values())
 
     connection = duckdb.connect()
     connection.register_filesystem(s3_server.fs())
