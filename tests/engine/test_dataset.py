@@ -18,7 +18,7 @@ import pytest
 import selection_core as sc
 from selection_cli.main import main
 from selection_core.config import TEXT_FIELDS
-from selection_core.dataset import COLUMN_NAMES
+from selection_core.dataset import COLUMN_NAMES, DATASET
 from selection_core.errors import EXIT_UNAVAILABLE, InvalidBatchError, MissingExtraError
 from selection_engine import dataset as dataset_module
 from selection_engine.engine import ChunkJob, select_file, select_job
@@ -162,3 +162,22 @@ def test_the_command_writes_the_same_bytes_under_any_hash_seed_and_locale(tmp_pa
         == outputs[1]
         == select_file(GOLDEN, tmp_path / "here.parquet", output_format="dataset").output_path.read_bytes()
     )
+
+
+def test_a_row_group_is_cut_early_when_its_text_is_large(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = [
+        r["text"]
+        for r in pq.read_table(
+            select_file(GOLDEN, tmp_path / "a.parquet", output_format=DATASET).output_path
+        ).to_pylist()
+    ]
+    limit = 20_000
+    monkeypatch.setattr(dataset_module, "ROW_GROUP_TEXT_CHARS", limit)
+    metadata = pq.ParquetFile(select_file(GOLDEN, tmp_path / "b.parquet", output_format=DATASET).output_path).metadata
+    sizes = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+    expected, rows, chars = [], 0, 0
+    for text in texts:  # the rule, replayed: a group ends at the row that brings its text to the limit
+        rows, chars = rows + 1, chars + len(text)
+        if chars >= limit:
+            expected, rows, chars = [*expected, rows], 0, 0
+    assert sizes == expected + ([rows] if rows else []) and len(sizes) > 10
