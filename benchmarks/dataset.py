@@ -13,8 +13,9 @@ run: the seconds of each, the bytes of the outputs, and DuckDB's time to count t
 the outputs' glob (the median of 5; for the batch, ``read_json`` picking the selected block's text). ``memory``
 writes a batch of distinct articles (``benchmarks/_batches.py``) and runs ``content-selection select`` on it in a
 child process whose process tree's peak resident set is sampled: the dataset against the batch format, and the
-large batch against one 16 times smaller. ``layout`` rewrites one dataset's rows with other row group sizes and
-compressions and times DuckDB's scan and ``datasets.load_dataset`` on each. Figures: docs/scaling.md.
+large batch against one 16 times smaller. ``layout`` rewrites one dataset's rows with the writer's options but other
+row group sizes and compressions, and times DuckDB's scan and ``datasets.load_dataset`` on each.
+Figures: docs/scaling.md.
 """
 
 from __future__ import annotations
@@ -166,7 +167,7 @@ def layout(args: argparse.Namespace) -> dict[str, Any]:
     import duckdb
     import pyarrow.parquet as pq
 
-    from selection_engine.dataset import COMPRESSION, ROW_GROUP_ROWS
+    from selection_engine.dataset import COMPRESSION, ROW_GROUP_ROWS, writer_options
 
     files = sorted(Path(args.folder).rglob("*.parquet"))
     table = pq.ParquetDataset(files).read()  # one crawl's rows, in memory for the rewrite only
@@ -174,11 +175,11 @@ def layout(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"rows": table.num_rows, "files": len(files), "machine": machine()}
     try:
         for compression in (COMPRESSION, "snappy", "none"):
-            for rows in (100, ROW_GROUP_ROWS, 10_000, 100_000):
+            for rows in (100, ROW_GROUP_ROWS, 10_000):
                 if compression != COMPRESSION and rows != ROW_GROUP_ROWS:
                     continue
                 path = work / f"{compression}-{rows}.parquet"
-                pq.write_table(table, path, compression=compression, row_group_size=rows)
+                pq.write_table(table, path, row_group_size=rows, **writer_options(compression))
                 connection = duckdb.connect()
                 scan = f"SELECT sum(length(text)) FROM read_parquet('{path}')"
                 scan_s, _ = _median_seconds(lambda scan=scan, c=connection: c.sql(scan).fetchall())
@@ -230,7 +231,8 @@ def main() -> None:
     args = parser.parse_args()
     results = {"crawl": crawl, "memory": memory, "layout": layout}[args.part](args)
     OUT.mkdir(parents=True, exist_ok=True)
-    target = OUT / f"dataset_{args.part}.json"
+    pages = f"_{args.warcs * args.pages}" if args.part == "crawl" else ""
+    target = OUT / f"dataset_{args.part}{pages}.json"
     target.write_text(json.dumps(results, indent=2, default=str) + "\n")
     print(json.dumps(results.get("ratios", {}), indent=2))
     print(f"wrote {target}")

@@ -44,6 +44,16 @@ def require_pyarrow(what: str = "--format dataset") -> Any:
     return pyarrow
 
 
+def writer_options(compression: str = COMPRESSION) -> dict[str, Any]:
+    """The options of Parquet's writer for the dataset (``compression`` other than :data:`COMPRESSION` only to
+    measure the choice)."""
+    return {
+        "compression": compression,
+        "use_dictionary": list(_DICTIONARY_COLUMNS),
+        "write_statistics": [name for name in COLUMN_NAMES if name not in _NO_STATISTICS],
+    }
+
+
 def arrow_schema() -> Any:
     """The dataset's Arrow schema (:data:`selection_core.dataset.COLUMNS`)."""
     pa = require_pyarrow()
@@ -83,13 +93,7 @@ class DatasetWriter:
 
         self._pa = pa
         self._schema = arrow_schema()
-        self._writer = pq.ParquetWriter(
-            _Sink(write),
-            self._schema,
-            compression=COMPRESSION,
-            use_dictionary=list(_DICTIONARY_COLUMNS),
-            write_statistics=[name for name in COLUMN_NAMES if name not in _NO_STATISTICS],
-        )
+        self._writer = pq.ParquetWriter(_Sink(write), self._schema, **writer_options())
         self._columns: dict[str, list[Any]] = {name: [] for name in COLUMN_NAMES}
         self._text_chars = 0
         self.rows = 0
