@@ -18,10 +18,11 @@ from typing import Any, Final
 import orjson
 
 from selection_core.config import EXTRACTORS
-from selection_core.dataset import BATCH
+from selection_core.dataset import BATCH, DATASET
 from selection_core.errors import EXIT_INVALID_INPUT, EXIT_IO_ERROR, OutputPathError, SelectionError
 from selection_crawl.listing import SUMMARY_NAME, CrawlUnit, joined, read_listing, record_of
 from selection_crawl.unit import WarcJob, WarcOutcome, settings_fingerprint
+from selection_engine.dataset import require_pyarrow
 from selection_extraction import ExtractionSettings, PageSet, default_extractors
 from selection_extraction.batch import NO_STATS, build_batch
 from selection_storage.files import Version
@@ -197,7 +198,10 @@ class CrawlJob:
         output_format: str = BATCH,
     ) -> CrawlJob:
         """The job of ``listing`` into ``prefix``, its done WARCs found (refusals before anything runs); its outputs
-        are selected batches, or with ``output_format`` ``"dataset"`` Parquet datasets."""
+        are selected batches, or with ``output_format`` ``"dataset"`` Parquet datasets (pyarrow is checked here,
+        not by every WARC)."""
+        if output_format == DATASET:
+            require_pyarrow()
         where = location(prefix, storage_options, "output")  # a bad URL is refused here
         units = read_listing(listing, base, storage_options, output_format)
         if isinstance(where, Path):  # a folder on this disk, made as the outputs' folders are

@@ -261,3 +261,14 @@ def test_a_crawl_as_a_dataset_is_read_by_duckdb_over_its_glob_with_each_warcs_se
     first.with_suffix(".extraction.json").write_bytes(other.read_bytes())
     (datasets / "crawl.json").unlink()  # its copy of the record would be read first
     assert CrawlJob.plan(listing, str(datasets), str(CRAWL), 30.0, output_format="dataset").todo == [0]
+
+
+def test_a_dataset_crawl_without_pyarrow_is_refused_before_any_warc(tmp_path: Path, mocker) -> None:
+    from selection_core.errors import MissingExtraError
+
+    mocker.patch.dict("sys.modules", {"pyarrow": None, "pyarrow.parquet": None})
+    with pytest.raises(MissingExtraError, match=r"the 'dataset' extra"):
+        CrawlJob.plan(
+            str(_listing(tmp_path, KEYS[:1])), str(tmp_path / "out"), str(CRAWL), 30.0, output_format="dataset"
+        )
+    assert not (tmp_path / "out").exists()
