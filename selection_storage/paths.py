@@ -54,7 +54,9 @@ def resolve_selected_path(
             raise OutputPathError(f"{out}: the dataset is written as Parquet; name the output *{PARQUET_SUFFIX}")
         return out
     if suffix == PARQUET_SUFFIX:
-        raise OutputPathError(f"{out}: the selected batch is JSON, not Parquet; for Parquet give --format dataset")
+        raise OutputPathError(
+            f"{out}: the selected batch is JSON, not Parquet; for Parquet give --format dataset (output_format dataset)"
+        )
     lines = is_jsonl(location(input_path).name)
     if lines != is_jsonl(out.name) and out.suffix in (".json", ".jsonl"):
         kind, want = ("JSON Lines", ".jsonl") if lines else ("JSON", ".json")
