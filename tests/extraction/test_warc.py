@@ -95,6 +95,17 @@ def test_the_offsets_are_where_the_records_start_or_null_in_a_file_gzipped_whole
     assert (None in offsets) == (name == "pages_whole.warc.gz")
 
 
+def test_a_page_names_the_crawl_its_warcinfo_is_part_of() -> None:
+    crawl = DATA / "crawl"
+    expected = json.loads((crawl / "expected.json").read_text(encoding="utf-8"))
+    key = next(iter(expected["warcs"]))
+    pages = find_pages(crawl / key).pages
+    assert pages and {p.warc.dump for p in pages if p.warc} == {expected["crawl"]}  # its isPartOf: CC-MAIN-2024-18
+    assert {p.warc.dump for p in find_pages(WARCS / "pages.warc.gz").pages if p.warc} == {
+        None
+    }  # a warcinfo without one
+
+
 def test_warcio_finds_each_record_again_at_its_offset() -> None:
     from warcio.archiveiterator import ArchiveIterator
 
