@@ -120,6 +120,23 @@ def test_a_crawl_on_workers_that_share_no_disk_writes_each_warcs_output_and_resu
         after = {k: e["LastModified"] for k, e in _outputs(s3_server, bucket).items() if k != "crawl.json"}
         assert after == stamps  # ...nor written again
         assert s3_server.uploads(bucket) == []
+
+        # the same WARCs as a dataset, on the same workers: a Parquet file each, beside the batches, with their texts
+        s3_server.put(s3_server.url(bucket, "good.txt"), "".join(f"{key}\n" for key in keys).encode())
+        as_dataset = _crawl_args(s3_server, bucket, s3_server.url(bucket, "good.txt"), cluster.address)
+        done = run_command([*as_dataset, "--format", "dataset"], tmp_path, env, timeout=600)
+        assert done.returncode == 0, done.stderr
+        import pyarrow.parquet as pq
+
+        for relative, data in reference.items():
+            parquet = f"{bucket}/selected/{relative.removesuffix('.jsonl')}.parquet"
+            with fs.open(parquet, "rb") as fh:
+                rows = pq.read_table(fh).to_pylist()
+            articles = [orjson.loads(line) for line in data.splitlines()]
+            texts = [a[a["selected_extractor"]]["cleaned_text" if a["selected_extractor"] == "readability" else "text"]
+                     for a in articles]  # fmt: skip
+            assert [r["text"] for r in rows] == texts and {r["dump"] for r in rows} == {"CC-MAIN-2024-18"}, relative
+        assert s3_server.uploads(bucket) == []
         assert all(w.alive for w in cluster.workers)
 
 
