@@ -74,9 +74,9 @@ def build_deployments(
         "enforce_parameter_schema": True,
         "entrypoint_type": EntrypointType.MODULE_PATH,
     }
-    written = {} if output_format == BATCH else {"output_format": output_format}
+    format_parameter = {} if output_format == BATCH else {"output_format": output_format}
     root_parameter = {"data_root": data_root} if data_root else {}
-    scheduled_parameters = {**root_parameter, **written, **({"directory": directory} if directory else {})}
+    scheduled_parameters = {**root_parameter, **format_parameter, **({"directory": directory} if directory else {})}
     inbox_parameters = {**root_parameter, **({"inbox": inbox} if inbox else {})}
     schedule = CronSchedule(cron=cron, timezone=timezone)
     one_at_a_time = queued(1)
@@ -85,7 +85,7 @@ def build_deployments(
     manual = select_content.to_deployment(
         name="manual",
         description="Select one batch, started by hand from the UI or the API.",
-        parameters=written,
+        parameters=format_parameter,
         **common,
     )
     scheduled = select_directory.to_deployment(
@@ -99,7 +99,7 @@ def build_deployments(
     triggered = select_content.to_deployment(
         name="triggered",
         description="Select a batch when the upstream extraction flow emits content-selection.batch.extracted.",
-        parameters={**root_parameter, **written, "require_data_root": True},
+        parameters={**root_parameter, **format_parameter, "require_data_root": True},
         triggers=[batch_extracted_trigger()],
         concurrency_limit=triggered_limit,
         **common,
@@ -120,7 +120,7 @@ def build_deployments(
     crawl_manual = extract_crawl.to_deployment(
         name="manual",
         description="Extract and select every WARC of a listing into a prefix; a re-run does only what is left.",
-        parameters=written,
+        parameters=format_parameter,
         concurrency_limit=one_at_a_time,
         **common,
     )
@@ -132,7 +132,7 @@ def build_deployments(
             select_content.to_deployment(
                 name="after-flow",
                 description="Select the batch an upstream flow wrote, when its run completes.",
-                parameters={**root_parameter, **written, "require_data_root": True},
+                parameters={**root_parameter, **format_parameter, "require_data_root": True},
                 triggers=[flow_completed_trigger(flow_name, parameter)],
                 concurrency_limit=triggered_limit,
                 **common,
