@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from selection_cli.arguments import add_output_format, add_storage_options, check_output_format, storage_options
+from selection_cli.arguments import add_output_format, add_storage_options, storage_options
 from selection_cli.progress import ProgressBar
 from selection_core.batch import Summary
 from selection_core.evidence import counts_text
@@ -42,8 +42,7 @@ def select_command(args: argparse.Namespace) -> int:
     """Run ``select``; returns 0, raises the project's typed errors."""
     from selection_engine import select_file
 
-    check_output_format(args)
-    result = select_file(
+    result = select_file(  # a dataset without pyarrow is refused before the input is read
         args.input,
         args.output,
         args.report,

@@ -32,14 +32,15 @@ _DICTIONARY_COLUMNS: Final[tuple[str, ...]] = ("dump", "file_path", "selected_ex
 _NO_STATISTICS: Final[frozenset[str]] = frozenset({"text"})
 
 
-def require_pyarrow(what: str = "--format dataset") -> Any:
+def require_pyarrow() -> Any:
     """The ``pyarrow`` module; a :class:`MissingExtraError` naming the ``dataset`` extra without it."""
     try:
         import pyarrow
         import pyarrow.parquet  # noqa: F401 - the writer's module
     except ModuleNotFoundError as exc:
         raise MissingExtraError(
-            f"{what} needs the {DATASET_EXTRA!r} extra, which is not installed ({exc.name} is missing)", DATASET_EXTRA
+            f"--format dataset needs the {DATASET_EXTRA!r} extra, which is not installed ({exc.name} is missing)",
+            DATASET_EXTRA,
         ) from None
     return pyarrow
 
@@ -96,7 +97,6 @@ class DatasetWriter:
         self._writer = pq.ParquetWriter(_Sink(write), self._schema, **writer_options())
         self._columns: dict[str, list[Any]] = {name: [] for name in COLUMN_NAMES}
         self._text_chars = 0
-        self.rows = 0
 
     def add(self, lines: bytes | bytearray | memoryview) -> None:
         """Add the rows of these JSON Lines, in order; a full row group is written at once."""
@@ -105,7 +105,6 @@ class DatasetWriter:
             for name in COLUMN_NAMES:
                 self._columns[name].append(row[name])
             self._text_chars += len(row["text"])
-            self.rows += 1
             if len(self._columns["text"]) >= ROW_GROUP_ROWS or self._text_chars >= ROW_GROUP_TEXT_CHARS:
                 self._flush()
 
@@ -114,7 +113,6 @@ class DatasetWriter:
             return
         table = self._pa.Table.from_pydict(self._columns, schema=self._schema)
         self._writer.write_table(table, row_group_size=len(table))
-        del table
         self._columns = {name: [] for name in COLUMN_NAMES}
         self._text_chars = 0
 
