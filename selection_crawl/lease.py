@@ -1,0 +1,244 @@
+"""One crawl per output prefix: a lease, ``crawl.lease`` directly under the prefix, that names the run holding it
+and that it renews while it runs.
+
+The lease is created only where none is, and taken over only from a holder that has ended: one on this host whose
+process is gone, or one not renewed for :data:`STALE_SECONDS` (as the store's time of its last write tells it,
+against this machine's clock). Every write is conditioned on the version read (``selection_storage.conditional``),
+so of two runs that start, renew or take over at once exactly one holds the lease after.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import orjson
+
+from selection_core.errors import EXIT_TEMPFAIL, SelectionError
+from selection_storage.atomic import process_alive
+from selection_storage.conditional import Conditional, Tagged, conditional
+from selection_storage.stores import Location, location
+
+#: The lease's name, directly under the crawl's output prefix.
+LEASE_NAME: Final[str] = "crawl.lease"
+
+#: A lease not renewed for this long is taken for one whose holder has ended.
+STALE_SECONDS: Final[float] = 120.0
+
+#: How often :meth:`CrawlLease.start_renewing` renews the lease by default.
+RENEW_SECONDS: Final[float] = 30.0
+
+#: Tries to create or take over the lease while other runs change it, before this run gives up.
+_ACQUIRE_ATTEMPTS: Final[int] = 3
+
+
+class CrawlLeaseHeldError(SelectionError):
+    """Another run holds the lease of the crawl's output prefix; the message names it."""
+
+    exit_code = EXIT_TEMPFAIL
+
+
+class CrawlLeaseLostError(SelectionError):
+    """This run's lease was taken over by another run (or could not be renewed in time): the prefix is not this
+    run's any more."""
+
+    exit_code = EXIT_TEMPFAIL
+
+
+def _now() -> float:
+    """This machine's clock, in seconds since the epoch."""
+    return time.time()
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who a lease names (``?`` or None for what its body lacks), and how long ago the store last saw it written."""
+
+    host: str
+    pid: int | None
+    flow_run: str | None
+    since: str
+    token: str
+    age: float
+
+    @classmethod
+    def of(cls, lease: Tagged) -> Holder:
+        try:
+            body = orjson.loads(lease.data)
+        except orjson.JSONDecodeError:
+            body = None
+        body = body if isinstance(body, dict) else {}
+        pid = body.get("pid")
+        flow_run = body.get("flow_run")
+        return cls(
+            host=str(body.get("host") or "?"),
+            pid=pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None,
+            flow_run=None if flow_run is None else str(flow_run),
+            since=str(body.get("since") or "?"),
+            token=str(body.get("token") or ""),
+            age=_now() - lease.modified,
+        )
+
+    def ended(self) -> bool:
+        """Its process is gone (known on its own host only), or it has not renewed the lease for too long."""
+        gone = self.host == socket.gethostname() and self.pid is not None and not process_alive(self.pid)
+        return gone or self.age > STALE_SECONDS
+
+    def __str__(self) -> str:
+        run = "" if self.flow_run is None else f", flow run {self.flow_run}"
+        renewed = f"{max(round(self.age), 0)} s ago"
+        return f"host {self.host}, process {self.pid or '?'}{run}, since {self.since}, renewed {renewed}"
+
+
+class CrawlLease:
+    """This run's hold on a crawl's output prefix: :meth:`acquire` it, :meth:`start_renewing` it, call
+    :meth:`check` between units of work, :meth:`release` it at the end (or use it as a context manager)."""
+
+    def __init__(self, prefix: Location, lease: Conditional, body: dict[str, Any], tag: str) -> None:
+        self.prefix = prefix
+        self._lease, self._body, self._tag = lease, body, tag
+        self._lock = threading.Lock()  # one write at a time: the renewing thread's, the caller's
+        self._renewed = time.monotonic()
+        self._failure: Exception | None = None
+        self._lost = self._released = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def token(self) -> str:
+        """This hold's random token, as the lease's body names it."""
+        return str(self._body["token"])
+
+    @classmethod
+    def acquire(
+        cls, prefix: str | os.PathLike[str], storage_options: Mapping[str, Any] | None, flow_run: str | None = None
+    ) -> CrawlLease:
+        """The lease of ``prefix`` (a folder, or an ``s3://``, ``gs://``, ``az://`` prefix), created, or taken over
+        from a holder that has ended.
+
+        Raises:
+            CrawlLeaseHeldError: another run holds it.
+            SelectionError: the store failed (its typed error).
+        """
+        where = location(prefix, storage_options, "output")
+        lease = conditional(where / LEASE_NAME)
+        now = _iso(_now())
+        body = {
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "flow_run": flow_run,
+            "since": now,
+            "renewed": now,
+            "token": secrets.token_hex(16),
+        }
+        data = orjson.dumps(body)
+        holder: Holder | None = None
+        for _ in range(_ACQUIRE_ATTEMPTS):
+            tag = lease.create_exclusive(data)
+            if tag is None:
+                current = lease.read_tagged()
+                if current is None:  # released meanwhile: create it again
+                    continue
+                holder = Holder.of(current)
+                if holder.token == body["token"]:  # this run's write, retried by the client after its reply was lost
+                    tag = current.tag
+                elif not holder.ended():
+                    raise CrawlLeaseHeldError(
+                        f"{where}: another crawl is running on this prefix ({holder}); wait for it to end, or stop it"
+                    )
+                else:
+                    tag = lease.replace_if(data, current.tag)  # None: another run took it first
+            if tag is not None:
+                return cls(where, lease, body, tag)
+        raise CrawlLeaseHeldError(
+            f"{where}: other crawls are taking this prefix at the same time"
+            f"{'' if holder is None else f' ({holder})'}; wait for them to end, or stop them"
+        )
+
+    def renew(self) -> None:
+        """Write the lease again (a new ``renewed``), only if it is still this run's.
+
+        Raises:
+            CrawlLeaseLostError: another run took it over (or it was removed).
+            SelectionError: the store failed (its typed error); the lease is unchanged.
+        """
+        with self._lock:
+            if self._lost:
+                raise self._lost_error()
+            body = {**self._body, "renewed": _iso(_now())}
+            tag = self._lease.replace_if(orjson.dumps(body), self._tag)
+            if tag is None:
+                current = self._lease.read_tagged()
+                if current is None or Holder.of(current).token != self.token:
+                    self._lost = True
+                    raise self._lost_error(current)
+                tag = current.tag  # this run's write, retried by the client after its reply was lost
+            self._body, self._tag, self._renewed = body, tag, time.monotonic()
+
+    def _lost_error(self, current: Tagged | None = None) -> CrawlLeaseLostError:
+        now = "removed" if current is None else f"taken over ({Holder.of(current)})"
+        return CrawlLeaseLostError(
+            f"{self.prefix}: this crawl's lease on the prefix was {now}; another run owns it now: stop this one"
+        )
+
+    def start_renewing(self, every: float = RENEW_SECONDS) -> None:
+        """Renew the lease every ``every`` seconds in a daemon thread until :meth:`release`. A renewal that fails is
+        tried again while the lease cannot yet be stale; a lost lease, or a failure that lasts, is kept for
+        :meth:`check` to raise (the thread never ends the process)."""
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._renew_until_released, args=(every,), name=f"crawl lease of {self.prefix}", daemon=True
+            )
+            self._thread.start()
+
+    def _renew_until_released(self, every: float) -> None:
+        while not self._stop.wait(every):
+            try:
+                self.renew()
+            except Exception as exc:  # noqa: BLE001 - kept for check(), which the caller calls
+                waited = time.monotonic() - self._renewed
+                if getattr(exc, "transient", False):
+                    if waited + every < STALE_SECONDS:
+                        continue  # tried again at the next tick: the lease cannot be stale before
+                    exc = CrawlLeaseLostError(
+                        f"{self.prefix}: this crawl's lease could not be renewed for {round(waited)} s ({exc}); "
+                        "another run may take the prefix over: stop this one, and run it again"
+                    )
+                self._failure = exc
+                return
+
+    def check(self) -> None:
+        """Raise what made the renewing thread stop (a lost lease, a store's failure that lasted); else nothing."""
+        if self._failure is not None:
+            raise self._failure
+
+    def release(self) -> None:
+        """Stop renewing, and delete the lease if it is still this run's. Never raises."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+        with self._lock:
+            if self._released or self._lost:
+                return
+            self._released = True
+            try:
+                self._lease.delete_if(self._tag)
+            except Exception:  # noqa: BLE001, S110 - a lease left behind goes stale and is taken over
+                pass
+
+    def __enter__(self) -> CrawlLease:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release()
