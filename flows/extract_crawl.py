@@ -8,15 +8,18 @@ per WARC (the progress and the table artifacts), never per page.
 from __future__ import annotations
 
 import concurrent.futures
-import dataclasses
+import contextlib
 import time
-import uuid
 from collections import deque
-from collections.abc import Callable
-from typing import Annotated, Final
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import Annotated, Any, Final
 
+from pebble import ProcessExpired, ProcessPool
 from prefect import flow
 from prefect.artifacts import create_table_artifact
+from prefect.runtime import flow_run
 from pydantic import BaseModel, Field
 
 from content_selection.flows.params import (
@@ -32,27 +35,26 @@ from content_selection.flows.params import (
     run_namer,
 )
 from content_selection.flows.refusals import refusals_fail_the_run
-from content_selection.flows.runners import IN_FLIGHT_PER_WORKER, check_dask_scheduler, worker_processes
+from content_selection.flows.runners import (
+    IN_FLIGHT_PER_WORKER,
+    check_dask_scheduler,
+    forkserver_context,
+    process_workers,
+)
 from content_selection.tasks.logs import run_logger
 from content_selection.tasks.progress import artifact_progress, follower
 from selection_core.errors import EXIT_IO_ERROR
 from selection_crawl.job import CrawlJob
+from selection_crawl.lease import CrawlLease
 from selection_crawl.listing import SUMMARY_NAME
-from selection_crawl.unit import WarcOutcome, crawl_warc
+from selection_crawl.unit import MAX_TRIES, PROGRESS_SECONDS, PROGRESS_TOPIC, WarcOutcome, crawl_warc, report_pages_to
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
 
 CRAWL_PROGRESS_ARTIFACT_KEY: Final[str] = "crawl-progress"
 CRAWL_WARCS_ARTIFACT_KEY: Final[str] = "crawl-warcs"
 
-#: Times a WARC is sent again after Dask gave up on it (``KilledWorker``: the workers running it died
-#: ``distributed.scheduler.allowed-failures`` + 1 times, 4 by default); then it fails, and a re-run tries it again.
-MAX_RESENDS: Final[int] = 3
-
-#: Least seconds between two versions of the table artifact while WARCs finish.
-TABLE_INTERVAL_SECONDS: Final[float] = 5.0
-
-#: ``finish(index, outcome)``: what the run does when a WARC is over.
-Finish = Callable[[int, WarcOutcome], None]
+#: Least seconds between two updates of the progress artifact and the table artifact while WARCs are done.
+PUBLISH_INTERVAL_SECONDS: Final[float] = 5.0
 
 
 class CrawlRunSummary(BaseModel):
@@ -76,111 +78,198 @@ class CrawlRunSummary(BaseModel):
         )
 
 
-def _on_processes(job: CrawlJob, workers: int | None, finish: Finish) -> None:
-    """Do the WARCs on local worker processes; a worker that dies fails the WARCs in flight (a re-run does them)."""
-    with worker_processes("selection_crawl.unit", workers) as (count, submit):
-        todo = deque(job.todo)
-        pending: dict[concurrent.futures.Future[WarcOutcome], int] = {}
-        broken: str | None = None
-        while todo or pending:
-            while todo and broken is None and len(pending) < IN_FLIGHT_PER_WORKER * count:
-                index = todo.popleft()
-                pending[submit(crawl_warc, job.job(index))] = index
-            if not pending:
-                break
-            done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
-            for future in sorted(done, key=pending.__getitem__):
-                index = pending.pop(future)
-                try:
-                    outcome = future.result()
-                except concurrent.futures.process.BrokenProcessPool as exc:
-                    broken = f"a worker process died ({exc}); run again to do what is left"
-                    outcome = WarcOutcome.failed(f"{job.units[index].source}: {broken}", EXIT_IO_ERROR)
-                finish(index, outcome)
+@dataclass(frozen=True)
+class _Workers:
+    """Where WARCs are done: an executor, ``reports()`` (the pages reported since the last call, as
+    ``(index, done, estimate)``), ``count()`` (the workers now), where workers report (:class:`WarcJob`'s
+    ``progress``), and what a worker's death raises from its WARC's future."""
+
+    executor: Executor
+    reports: Callable[[], list[tuple[int, int, int]]]
+    count: Callable[[], int]
+    progress: str
+    deaths: tuple[type[BaseException], ...]
 
 
-def _on_dask(job: CrawlJob, address: str, finish: Finish) -> None:
-    """Do the WARCs on a Dask cluster, about 2 per worker thread in flight; a WARC whose workers keep dying is sent
-    again (:data:`MAX_RESENDS`), and only then fails, alone."""
-    from distributed import Client, as_completed
+class _PebbleExecutor(Executor):
+    """A pebble pool as a ``concurrent.futures`` executor."""
+
+    def __init__(self, pool: ProcessPool) -> None:
+        self.pool = pool
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        return self.pool.schedule(fn, args=args, kwargs=kwargs)
+
+
+@contextlib.contextmanager
+def _local_workers(workers: int | None) -> Iterator[_Workers]:
+    """``workers`` local worker processes (None: one per core), forks of a server that imported only the unit; a
+    worker that dies is replaced, and only its WARC's future fails (``ProcessExpired``)."""
+    context = forkserver_context("selection_crawl.unit")
+    queue = context.SimpleQueue()
+    count = workers or process_workers()
+    pool = ProcessPool(count, initializer=report_pages_to, initargs=(queue,), context=context)
+
+    def reports() -> list[tuple[int, int, int]]:
+        got = []
+        while not queue.empty():
+            got.append(queue.get())
+        return got
+
+    try:
+        yield _Workers(_PebbleExecutor(pool), reports, lambda: count, "queue", (ProcessExpired,))
+    finally:
+        pool.stop()
+        pool.join()
+        queue.close()
+
+
+@contextlib.contextmanager
+def _dask_workers(address: str) -> Iterator[_Workers]:
+    """The workers of the Dask cluster at ``address``; their reports are events of :data:`PROGRESS_TOPIC`, and a
+    WARC whose workers died until Dask gave up on it raises ``KilledWorker``."""
+    from distributed import Client
     from distributed.scheduler import KilledWorker
 
-    run = uuid.uuid4().hex[:12]  # a task's key: a re-run's tasks never meet a killed run's
+    events: deque[tuple[int, int, int]] = deque()
     with Client(address, set_as_default=False, timeout=30) as client:
-        sent: dict[int, int] = {}
-        owner: dict[str, int] = {}
-        todo = deque(job.todo)
-        flowing = as_completed(loop=client.loop)
+        client.subscribe_topic(PROGRESS_TOPIC, lambda event: events.append(tuple(event[1])))
 
-        def send(index: int) -> None:
-            sent[index] = sent.get(index, 0) + 1
-            key = f"crawl-warc-{run}-{index}-{sent[index]}"
-            owner[key] = index
-            flowing.add(client.submit(crawl_warc, job.job(index), key=key, pure=False))
+        def reports() -> list[tuple[int, int, int]]:
+            got = []
+            while events:
+                got.append(events.popleft())
+            return got
 
-        def top_up() -> None:
-            threads = max(1, sum(client.nthreads().values()))
-            while todo and flowing.count() < IN_FLIGHT_PER_WORKER * threads:
-                send(todo.popleft())
+        def count() -> int:
+            return max(1, sum(client.nthreads().values()))
 
-        top_up()
-        for future in flowing:
-            index = owner.pop(future.key)
+        with client.get_executor(pure=False) as executor:
+            yield _Workers(executor, reports, count, "dask", (ProcessExpired, KilledWorker))
+
+
+def _dispatch(job: CrawlJob, workers: _Workers, progress: _Progress, lease: CrawlLease) -> None:
+    """Do the WARCs to do on ``executor``, :data:`IN_FLIGHT_PER_WORKER` per worker in flight, the one way for local
+    processes and Dask: a WARC whose worker died is sent again (the worker counts its tries, and fails it alone
+    after :data:`MAX_TRIES`); the pages the workers report go to ``progress``; the lease is checked as WARCs end."""
+    todo = deque(job.todo)
+    pending: dict[concurrent.futures.Future[WarcOutcome], int] = {}
+    sent: dict[int, int] = {}
+
+    def send(index: int) -> None:
+        sent[index] = sent.get(index, 0) + 1
+        pending[workers.executor.submit(crawl_warc, job.job(index, workers.progress))] = index
+
+    while todo or pending:
+        while todo and len(pending) < IN_FLIGHT_PER_WORKER * workers.count():
+            send(todo.popleft())
+        done, _ = concurrent.futures.wait(
+            pending, timeout=PROGRESS_SECONDS, return_when=concurrent.futures.FIRST_COMPLETED
+        )
+        for event in workers.reports():
+            progress.pages(*event)
+        for future in sorted(done, key=pending.__getitem__):
+            index = pending.pop(future)
             try:
                 outcome = future.result()
-            except KilledWorker:
-                if sent[index] <= MAX_RESENDS:
-                    send(index)
+            except workers.deaths as exc:
+                if sent[index] <= MAX_TRIES:
+                    send(index)  # its worker's next start counts the try
                     continue
                 outcome = WarcOutcome.failed(
-                    f"{job.units[index].source}: the workers running it died, {sent[index]} times until Dask gave "
-                    "up on it (KilledWorker); run again to try it again",
+                    f"{job.units[index].source}: its workers died {sent[index]} times ({type(exc).__name__}); run "
+                    "again to try it again",
                     EXIT_IO_ERROR,
+                    tries=sent[index],
                 )
             except Exception as exc:  # noqa: BLE001 - one WARC's failure, in its line of crawl.json
                 outcome = WarcOutcome.failed(f"{job.units[index].source}: {type(exc).__name__}: {exc}", EXIT_IO_ERROR)
-            finally:
-                future.release()
-            finish(index, dataclasses.replace(outcome, sends=sent.pop(index)))
-            top_up()
+            progress(index, outcome)
+        progress.tick()
+        lease.check()
+
+
+@dataclass
+class Snapshot:
+    """Where a crawl run stands, as its progress bar shows it: WARCs finished of those to do, pages done (in
+    finished WARCs and in those in flight), pages estimated in all, and seconds since the start."""
+
+    finished: int
+    total: int
+    pages: int
+    estimate: int
+    seconds: float
 
 
 class _Progress:
-    """What the run shows as WARCs finish: the progress artifact, the table of WARCs (failures first, then the
-    latest done), the log, and the follower of a process that runs the flow itself (its progress bar)."""
+    """What the run shows as WARCs are done: the progress artifact and the table of WARCs (failures first, then the
+    latest done), each at most every :data:`PUBLISH_INTERVAL_SECONDS`; the log; and the follower of a process that
+    runs the flow itself (its progress bar), given a :class:`Snapshot` and the WARC that ended, if one did."""
 
     def __init__(self, job: CrawlJob, max_rows: int) -> None:
         self.job = job
         self.max_rows = max_rows
         self.total = len(job.todo)
         self.finished = 0
-        self.pages = 0
+        self.finished_pages = 0
+        self.flying: dict[int, tuple[int, int]] = {}  # WARC index: (pages done, pages estimated)
         self.latest: deque[int] = deque(maxlen=max_rows)
         self.failed: list[int] = []
-        self._tabled_at = float("-inf")
+        self._published_at = float("-inf")
+        self._changed = False
         description = f"WARCs of {job.listing} done in this run ({job.resumed} of {len(job.units)} done before)"
         self._percent = artifact_progress(CRAWL_PROGRESS_ARTIFACT_KEY, description)
         self._follower = follower(CRAWL_WARCS_ARTIFACT_KEY)
         self._started = time.monotonic()
 
+    def snapshot(self) -> Snapshot:
+        flying = sum(done for done, _ in self.flying.values())
+        estimated = sum(estimate for _, estimate in self.flying.values())
+        known = self.finished + len(self.flying)
+        per_warc = (self.finished_pages + estimated) / known if known else 0.0
+        waiting = self.total - known
+        estimate = self.finished_pages + estimated + round(per_warc * waiting)
+        return Snapshot(self.finished, self.total, self.finished_pages + flying, estimate,
+                        time.monotonic() - self._started)  # fmt: skip
+
+    def pages(self, index: int, done: int, estimate: int) -> None:
+        """A worker's report: WARC ``index`` has ``done`` pages of about ``estimate``."""
+        self.flying[index] = (done, estimate)
+        self._changed = True
+
     def __call__(self, index: int, outcome: WarcOutcome) -> None:
         self.job.finish_warc(index, outcome)
+        self.flying.pop(index, None)
         self.finished += 1
-        self.pages += outcome.pages
+        self.finished_pages += outcome.pages
+        self._changed = True
         if outcome.state == "failed":
             self.failed.append(index)
             run_logger().warning("%s", outcome.reason)
         else:
             self.latest.append(index)
-        if self._percent is not None:
-            self._percent(self.finished, self.total)
         if self._follower is not None:
-            self._follower(self.finished, self.total, self.pages, time.monotonic() - self._started, outcome)
-        if time.monotonic() - self._tabled_at >= TABLE_INTERVAL_SECONDS:
-            self.publish_table()
+            self._follower(self.snapshot(), outcome)
+
+    def tick(self) -> None:
+        """Show the pages reported since the last tick: the follower at once, the artifacts when it is time."""
+        if not self._changed:
+            return
+        self._changed = False
+        if self._follower is not None:
+            self._follower(self.snapshot(), None)
+        if time.monotonic() - self._published_at >= PUBLISH_INTERVAL_SECONDS:
+            self.publish()
+
+    def publish(self) -> None:
+        """Update the progress artifact (WARCs finished, and the share done of those in flight) and the table."""
+        self._published_at = time.monotonic()
+        if self._percent is not None and self.total:
+            share = sum(min(1.0, done / estimate) for done, estimate in self.flying.values() if estimate)
+            self._percent(round((self.finished + share) * 1000), self.total * 1000)
+        self.publish_table()
 
     def publish_table(self) -> None:
-        self._tabled_at = time.monotonic()
         if not self.max_rows:
             return
         shown = [*self.failed[: self.max_rows], *reversed(self.latest)][: self.max_rows]
@@ -251,19 +340,21 @@ def extract_crawl(
     logger = run_logger()
     if dask_address is not None:
         check_dask_scheduler(dask_address)
-    job = CrawlJob.plan(listing, output_prefix, base, time_limit_seconds, storage_options, output_format)
-    where = f"the Dask cluster at {dask_address}" if dask_address else "local worker processes"
-    logger.info("%d WARCs listed, %d done before: doing %d on %s", len(job.units), job.resumed, len(job.todo), where)
-    progress = _Progress(job, max_table_rows)
-    job.write_summary()
-    try:
-        if dask_address is not None:
-            _on_dask(job, dask_address, progress)
-        else:
-            _on_processes(job, workers, progress)
-    finally:
-        job.close()
-    progress.publish_table()
+    with CrawlLease.acquire(output_prefix, storage_options, flow_run.get_id()) as lease:
+        lease.start_renewing()
+        job = CrawlJob.plan(listing, output_prefix, base, time_limit_seconds, storage_options, output_format)
+        where = f"the Dask cluster at {dask_address}" if dask_address else "local worker processes"
+        logger.info(
+            "%d WARCs listed, %d done before: doing %d on %s", len(job.units), job.resumed, len(job.todo), where
+        )
+        progress = _Progress(job, max_table_rows)
+        job.write_summary()
+        try:
+            with _dask_workers(dask_address) if dask_address else _local_workers(workers) as on:
+                _dispatch(job, on, progress, lease)
+        finally:
+            job.close()
+    progress.publish()
     totals = job.totals()
     summary = CrawlRunSummary(
         listing=listing,

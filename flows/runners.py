@@ -189,16 +189,21 @@ def worker_processes(
     second (a Prefect worker imports Prefect first). Yields the number of workers and ``submit(function, *args)``.
     """
     workers = workers or process_workers()
-    if "forkserver" in multiprocessing.get_all_start_methods():  # safe from the flow's threads, unlike fork
-        context = multiprocessing.get_context("forkserver")
-        # Imported once by the server (only when it starts), not by each worker; a `python -m` program (as a
-        # deployment's flow run is) is imported again as each worker's __main__ unless the server has it.
-        main = getattr(getattr(sys.modules.get("__main__"), "__spec__", None), "name", None)
-        context.set_forkserver_preload(["__main__", *([main] if main else []), __name__, preload])
-    else:
-        context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=forkserver_context(preload)) as pool:
         yield workers, pool.submit
+
+
+def forkserver_context(preload: str) -> Any:
+    """The context of worker processes that start in a fraction of a second: forks of a server that imported only
+    the module ``preload`` (safe from the flow's threads, unlike fork); spawn where there is no fork server."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    # Imported once by the server (only when it starts), not by each worker; a `python -m` program (as a
+    # deployment's flow run is) is imported again as each worker's __main__ unless the server has it.
+    main = getattr(getattr(sys.modules.get("__main__"), "__spec__", None), "name", None)
+    context.set_forkserver_preload(["__main__", *([main] if main else []), __name__, preload])
+    return context
 
 
 def map_in_order(submit: Callable[[Any], Any], payloads: Iterable[Any], in_flight: int) -> Iterator[Any]:

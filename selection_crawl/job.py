@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+import uuid
 from array import array
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
@@ -21,10 +22,9 @@ from selection_core.config import EXTRACTORS
 from selection_core.dataset import BATCH, DATASET
 from selection_core.errors import EXIT_INVALID_INPUT, EXIT_IO_ERROR, OutputPathError, SelectionError
 from selection_crawl.listing import SUMMARY_NAME, CrawlUnit, joined, read_listing, record_of
-from selection_crawl.unit import WarcJob, WarcOutcome, settings_fingerprint
+from selection_crawl.unit import CRAWL_KEY, WarcJob, WarcOutcome, expected_fingerprint
 from selection_engine.dataset import require_pyarrow
-from selection_extraction import ExtractionSettings, PageSet, default_extractors
-from selection_extraction.batch import NO_STATS, build_batch
+from selection_extraction import ExtractionSettings
 from selection_storage.files import Version
 from selection_storage.stores import Location, location, store, write_atomic
 
@@ -40,14 +40,6 @@ _ENTRY_START: Final[bytes] = b'{"warc":'
 
 class CrawlFailedError(SelectionError):
     """Some WARCs of a crawl failed; the others were done. 65 when a WARC was bad input, else 74."""
-
-
-def expected_fingerprint(time_limit_seconds: float, output_format: str = BATCH) -> str:
-    """The settings fingerprint a WARC done now, with this time limit and output format, gets (the extractors
-    installed here)."""
-    settings = ExtractionSettings(time_limit_seconds=time_limit_seconds)
-    root = build_batch(PageSet("", "warc", ()), [], default_extractors(), settings, NO_STATS)
-    return settings_fingerprint(root, output_format)
 
 
 class _Listings:
@@ -67,63 +59,13 @@ class _Listings:
 
 def _entry(unit: CrawlUnit, outcome: WarcOutcome | None) -> dict[str, Any]:
     """One WARC's line of ``crawl.json``."""
-    entry: dict[str, Any] = {"warc": unit.source, "output": unit.relative}
-    if outcome is None:
-        entry["state"] = "pending"
-        return entry
-    entry["state"] = outcome.state
-    if outcome.state == "failed":
-        entry["reason"] = outcome.reason
-        entry["exit_code"] = outcome.exit_code
-    else:
-        entry.update(
-            pages=outcome.pages,
-            articles=outcome.articles,
-            errors={name: outcome.errors.get(name, 0) for name in EXTRACTORS},
-            sha256=outcome.sha256,
-            size=outcome.size,
-            input_version=None
-            if outcome.input_version is None
-            else {"size": outcome.input_version.size, "tag": outcome.input_version.tag},
-            settings_fingerprint=outcome.fingerprint,
-        )
-    entry["seconds"] = outcome.seconds
-    if outcome.sends > 1:
-        entry["sends"] = outcome.sends
-    return entry
+    state = {"state": "pending"} if outcome is None else outcome.to_json()
+    return {"warc": unit.source, "output": unit.relative, **state}
 
 
 def _identity(outcome: WarcOutcome) -> tuple[str | None, Version | None, int]:
     """What makes an output valid: the settings fingerprint, the WARC's version, the output's size."""
     return outcome.fingerprint, outcome.input_version, outcome.size
-
-
-def _outcome_of(entry: Mapping[str, Any], shared: dict[Any, Any]) -> WarcOutcome | None:
-    """The outcome a line of ``crawl.json`` tells (None: pending). Equal fingerprints and error counts are one
-    object each (``shared``)."""
-    state = entry.get("state")
-    if state == "failed":
-        sends = int(entry.get("sends", 1))
-        return WarcOutcome(
-            "failed", entry["reason"], int(entry["exit_code"]), seconds=float(entry["seconds"]), sends=sends
-        )
-    if state != "done":
-        return None
-    version = entry.get("input_version") or {}
-    errors = dict(entry["errors"])
-    fingerprint = entry.get("settings_fingerprint")
-    return WarcOutcome(
-        "done",
-        pages=int(entry["pages"]),
-        articles=int(entry["articles"]),
-        errors=shared.setdefault(tuple(sorted(errors.items())), errors),
-        sha256=entry["sha256"],
-        size=int(entry["size"]),
-        seconds=float(entry.get("seconds", 0.0)),
-        input_version=Version(int(version["size"]), str(version["tag"])) if version else None,
-        fingerprint=shared.setdefault(fingerprint, fingerprint),
-        sends=int(entry.get("sends", 1)),
-    )
 
 
 class _Lines:
@@ -177,10 +119,11 @@ class CrawlJob:
         self.storage_options = dict(storage_options or {})
         self.fingerprint = fingerprint
         self.output_format = output_format
+        self.run = uuid.uuid4().hex[:12]  # a WARC's tries are counted per run
         self._lines = _Lines(len(units))
         self._shared: dict[Any, Any] = {fingerprint: fingerprint}
         self._failed: list[int] = []
-        self._counts: dict[str, Any] = {"done": 0, "pages": 0, "articles": 0, "seconds": 0.0, "resent": 0}
+        self._counts: dict[str, Any] = {"done": 0, "pages": 0, "articles": 0, "seconds": 0.0, "retried": 0}
         self._errors = dict.fromkeys(EXTRACTORS, 0)
         self.resumed = 0
         self.todo: list[int] = []
@@ -217,17 +160,25 @@ class CrawlJob:
     def where(self, relative: str) -> Location:
         return location(joined(self.prefix, relative), self.storage_options, "output")
 
-    def job(self, index: int) -> WarcJob:
+    def job(self, index: int, progress: str | None = None) -> WarcJob:
+        """What a worker needs to do WARC ``index`` (its pages done reported to ``progress``: :class:`WarcJob`)."""
         unit = self.units[index]
-        options = tuple(sorted(self.storage_options.items()))
         return WarcJob(
-            unit.source, str(self.where(unit.relative)), self.time_limit_seconds, options, self.output_format
+            unit.source,
+            str(self.where(unit.relative)),
+            self.time_limit_seconds,
+            self.fingerprint,
+            self.run,
+            index,
+            tuple(sorted(self.storage_options.items())),
+            self.output_format,
+            progress,
         )
 
     def outcome(self, index: int) -> WarcOutcome | None:
         """What became of WARC ``index`` (None: pending)."""
         line = self._lines.get(index)
-        return None if line is None else _outcome_of(orjson.loads(line), self._shared)
+        return None if line is None else WarcOutcome.from_json(orjson.loads(line), self._shared)
 
     def _keep(self, index: int, outcome: WarcOutcome) -> None:
         self._lines.put(index, orjson.dumps(_entry(self.units[index], outcome)))
@@ -255,7 +206,7 @@ class CrawlJob:
                     entry = orjson.loads(line.rstrip().rstrip(b","))
                     index = index_of.get(entry["output"])
                     if index is not None and entry["warc"] == self.units[index].source:
-                        if _outcome_of(entry, self._shared) is not None and entry["state"] == "done":  # all its keys
+                        if entry["state"] == "done" and WarcOutcome.from_json(entry, self._shared):  # all its keys
                             self._lines.put(index, orjson.dumps(entry))
                 except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
                     continue  # a line we cannot trust: the record is read instead
@@ -289,14 +240,14 @@ class CrawlJob:
         try:
             with store(record).open() as fh:
                 content = orjson.loads(fh.read())
-            return WarcOutcome.from_record(content) if content["extraction"]["input"] == source else None
+            return WarcOutcome.from_json(content[CRAWL_KEY]) if content["extraction"]["input"] == source else None
         except (SelectionError, OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             return None  # unreadable, or not ours: the WARC is done again
 
     def finish_warc(self, index: int, outcome: WarcOutcome) -> None:
         """Keep what became of WARC ``index``; ``crawl.json`` is replaced when the last write is old enough."""
         self._keep(index, outcome)
-        self._counts["resent"] += outcome.sends - 1
+        self._counts["retried"] += outcome.tries - 1
         now = time.monotonic()
         if now - self._written_at >= max(SUMMARY_INTERVAL_SECONDS, 4 * self._write_seconds):
             self.write_summary()
@@ -309,7 +260,7 @@ class CrawlJob:
             "failed": failed,
             "pending": len(self.units) - done - failed,
             "done_before": self.resumed,
-            "resent": self._counts["resent"],
+            "retried": self._counts["retried"],
             "pages": self._counts["pages"],
             "articles": self._counts["articles"],
             "errors": dict(self._errors),

@@ -1,70 +1,140 @@
-"""One WARC of a crawl, done where it runs: read from its store, extracted, selected, its output and record written.
+"""One WARC of a crawl, done where it runs: read once from its store as a stream, extracted and selected piece by
+piece, each piece committed to the store, then its output and record written.
 
 This module is what a crawl's workers import (a Dask worker, or a local worker process): it imports neither Prefect
-nor Dask, and no page's bytes leave the worker; the coordinator gets a :class:`WarcOutcome` of counts.
+nor Dask (a Dask worker's event log is reached only from a Dask worker), and no page's bytes leave the worker; the
+coordinator gets a :class:`WarcOutcome` of counts, and counts of pages while a WARC is being done.
+
+A WARC's work is cut into pieces of at most :data:`COMMIT_PAGES` pages or :data:`COMMIT_SECONDS` seconds. Each
+piece's selected articles (or dataset rows) are committed beside the output, in one object that also holds where
+the read of the WARC stands and the counts so far; a WARC taken up again (a worker killed, a re-run) starts after
+its last commit. The output is written from the pieces, so it has the bytes of a run in one go; the commits are
+removed once the output and its record are written. Nothing is written outside the store: the pieces this process
+made are kept in an anonymous temporary file, gone with the process.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import functools
 import hashlib
+import importlib.metadata
 import tempfile
 import time
-from collections.abc import Mapping
+import zlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 import orjson
 
+import selection_core.config as rule
 from selection_core.batch import dump_batch
-from selection_core.dataset import BATCH
+from selection_core.chunks import select_chunk
+from selection_core.dataset import BATCH, DATASET
 from selection_core.errors import EXIT_INVALID_INPUT, EXIT_IO_ERROR, SelectionError
+from selection_core.formats import JSON_LINES
+from selection_core.jsonl import render_lines
+from selection_core.layout import Chunk
 from selection_crawl.listing import record_of
-from selection_engine import select_file
-from selection_extraction import ExtractionSettings, extract_to_file, find_pages
-from selection_extraction.pages import missing_pages
+from selection_engine.engine import write_output
+from selection_extraction import ExtractionSettings, default_extractors
+from selection_extraction.batch import NO_STATS, ExtractionStats, build_batch
+from selection_extraction.engine import extract_readings
+from selection_extraction.pages import Page, PageSet, missing_pages, no_pages_error, warc_refusals
 from selection_extraction.pool import allow_child_processes
+from selection_extraction.warc import WarcCursor, WarcStream
 from selection_storage.files import Version
-from selection_storage.stores import location, store, write_atomic
+from selection_storage.stores import Location, location, store, write_atomic
 
 #: The key of the crawl's own block in a WARC's record (beside the extraction record's keys).
 CRAWL_KEY: Final[str] = "crawl"
+
+#: Most pages, and most seconds of work, between two commits of a WARC's progress.
+COMMIT_PAGES: Final[int] = 300
+COMMIT_SECONDS: Final[float] = 60.0
+
+#: Times a WARC is started in one run before it fails alone (its workers keep dying while they do it).
+MAX_TRIES: Final[int] = 4
+
+#: Least seconds between two reports of a WARC's pages to the coordinator.
+PROGRESS_SECONDS: Final[float] = 2.0
+
+#: The Dask event topic of the pages done (a Dask worker's progress reports).
+PROGRESS_TOPIC: Final[str] = "content-selection-crawl-pages"
+
+#: How a commit's name ends, after the output's name and its number.
+_COMMIT_SUFFIX: Final[str] = ".commit"
+
+#: How the object counting a WARC's starts is named, after the output's name.
+_TRIES_SUFFIX: Final[str] = ".tries"
 
 #: The parts of an extraction record that decide its articles: the libraries (lxml parses for all three), their
 #: settings, the limits.
 _SETTINGS_KEYS: Final[tuple[str, ...]] = ("time_limit_seconds", "max_page_bytes", "decoding", "extractors", "lxml")
 
 
+def _rule() -> dict[str, str]:
+    """The selection rule's constants (:mod:`selection_core.config`) and the package's version."""
+    constants = {name: str(value) for name, value in sorted(vars(rule).items()) if name.isupper()}
+    try:
+        version = importlib.metadata.version("content-selection")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return {**constants, "package_version": version}
+
+
 def settings_fingerprint(root: Mapping[str, Any], output_format: str = BATCH) -> str:
     """The SHA-256 of what decides a WARC's output: in its extracted batch's root, what decides its articles
-    (extractor and lxml versions, their settings, the time limit, the page size limit, the decoding policy), and the
-    output's format: two runs with the same fingerprint write the same bytes."""
+    (extractor and lxml versions, their settings, the time limit, the page size limit, the decoding policy); the
+    selection rule's constants and the package's version; and the output's format: two runs with the same
+    fingerprint write the same bytes."""
     extraction = root["extraction"]
     decisive = {
         "extractor_versions": root["extractor_versions"],
         **{key: extraction[key] for key in _SETTINGS_KEYS},
+        "rule": _rule(),
         "output_format": output_format,
     }
     return hashlib.sha256(orjson.dumps(decisive, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
+@functools.cache
+def expected_fingerprint(time_limit_seconds: float, output_format: str = BATCH) -> str:
+    """The settings fingerprint a WARC done here, with this time limit and output format, gets."""
+    settings = ExtractionSettings(time_limit_seconds=time_limit_seconds)
+    root = build_batch(PageSet("", "warc", ()), [], default_extractors(), settings, NO_STATS)
+    return settings_fingerprint(root, output_format)
+
+
 @dataclass(frozen=True, slots=True)
 class WarcJob:
-    """What a worker needs to do one WARC: where it is, where its output goes (in which format), the time limit and
-    the store's options (a plain, picklable value: no page, no client)."""
+    """What a worker needs to do one WARC (a plain, picklable value: no page, no client): where it is, where its
+    output goes and in which format, the time limit, the store's options, the coordinator's fingerprint (a worker
+    whose own differs refuses the WARC), the run (its tries are counted per run), the WARC's index in the job and
+    where its pages done are reported (``"queue"``: the local worker's queue; ``"dask"``: the Dask event log)."""
 
     source: str
     output: str
     time_limit_seconds: float
+    fingerprint: str
+    run: str
+    index: int = 0
     storage_options: tuple[tuple[str, Any], ...] = ()
     output_format: str = BATCH
+    progress: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class WarcOutcome:
     """What became of one WARC: ``done`` (with its counts and the output's SHA-256 and size) or ``failed`` (with
     its one-line ``reason`` and the exit status it stands for: 65 bad input, 74 the store or the machine), and how
-    many times it was sent to a worker (more than once when Dask gave up on it: its workers kept dying)."""
+    many times it was started in the run that did it (more than once when its workers died).
+
+    :meth:`to_json` is its line of ``crawl.json`` and its record's ``crawl`` block; :meth:`from_json` reads either.
+    """
 
     state: str
     reason: str | None = None
@@ -77,38 +147,255 @@ class WarcOutcome:
     seconds: float = 0.0
     input_version: Version | None = None
     fingerprint: str | None = None
-    sends: int = 1  # how many times the coordinator sent it to a worker in the run that did it
+    tries: int = 1
 
     @classmethod
-    def failed(cls, reason: str, exit_code: int, seconds: float = 0.0) -> WarcOutcome:
-        return cls("failed", reason, exit_code if exit_code == EXIT_INVALID_INPUT else EXIT_IO_ERROR, seconds=seconds)
+    def failed(cls, reason: str, exit_code: int, seconds: float = 0.0, tries: int = 1) -> WarcOutcome:
+        code = exit_code if exit_code == EXIT_INVALID_INPUT else EXIT_IO_ERROR
+        return cls("failed", reason, code, seconds=seconds, tries=tries)
+
+    def to_json(self, timed: bool = True) -> dict[str, Any]:
+        """The outcome as JSON: the state, then its reason or its counts, then (``timed``) the seconds and tries."""
+        entry: dict[str, Any] = {"state": self.state}
+        if self.state == "failed":
+            entry.update(reason=self.reason, exit_code=self.exit_code)
+        else:
+            version = self.input_version
+            entry.update(
+                pages=self.pages,
+                articles=self.articles,
+                errors={name: self.errors.get(name, 0) for name in rule.EXTRACTORS},
+                sha256=self.sha256,
+                size=self.size,
+                input_version=None if version is None else {"size": version.size, "tag": version.tag},
+                settings_fingerprint=self.fingerprint,
+            )
+        if timed:
+            entry["seconds"] = self.seconds
+            if self.tries > 1:
+                entry["tries"] = self.tries
+        return entry
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> WarcOutcome:
-        """The outcome a WARC's record tells (the output it names was written, then the record)."""
-        crawl = record[CRAWL_KEY]
-        extraction = record["extraction"]
-        version = crawl["input_version"]
+    def from_json(cls, entry: Mapping[str, Any], shared: dict[Any, Any] | None = None) -> WarcOutcome | None:
+        """The outcome of :meth:`to_json`'s JSON (None: not a final state). Equal fingerprints and error counts are
+        one object each in ``shared``. KeyError, TypeError or ValueError when a key is missing or wrong."""
+        shared = {} if shared is None else shared
+        state = entry.get("state")
+        tries = int(entry.get("tries", 1))
+        if state == "failed":
+            return cls(
+                "failed",
+                entry["reason"],
+                int(entry["exit_code"]),
+                seconds=float(entry.get("seconds", 0.0)),
+                tries=tries,
+            )
+        if state != "done":
+            return None
+        version = entry["input_version"]
+        errors = {str(k): int(v) for k, v in entry["errors"].items()}
+        fingerprint = str(entry["settings_fingerprint"])
         return cls(
             "done",
-            pages=int(extraction["pages"]),
-            articles=int(crawl["articles"]),
-            errors=dict(extraction["errors"]),
-            sha256=crawl["output"]["sha256"],
-            size=int(crawl["output"]["size"]),
-            input_version=Version(int(version["size"]), str(version["tag"])),
-            fingerprint=crawl["settings_fingerprint"],
+            pages=int(entry["pages"]),
+            articles=int(entry["articles"]),
+            errors=shared.setdefault(tuple(sorted(errors.items())), errors),
+            sha256=str(entry["sha256"]),
+            size=int(entry["size"]),
+            seconds=float(entry.get("seconds", 0.0)),
+            input_version=None if version is None else Version(int(version["size"]), str(version["tag"])),
+            fingerprint=shared.setdefault(fingerprint, fingerprint),
+            tries=tries,
         )
 
 
+#: Where a local worker process reports its pages done (set once per process by :func:`report_pages_to`).
+_page_reports: Any = None
+
+
+def report_pages_to(queue: Any) -> None:
+    """Make this worker process report the pages it does to ``queue`` (a local worker's initializer)."""
+    global _page_reports  # noqa: PLW0603 - one per worker process, set when it starts
+    _page_reports = queue
+
+
+def _reporter(job: WarcJob) -> Callable[[int, int], None]:
+    """``report(pages done, pages estimated)`` for this WARC, at most every :data:`PROGRESS_SECONDS`."""
+    send: Callable[[tuple[int, int, int]], None] | None = None
+    if job.progress == "queue" and _page_reports is not None:
+        send = _page_reports.put
+    elif job.progress == "dask":
+        from distributed import get_worker  # only ever on a Dask worker
+
+        worker = get_worker()
+
+        def send(event: tuple[int, int, int]) -> None:
+            worker.log_event(PROGRESS_TOPIC, event)
+
+    last = float("-inf")
+
+    def report(done: int, estimate: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if send is not None and now - last >= PROGRESS_SECONDS:
+            last = now
+            send((job.index, done, estimate))
+
+    return report
+
+
+def _stats_json(stats: ExtractionStats) -> dict[str, Any]:
+    return dataclasses.asdict(stats)
+
+
+def _stats_of(value: Mapping[str, Any]) -> ExtractionStats:
+    return ExtractionStats(**{**value, "network_attempts": tuple(value["network_attempts"])})
+
+
+@dataclass
+class _Progress:
+    """Where a WARC's work stands: the read's cursor, the articles and counts so far, the commits made."""
+
+    cursor: WarcCursor | None = None
+    articles: int = 0
+    stats: ExtractionStats = NO_STATS
+    commits: int = 0
+    begin: int = 0  # the byte offset of the next article in the extracted batch a run in one go would read
+
+
+class _Commits:
+    """A WARC's commits beside its output, valid for one version of the WARC and one fingerprint; and the count of
+    its starts in this run."""
+
+    def __init__(self, target: Location, version: Version, fingerprint: str, run: str) -> None:
+        self.target = target
+        self.identity = {"input_version": {"size": version.size, "tag": version.tag}, "fingerprint": fingerprint}
+        self.run = run
+
+    def _name(self, number: int) -> Location:
+        return self.target.with_name(f"{self.target.name}.{number:05d}{_COMMIT_SUFFIX}")
+
+    def _tries(self) -> Location:
+        return self.target.with_name(self.target.name + _TRIES_SUFFIX)
+
+    def start(self) -> int:
+        """Count one more start of the WARC in this run; how many there were, this one included."""
+        tries = 0
+        where = self._tries()
+        if store(where).kind() == "file":
+            try:
+                with store(where).open() as fh:
+                    previous = orjson.loads(fh.read())
+                tries = int(previous["tries"]) if previous.get("run") == self.run else 0
+            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+                tries = 0
+        write_atomic(where, orjson.dumps({"run": self.run, "tries": tries + 1}))
+        return tries + 1
+
+    def names(self) -> list[str]:
+        """The names of this WARC's commits (any version), in order."""
+        head = self.target.name + "."
+        return sorted(
+            name
+            for name in store(self.target.parent).listed()
+            if name.startswith(head)
+            and name.endswith(_COMMIT_SUFFIX)
+            and name[len(head) : -len(_COMMIT_SUFFIX)].isdigit()
+        )
+
+    def load(self, pieces: BinaryIO) -> _Progress:
+        """The progress of the valid commits (numbered from 0, without a gap), their pieces appended to ``pieces``;
+        the others are removed."""
+        progress = _Progress()
+        names = self.names()
+        for number, name in enumerate(names):
+            where = self.target.with_name(name)
+            if name != self._name(number).name:
+                break
+            try:
+                with store(where).open() as fh:
+                    head = orjson.loads(fh.readline())
+                    if {k: head.get(k) for k in self.identity} != self.identity:
+                        break
+                    piece = zlib.decompress(fh.read())
+            except (orjson.JSONDecodeError, zlib.error, KeyError, TypeError, ValueError):
+                break
+            pieces.write(piece)
+            progress = _Progress(
+                WarcCursor.from_json(head["cursor"]),
+                int(head["articles"]),
+                _stats_of(head["stats"]),
+                number + 1,
+                int(head["begin"]),
+            )
+        for name in names[progress.commits :]:
+            self._remove(name)
+        return progress
+
+    def commit(self, progress: _Progress, piece: bytes) -> None:
+        """Commit ``piece`` (the articles before ``progress``'s, selected) with ``progress`` (complete or absent)."""
+        assert progress.cursor is not None
+        head = {
+            **self.identity,
+            "cursor": progress.cursor.to_json(),
+            "articles": progress.articles,
+            "stats": _stats_json(progress.stats),
+            "begin": progress.begin,
+        }
+        write_atomic(self._name(progress.commits - 1), [orjson.dumps(head) + b"\n", zlib.compress(piece, 1)])
+
+    def remove(self, done: bool) -> None:
+        """Remove the count of starts, and the commits once the WARC is ``done`` (its output and record written)."""
+        self._remove(self._tries().name)
+        if done:
+            for name in self.names():
+                self._remove(name)
+
+    def _remove(self, name: str) -> None:
+        store(self.target.with_name(name)).remove()
+
+
+def _pieces_of(stream: WarcStream, shown: str, cursors: list[WarcCursor]) -> Iterator[Iterator[tuple[Page, Any]]]:
+    """The stream's pages cut into pieces of at most :data:`COMMIT_PAGES` pages or :data:`COMMIT_SECONDS` seconds;
+    ``cursors[0]`` is the cursor after the last page given."""
+    pages = iter(stream)
+    exhausted = False
+
+    def piece() -> Iterator[tuple[Page, Any]]:
+        nonlocal exhausted
+        deadline = time.monotonic() + COMMIT_SECONDS
+        with warc_refusals(shown):  # not a WARC, or unreadable: its pages cannot be used
+            for count, item in enumerate(pages, 1):
+                record = item.page
+                cursors[0] = item.after
+                yield Page(record.id, record.url, shown, stream.path, record.charset, record.ref), item.payload
+                if count >= COMMIT_PAGES or time.monotonic() >= deadline:
+                    return
+        exhausted = True
+
+    while not exhausted:
+        yield piece()
+
+
 def crawl_warc(job: WarcJob) -> WarcOutcome:
-    """Do one WARC: extract its pages (one extractor process, kept for the next WARC, each call under the time
-    limit) into a temporary file on this machine, select them into the output (atomic), then write the record
-    beside it (atomic; the record is what says the output is done). Never raises for a bad WARC or a failing store:
-    the outcome says so. The record has no time in it: a WARC done twice gets the same bytes twice."""
+    """Do one WARC: read it once, as a stream; extract its pages (one extractor process, kept for the next WARC,
+    each call under the time limit) and select them piece by piece, committing each piece; then write the output
+    (atomic) from the pieces, the record beside it (atomic; the record is what says the output is done), and remove
+    the commits. Never raises for a bad WARC, a failing store or another worker's fingerprint: the outcome says so
+    (a WARC that fails keeps its commits for the next run). The record has no time in it: a WARC done twice, or
+    taken up again, gets the same bytes."""
     started = time.perf_counter()
-    options = dict(job.storage_options)
+    here = expected_fingerprint(job.time_limit_seconds, job.output_format)
+    if here != job.fingerprint:
+        return WarcOutcome.failed(
+            f"{job.source}: this worker's extractors, lxml or selection rule differ from the coordinator's "
+            f"(fingerprint {here[:12]}, not {job.fingerprint[:12]}); run the workers on the coordinator's image",
+            EXIT_IO_ERROR,
+        )
+    commits: _Commits | None = None
     try:
+        options = dict(job.storage_options)
         source = location(job.source, options)
         target = location(job.output, options, "output")
         version = store(source).listed_version()
@@ -116,35 +403,89 @@ def crawl_warc(job: WarcJob) -> WarcOutcome:
             raise missing_pages(job.source, store(source).folder_noun)
         if isinstance(target, Path):  # a folder of the prefix, made on this machine's disk
             target.parent.mkdir(parents=True, exist_ok=True)
-        settings = ExtractionSettings(time_limit_seconds=job.time_limit_seconds, workers=1, keep_workers=True)
-        with tempfile.TemporaryDirectory(prefix="content-selection-crawl-") as folder:
-            with allow_child_processes():
-                page_set = find_pages(source, label=job.source)
-                run = extract_to_file(source, Path(folder) / "extracted.jsonl", settings, page_set=page_set)
-            selected = select_file(Path(folder) / "extracted.jsonl", target, output_format=job.output_format)
-        seconds = round(time.perf_counter() - started, 3)
-        root = run.result.doc
-        fingerprint = settings_fingerprint(root, job.output_format)
-        crawl = {
-            "format": job.output_format,
-            "input_version": {"size": version.size, "tag": version.tag},
-            "settings_fingerprint": fingerprint,
-            "articles": selected.summary.articles,
-            "output": {"sha256": selected.output_sha256, "size": selected.output_size},
-        }
-        write_atomic(record_of(target), dump_batch({**root, CRAWL_KEY: crawl}))
+        commits = _Commits(target, version, job.fingerprint, job.run)
+        outcome = _crawl(job, source, target, version, commits)
     except SelectionError as exc:  # first: a store's read and write errors are OSErrors too
-        return WarcOutcome.failed(str(exc), exc.exit_code, round(time.perf_counter() - started, 3))
+        outcome = WarcOutcome.failed(str(exc), exc.exit_code)
     except OSError as exc:  # the folder of the output could not be made
-        return WarcOutcome.failed(f"{job.output}: {exc.strerror or exc}", EXIT_IO_ERROR)
-    return WarcOutcome(
+        outcome = WarcOutcome.failed(f"{job.output}: {exc.strerror or exc}", EXIT_IO_ERROR)
+    if commits is not None:
+        with contextlib.suppress(SelectionError, OSError):
+            commits.remove(done=outcome.state == "done")
+    return dataclasses.replace(outcome, seconds=round(time.perf_counter() - started, 3))
+
+
+def _crawl(job: WarcJob, source: Location, target: Location, version: Version, commits: _Commits) -> WarcOutcome:
+    tries = commits.start()
+    if tries > MAX_TRIES:
+        reason = f"{job.source}: the workers doing it died {tries - 1} times; it fails alone (run again to try again)"
+        return WarcOutcome.failed(reason, EXIT_IO_ERROR, tries=tries - 1)
+    try:
+        with tempfile.TemporaryFile() as pieces:  # anonymous: gone with this process, whatever kills it
+            done, root = _extract_and_select(job, source, commits, pieces)
+            pieces.seek(0)
+            sha256, size = write_output(target, _whole_lines(pieces), dataset=job.output_format == DATASET)
+    except SelectionError as exc:
+        return WarcOutcome.failed(str(exc), exc.exit_code, tries=tries)
+    outcome = WarcOutcome(
         "done",
-        pages=run.result.stats.pages,
-        articles=selected.summary.articles,
-        errors=dict(run.result.stats.errors),
-        sha256=selected.output_sha256,
-        size=selected.output_size,
-        seconds=seconds,
+        pages=done.stats.pages,
+        articles=done.articles,
+        errors=dict(done.stats.errors),
+        sha256=sha256,
+        size=size,
         input_version=version,
-        fingerprint=fingerprint,
+        fingerprint=job.fingerprint,
+        tries=tries,
     )
+    crawl = {"format": job.output_format, **outcome.to_json(timed=False)}
+    write_atomic(record_of(target), dump_batch({**root, CRAWL_KEY: crawl}))
+    return outcome
+
+
+def _whole_lines(pieces: BinaryIO, size: int = 8 << 20) -> Iterator[bytes]:
+    """The file's lines, about ``size`` bytes at a time."""
+    while data := pieces.read(size):
+        yield data if data.endswith(b"\n") else data + pieces.readline()
+
+
+def _extract_and_select(
+    job: WarcJob, source: Location, commits: _Commits, pieces: BinaryIO
+) -> tuple[_Progress, dict[str, Any]]:
+    """Extract and select the WARC's pages after its last commit, appending each piece's selected articles (or
+    rows) to ``pieces`` after the committed ones; the progress at the end and the extraction record's root."""
+    progress = commits.load(pieces)
+    settings = ExtractionSettings(time_limit_seconds=job.time_limit_seconds, workers=1, keep_workers=True)
+    extractors = default_extractors()
+    stream = WarcStream(source, job.source, settings.max_page_bytes, progress.cursor)
+    cursors: list[WarcCursor] = [progress.cursor or WarcCursor()]
+    report = _reporter(job)
+    before = progress.articles
+
+    def pages_done(done: int, _total: int) -> None:
+        pages = before + done
+        read = max(stream.position, 1)
+        report(pages, max(pages, round(pages * stream.size / read)) if stream.size else pages)
+
+    with allow_child_processes():
+        for piece in _pieces_of(stream, job.source, cursors):
+            articles: list[dict[str, Any]] = []
+            stats = extract_readings(piece, articles.append, settings, extractors, pages_done)
+            if not articles:
+                break
+            data = render_lines(articles)
+            chunk = Chunk(
+                progress.articles, progress.articles + len(articles), progress.begin, progress.begin + len(data)
+            )
+            output = select_chunk(data, job.source, chunk, JSON_LINES, dataset=job.output_format == DATASET).output
+            assert output is not None
+            pieces.write(output)
+            before = chunk.stop
+            progress = _Progress(cursors[0], chunk.stop, progress.stats + stats, progress.commits + 1, chunk.end)
+            commits.commit(progress, output)
+    if not progress.articles:
+        raise no_pages_error(job.source, {k: v for k, v in stream.kinds.items() if v})
+    page_set = PageSet(job.source, "warc", (), {k: v for k, v in stream.kinds.items() if v})
+    root = build_batch(page_set, [], extractors, settings, progress.stats)
+    del root["articles"]
+    return progress, root

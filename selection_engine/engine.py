@@ -219,12 +219,18 @@ class _Joiner:
     """The staged output (and report), to which the chunks are appended in order, hashed as written: the batch's
     bytes, or with ``dataset`` the rows of a Parquet file."""
 
-    def __init__(self, plan: Plan, output_path: Location, report_path: Location | None, dataset: bool) -> None:
+    def __init__(
+        self,
+        output_path: Location,
+        report_path: Location | None,
+        dataset: bool,
+        envelope: tuple[bytes, bytes] = (b"", b""),
+        separator: bytes = b"",
+    ) -> None:
         remove_orphans_beside(t for t in (output_path, report_path) if t is not None)
         self.token = secrets.token_hex(8)  # of both staged files: their parts are named after them
-        fmt = plan.format
-        head, self._tail = (b"", b"") if dataset else fmt.envelope_parts(plan.envelope, plan.layout.articles > 0)
-        self._separator = b"" if dataset else fmt.separator
+        head, self._tail = envelope
+        self._separator = separator
         self._digest = hashlib.sha256()
         self.size = 0
         self._chunks = 0
@@ -256,15 +262,24 @@ class _Joiner:
                 self._report.write(selected.report)
             elif job.report_part is not None:
                 _copy(job.report_part, self._report.write)
-        if self._rows is not None:
-            self._rows.add(selected.output if selected.output is not None else Path(str(job.output_part)).read_bytes())
+        if selected.output is not None:
+            self.add_output(selected.output)
+        elif self._rows is not None:
+            self.add_output(Path(str(job.output_part)).read_bytes())
         else:
             if self._chunks:
                 self._append(self._separator)
-            if selected.output is not None:
-                self._append(selected.output)
-            elif job.output_part is not None:
-                _copy(job.output_part, self._append)
+            _copy(str(job.output_part), self._append)
+            self._chunks += 1
+
+    def add_output(self, output: bytes | memoryview) -> None:
+        """Append a chunk's selected articles as written (or its dataset rows)."""
+        if self._rows is not None:
+            self._rows.add(output)
+        else:
+            if self._chunks:
+                self._append(self._separator)
+            self._append(output)
         self._chunks += 1
 
     def complete(self) -> str:
@@ -289,6 +304,19 @@ def _copy(part: str, write: Callable[[memoryview], None], read_size: int = 8 << 
     with open(part, "rb", buffering=0) as fh:
         while got := fh.readinto(buffer):
             write(view[:got])
+
+
+def write_output(target: Location, outputs: Iterable[bytes], dataset: bool = False) -> tuple[str, int]:
+    """Write the selected articles of a JSON Lines batch, given as written (or their dataset rows: a Parquet
+    file), one piece after the other, as one output, atomically; its SHA-256 and size. The bytes are those of a
+    selection of the whole batch, however the articles are cut into pieces."""
+    joiner = _Joiner(target, None, dataset)
+    try:
+        for output in outputs:
+            joiner.add_output(output)
+        return joiner.complete(), joiner.size
+    finally:
+        joiner.discard()
 
 
 @dataclass(frozen=True)
@@ -351,7 +379,9 @@ def select_file(
     plan = plan_batch(inp, workers, chunk_articles)
     shown = evidence_rows is not None
     table_rows = max(evidence_rows or 0, 0)
-    joiner = _Joiner(plan, out, report, dataset)
+    fmt = plan.format
+    envelope = (b"", b"") if dataset else fmt.envelope_parts(plan.envelope, plan.layout.articles > 0)
+    joiner = _Joiner(out, report, dataset, envelope, b"" if dataset else fmt.separator)
     summary = sc.summarize(())
     found: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
     jobs: list[ChunkJob] = []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -30,6 +30,7 @@ from selection_extraction.extractors import (
 )
 from selection_extraction.pages import (
     UNREADABLE_PAGE_ERRORS,
+    Page,
     PageReader,
     PageSet,
     find_pages,
@@ -78,6 +79,10 @@ def extract_to_spool(
     return _extract(page_set, settings, extractors, progress, spool.add)
 
 
+#: One page to extract: the page and its bytes, or why they cannot be read (its article has three error blocks).
+Reading = tuple[Page, "bytes | BaseException"]
+
+
 def _extract(
     page_set: PageSet,
     settings: ExtractionSettings | None,
@@ -88,10 +93,35 @@ def _extract(
     """Extract every page; hand each article to ``emit`` in page order as soon as those before it are done."""
     settings = settings or ExtractionSettings()
     extractors = tuple(extractors) if extractors is not None else default_extractors()
+
+    def readings() -> Iterator[Reading]:
+        with PageReader(settings.max_page_bytes) as reader:
+            for page in page_set.pages:
+                try:
+                    yield page, reader.read(page)
+                except SelectionError:  # the store failed, not the page: the run fails (its retries may cure it)
+                    raise
+                except UNREADABLE_PAGE_ERRORS as exc:
+                    yield page, exc
+
+    stats = extract_readings(readings(), emit, settings, extractors, progress, len(page_set.pages))
+    return ExtractionResult(build_batch(page_set, [], extractors, settings, stats), stats)
+
+
+def extract_readings(
+    readings: Iterable[Reading],
+    emit: Callable[[dict[str, Any]], None],
+    settings: ExtractionSettings,
+    extractors: Sequence[Extractor],
+    progress: ProgressCallback | None = None,
+    total: int | None = None,
+) -> ExtractionStats:
+    """Extract the pages of ``readings`` (taken lazily: a few ahead of the extractors), handing each article to
+    ``emit`` in their order as soon as those before it are done; the run's counts. ``progress(done, total)`` in
+    pages, ``total`` when it is known (None: the pages come as they are found)."""
     check_extractors(extractors)
     functions = {e.name: e.function for e in extractors}
-    pages = page_set.pages
-    total = len(pages)
+    pages: dict[int, Page] = {}  # the pages out, by index
     outcomes: dict[int, dict[str, Outcome]] = {}
     encodings: dict[int, tuple[str | None, str | None]] = {}
     errors = dict.fromkeys(EXTRACTORS, 0)
@@ -102,34 +132,30 @@ def _extract(
         nonlocal done, emitted
         done += 1
         if progress is not None:
-            progress(done, total)
+            progress(done, max(total or 0, done))
         while len(outcomes.get(emitted, ())) == len(EXTRACTORS):  # the next page to emit is done
             page_outcomes = outcomes.pop(emitted)
             for name, outcome in page_outcomes.items():
                 if outcome.error:
                     errors[name] += 1
                     timeouts[name] += outcome.error.startswith(TIMEOUT_ERROR_PREFIX)
-            emit(build_article(pages[emitted], page_outcomes, *encodings.pop(emitted, (None, None))))
+            emit(build_article(pages.pop(emitted), page_outcomes, *encodings.pop(emitted, (None, None))))
             emitted += 1
 
     def jobs() -> Iterator[PageJob]:
         nonlocal unreadable
-        with PageReader(settings.max_page_bytes) as reader:
-            for index, page in enumerate(pages):
-                try:
-                    data = reader.read(page)
-                except SelectionError:  # the store failed, not the page: the run fails (its retries may cure it)
-                    raise
-                except UNREADABLE_PAGE_ERRORS as exc:
-                    unreadable += 1
-                    error = read_error(page, exc)
-                    outcomes[index] = {name: Outcome("", None, error) for name in EXTRACTORS}
-                    page_done()
-                    continue
-                decoded = decode_html(data, page.encoding)
-                del data
-                encodings[index] = (decoded.encoding, decoded.source.value)
-                yield PageJob(index, decoded.html, page.url, list(EXTRACTORS))
+        for index, (page, data) in enumerate(readings):
+            pages[index] = page
+            if isinstance(data, BaseException):
+                unreadable += 1
+                error = read_error(page, data)
+                outcomes[index] = {name: Outcome("", None, error) for name in EXTRACTORS}
+                page_done()
+                continue
+            decoded = decode_html(data, page.encoding)
+            del data
+            encodings[index] = (decoded.encoding, decoded.source.value)
+            yield PageJob(index, decoded.html, page.url, list(EXTRACTORS))
 
     def on_outcome(index: int, name: str, outcome: Outcome) -> None:
         page_outcomes = outcomes.setdefault(index, {})
@@ -138,8 +164,10 @@ def _extract(
             page_done()
 
     if progress is not None:
-        progress(0, total)
-    workers = min(settings.workers or default_workers(), max(total, 1))
+        progress(0, total or 0)
+    workers = settings.workers or default_workers()
+    if total is not None:
+        workers = min(workers, max(total, 1))
     try:
         pool_stats = run_jobs(
             jobs(),
@@ -154,9 +182,9 @@ def _extract(
         )
     except WorkerSetupError as exc:
         raise ExtractorsUnavailableError(f"{exc}; reinstall the extractor libraries with: {INSTALL_HINT}") from None
-    assert emitted == total, "every page is an article"
-    stats = ExtractionStats(
-        pages=total,
+    assert not pages and not outcomes, "every page is an article"
+    return ExtractionStats(
+        pages=emitted,
         unreadable_pages=unreadable,
         errors=errors,
         timeouts=timeouts,
@@ -164,7 +192,6 @@ def _extract(
         network_attempts=tuple(pool_stats.network_attempts),
         more_network_attempts=pool_stats.more_network_attempts,
     )
-    return ExtractionResult(build_batch(page_set, [], extractors, settings, stats), stats)
 
 
 def extract_to_file(

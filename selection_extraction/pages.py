@@ -129,12 +129,12 @@ def _listing(source: str | os.PathLike[str] | ObjectPath, name: str) -> tuple[st
         return "directory", _directory_pages(path)
     shown = name or text
     if is_warc_name(path.name):
-        with _warc_refusals(shown):  # its first bytes only: refused before a run starts
+        with warc_refusals(shown):  # its first bytes only: refused before a run starts
             check_is_warc(path, shown)
         return "warc", (_WarcFile(name, path),)
     if page_stem(path.name) is not None:
         return "page", (Page(page_stem(path.name) or path.name, None, path.name, path),)
-    with _warc_refusals(shown):  # a web archive named loosely is known by its first bytes
+    with warc_refusals(shown):  # a web archive named loosely is known by its first bytes
         kind = archive_kind(path)
         if kind == "arc":
             raise arc_refusal(shown)
@@ -153,7 +153,7 @@ def _is_folder(path: Location, text: str) -> bool:
 
 
 @contextlib.contextmanager
-def _warc_refusals(shown: str) -> Iterator[None]:
+def warc_refusals(shown: str) -> Iterator[None]:
     """A web archive that is not one, or cannot be read, refused as pages that cannot be used."""
     try:
         yield
@@ -193,7 +193,7 @@ def _with_warcs(name: str, kind: str, entries: tuple[Page | _WarcFile, ...], pro
             if progress is not None:
                 progress(before + read, total, earlier + seen)
 
-        with _warc_refusals(entry.shown):
+        with warc_refusals(entry.shown):
             found, kinds = scan_warc(entry.file, entry.shown, report)
         done += sizes.pop(0)
         for kind_name, count in kinds.items():
@@ -202,11 +202,16 @@ def _with_warcs(name: str, kind: str, entries: tuple[Page | _WarcFile, ...], pro
             Page(record.id, record.url, entry.shown, entry.file, record.charset, record.ref) for record in found
         )
     if not pages:
-        raise InvalidPagesError(
-            f"{name}: no HTML response (HTTP 200, text/html) in its WARC records "
-            f"({', '.join(f'{k} {v}' for k, v in counts.items() if v) or 'no record'}); check the input"
-        )
+        raise no_pages_error(name, counts)
     return PageSet(name, kind, tuple(pages), {k: v for k, v in counts.items() if v})
+
+
+def no_pages_error(name: str, counts: dict[str, int]) -> InvalidPagesError:
+    """The refusal of web archives without a page, with the counts of their records by kind."""
+    return InvalidPagesError(
+        f"{name}: no HTML response (HTTP 200, text/html) in its WARC records "
+        f"({', '.join(f'{k} {v}' for k, v in counts.items() if v) or 'no record'}); check the input"
+    )
 
 
 def _size(path: Location) -> int:

@@ -326,11 +326,7 @@ def scan_warc(
                 continue
             expected = record.content_length
             got = _payload_length(record)
-            broken = None
-            if cut_off:
-                broken = "the record is cut off inside its headers (a truncated WARC file)"
-            elif got < expected:
-                broken = f"the record holds {got} of the {expected} payload bytes its headers give (a truncated record)"
+            broken = _truncation(cut_off, got, expected)
             date = record.headers.get("WARC-Date")
             ref = WarcRecordRef(ordinal, record.stream_pos, record.record_id or "", date, expected, broken, dump)
             charset = charset_label(record.http_charset)
@@ -341,6 +337,15 @@ def scan_warc(
     if not (positions_rise and _offsets_start_records(path, pages)):
         pages = [replace(p, ref=replace(p.ref, offset=None)) for p in pages]
     return pages, {k: v for k, v in kinds.items() if v}
+
+
+def _truncation(cut_off: bool, got: int, expected: int) -> str | None:
+    """Why a page's record is cut off (None: it is whole)."""
+    if cut_off:
+        return "the record is cut off inside its headers (a truncated WARC file)"
+    if got < expected:
+        return f"the record holds {got} of the {expected} payload bytes its headers give (a truncated record)"
+    return None
 
 
 def _record_break(pages: list[ScannedRecord], kinds: dict[str, int], last_page: int | None, exc: BaseException) -> None:
@@ -359,14 +364,166 @@ def _offsets_start_records(path: Location, pages: list[ScannedRecord]) -> bool:
     """Whether the first page after the file's start is read again from its offset (not so if gzipped whole)."""
     for page in pages:
         if page.ref.offset and page.ref.broken is None:
-            with store(path).open() as stream:
-                stream.seek(page.ref.offset)
-                try:
-                    first = next(iter(_iterate(stream)), None)
-                except (OSError, ValueError):
-                    return False
-            return first is not None and first.record_id == page.ref.record_id
+            return _record_starts_at(path, page.ref.offset, page.ref.record_id)
     return True
+
+
+def _record_starts_at(path: Location, offset: int, record_id: str) -> bool:
+    """Whether the record ``record_id`` is read from ``offset`` (a small read: the record's first bytes)."""
+    with store(path).open(block_size=SNIFF_BYTES) as stream:
+        stream.seek(offset)
+        try:
+            first = next(iter(_iterate(stream)), None)
+        except (OSError, ValueError):
+            return False
+    return first is not None and first.record_id == record_id
+
+
+@dataclass(frozen=True)
+class WarcCursor:
+    """Where a read of a WARC stands between two pages: the next record's ordinal and offset (None: it is found by
+    reading from the start, as in a file gzipped whole), the records met before it by kind, the crawl the last
+    ``warcinfo`` named, and whether records can be read from their offsets (None: no page has told yet)."""
+
+    ordinal: int = 0
+    offset: int | None = 0
+    kinds: tuple[tuple[str, int], ...] = ()
+    dump: str | None = None
+    offsets: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ordinal": self.ordinal, "offset": self.offset, "kinds": dict(self.kinds), "dump": self.dump,
+                "offsets": self.offsets}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> WarcCursor:
+        kinds = tuple((str(k), int(v)) for k, v in value["kinds"].items())
+        offset = None if value["offset"] is None else int(value["offset"])
+        return cls(int(value["ordinal"]), offset, kinds, value["dump"], value["offsets"])
+
+
+@dataclass(frozen=True)
+class StreamedPage:
+    """A page met by :class:`WarcStream`: the page, its decoded payload or why it cannot be read, and the cursor
+    just after it (where a read taken up again starts)."""
+
+    page: ScannedRecord
+    payload: bytes | BaseException
+    after: WarcCursor
+
+
+class WarcStream:
+    """The pages of one WARC file read in one pass, as a stream, each with its payload: what :func:`scan_warc`
+    finds, then what :class:`WarcReader` reads, without reading the file twice. Iterate once; then :attr:`kinds`
+    counts every record met (from the start, also before ``start``).
+
+    A page is given once the record after it has been read (that record may show it broken), so the pages and
+    their errors are the two-pass read's. Taken up at ``start`` (a page's :attr:`StreamedPage.after`), it goes on
+    with the pages after that one: the file is read from the cursor's offset, or from the start without taking
+    the records before it again.
+    """
+
+    def __init__(self, path: Location, shown: str, max_bytes: int, start: WarcCursor | None = None) -> None:
+        self.path = path
+        self.shown = shown
+        self.max_bytes = max_bytes
+        self.start = start or WarcCursor()
+        self.kinds = dict.fromkeys(RECORD_KINDS, 0) | dict(self.start.kinds)
+        self.size = 0
+        self.position = 0  # the stream's position at the last record: how far the read has come
+
+    def __iter__(self) -> Iterator[StreamedPage]:
+        check_is_warc(self.path, self.shown)
+        self.size = store(self.path).size()
+        start = self.start
+        dump, offsets = start.dump, start.offsets
+        kinds = self.kinds
+        pending: tuple[ScannedRecord, bytes | BaseException] | None = None
+        skip = start.ordinal if start.offset is None else 0  # records read again, not taken again
+        ordinal = -1 if start.offset is None else start.ordinal - 1
+
+        def cursor(next_offset: int | None) -> WarcCursor:  # before the record after ``ordinal``
+            usable = next_offset if offsets is not False else None
+            return WarcCursor(ordinal + 1, usable, tuple((k, v) for k, v in kinds.items() if v), dump, offsets)
+
+        with store(self.path).open() as stream:
+            if start.offset:
+                stream.seek(start.offset)
+            records = iter(_iterate(stream))
+            while True:
+                try:
+                    record = next(records)
+                except StopIteration:
+                    break
+                except SelectionError:  # the store failed (not the archive): the run fails, a retry may cure it
+                    raise
+                except (OSError, ValueError) as exc:
+                    after = cursor(None)  # a read taken up there meets the break again
+                    kinds["broken"] += 1
+                    if pending is not None and pending[0].ref.broken is None:
+                        page = pending[0]
+                        reason = (
+                            f"the next record does not start where this record's Content-Length says "
+                            f"({error_text(exc)}); its length or the next header is wrong"
+                        )
+                        pending = (replace(page, ref=replace(page.ref, broken=reason)), EOFError(reason))
+                    if pending is not None:
+                        yield StreamedPage(*pending, after)
+                        pending = None
+                    break
+                self.position = record.stream_pos
+                if skip:
+                    skip -= 1
+                    ordinal += 1
+                    continue
+                if pending is not None:
+                    yield StreamedPage(*pending, cursor(record.stream_pos))
+                    pending = None
+                ordinal += 1
+                url = record.headers.get("WARC-Target-URI")
+                cut_off = record.headers.get("Content-Length") is None
+                kind = "broken" if cut_off else _kind(record)
+                kinds[kind] += 1
+                if kind == "warcinfo":
+                    dump = _is_part_of(record)
+                if kind != "html" and not (cut_off and url is not None):
+                    continue
+                expected = record.content_length
+                try:
+                    stored = bytes(record.reader.read(self.max_bytes + 1))
+                    got = len(stored) + _payload_length(record)
+                except SelectionError:
+                    raise
+                except (OSError, ValueError) as exc:
+                    stored, got = b"", -1
+                    failure: BaseException | None = EOFError(f"the record's payload cannot be read ({error_text(exc)})")
+                else:
+                    failure = None
+                broken = _truncation(cut_off, got, expected) if got >= 0 else None
+                if offsets is None and record.stream_pos and broken is None:
+                    offsets = _record_starts_at(self.path, record.stream_pos, record.record_id or "")
+                date = record.headers.get("WARC-Date")
+                offset = record.stream_pos if offsets is not False else None
+                ref = WarcRecordRef(ordinal, offset, record.record_id or "", date, expected, broken, dump)
+                page = ScannedRecord(_page_id(ref.record_id, self.shown, ordinal), url,
+                                     charset_label(record.http_charset), ref)  # fmt: skip
+                pending = (page, failure or self._payload(record, stored, broken))
+            if pending is not None:
+                yield StreamedPage(*pending, cursor(self.size))
+        self.position = self.size
+
+    def _payload(self, record: Any, stored: bytes, broken: str | None) -> bytes | BaseException:
+        if broken is not None:
+            return EOFError(broken)
+        if len(stored) > self.max_bytes:
+            return PageTooLargeError.over(self.max_bytes)
+        headers = record.http_headers
+        try:
+            return decoded_payload(
+                stored, headers.get("Transfer-Encoding"), headers.get("Content-Encoding"), self.max_bytes
+            )
+        except (EOFError, PageTooLargeError) as exc:
+            return exc
 
 
 class WarcReader:

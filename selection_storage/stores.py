@@ -34,7 +34,15 @@ from selection_core.errors import (
     WriteError,
 )
 from selection_storage import files
-from selection_storage.atomic import TMP_SUFFIX, Staged, StagedFile, commit_in_order, remove_orphans, temporary_name
+from selection_storage.atomic import (
+    TMP_SUFFIX,
+    Staged,
+    StagedFile,
+    commit_in_order,
+    remove_orphans,
+    temporary_name,
+    write_error,
+)
 from selection_storage.files import InputChangedError, Version, open_input, read_error
 from selection_storage.transient import TRANSIENT_ERRNOS
 
@@ -787,6 +795,9 @@ class Store(Protocol):
     def remove_orphans_beside(self) -> None:
         """Remove the staged outputs whose writer is gone from this output's folder."""
 
+    def remove(self) -> None:
+        """Remove this file (object) if it is there; a store that fails raises its typed error."""
+
     def check_output(self, source: Store, option: str) -> None:
         """An ``OutputPathError`` (naming ``option``) if the output cannot go here: the input, a folder..."""
 
@@ -890,6 +901,14 @@ class ObjectStore:
 
     def remove_orphans_beside(self) -> None:
         pass  # an unfinished upload is never an object: aborted by a scan of its prefix (abort_stale_uploads)
+
+    def remove(self) -> None:
+        try:
+            self.path.filesystem().rm_file(self.path.key)
+        except FileNotFoundError:
+            pass
+        except Exception as exc:  # noqa: BLE001 - each backend's errors, mapped
+            raise store_error(self.path, exc, writing=True) from None
 
     def check_output(self, source: Store, option: str) -> None:
         if self.path == source.path:
@@ -1021,6 +1040,12 @@ class DiskStore:
 
     def remove_orphans_beside(self) -> None:
         remove_orphans(self.path.parent)
+
+    def remove(self) -> None:
+        try:
+            self.path.unlink(missing_ok=True)
+        except OSError as exc:
+            raise write_error(self.path, exc) from None
 
     def check_output(self, source: Store, option: str) -> None:
         out = self.path
