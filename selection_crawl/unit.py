@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import hashlib
 import importlib.metadata
+import os
 import tempfile
 import time
 import zlib
@@ -52,9 +52,11 @@ from selection_storage.stores import Location, location, store, write_atomic
 #: The key of the crawl's own block in a WARC's record (beside the extraction record's keys).
 CRAWL_KEY: Final[str] = "crawl"
 
-#: Most pages, and most seconds of work, between two commits of a WARC's progress.
+#: Most pages, and most seconds of work, between two commits of a WARC's progress; the pages can be set on the
+#: workers by :data:`COMMIT_PAGES_VARIABLE`.
 COMMIT_PAGES: Final[int] = 300
 COMMIT_SECONDS: Final[float] = 60.0
+COMMIT_PAGES_VARIABLE: Final[str] = "CONTENT_SELECTION_COMMIT_PAGES"
 
 #: Times a WARC is started in one run before it fails alone (its workers keep dying while they do it).
 MAX_TRIES: Final[int] = 4
@@ -101,7 +103,6 @@ def settings_fingerprint(root: Mapping[str, Any], output_format: str = BATCH) ->
     return hashlib.sha256(orjson.dumps(decisive, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-@functools.cache
 def expected_fingerprint(time_limit_seconds: float, output_format: str = BATCH) -> str:
     """The settings fingerprint a WARC done here, with this time limit and output format, gets."""
     settings = ExtractionSettings(time_limit_seconds=time_limit_seconds)
@@ -148,6 +149,7 @@ class WarcOutcome:
     input_version: Version | None = None
     fingerprint: str | None = None
     tries: int = 1
+    resumed: int = 0  # pages taken from the commits of an earlier start (a worker that died, an earlier run)
 
     @classmethod
     def failed(cls, reason: str, exit_code: int, seconds: float = 0.0, tries: int = 1) -> WarcOutcome:
@@ -174,6 +176,8 @@ class WarcOutcome:
             entry["seconds"] = self.seconds
             if self.tries > 1:
                 entry["tries"] = self.tries
+            if self.resumed:
+                entry["resumed"] = self.resumed
         return entry
 
     @classmethod
@@ -207,6 +211,7 @@ class WarcOutcome:
             input_version=None if version is None else Version(int(version["size"]), str(version["tag"])),
             fingerprint=shared.setdefault(fingerprint, fingerprint),
             tries=tries,
+            resumed=int(entry.get("resumed", 0)),
         )
 
 
@@ -262,6 +267,7 @@ class _Progress:
     stats: ExtractionStats = NO_STATS
     commits: int = 0
     begin: int = 0  # the byte offset of the next article in the extracted batch a run in one go would read
+    resumed: int = 0  # the articles taken from commits
 
 
 class _Commits:
@@ -356,11 +362,19 @@ class _Commits:
         store(self.target.with_name(name)).remove()
 
 
+def _commit_pages() -> int:
+    try:
+        return max(1, int(os.environ.get(COMMIT_PAGES_VARIABLE, COMMIT_PAGES)))
+    except ValueError:
+        return COMMIT_PAGES
+
+
 def _pieces_of(stream: WarcStream, shown: str, cursors: list[WarcCursor]) -> Iterator[Iterator[tuple[Page, Any]]]:
     """The stream's pages cut into pieces of at most :data:`COMMIT_PAGES` pages or :data:`COMMIT_SECONDS` seconds;
     ``cursors[0]`` is the cursor after the last page given."""
     pages = iter(stream)
     exhausted = False
+    most = _commit_pages()
 
     def piece() -> Iterator[tuple[Page, Any]]:
         nonlocal exhausted
@@ -370,7 +384,7 @@ def _pieces_of(stream: WarcStream, shown: str, cursors: list[WarcCursor]) -> Ite
                 record = item.page
                 cursors[0] = item.after
                 yield Page(record.id, record.url, shown, stream.path, record.charset, record.ref), item.payload
-                if count >= COMMIT_PAGES or time.monotonic() >= deadline:
+                if count >= most or time.monotonic() >= deadline:
                     return
         exhausted = True
 
@@ -437,6 +451,7 @@ def _crawl(job: WarcJob, source: Location, target: Location, version: Version, c
         input_version=version,
         fingerprint=job.fingerprint,
         tries=tries,
+        resumed=done.resumed,
     )
     crawl = {"format": job.output_format, **outcome.to_json(timed=False)}
     write_atomic(record_of(target), dump_batch({**root, CRAWL_KEY: crawl}))
@@ -455,6 +470,7 @@ def _extract_and_select(
     """Extract and select the WARC's pages after its last commit, appending each piece's selected articles (or
     rows) to ``pieces`` after the committed ones; the progress at the end and the extraction record's root."""
     progress = commits.load(pieces)
+    progress.resumed = progress.articles
     settings = ExtractionSettings(time_limit_seconds=job.time_limit_seconds, workers=1, keep_workers=True)
     extractors = default_extractors()
     stream = WarcStream(source, job.source, settings.max_page_bytes, progress.cursor)
@@ -481,7 +497,14 @@ def _extract_and_select(
             assert output is not None
             pieces.write(output)
             before = chunk.stop
-            progress = _Progress(cursors[0], chunk.stop, progress.stats + stats, progress.commits + 1, chunk.end)
+            progress = dataclasses.replace(
+                progress,
+                cursor=cursors[0],
+                articles=chunk.stop,
+                stats=progress.stats + stats,
+                commits=progress.commits + 1,
+                begin=chunk.end,
+            )
             commits.commit(progress, output)
     if not progress.articles:
         raise no_pages_error(job.source, {k: v for k, v in stream.kinds.items() if v})

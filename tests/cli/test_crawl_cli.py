@@ -47,7 +47,7 @@ def test_a_folder_of_warcs_on_local_processes_bad_one_named_others_done(tmp_path
     assert lines[1].startswith("content-selection: error: 1 of 5 WARCs failed") and len(lines) == 2
     summary = orjson.loads((out / "crawl.json").read_bytes())
     assert summary["totals"] | {"seconds": 0} == {
-        "warcs": 5, "done": 4, "failed": 1, "pending": 0, "done_before": 0, "resent": 0, "pages": 24, "articles": 24,
+        "warcs": 5, "done": 4, "failed": 1, "pending": 0, "done_before": 0, "retried": 0, "pages": 24, "articles": 24,
         "errors": summary["totals"]["errors"], "seconds": 0,
     }  # fmt: skip
     outputs = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.jsonl"))

@@ -124,7 +124,7 @@ def test_a_warcs_output_is_what_extract_then_select_write_for_it_alone(tmp_path:
     assert outcome.sha256 == alone.output_sha256 == _sha(output)
     record = orjson.loads(output.with_name(output.name[: -len(".jsonl")] + ".extraction.json").read_bytes())
     assert record["extraction"]["input"] == source and record["extraction"]["warc_records"]["not_200"] == 1
-    assert record["crawl"]["output"] == {"sha256": outcome.sha256, "size": output.stat().st_size}
+    assert (record["crawl"]["sha256"], record["crawl"]["size"]) == (outcome.sha256, output.stat().st_size)
 
 
 @pytest.mark.slow  # real extractors: about 1 s a WARC
@@ -205,17 +205,17 @@ def test_an_output_the_store_refuses_fails_the_warc_with_its_line(s3_server: Sto
     outcome = crawl_warc(job.job(0))
     assert (outcome.state, outcome.exit_code) == ("failed", 65)  # a wrong path, as everywhere in the stage
     assert outcome.reason is not None and outcome.reason.startswith("s3://no-such-bucket-of-the-test/out/crawl-data/")
-    assert outcome.reason.endswith(".jsonl: the bucket does not exist; check the URL")
+    assert outcome.reason.endswith(".jsonl.tries: the bucket does not exist; check the URL")  # its first write
 
 
-def test_a_warc_sent_more_than_once_says_so_in_its_line_and_the_totals(tmp_path: Path) -> None:
+def test_a_warc_tried_more_than_once_says_so_in_its_line_and_the_totals(tmp_path: Path) -> None:
     job = CrawlJob.plan(str(_listing(tmp_path, KEYS[:2])), str(tmp_path / "out"), str(CRAWL), 30.0)
-    dying = dataclasses.replace(WarcOutcome.failed("x.warc.gz: its workers kept dying", 74), sends=4)
+    dying = dataclasses.replace(WarcOutcome.failed("x.warc.gz: its workers kept dying", 74), tries=4)
     job.finish_warc(0, dying)
     job.finish_warc(1, WarcOutcome.failed("y.warc.gz: not a WARC file", 65))
     job.close()
     summary = orjson.loads((tmp_path / "out" / "crawl.json").read_bytes())
-    assert [w.get("sends") for w in summary["warcs"]] == [4, None] and summary["totals"]["resent"] == 3
+    assert [w.get("tries") for w in summary["warcs"]] == [4, None] and summary["totals"]["retried"] == 3
     assert job.outcome(0) == dying
 
 

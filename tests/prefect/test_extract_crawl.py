@@ -14,6 +14,7 @@ import pytest
 from content_selection.flows.extract_crawl import (
     CRAWL_PROGRESS_ARTIFACT_KEY,
     CRAWL_WARCS_ARTIFACT_KEY,
+    Snapshot,
     extract_crawl,
 )
 from selection_cli.crawl import CrawlBar
@@ -58,17 +59,19 @@ class _Terminal(io.StringIO):
         return True
 
 
-def test_the_command_lines_bar_shows_warcs_pages_rate_and_time_left_and_each_failure() -> None:
+def test_the_command_lines_bar_moves_with_the_pages_and_shows_rate_time_left_and_each_failure() -> None:
     terminal = _Terminal()
     bar = CrawlBar(terminal)
-    bar(1, 4, 120, 10.0, WarcOutcome("done", pages=120))
-    bar(2, 4, 120, 20.0, WarcOutcome.failed("s3://b/x.warc.gz: not a WARC file", 65))
+    bar(Snapshot(finished=0, total=4, pages=60, estimate=1200, seconds=10.0))  # a worker's report, mid-WARC
+    bar(Snapshot(1, 4, 120, 1200, 20.0), WarcOutcome("done", pages=100))
+    bar(Snapshot(2, 4, 120, 1200, 30.0), WarcOutcome.failed("s3://b/x.warc.gz: not a WARC file", 65))
     text = terminal.getvalue()
-    assert "crawling 1/4 WARCs, 120 pages, 12.0 pages/s, 0m30s left" in text
+    assert "crawling 0/4 WARCs, 60 of ~1200 pages, 6.0 pages/s, 3m10s left" in text
+    assert "crawling 1/4 WARCs, 120 of ~1200 pages, 6.0 pages/s, 3m00s left" in text
     assert "\r\033[Kcontent-selection: s3://b/x.warc.gz: not a WARC file\n" in text
-    assert text.endswith("crawling 2/4 WARCs, 120 pages, 6.0 pages/s, 0m20s left")
+    assert text.endswith("crawling 2/4 WARCs, 120 of ~1200 pages, 4.0 pages/s, 4m30s left")
     plain = io.StringIO()
-    CrawlBar(plain)(1, 1, 5, 1.0, WarcOutcome("done", pages=5))
+    CrawlBar(plain)(Snapshot(1, 1, 5, 5, 1.0), WarcOutcome("done", pages=5))
     assert plain.getvalue() == ""  # not a terminal: no bar
 
 

@@ -7,7 +7,6 @@ The reference bytes are each WARC done alone, in this process (``crawl_warc``: w
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import os
 import random
 import signal
@@ -24,8 +23,8 @@ import pytest
 from selection_crawl.job import CrawlJob
 from selection_crawl.unit import crawl_warc
 from selection_extraction import stop_kept_workers
-from tests.support import ROOT
 from tests.support.cluster import NamespaceCluster, require_namespaces
+from tests.support.crawls import write_crawl
 from tests.support.faultkit import child_env, run_command
 from tests.support.object_stores import StoreServer
 
@@ -34,18 +33,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("crawl-cluster")]
 CRAWL = "crawl-data/CC-MAIN-2024-18"
 
 
-def _fixture_script() -> Any:
-    spec = importlib.util.spec_from_file_location("make_crawl_fixtures", ROOT / "scripts" / "make_crawl_fixtures.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
 def _crawl_in_bucket(server: StoreServer, bucket: str, folder: Path, warcs: int, pages: int) -> list[str]:
     """A crawl of ``warcs`` WARCs of ``pages`` real pages each, written in Common Crawl's layout and uploaded."""
-    keys = _fixture_script().write_crawl(folder, warcs, pages)
+    keys = write_crawl(folder, warcs, pages)
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         server.put(server.url(bucket, path.relative_to(folder).as_posix()), path.read_bytes())
     return keys
@@ -226,7 +216,7 @@ def test_chaos_workers_and_the_coordinator_killed_while_a_crawl_runs(
         print(
             f"\nchaos: {chaos.kills} workers killed, coordinator killed once with {done_at_kill} of {len(keys)} "
             f"WARCs done; the re-run did {len(keys) - summary['totals']['done_before']} WARCs and sent "
-            f"{summary['totals']['resent']} again when Dask gave up on them; "
+            f"{summary['totals']['retried']} again when Dask gave up on them; "
             f"{differing} outputs differ from a clean run"
         )
         assert chaos.kills >= 3
@@ -258,5 +248,5 @@ def test_a_warc_whose_worker_dies_until_dask_gives_up_is_sent_again_and_the_craw
 
     _same_as_reference(s3_server, bucket, reference)
     summary = orjson.loads(s3_server.fs().cat_file(f"{bucket}/selected/crawl.json"))
-    assert summary["totals"]["resent"] >= 1 and summary["totals"]["done"] == 2, summary["totals"]
-    assert max(w.get("sends", 1) for w in summary["warcs"]) == 2
+    assert summary["totals"]["retried"] >= 1 and summary["totals"]["done"] == 2, summary["totals"]
+    assert max(w.get("tries", 1) for w in summary["warcs"]) == 2

@@ -1,0 +1,167 @@
+"""A WARC done in committed pieces: a worker killed in the middle costs the pages after its last commit, and the
+WARC taken up again writes the bytes of a run in one go; commits that no longer match are not used; a worker with
+another fingerprint, or a WARC that keeps killing its workers, fails alone."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from selection_core.errors import WriteError
+from selection_crawl import unit
+from selection_crawl.job import CrawlJob
+from selection_crawl.unit import COMMIT_PAGES_VARIABLE, MAX_TRIES, crawl_warc
+from selection_storage.stores import store
+from tests.support import ROOT
+from tests.support.crawls import write_crawl
+from tests.support.faultkit import child_env
+
+pytestmark = pytest.mark.slow  # real extractors on real pages
+
+PAGES = 40
+EVERY = 5  # pages between two commits in these tests
+
+
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One WARC of 40 real pages: the folder and the WARC's key."""
+    folder = tmp_path_factory.mktemp("crawl")
+    (key,) = write_crawl(folder, 1, PAGES)
+    return folder, key
+
+
+@pytest.fixture(scope="module")
+def clean(crawl: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """The WARC done in one go (one piece): its output's and its record's bytes by name."""
+    folder, key = crawl
+    out = tmp_path_factory.mktemp("clean")
+    job = CrawlJob.plan(str((folder / key).parent), str(out), None, 30.0)
+    assert crawl_warc(job.job(0)).state == "done"
+    return {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file() and not p.name.startswith(".")}
+
+
+def _files(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file() and not p.name.startswith(".")}
+
+
+def _extracted_pages(mocker) -> list[int]:  # noqa: ANN001 - pytest-mock's fixture
+    """The pages each extraction run of this process does (a spy: the real extraction runs)."""
+    counts: list[int] = []
+    real = unit.extract_readings
+
+    def counting(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        stats = real(*args, **kwargs)
+        counts.append(stats.pages)
+        return stats
+
+    mocker.patch.object(unit, "extract_readings", counting)
+    return counts
+
+
+def test_a_worker_killed_mid_warc_is_taken_up_from_its_last_commit_with_the_bytes_of_a_clean_run(
+    crawl: tuple[Path, str], clean: dict[str, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mocker
+) -> None:
+    folder, key = crawl
+    out = tmp_path / "out"
+    script = (
+        "from selection_crawl.job import CrawlJob\nfrom selection_crawl.unit import crawl_warc\n"
+        "if __name__ == '__main__':\n"
+        f"    crawl_warc(CrawlJob.plan({str((folder / key).parent)!r}, {str(out)!r}, None, 30.0).job(0))\n"
+    )
+    env = child_env() | {COMMIT_PAGES_VARIABLE: str(EVERY)}
+    worker = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while len(list(out.rglob("*.commit"))) < 2:  # killed once two pieces are committed
+            assert worker.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait()
+    committed = len(list(out.rglob("*.commit")))
+    assert not any(name.endswith((".jsonl", ".extraction.json")) for name in _files(out))  # no output yet
+
+    monkeypatch.setenv(COMMIT_PAGES_VARIABLE, str(EVERY))
+    extracted = _extracted_pages(mocker)
+    job = CrawlJob.plan(str((folder / key).parent), str(out), None, 30.0)
+    assert job.todo == [0]
+    outcome = crawl_warc(job.job(0))
+    assert outcome.state == "done" and outcome.resumed >= committed * EVERY and outcome.resumed % EVERY == 0
+    assert sum(extracted) == PAGES - outcome.resumed  # only the pages after the last commit were extracted again
+    assert _files(out) == clean  # the output and its record: the bytes of a clean run; no commit left
+
+
+def test_commits_of_another_version_of_the_warc_are_not_used(
+    crawl: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mocker
+) -> None:
+    folder, key = crawl
+    warc = tmp_path / "in" / "one.warc.gz"
+    warc.parent.mkdir()
+    warc.write_bytes((folder / key).read_bytes())
+    out = tmp_path / "out"
+    monkeypatch.setenv(COMMIT_PAGES_VARIABLE, str(EVERY))
+    job = CrawlJob.plan(str(warc.parent), str(out), None, 30.0)
+    mocker.patch.object(unit, "write_output", side_effect=WriteError("disk full (injected)"))
+    failed = crawl_warc(job.job(0))
+    assert failed.state == "failed" and "disk full (injected)" in str(failed.reason)
+    assert len(list(out.rglob("*.commit"))) == PAGES // EVERY  # kept for the next run
+    mocker.stopall()
+
+    os.utime(warc, (1, 1))  # another version of the WARC (its modification time is in its version's tag)
+    extracted = _extracted_pages(mocker)
+    outcome = crawl_warc(CrawlJob.plan(str(warc.parent), str(out), None, 30.0).job(0))
+    assert outcome.state == "done" and outcome.resumed == 0 and sum(extracted) == PAGES
+    mocker.stopall()
+    assert crawl_warc(CrawlJob.plan(str(warc.parent), str(tmp_path / "ref"), None, 30.0).job(0)).state == "done"
+    assert _files(out) == _files(tmp_path / "ref")  # the output and the record only, as a clean run's
+
+
+def test_a_worker_with_another_fingerprint_fails_the_warc_alone_and_says_why(crawl: tuple[Path, str], tmp_path) -> None:
+    folder, key = crawl
+    job = CrawlJob.plan(str((folder / key).parent), str(tmp_path / "out"), None, 30.0)
+    outcome = crawl_warc(dataclasses.replace(job.job(0), fingerprint="0" * 64))
+    assert (outcome.state, outcome.exit_code) == ("failed", 74)
+    assert outcome.reason == (
+        f"{folder / key}: this worker's extractors, lxml or selection rule differ from the coordinator's "
+        f"(fingerprint {job.fingerprint[:12]}, not 000000000000); run the workers on the coordinator's image"
+    )
+    assert not (tmp_path / "out" / key).parent.exists() or not _files(tmp_path / "out")  # nothing written
+
+
+def test_the_selection_rule_is_in_the_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
+    import selection_core.config as rule
+
+    before = unit.expected_fingerprint(30.0)
+    monkeypatch.setattr(rule, "SHINGLE_SIZE", rule.SHINGLE_SIZE + 1)
+    assert unit.expected_fingerprint(30.0) != before
+    monkeypatch.undo()
+    monkeypatch.setattr(unit.importlib.metadata, "version", lambda name: "99.0")
+    assert unit.expected_fingerprint(30.0) != before
+
+
+def test_a_warc_that_keeps_killing_its_workers_fails_alone_after_the_most_tries(
+    crawl: tuple[Path, str], tmp_path: Path
+) -> None:
+    folder, key = crawl
+    out = tmp_path / "out"
+    job = CrawlJob.plan(str((folder / key).parent), str(out), None, 30.0)
+    warc_job = job.job(0)
+    version = store(folder / key).listed_version()
+    assert version is not None
+    commits = unit._Commits(Path(warc_job.output), version, warc_job.fingerprint, warc_job.run)  # noqa: SLF001
+    for _ in range(MAX_TRIES):  # started, then its worker died, MAX_TRIES times
+        commits.start()
+    outcome = crawl_warc(warc_job)
+    assert (outcome.state, outcome.tries) == ("failed", MAX_TRIES)
+    assert outcome.reason == (
+        f"{folder / key}: the workers doing it died {MAX_TRIES} times; it fails alone (run again to try again)"
+    )
+    # a re-run is another run: it tries again
+    assert crawl_warc(CrawlJob.plan(str((folder / key).parent), str(out), None, 30.0).job(0)).state == "done"
