@@ -17,7 +17,7 @@ resume pass over a long listing whose WARCs are all done.
 * a fresh worker's peak resident set (``VmHWM``, the worker and its extractor process) after 4 WARCs against after
   16, and after one WARC 4x larger against after one WARC.
 
-The coordinator is ``flows.extract_crawl``'s own dispatch (``_on_dask``) without the Prefect run around it (whose
+The coordinator is ``flows.extract_crawl``'s own dispatch (``_dispatch``) without the Prefect run around it (whose
 start is a constant). moto's server answers every ranged GET by reading its whole object: store times are upper
 bounds. ``resume`` writes a listing of N WARC files on disk (empty: they are listed, not read), each with an output,
 a record and its line in ``crawl.json``, and times ``CrawlJob.plan`` in a child process with its peak memory.
@@ -59,21 +59,38 @@ def _tree_peak_kib(pid: int) -> int:
     return total
 
 
-def _crawl(job: Any, address: str) -> float:
-    from content_selection.flows.extract_crawl import _on_dask
+class _Finish:
+    """The run's side of the flow's dispatch, without the Prefect run around it (whose start is a constant)."""
 
-    failures: list[str] = []
+    def __init__(self, job: Any) -> None:
+        self.job = job
+        self.failures: list[str] = []
 
-    def finish(index: int, outcome: Any) -> None:
-        job.finish_warc(index, outcome)
+    def __call__(self, index: int, outcome: Any) -> None:
+        self.job.finish_warc(index, outcome)
         if outcome.state != "done":
-            failures.append(str(outcome.reason))
+            self.failures.append(str(outcome.reason))
 
+    def pages(self, index: int, done: int, estimate: int) -> None:
+        pass
+
+    def tick(self) -> None:
+        pass
+
+    def check(self) -> None:  # the lease's: none here
+        pass
+
+
+def _crawl(job: Any, address: str) -> float:
+    from content_selection.flows.extract_crawl import _dask_workers, _dispatch
+
+    finish = _Finish(job)
     started = time.perf_counter()
-    _on_dask(job, address, finish)
+    with _dask_workers(address) as workers:
+        _dispatch(job, workers, finish, finish)  # type: ignore[arg-type]
     seconds = time.perf_counter() - started
-    if failures:
-        raise SystemExit(f"the crawl failed: {failures[0]}")
+    if finish.failures:
+        raise SystemExit(f"the crawl failed: {finish.failures[0]}")
     return seconds
 
 
@@ -221,7 +238,7 @@ def _write_done_crawl(folder: Path, lines: int, fingerprint: str) -> Path:
 
 
 def resume(args: argparse.Namespace) -> dict[str, Any]:
-    from selection_crawl.job import expected_fingerprint
+    from selection_crawl.unit import expected_fingerprint
 
     folder = Path(tempfile.mkdtemp(prefix="crawl-resume-"))
     try:

@@ -144,8 +144,30 @@ def _dask_workers(address: str) -> Iterator[_Workers]:
         def count() -> int:
             return max(1, sum(client.nthreads().values()))
 
-        with client.get_executor(pure=False) as executor:
-            yield _Workers(executor, reports, count, "dask", (ProcessExpired, KilledWorker))
+        yield _Workers(_DaskExecutor(client), reports, count, "dask", (ProcessExpired, KilledWorker))
+
+
+class _DaskExecutor(Executor):
+    """A Dask client as a ``concurrent.futures`` executor that lets each task go once it has ended (unlike
+    ``Client.get_executor()``, which holds every future: a finished WARC whose worker died would be done again)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        ended: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        ended.set_running_or_notify_cancel()
+
+        def hand_over(task: Any) -> None:
+            try:
+                ended.set_result(task.result())
+            except BaseException as exc:  # noqa: BLE001 - the task's failure, handed to the waiter as it is
+                ended.set_exception(exc)
+            finally:
+                task.release()
+
+        self.client.submit(fn, *args, pure=False, **kwargs).add_done_callback(hand_over)
+        return ended
 
 
 def _dispatch(job: CrawlJob, workers: _Workers, progress: _Progress, lease: CrawlLease) -> None:

@@ -22,7 +22,7 @@ from selection_core.config import EXTRACTORS
 from selection_core.dataset import BATCH, DATASET
 from selection_core.errors import EXIT_INVALID_INPUT, EXIT_IO_ERROR, OutputPathError, SelectionError
 from selection_crawl.listing import SUMMARY_NAME, CrawlUnit, joined, read_listing, record_of
-from selection_crawl.unit import CRAWL_KEY, WarcJob, WarcOutcome, expected_fingerprint
+from selection_crawl.unit import WarcJob, WarcOutcome, expected_fingerprint, read_record, work_files
 from selection_engine.dataset import require_pyarrow
 from selection_extraction import ExtractionSettings
 from selection_storage.files import Version
@@ -49,12 +49,15 @@ class _Listings:
         self._kept: OrderedDict[str, dict[str, Version]] = OrderedDict()
 
     def version(self, where: Location) -> Version | None:
-        folder = str(where.parent)
-        if folder not in self._kept:
-            self._kept[folder] = store(where.parent).listed()
+        return self.listed(where.parent).get(where.name)
+
+    def listed(self, folder: Location) -> dict[str, Version]:
+        key = str(folder)
+        if key not in self._kept:
+            self._kept[key] = store(folder).listed()
             if len(self._kept) > _LISTINGS_KEPT:
                 self._kept.popitem(last=False)
-        return self._kept[folder].get(where.name)
+        return self._kept[key]
 
 
 def _entry(unit: CrawlUnit, outcome: WarcOutcome | None) -> dict[str, Any]:
@@ -228,21 +231,14 @@ class CrawlJob:
             current = inputs.version(location(unit.source, self.storage_options))
             wanted = (self.fingerprint, current, listed.size)
             if outcome is None or _identity(outcome) != wanted:
-                outcome = self._read_record(record, unit.source)
+                outcome = read_record(record, unit.source)
             if current is not None and outcome is not None and _identity(outcome) == wanted:
                 self._keep(index, outcome)
                 self.resumed += 1
+                for name in work_files(output.name, outputs.listed(output.parent)):  # its worker died as it ended
+                    store(output.with_name(name)).remove()
             else:
                 self.todo.append(index)
-
-    @staticmethod
-    def _read_record(record: Location, source: str) -> WarcOutcome | None:
-        try:
-            with store(record).open() as fh:
-                content = orjson.loads(fh.read())
-            return WarcOutcome.from_json(content[CRAWL_KEY]) if content["extraction"]["input"] == source else None
-        except (SelectionError, OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-            return None  # unreadable, or not ours: the WARC is done again
 
     def finish_warc(self, index: int, outcome: WarcOutcome) -> None:
         """Keep what became of WARC ``index``; ``crawl.json`` is replaced when the last write is old enough."""

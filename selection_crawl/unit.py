@@ -23,7 +23,7 @@ import os
 import tempfile
 import time
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Final
@@ -58,7 +58,8 @@ COMMIT_PAGES: Final[int] = 300
 COMMIT_SECONDS: Final[float] = 60.0
 COMMIT_PAGES_VARIABLE: Final[str] = "CONTENT_SELECTION_COMMIT_PAGES"
 
-#: Times a WARC is started in one run before it fails alone (its workers keep dying while they do it).
+#: Starts of a WARC in a row, in one run, that find no new commit (their workers died before it) before it fails
+#: alone: a WARC that kills its workers. A start that finds a new commit is progress, and starts the count again.
 MAX_TRIES: Final[int] = 4
 
 #: Least seconds between two reports of a WARC's pages to the coordinator.
@@ -270,6 +271,30 @@ class _Progress:
     resumed: int = 0  # the articles taken from commits
 
 
+def read_record(record: Location, source: str) -> WarcOutcome | None:
+    """The outcome a WARC's record tells (None: unreadable, or the record of another WARC)."""
+    try:
+        with store(record).open() as fh:
+            content = orjson.loads(fh.read())
+        return WarcOutcome.from_json(content[CRAWL_KEY]) if content["extraction"]["input"] == source else None
+    except (SelectionError, OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
+
+
+def work_files(output_name: str, names: Iterable[str]) -> list[str]:
+    """The names among ``names`` (a folder's) of the commits and the count of starts of the WARC whose output is
+    ``output_name``, in order: what is left of its work while it is not done."""
+    head = output_name + "."
+    return sorted(
+        name
+        for name in names
+        if name == output_name + _TRIES_SUFFIX
+        or (
+            name.startswith(head) and name.endswith(_COMMIT_SUFFIX) and name[len(head) : -len(_COMMIT_SUFFIX)].isdigit()
+        )
+    )
+
+
 class _Commits:
     """A WARC's commits beside its output, valid for one version of the WARC and one fingerprint; and the count of
     its starts in this run."""
@@ -285,30 +310,28 @@ class _Commits:
     def _tries(self) -> Location:
         return self.target.with_name(self.target.name + _TRIES_SUFFIX)
 
-    def start(self) -> int:
-        """Count one more start of the WARC in this run; how many there were, this one included."""
-        tries = 0
+    def start(self, committed: int) -> tuple[int, int]:
+        """Count one more start of the WARC in this run, ``committed`` pieces being there: how many starts there
+        were, and how many of them in a row found no piece that the one before had not (this one included)."""
+        starts = stuck = 0
         where = self._tries()
         if store(where).kind() == "file":
             try:
                 with store(where).open() as fh:
                     previous = orjson.loads(fh.read())
-                tries = int(previous["tries"]) if previous.get("run") == self.run else 0
+                if previous.get("run") == self.run:
+                    starts = int(previous["starts"])
+                    stuck = int(previous["stuck"]) if committed <= int(previous["committed"]) else 0
             except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-                tries = 0
-        write_atomic(where, orjson.dumps({"run": self.run, "tries": tries + 1}))
-        return tries + 1
+                starts = stuck = 0
+        record = {"run": self.run, "starts": starts + 1, "stuck": stuck + 1, "committed": committed}
+        write_atomic(where, orjson.dumps(record))
+        return starts + 1, stuck + 1
 
     def names(self) -> list[str]:
         """The names of this WARC's commits (any version), in order."""
-        head = self.target.name + "."
-        return sorted(
-            name
-            for name in store(self.target.parent).listed()
-            if name.startswith(head)
-            and name.endswith(_COMMIT_SUFFIX)
-            and name[len(head) : -len(_COMMIT_SUFFIX)].isdigit()
-        )
+        listed = store(self.target.parent).listed()
+        return [name for name in work_files(self.target.name, listed) if name.endswith(_COMMIT_SUFFIX)]
 
     def load(self, pieces: BinaryIO) -> _Progress:
         """The progress of the valid commits (numbered from 0, without a gap), their pieces appended to ``pieces``;
@@ -417,6 +440,11 @@ def crawl_warc(job: WarcJob) -> WarcOutcome:
             raise missing_pages(job.source, store(source).folder_noun)
         if isinstance(target, Path):  # a folder of the prefix, made on this machine's disk
             target.parent.mkdir(parents=True, exist_ok=True)
+        done = read_record(record_of(target), job.source) if store(record_of(target)).kind() == "file" else None
+        listed = store(target).listed_version()
+        if done and (done.input_version, done.fingerprint) == (version, job.fingerprint) and listed:
+            if listed.size == done.size:  # done meanwhile (the same WARC sent twice): nothing to do, or to write
+                return done
         commits = _Commits(target, version, job.fingerprint, job.run)
         outcome = _crawl(job, source, target, version, commits)
     except SelectionError as exc:  # first: a store's read and write errors are OSErrors too
@@ -430,13 +458,18 @@ def crawl_warc(job: WarcJob) -> WarcOutcome:
 
 
 def _crawl(job: WarcJob, source: Location, target: Location, version: Version, commits: _Commits) -> WarcOutcome:
-    tries = commits.start()
-    if tries > MAX_TRIES:
-        reason = f"{job.source}: the workers doing it died {tries - 1} times; it fails alone (run again to try again)"
-        return WarcOutcome.failed(reason, EXIT_IO_ERROR, tries=tries - 1)
+    tries = 1
     try:
         with tempfile.TemporaryFile() as pieces:  # anonymous: gone with this process, whatever kills it
-            done, root = _extract_and_select(job, source, commits, pieces)
+            progress = commits.load(pieces)
+            tries, stuck = commits.start(progress.commits)
+            if stuck > MAX_TRIES:
+                reason = (
+                    f"{job.source}: its workers died {stuck - 1} times in a row before its next commit; it fails "
+                    "alone (run again to try again)"
+                )
+                return WarcOutcome.failed(reason, EXIT_IO_ERROR, tries=tries - 1)
+            done, root = _extract_and_select(job, source, commits, pieces, progress)
             pieces.seek(0)
             sha256, size = write_output(target, _whole_lines(pieces), dataset=job.output_format == DATASET)
     except SelectionError as exc:
@@ -465,11 +498,11 @@ def _whole_lines(pieces: BinaryIO, size: int = 8 << 20) -> Iterator[bytes]:
 
 
 def _extract_and_select(
-    job: WarcJob, source: Location, commits: _Commits, pieces: BinaryIO
+    job: WarcJob, source: Location, commits: _Commits, pieces: BinaryIO, progress: _Progress
 ) -> tuple[_Progress, dict[str, Any]]:
-    """Extract and select the WARC's pages after its last commit, appending each piece's selected articles (or
-    rows) to ``pieces`` after the committed ones; the progress at the end and the extraction record's root."""
-    progress = commits.load(pieces)
+    """Extract and select the WARC's pages after its last commit (``progress``, whose pieces ``pieces`` holds),
+    appending each piece's selected articles (or rows) to ``pieces``, committing each; the progress at the end and
+    the extraction record's root."""
     progress.resumed = progress.articles
     settings = ExtractionSettings(time_limit_seconds=job.time_limit_seconds, workers=1, keep_workers=True)
     extractors = default_extractors()
@@ -479,6 +512,8 @@ def _extract_and_select(
     before = progress.articles
 
     def pages_done(done: int, _total: int) -> None:
+        if not done:
+            return
         pages = before + done
         read = max(stream.position, 1)
         report(pages, max(pages, round(pages * stream.size / read)) if stream.size else pages)

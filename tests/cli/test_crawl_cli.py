@@ -3,13 +3,24 @@ folder on local worker processes (the cluster's runs are in ``tests/system/test_
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import orjson
+import psutil
 import pytest
 
+from selection_crawl.job import CrawlJob
+from selection_crawl.lease import CrawlLease
+from selection_crawl.unit import COMMIT_PAGES_VARIABLE, crawl_warc
 from tests.support import DATA
-from tests.support.faultkit import run_command, stderr_lines
+from tests.support.crawls import write_crawl
+from tests.support.faultkit import child_env, run_command, stderr_lines
 
 CRAWL = DATA / "crawl"
 PATHS = CRAWL / "crawl-data" / "CC-MAIN-2024-18" / "warc.paths.gz"
@@ -53,3 +64,64 @@ def test_a_folder_of_warcs_on_local_processes_bad_one_named_others_done(tmp_path
     outputs = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.jsonl"))
     assert outputs == sorted(w["output"] for w in summary["warcs"] if w["state"] == "done")
     assert not list(out.rglob("*.tmp*"))
+
+
+@pytest.mark.slow
+def test_a_second_crawl_on_the_same_prefix_is_refused_naming_the_first_before_prefect_starts(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with CrawlLease.acquire(str(out), None, "the-first-run"):
+        args = ["crawl", str(PATHS), "--base", str(CRAWL), "-o", str(out)]
+        done = run_command(args, tmp_path, {"PREFECT_HOME": str(tmp_path / "home")})
+    assert done.returncode == 75, done.stderr
+    (line,) = stderr_lines(done.stderr)
+    assert line.startswith(
+        f"content-selection: error: {out}: another crawl is running on this prefix (host {socket.gethostname()}, "
+        f"process {os.getpid()}, flow run the-first-run, since "
+    )
+    assert line.endswith("); wait for it to end, or stop it")
+    assert not (tmp_path / "home").exists() and not (out / "crawl.json").exists()  # nothing ran
+
+
+def _crawl_workers(command: subprocess.Popen[bytes]) -> list[psutil.Process]:
+    """The local crawl workers of a ``crawl`` command: the fork server's children that started extractors."""
+    servers = [p for p in psutil.Process(command.pid).children() if "forkserver" in " ".join(p.cmdline())]
+    return [worker for server in servers for worker in server.children() if worker.children()]
+
+
+@pytest.mark.slow
+def test_a_local_worker_killed_mid_warc_is_replaced_and_only_its_warc_is_taken_up_from_its_last_commit(
+    tmp_path: Path,
+) -> None:
+    keys = write_crawl(tmp_path / "crawl", 3, 30)
+    listing = tmp_path / "crawl" / "crawl-data" / "CC-MAIN-2024-18" / "warc.paths.gz"
+    reference = CrawlJob.plan(str(listing), str(tmp_path / "ref"), str(tmp_path / "crawl"), 30.0)
+    for index in reference.todo:
+        assert crawl_warc(reference.job(index)).state == "done"
+    out = tmp_path / "out"
+    args = ["crawl", str(listing), "--base", str(tmp_path / "crawl"), "-o", str(out), "--workers", "2",
+            "--time-limit", "30"]  # fmt: skip
+    env = {k: v for k, v in child_env().items() if not k.startswith("PREFECT_")}
+    env |= {"PREFECT_HOME": str(tmp_path / "home"), COMMIT_PAGES_VARIABLE: "5"}
+    log = tmp_path / "crawl.log"
+    with open(log, "wb") as sink:
+        command = subprocess.Popen([sys.executable, "-m", "selection_cli.main", *args], cwd=tmp_path, env=env,
+                                   stdout=sink, stderr=sink, start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        while len({p.name.split(".")[0] for p in out.rglob("*.commit")}) < 2 or list(out.rglob("*.jsonl")):
+            assert command.poll() is None and time.monotonic() < deadline, log.read_text()  # two WARCs mid-way
+            time.sleep(0.05)
+        victim = _crawl_workers(command)[0]
+        for process in [victim, *victim.children(recursive=True)]:
+            process.kill()  # the worker and its extractors, as the kernel's OOM killer or a lost machine would
+        assert command.wait(timeout=300) == 0, log.read_text()
+    finally:
+        if command.poll() is None:
+            os.killpg(command.pid, signal.SIGKILL)
+    for unit in reference.units:
+        assert (out / unit.relative).read_bytes() == (tmp_path / "ref" / unit.relative).read_bytes()
+    summary = orjson.loads((out / "crawl.json").read_bytes())
+    assert summary["totals"]["done"] == len(keys) == 3 and summary["totals"]["failed"] == 0
+    (taken_up,) = [w for w in summary["warcs"] if w.get("tries", 1) > 1]  # the dead worker's WARC alone
+    assert taken_up["tries"] == 2 and taken_up["resumed"] >= 5 and taken_up["resumed"] % 5 == 0
+    assert not list(out.rglob("*.commit")) and not list(out.rglob("*.tries")) and not list(out.rglob("*.tmp*"))

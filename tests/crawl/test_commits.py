@@ -18,6 +18,7 @@ from selection_core.errors import WriteError
 from selection_crawl import unit
 from selection_crawl.job import CrawlJob
 from selection_crawl.unit import COMMIT_PAGES_VARIABLE, MAX_TRIES, crawl_warc
+from selection_storage.files import Version
 from selection_storage.stores import store
 from tests.support import ROOT
 from tests.support.crawls import write_crawl
@@ -156,12 +157,36 @@ def test_a_warc_that_keeps_killing_its_workers_fails_alone_after_the_most_tries(
     version = store(folder / key).listed_version()
     assert version is not None
     commits = unit._Commits(Path(warc_job.output), version, warc_job.fingerprint, warc_job.run)  # noqa: SLF001
-    for _ in range(MAX_TRIES):  # started, then its worker died, MAX_TRIES times
-        commits.start()
+    for _ in range(MAX_TRIES):  # started, then its worker died before its next commit, MAX_TRIES times
+        commits.start(0)
     outcome = crawl_warc(warc_job)
     assert (outcome.state, outcome.tries) == ("failed", MAX_TRIES)
     assert outcome.reason == (
-        f"{folder / key}: the workers doing it died {MAX_TRIES} times; it fails alone (run again to try again)"
+        f"{folder / key}: its workers died {MAX_TRIES} times in a row before its next commit; it fails alone "
+        "(run again to try again)"
     )
     # a re-run is another run: it tries again
     assert crawl_warc(CrawlJob.plan(str((folder / key).parent), str(out), None, 30.0).job(0)).state == "done"
+
+
+def test_a_start_that_finds_a_new_commit_counts_its_tries_in_a_row_again(tmp_path: Path) -> None:
+    commits = unit._Commits(tmp_path / "x.jsonl", Version(1, "t"), "f", "run")  # noqa: SLF001
+    assert [commits.start(0) for _ in range(3)] == [(1, 1), (2, 2), (3, 3)]
+    assert commits.start(1) == (4, 1) and commits.start(1) == (5, 2)  # (starts, in a row without a new commit)
+    assert unit._Commits(tmp_path / "x.jsonl", Version(1, "t"), "f", "a re-run").start(1) == (1, 1)  # noqa: SLF001
+
+
+def test_what_a_worker_killed_after_the_record_left_is_removed_by_the_next_plan(
+    crawl: tuple[Path, str], tmp_path: Path
+) -> None:
+    folder, key = crawl
+    out = tmp_path / "out"
+    job = CrawlJob.plan(str((folder / key).parent), str(out), None, 30.0)
+    assert crawl_warc(job.job(0)).state == "done"
+    output = Path(job.job(0).output)
+    left = [output.with_name(output.name + ".00000.commit"), output.with_name(output.name + ".tries")]
+    for path in left:
+        path.write_bytes(b"left by a worker killed between the record and the clean-up")
+    again = CrawlJob.plan(str((folder / key).parent), str(out), None, 30.0)
+    assert again.todo == [] and again.resumed == 1
+    assert not any(path.exists() for path in left)

@@ -17,10 +17,12 @@ from content_selection.flows.extract_crawl import (
     Snapshot,
     extract_crawl,
 )
+from content_selection.tasks.progress import follow_progress
 from selection_cli.crawl import CrawlBar
 from selection_crawl.job import CrawlFailedError
 from selection_crawl.unit import WarcOutcome
 from tests.support import DATA
+from tests.support.crawls import write_crawl
 from tests.support.prefect_fixtures import artifacts_of
 
 CRAWL = DATA / "crawl"
@@ -104,3 +106,18 @@ def test_a_crawl_into_a_store_as_a_dataset_is_read_by_duckdb_over_its_glob(s3_se
             expected[article["id"]] = article[chosen]["cleaned_text" if chosen == "readability" else "text"]
     assert texts == expected and len(texts) == 24
     assert s3_server.no_uploads(bucket)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("prefect_harness")
+def test_the_progress_moves_with_the_pages_while_a_warc_is_extracted(tmp_path: Path) -> None:
+    write_crawl(tmp_path / "crawl", 1, 80)
+    seen: list[tuple[Snapshot, object]] = []
+    with follow_progress({CRAWL_WARCS_ARTIFACT_KEY: lambda now, outcome=None: seen.append((now, outcome))}):
+        summary = extract_crawl(str(tmp_path / "crawl"), str(tmp_path / "out"), workers=1, time_limit_seconds=30)
+    assert summary.pages == 80
+    during = [now for now, outcome in seen if outcome is None and now.finished == 0]
+    assert during and all(0 < now.pages < 80 for now in during)  # pages of the WARC in flight, before it ends
+    assert all(now.estimate >= now.pages for now in during)  # of an estimate from the bytes read
+    assert [now.pages for now in during] == sorted(now.pages for now in during)
+    assert seen[-1][0].finished == 1 and seen[-1][0].pages == 80

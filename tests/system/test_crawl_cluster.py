@@ -21,7 +21,7 @@ import orjson
 import pytest
 
 from selection_crawl.job import CrawlJob
-from selection_crawl.unit import crawl_warc
+from selection_crawl.unit import COMMIT_PAGES_VARIABLE, crawl_warc
 from selection_extraction import stop_kept_workers
 from tests.support.cluster import NamespaceCluster, require_namespaces
 from tests.support.crawls import write_crawl
@@ -179,6 +179,7 @@ def test_chaos_workers_and_the_coordinator_killed_while_a_crawl_runs(
     env = {"PREFECT_HOME": str(tmp_path / "prefect-home")}
     # Dask gives up on a task after one death of its worker (KilledWorker): the crawl must send the WARC again
     monkeypatch.setenv("DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES", "1")
+    monkeypatch.setenv(COMMIT_PAGES_VARIABLE, "2")  # a WARC makes progress between two kills
 
     with NamespaceCluster(log_dir=tmp_path / "cluster") as cluster:
         cluster.start_workers(["w1", "w2"])
@@ -222,7 +223,7 @@ def test_chaos_workers_and_the_coordinator_killed_while_a_crawl_runs(
         assert chaos.kills >= 3
 
 
-def test_a_warc_whose_worker_dies_until_dask_gives_up_is_sent_again_and_the_crawl_completes(
+def test_a_worker_killed_mid_warc_until_dask_gives_up_is_taken_up_from_its_last_commit(
     s3_server: StoreServer, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     require_namespaces()
@@ -231,14 +232,14 @@ def test_a_warc_whose_worker_dies_until_dask_gives_up_is_sent_again_and_the_craw
     reference = _reference(s3_server, bucket, listing)
     env = {"PREFECT_HOME": str(tmp_path / "prefect-home")}
     monkeypatch.setenv("DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES", "0")  # one death: KilledWorker
+    monkeypatch.setenv(COMMIT_PAGES_VARIABLE, "5")
 
     with NamespaceCluster(log_dir=tmp_path / "cluster") as cluster:
         (first,) = cluster.start_workers(["w1"])
         log = tmp_path / "crawl.log"
         coordinator = _popen(_crawl_args(s3_server, bucket, listing, cluster.address), tmp_path, env, log)
-        client = cluster.client
         deadline = time.monotonic() + 300
-        while not any(keys for keys in client.processing().values()):  # a WARC is on w1
+        while not any(k.endswith(".commit") for k in _outputs(s3_server, bucket)):  # a piece of a WARC committed
             assert coordinator.poll() is None, log.read_text()
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.1)
@@ -249,4 +250,5 @@ def test_a_warc_whose_worker_dies_until_dask_gives_up_is_sent_again_and_the_craw
     _same_as_reference(s3_server, bucket, reference)
     summary = orjson.loads(s3_server.fs().cat_file(f"{bucket}/selected/crawl.json"))
     assert summary["totals"]["retried"] >= 1 and summary["totals"]["done"] == 2, summary["totals"]
-    assert max(w.get("tries", 1) for w in summary["warcs"]) == 2
+    (taken_up,) = [w for w in summary["warcs"] if w.get("tries", 1) == 2]
+    assert taken_up["resumed"] >= 5 and taken_up["resumed"] % 5 == 0  # from its last commit, not from its start
