@@ -181,7 +181,7 @@ def cluster(args: argparse.Namespace) -> dict[str, Any]:
             job = plan(listing, out)
             started = time.perf_counter()
             for index in job.todo:
-                assert crawl_warc(job.job(index)).state == "done"
+                assert crawl_warc(job.warc_job(index)).state == "done"
             plain_s = time.perf_counter() - started
         stop_kept_workers()
         results["small_pages"] = small_pages

@@ -182,6 +182,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="crawl-warc-bench-"))
     server = S3Server(free_port(), work / "s3")
     server.start()
+    os.environ.update(environment(server))
     hook = work / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(_COUNTER)
@@ -241,7 +242,6 @@ def main() -> None:
         reason = namespace_support()
         cluster = None
         if reason is None:
-            os.environ.update(environment(server))
             cluster = NamespaceCluster(log_dir=work / "cluster")
             cluster.__enter__()
             (first,) = cluster.start_workers(["w1"])

@@ -1,8 +1,9 @@
 """The ``extract-crawl`` flow: a listing of web archives in, one selected batch per archive out, resumable.
 
-Each WARC is one unit of work, done by the worker it lands on (a Dask worker, or a local worker process), which
-reads it from the store and writes its output itself; this process sees counts only, and calls the Prefect API
-per WARC (the progress and the table artifacts), never per page.
+Each WARC is done by the worker it lands on (a Dask worker, or a local worker process), which reads it from the
+store, commits its progress there and writes its output itself; this process sees counts only (WARCs ended, and
+pages done every few seconds), and calls the Prefect API at most every few seconds (the progress and the table
+artifacts), never per page.
 """
 
 from __future__ import annotations
@@ -118,8 +119,12 @@ def _local_workers(workers: int | None) -> Iterator[_Workers]:
 
     try:
         yield _Workers(_PebbleExecutor(pool), reports, lambda: count, "queue", (ProcessExpired,))
+    except BaseException:
+        pool.stop()  # the run failed: its workers are stopped where they are
+        raise
+    else:
+        pool.close()  # each WARC has ended: the workers end as processes do, their extractors with them
     finally:
-        pool.stop()
         pool.join()
         queue.close()
 
@@ -180,7 +185,7 @@ def _dispatch(job: CrawlJob, workers: _Workers, progress: _Progress, lease: Craw
 
     def send(index: int) -> None:
         sent[index] = sent.get(index, 0) + 1
-        pending[workers.executor.submit(crawl_warc, job.job(index, workers.progress))] = index
+        pending[workers.executor.submit(crawl_warc, job.warc_job(index, workers.progress))] = index
 
     while todo or pending:
         while todo and len(pending) < IN_FLIGHT_PER_WORKER * workers.count():
@@ -199,13 +204,13 @@ def _dispatch(job: CrawlJob, workers: _Workers, progress: _Progress, lease: Craw
                     send(index)  # its worker's next start counts the try
                     continue
                 outcome = WarcOutcome.failed(
-                    f"{job.units[index].source}: its workers died {sent[index]} times ({type(exc).__name__}); run "
+                    f"{job.warcs[index].source}: its workers died {sent[index]} times ({type(exc).__name__}); run "
                     "again to try it again",
                     EXIT_IO_ERROR,
                     tries=sent[index],
                 )
             except Exception as exc:  # noqa: BLE001 - one WARC's failure, in its line of crawl.json
-                outcome = WarcOutcome.failed(f"{job.units[index].source}: {type(exc).__name__}: {exc}", EXIT_IO_ERROR)
+                outcome = WarcOutcome.failed(f"{job.warcs[index].source}: {type(exc).__name__}: {exc}", EXIT_IO_ERROR)
             progress(index, outcome)
         progress.tick()
         lease.check()
@@ -239,7 +244,7 @@ class _Progress:
         self.failed: list[int] = []
         self._published_at = float("-inf")
         self._changed = False
-        description = f"WARCs of {job.listing} done in this run ({job.resumed} of {len(job.units)} done before)"
+        description = f"WARCs of {job.listing} done in this run ({job.resumed} of {len(job.warcs)} done before)"
         self._percent = artifact_progress(CRAWL_PROGRESS_ARTIFACT_KEY, description)
         self._follower = follower(CRAWL_WARCS_ARTIFACT_KEY)
         self._started = time.monotonic()
@@ -297,18 +302,18 @@ class _Progress:
         shown = [*self.failed[: self.max_rows], *reversed(self.latest)][: self.max_rows]
         rows = []
         for index in shown:
-            unit, outcome = self.job.units[index], self.job.outcome(index)
+            warc, outcome = self.job.warcs[index], self.job.outcome(index)
             assert outcome is not None
             rows.append(
                 {  # the file name first, short columns next: the UI's table is as wide as its window
-                    "warc": unit.source.rsplit("/", 1)[-1],
+                    "warc": warc.source.rsplit("/", 1)[-1],
                     "state": outcome.state,
                     "pages": outcome.pages,
                     "articles": outcome.articles,
                     "errors": sum(outcome.errors.values()),
                     "seconds": outcome.seconds,
-                    "reason": (outcome.reason or "").removeprefix(f"{unit.source}: "),  # the WARC is named
-                    "output": unit.relative,
+                    "reason": (outcome.reason or "").removeprefix(f"{warc.source}: "),  # the WARC is named
+                    "output": warc.relative,
                 }
             )
         totals = self.job.totals()
@@ -367,7 +372,7 @@ def extract_crawl(
         job = CrawlJob.plan(listing, output_prefix, base, time_limit_seconds, storage_options, output_format)
         where = f"the Dask cluster at {dask_address}" if dask_address else "local worker processes"
         logger.info(
-            "%d WARCs listed, %d done before: doing %d on %s", len(job.units), job.resumed, len(job.todo), where
+            "%d WARCs listed, %d done before: doing %d on %s", len(job.warcs), job.resumed, len(job.todo), where
         )
         progress = _Progress(job, max_table_rows)
         job.write_summary()

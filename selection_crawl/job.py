@@ -21,7 +21,7 @@ import orjson
 from selection_core.config import EXTRACTORS
 from selection_core.dataset import BATCH, DATASET
 from selection_core.errors import EXIT_INVALID_INPUT, EXIT_IO_ERROR, OutputPathError, SelectionError
-from selection_crawl.listing import SUMMARY_NAME, CrawlUnit, joined, read_listing, record_of
+from selection_crawl.listing import SUMMARY_NAME, ListedWarc, joined, read_listing, record_of
 from selection_crawl.unit import WarcJob, WarcOutcome, expected_fingerprint, read_record, work_files
 from selection_engine.dataset import require_pyarrow
 from selection_extraction import ExtractionSettings
@@ -60,10 +60,10 @@ class _Listings:
         return self._kept[key]
 
 
-def _entry(unit: CrawlUnit, outcome: WarcOutcome | None) -> dict[str, Any]:
+def _entry(warc: ListedWarc, outcome: WarcOutcome | None) -> dict[str, Any]:
     """One WARC's line of ``crawl.json``."""
     state = {"state": "pending"} if outcome is None else outcome.to_json()
-    return {"warc": unit.source, "output": unit.relative, **state}
+    return {"warc": warc.source, "output": warc.relative, **state}
 
 
 def _identity(outcome: WarcOutcome) -> tuple[str | None, Version | None, int]:
@@ -107,7 +107,7 @@ class CrawlJob:
         self,
         listing: str,
         prefix: str,
-        units: list[CrawlUnit],
+        warcs: list[ListedWarc],
         base: str | None,
         time_limit_seconds: float,
         storage_options: Mapping[str, Any] | None,
@@ -116,14 +116,14 @@ class CrawlJob:
     ) -> None:
         self.listing = listing
         self.prefix = prefix
-        self.units = units
+        self.warcs = warcs
         self.base = base
         self.time_limit_seconds = time_limit_seconds
         self.storage_options = dict(storage_options or {})
         self.fingerprint = fingerprint
         self.output_format = output_format
         self.run = uuid.uuid4().hex[:12]  # a WARC's tries are counted per run
-        self._lines = _Lines(len(units))
+        self._lines = _Lines(len(warcs))
         self._shared: dict[Any, Any] = {fingerprint: fingerprint}
         self._failed: list[int] = []
         self._counts: dict[str, Any] = {"done": 0, "pages": 0, "articles": 0, "seconds": 0.0, "retried": 0}
@@ -149,26 +149,26 @@ class CrawlJob:
         if output_format == DATASET:
             require_pyarrow()
         where = location(prefix, storage_options, "output")  # a bad URL is refused here
-        units = read_listing(listing, base, storage_options, output_format)
+        warcs = read_listing(listing, base, storage_options, output_format)
         if isinstance(where, Path):  # a folder on this disk, made as the outputs' folders are
             try:
                 where.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise OutputPathError(f"{prefix}: cannot make this folder ({exc.strerror}); choose another") from None
         fingerprint = expected_fingerprint(time_limit_seconds, output_format)
-        job = cls(listing, prefix, units, base, time_limit_seconds, storage_options, fingerprint, output_format)
+        job = cls(listing, prefix, warcs, base, time_limit_seconds, storage_options, fingerprint, output_format)
         job._resume()
         return job
 
     def where(self, relative: str) -> Location:
         return location(joined(self.prefix, relative), self.storage_options, "output")
 
-    def job(self, index: int, progress: str | None = None) -> WarcJob:
+    def warc_job(self, index: int, progress: str | None = None) -> WarcJob:
         """What a worker needs to do WARC ``index`` (its pages done reported to ``progress``: :class:`WarcJob`)."""
-        unit = self.units[index]
+        warc = self.warcs[index]
         return WarcJob(
-            unit.source,
-            str(self.where(unit.relative)),
+            warc.source,
+            str(self.where(warc.relative)),
             self.time_limit_seconds,
             self.fingerprint,
             self.run,
@@ -184,7 +184,7 @@ class CrawlJob:
         return None if line is None else WarcOutcome.from_json(orjson.loads(line), self._shared)
 
     def _keep(self, index: int, outcome: WarcOutcome) -> None:
-        self._lines.put(index, orjson.dumps(_entry(self.units[index], outcome)))
+        self._lines.put(index, orjson.dumps(_entry(self.warcs[index], outcome)))
         self._counts["seconds"] += outcome.seconds
         if outcome.state == "failed":
             self._failed.append(index)
@@ -200,7 +200,7 @@ class CrawlJob:
         summary = self.where(SUMMARY_NAME)
         if store(summary).kind() != "file":
             return
-        index_of = {unit.relative: index for index, unit in enumerate(self.units)}
+        index_of = {warc.relative: index for index, warc in enumerate(self.warcs)}
         with store(summary).open() as fh:
             for line in fh:
                 if not line.startswith(_ENTRY_START):
@@ -208,7 +208,7 @@ class CrawlJob:
                 try:
                     entry = orjson.loads(line.rstrip().rstrip(b","))
                     index = index_of.get(entry["output"])
-                    if index is not None and entry["warc"] == self.units[index].source:
+                    if index is not None and entry["warc"] == self.warcs[index].source:
                         if entry["state"] == "done" and WarcOutcome.from_json(entry, self._shared):  # all its keys
                             self._lines.put(index, orjson.dumps(entry))
                 except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
@@ -219,8 +219,8 @@ class CrawlJob:
         naming this WARC at its current version and this run's settings, and the listed output's size."""
         self._previous()
         inputs, outputs = _Listings(), _Listings()
-        for index, unit in enumerate(self.units):
-            output = self.where(unit.relative)
+        for index, warc in enumerate(self.warcs):
+            output = self.where(warc.relative)
             record = record_of(output)
             listed = outputs.version(output)
             outcome = self.outcome(index)
@@ -228,10 +228,10 @@ class CrawlJob:
             if listed is None or outputs.version(record) is None:
                 self.todo.append(index)
                 continue
-            current = inputs.version(location(unit.source, self.storage_options))
+            current = inputs.version(location(warc.source, self.storage_options))
             wanted = (self.fingerprint, current, listed.size)
             if outcome is None or _identity(outcome) != wanted:
-                outcome = read_record(record, unit.source)
+                outcome = read_record(record, warc.source)
             if current is not None and outcome is not None and _identity(outcome) == wanted:
                 self._keep(index, outcome)
                 self.resumed += 1
@@ -251,10 +251,10 @@ class CrawlJob:
     def totals(self) -> dict[str, Any]:
         done, failed = self._counts["done"], len(self._failed)
         return {
-            "warcs": len(self.units),
+            "warcs": len(self.warcs),
             "done": done,
             "failed": failed,
-            "pending": len(self.units) - done - failed,
+            "pending": len(self.warcs) - done - failed,
             "done_before": self.resumed,
             "retried": self._counts["retried"],
             "pages": self._counts["pages"],
@@ -273,9 +273,9 @@ class CrawlJob:
             "totals": self.totals(),
         }
         yield orjson.dumps(head)[:-1] + b',\n"warcs": [\n'
-        for index, unit in enumerate(self.units):
+        for index, warc in enumerate(self.warcs):
             line = self._lines.get(index)
-            yield (b",\n" if index else b"") + (orjson.dumps(_entry(unit, None)) if line is None else line)
+            yield (b",\n" if index else b"") + (orjson.dumps(_entry(warc, None)) if line is None else line)
         yield b"\n]}\n"
 
     def write_summary(self) -> None:
@@ -285,8 +285,8 @@ class CrawlJob:
         self._written_at = time.monotonic()
         self._write_seconds = self._written_at - started
 
-    def failures(self) -> list[tuple[CrawlUnit, WarcOutcome]]:
-        return [(self.units[index], outcome) for index in self._failed if (outcome := self.outcome(index))]
+    def failures(self) -> list[tuple[ListedWarc, WarcOutcome]]:
+        return [(self.warcs[index], outcome) for index in self._failed if (outcome := self.outcome(index))]
 
     def close(self) -> None:
         """Write the summary, and remove what killed writers left under the prefix (every writer has stopped)."""
@@ -300,7 +300,7 @@ class CrawlJob:
             return
         codes = {o.exit_code for _, o in failures}
         error = CrawlFailedError(
-            f"{len(failures)} of {len(self.units)} WARCs failed, each named in {self.where(SUMMARY_NAME)} (the "
+            f"{len(failures)} of {len(self.warcs)} WARCs failed, each named in {self.where(SUMMARY_NAME)} (the "
             f"first: {failures[0][0].source}); the others are done, and a re-run does only what is left"
         )
         error.exit_code = EXIT_INVALID_INPUT if EXIT_INVALID_INPUT in codes else EXIT_IO_ERROR

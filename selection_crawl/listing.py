@@ -32,7 +32,7 @@ class CrawlListingError(InvalidBatchError):
 
 
 @dataclass(frozen=True, slots=True)
-class CrawlUnit:
+class ListedWarc:
     """One WARC of a job: where it is (``source``, as the articles' ``path`` names it) and its output's path under
     the prefix (``relative``)."""
 
@@ -98,7 +98,7 @@ def read_listing(
     base: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
     output_format: str = BATCH,
-) -> list[CrawlUnit]:
+) -> list[ListedWarc]:
     """The WARCs of ``listing`` (a text file of WARCs, or a folder), in its order, each with its output's path (in
     ``output_format``: :func:`output_name`).
 
@@ -114,15 +114,15 @@ def read_listing(
             "or a folder of .warc/.warc.gz files"
         )
     if kind == "folder":
-        units = [
-            CrawlUnit(str(entry.where), output_name(entry.relative, output_format))
+        warcs = [
+            ListedWarc(str(entry.where), output_name(entry.relative, output_format))
             for entry in store(where).files()
             if warc_stem(entry.relative) is not None
         ]
-        if not units:
+        if not warcs:
             raise CrawlListingError(f"{listing}: no .warc or .warc.gz file under this folder")
-        return units
-    units = []
+        return warcs
+    warcs = []
     seen: dict[str, int] = {}
     for number, text in enumerate(_text_lines(where), 1):
         line = text.strip()
@@ -144,7 +144,7 @@ def read_listing(
                 "list each WARC once"
             )
         seen[name] = number
-        units.append(CrawlUnit(source, name))
-    if not units:
+        warcs.append(ListedWarc(source, name))
+    if not warcs:
         raise CrawlListingError(f"{listing}: lists no WARC; give one WARC per line")
-    return units
+    return warcs

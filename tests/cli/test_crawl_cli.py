@@ -96,7 +96,7 @@ def test_a_local_worker_killed_mid_warc_is_replaced_and_only_its_warc_is_taken_u
     listing = tmp_path / "crawl" / "crawl-data" / "CC-MAIN-2024-18" / "warc.paths.gz"
     reference = CrawlJob.plan(str(listing), str(tmp_path / "ref"), str(tmp_path / "crawl"), 30.0)
     for index in reference.todo:
-        assert crawl_warc(reference.job(index)).state == "done"
+        assert crawl_warc(reference.warc_job(index)).state == "done"
     out = tmp_path / "out"
     args = ["crawl", str(listing), "--base", str(tmp_path / "crawl"), "-o", str(out), "--workers", "2",
             "--time-limit", "30"]  # fmt: skip
@@ -118,8 +118,8 @@ def test_a_local_worker_killed_mid_warc_is_replaced_and_only_its_warc_is_taken_u
     finally:
         if command.poll() is None:
             os.killpg(command.pid, signal.SIGKILL)
-    for unit in reference.units:
-        assert (out / unit.relative).read_bytes() == (tmp_path / "ref" / unit.relative).read_bytes()
+    for warc in reference.warcs:
+        assert (out / warc.relative).read_bytes() == (tmp_path / "ref" / warc.relative).read_bytes()
     summary = orjson.loads((out / "crawl.json").read_bytes())
     assert summary["totals"]["done"] == len(keys) == 3 and summary["totals"]["failed"] == 0
     (taken_up,) = [w for w in summary["warcs"] if w.get("tries", 1) > 1]  # the dead worker's WARC alone

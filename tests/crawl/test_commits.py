@@ -44,7 +44,7 @@ def clean(crawl: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory) -> 
     folder, key = crawl
     out = tmp_path_factory.mktemp("clean")
     job = CrawlJob.plan(str((folder / key).parent), str(out), None, 30.0)
-    assert crawl_warc(job.job(0)).state == "done"
+    assert crawl_warc(job.warc_job(0)).state == "done"
     return {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file() and not p.name.startswith(".")}
 
 
@@ -74,7 +74,7 @@ def test_a_worker_killed_mid_warc_is_taken_up_from_its_last_commit_with_the_byte
     script = (
         "from selection_crawl.job import CrawlJob\nfrom selection_crawl.unit import crawl_warc\n"
         "if __name__ == '__main__':\n"
-        f"    crawl_warc(CrawlJob.plan({str((folder / key).parent)!r}, {str(out)!r}, None, 30.0).job(0))\n"
+        f"    crawl_warc(CrawlJob.plan({str((folder / key).parent)!r}, {str(out)!r}, None, 30.0).warc_job(0))\n"
     )
     env = child_env() | {COMMIT_PAGES_VARIABLE: str(EVERY)}
     worker = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=env, start_new_session=True)
@@ -93,7 +93,7 @@ def test_a_worker_killed_mid_warc_is_taken_up_from_its_last_commit_with_the_byte
     extracted = _extracted_pages(mocker)
     job = CrawlJob.plan(str((folder / key).parent), str(out), None, 30.0)
     assert job.todo == [0]
-    outcome = crawl_warc(job.job(0))
+    outcome = crawl_warc(job.warc_job(0))
     assert outcome.state == "done" and outcome.resumed >= committed * EVERY and outcome.resumed % EVERY == 0
     assert sum(extracted) == PAGES - outcome.resumed  # only the pages after the last commit were extracted again
     assert _files(out) == clean  # the output and its record: the bytes of a clean run; no commit left
@@ -110,24 +110,24 @@ def test_commits_of_another_version_of_the_warc_are_not_used(
     monkeypatch.setenv(COMMIT_PAGES_VARIABLE, str(EVERY))
     job = CrawlJob.plan(str(warc.parent), str(out), None, 30.0)
     mocker.patch.object(unit, "write_output", side_effect=WriteError("disk full (injected)"))
-    failed = crawl_warc(job.job(0))
+    failed = crawl_warc(job.warc_job(0))
     assert failed.state == "failed" and "disk full (injected)" in str(failed.reason)
     assert len(list(out.rglob("*.commit"))) == PAGES // EVERY  # kept for the next run
     mocker.stopall()
 
     os.utime(warc, (1, 1))  # another version of the WARC (its modification time is in its version's tag)
     extracted = _extracted_pages(mocker)
-    outcome = crawl_warc(CrawlJob.plan(str(warc.parent), str(out), None, 30.0).job(0))
+    outcome = crawl_warc(CrawlJob.plan(str(warc.parent), str(out), None, 30.0).warc_job(0))
     assert outcome.state == "done" and outcome.resumed == 0 and sum(extracted) == PAGES
     mocker.stopall()
-    assert crawl_warc(CrawlJob.plan(str(warc.parent), str(tmp_path / "ref"), None, 30.0).job(0)).state == "done"
+    assert crawl_warc(CrawlJob.plan(str(warc.parent), str(tmp_path / "ref"), None, 30.0).warc_job(0)).state == "done"
     assert _files(out) == _files(tmp_path / "ref")  # the output and the record only, as a clean run's
 
 
 def test_a_worker_with_another_fingerprint_fails_the_warc_alone_and_says_why(crawl: tuple[Path, str], tmp_path) -> None:
     folder, key = crawl
     job = CrawlJob.plan(str((folder / key).parent), str(tmp_path / "out"), None, 30.0)
-    outcome = crawl_warc(dataclasses.replace(job.job(0), fingerprint="0" * 64))
+    outcome = crawl_warc(dataclasses.replace(job.warc_job(0), fingerprint="0" * 64))
     assert (outcome.state, outcome.exit_code) == ("failed", 74)
     assert outcome.reason == (
         f"{folder / key}: this worker's extractors, lxml or selection rule differ from the coordinator's "
@@ -153,7 +153,7 @@ def test_a_warc_that_keeps_killing_its_workers_fails_alone_after_the_most_tries(
     folder, key = crawl
     out = tmp_path / "out"
     job = CrawlJob.plan(str((folder / key).parent), str(out), None, 30.0)
-    warc_job = job.job(0)
+    warc_job = job.warc_job(0)
     version = store(folder / key).listed_version()
     assert version is not None
     commits = unit._Commits(Path(warc_job.output), version, warc_job.fingerprint, warc_job.run)  # noqa: SLF001
@@ -166,7 +166,7 @@ def test_a_warc_that_keeps_killing_its_workers_fails_alone_after_the_most_tries(
         "(run again to try again)"
     )
     # a re-run is another run: it tries again
-    assert crawl_warc(CrawlJob.plan(str((folder / key).parent), str(out), None, 30.0).job(0)).state == "done"
+    assert crawl_warc(CrawlJob.plan(str((folder / key).parent), str(out), None, 30.0).warc_job(0)).state == "done"
 
 
 def test_a_start_that_finds_a_new_commit_counts_its_tries_in_a_row_again(tmp_path: Path) -> None:
@@ -182,8 +182,8 @@ def test_what_a_worker_killed_after_the_record_left_is_removed_by_the_next_plan(
     folder, key = crawl
     out = tmp_path / "out"
     job = CrawlJob.plan(str((folder / key).parent), str(out), None, 30.0)
-    assert crawl_warc(job.job(0)).state == "done"
-    output = Path(job.job(0).output)
+    assert crawl_warc(job.warc_job(0)).state == "done"
+    output = Path(job.warc_job(0).output)
     left = [output.with_name(output.name + ".00000.commit"), output.with_name(output.name + ".tries")]
     for path in left:
         path.write_bytes(b"left by a worker killed between the record and the clean-up")

@@ -52,7 +52,7 @@ def _listing(tmp_path: Path, lines: list[str], name: str = "warc.paths.gz") -> P
 
 def _run(job: CrawlJob) -> None:
     for index in job.todo:
-        job.finish_warc(index, crawl_warc(job.job(index)))
+        job.finish_warc(index, crawl_warc(job.warc_job(index)))
     job.close()
 
 
@@ -113,13 +113,13 @@ def test_a_warcs_output_is_what_extract_then_select_write_for_it_alone(tmp_path:
     source = str(CRAWL / KEYS[0])
     job = CrawlJob.plan(str(_listing(tmp_path, [KEYS[0]])), str(tmp_path / "out"), str(CRAWL), 30.0)
     (index,) = job.todo
-    outcome = crawl_warc(job.job(index))
+    outcome = crawl_warc(job.warc_job(index))
     assert outcome.state == "done" and outcome.pages == outcome.articles == 6
 
     extracted = tmp_path / "alone_extracted.jsonl"
     extract_to_file(source, extracted, ExtractionSettings(time_limit_seconds=30.0, workers=1))
     alone = select_file(extracted, tmp_path / "alone_selected.jsonl")
-    output = tmp_path / "out" / job.units[index].relative
+    output = tmp_path / "out" / job.warcs[index].relative
     assert output.read_bytes() == (tmp_path / "alone_selected.jsonl").read_bytes()
     assert outcome.sha256 == alone.output_sha256 == _sha(output)
     record = orjson.loads(output.with_name(output.name[: -len(".jsonl")] + ".extraction.json").read_bytes())
@@ -133,7 +133,7 @@ def test_a_rerun_does_only_what_is_left_and_leaves_valid_outputs_untouched(tmp_p
     out = tmp_path / "out"
     first = CrawlJob.plan(str(_listing(tmp_path, KEYS[:2])), str(out), str(bucket), 30.0)
     _run(first)
-    outputs = [out / u.relative for u in first.units]
+    outputs = [out / u.relative for u in first.warcs]
     stamps = [(p.read_bytes(), p.stat().st_mtime_ns) for p in outputs]
     summary = orjson.loads((out / "crawl.json").read_bytes())
     assert summary["totals"]["done"] == 2 and [w["state"] for w in summary["warcs"]] == ["done", "done"]
@@ -171,9 +171,9 @@ def test_bad_warcs_fail_alone_with_their_reason_and_status(tmp_path: Path) -> No
     listing = _listing(tmp_path, [KEYS[0], "bad/not-a-warc.warc.gz", "crawl-data/missing.warc.gz"], "l.txt")
     job = CrawlJob.plan(str(listing), str(tmp_path / "out"), str(CRAWL), 30.0)
     _run(job)
-    states = [(o.state, o.exit_code) for o in map(job.outcome, range(len(job.units))) if o is not None]
+    states = [(o.state, o.exit_code) for o in map(job.outcome, range(len(job.warcs))) if o is not None]
     assert states == [("done", 0), ("failed", 65), ("failed", 65)]
-    reasons = [o.reason for o in map(job.outcome, range(1, len(job.units))) if o is not None]
+    reasons = [o.reason for o in map(job.outcome, range(1, len(job.warcs))) if o is not None]
     assert "not-a-warc.warc.gz: not a WARC file" in reasons[0] and "missing.warc.gz: no such file" in reasons[1]
     with pytest.raises(CrawlFailedError, match=r"2 of 3 WARCs failed, each named in .*crawl.json") as failed:
         job.check()
@@ -202,7 +202,7 @@ def test_another_version_of_lxml_or_an_extractor_has_every_warc_done_again(
 @pytest.mark.slow
 def test_an_output_the_store_refuses_fails_the_warc_with_its_line(s3_server: StoreServer) -> None:
     job = CrawlJob.plan(str(PATHS), "s3://no-such-bucket-of-the-test/out", str(CRAWL), 30.0)
-    outcome = crawl_warc(job.job(0))
+    outcome = crawl_warc(job.warc_job(0))
     assert (outcome.state, outcome.exit_code) == ("failed", 65)  # a wrong path, as everywhere in the stage
     assert outcome.reason is not None and outcome.reason.startswith("s3://no-such-bucket-of-the-test/out/crawl-data/")
     assert outcome.reason.endswith(".jsonl.tries: the bucket does not exist; check the URL")  # its first write
@@ -228,7 +228,7 @@ def test_a_crawl_as_a_dataset_is_read_by_duckdb_over_its_glob_with_each_warcs_se
     job = CrawlJob.plan(listing, str(datasets), str(CRAWL), 30.0, output_format="dataset")
     _run(job)
 
-    assert [u.relative for u in job.units] == [key.removesuffix(".warc.gz") + ".parquet" for key in KEYS]
+    assert [u.relative for u in job.warcs] == [key.removesuffix(".warc.gz") + ".parquet" for key in KEYS]
     summary = orjson.loads((datasets / "crawl.json").read_bytes())
     assert summary["format"] == "dataset" and summary["totals"]["done"] == len(KEYS)
     assert (
@@ -240,12 +240,12 @@ def test_a_crawl_as_a_dataset_is_read_by_duckdb_over_its_glob_with_each_warcs_se
     columns = [c[0] for c in duckdb.sql(f"DESCRIBE SELECT * FROM read_parquet('{glob}')").fetchall()]
     rows_of = {(r["file_path"], r["id"]): r for r in (dict(zip(columns, row)) for row in rows)}
     expected = 0
-    for unit in job.units:
-        record = orjson.loads((datasets / unit.relative).with_suffix(".extraction.json").read_bytes())
+    for warc in job.warcs:
+        record = orjson.loads((datasets / warc.relative).with_suffix(".extraction.json").read_bytes())
         assert record["crawl"]["format"] == "dataset"
-        lines = (batches / unit.relative).with_suffix(".jsonl").read_bytes().splitlines()
+        lines = (batches / warc.relative).with_suffix(".jsonl").read_bytes().splitlines()
         for article in map(orjson.loads, lines):
-            row = rows_of[(unit.source, article["id"])]
+            row = rows_of[(warc.source, article["id"])]
             chosen = article["selected_extractor"]
             assert row["text"] == article[chosen]["text" if chosen != "readability" else "cleaned_text"]
             assert (row["url"], row["date"], row["dump"]) == (article["url"], article["warc_date"], "CC-MAIN-2024-18")
@@ -256,8 +256,8 @@ def test_a_crawl_as_a_dataset_is_read_by_duckdb_over_its_glob_with_each_warcs_se
     assert CrawlJob.plan(listing, str(datasets), str(CRAWL), 30.0, output_format="dataset").todo == []
     assert CrawlJob.plan(listing, str(datasets), str(CRAWL), 30.0).todo == list(range(len(KEYS)))
     # a record of the other format beside a dataset's output is not trusted (its fingerprint and size are another's)
-    first = datasets / job.units[0].relative
-    other = (batches / job.units[0].relative).with_suffix(".extraction.json")
+    first = datasets / job.warcs[0].relative
+    other = (batches / job.warcs[0].relative).with_suffix(".extraction.json")
     first.with_suffix(".extraction.json").write_bytes(other.read_bytes())
     (datasets / "crawl.json").unlink()  # its copy of the record would be read first
     assert CrawlJob.plan(listing, str(datasets), str(CRAWL), 30.0, output_format="dataset").todo == [0]

@@ -45,10 +45,10 @@ def _reference(server: StoreServer, bucket: str, listing: str) -> dict[str, byte
     """Each WARC done alone in this process, under ``reference/``: its output's bytes by output path."""
     job = CrawlJob.plan(listing, server.url(bucket, "reference"), server.url(bucket, ""), 30.0)
     for index in job.todo:
-        assert crawl_warc(job.job(index)).state == "done"
+        assert crawl_warc(job.warc_job(index)).state == "done"
     stop_kept_workers()
     fs = server.fs()
-    return {u.relative: fs.cat_file(f"{bucket}/reference/{u.relative}") for u in job.units}
+    return {u.relative: fs.cat_file(f"{bucket}/reference/{u.relative}") for u in job.warcs}
 
 
 def _outputs(server: StoreServer, bucket: str) -> dict[str, dict[str, Any]]:
