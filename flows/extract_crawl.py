@@ -107,14 +107,14 @@ def _local_workers(workers: int | None) -> Iterator[_Workers]:
     """``workers`` local worker processes (None: one per core), forks of a server that imported only the unit; a
     worker that dies is replaced, and only its WARC's future fails (``ProcessExpired``)."""
     context = forkserver_context("selection_crawl.unit")
-    queue = context.SimpleQueue()
+    reader, writer = context.Pipe(duplex=False)  # no lock: each report is one write of a few bytes (atomic)
     count = workers or process_workers()
-    pool = ProcessPool(count, initializer=report_pages_to, initargs=(queue,), context=context)
+    pool = ProcessPool(count, initializer=report_pages_to, initargs=(writer,), context=context)
 
     def reports() -> list[tuple[int, int, int]]:
         got = []
-        while not queue.empty():
-            got.append(queue.get())
+        while reader.poll():
+            got.append(reader.recv())
         return got
 
     try:
@@ -126,7 +126,8 @@ def _local_workers(workers: int | None) -> Iterator[_Workers]:
         pool.close()  # each WARC has ended: the workers end as processes do, their extractors with them
     finally:
         pool.join()
-        queue.close()
+        reader.close()
+        writer.close()
 
 
 @contextlib.contextmanager

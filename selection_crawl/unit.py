@@ -44,7 +44,7 @@ from selection_extraction import ExtractionSettings, default_extractors
 from selection_extraction.batch import NO_STATS, ExtractionStats, build_batch
 from selection_extraction.engine import extract_readings
 from selection_extraction.pages import Page, PageSet, missing_pages, no_pages_error, warc_refusals
-from selection_extraction.pool import allow_child_processes
+from selection_extraction.pool import allow_child_processes, stop_kept_workers
 from selection_extraction.warc import WarcCursor, WarcStream
 from selection_storage.files import Version
 from selection_storage.stores import Location, location, store, write_atomic
@@ -221,7 +221,8 @@ _page_reports: Any = None
 
 
 def report_pages_to(queue: Any) -> None:
-    """Make this worker process report the pages it does to ``queue`` (a local worker's initializer)."""
+    """Make this worker process report the pages it does to ``queue`` (a local worker's initializer: the
+    writing end of a pipe, or anything with a ``send``)."""
     global _page_reports  # noqa: PLW0603 - one per worker process, set when it starts
     _page_reports = queue
 
@@ -230,7 +231,7 @@ def _reporter(job: WarcJob) -> Callable[[int, int], None]:
     """``report(pages done, pages estimated)`` for this WARC, at most every :data:`PROGRESS_SECONDS`."""
     send: Callable[[tuple[int, int, int]], None] | None = None
     if job.progress == "queue" and _page_reports is not None:
-        send = _page_reports.put
+        send = _page_reports.send
     elif job.progress == "dask":
         from distributed import get_worker  # only ever on a Dask worker
 
@@ -451,6 +452,8 @@ def crawl_warc(job: WarcJob) -> WarcOutcome:
         outcome = WarcOutcome.failed(str(exc), exc.exit_code)
     except OSError as exc:  # the folder of the output could not be made
         outcome = WarcOutcome.failed(f"{job.output}: {exc.strerror or exc}", EXIT_IO_ERROR)
+    finally:
+        stop_kept_workers()  # its extractor process lives as long as the WARC: a worker stopped later leaves none
     if commits is not None:
         with contextlib.suppress(SelectionError, OSError):
             commits.remove(done=outcome.state == "done")
