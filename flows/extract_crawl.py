@@ -48,7 +48,7 @@ from selection_core.errors import EXIT_IO_ERROR
 from selection_crawl.job import CrawlJob
 from selection_crawl.lease import CrawlLease
 from selection_crawl.listing import SUMMARY_NAME
-from selection_crawl.unit import MAX_TRIES, PROGRESS_SECONDS, PROGRESS_TOPIC, WarcOutcome, crawl_warc, report_pages_to
+from selection_crawl.unit import PROGRESS_SECONDS, PROGRESS_TOPIC, WarcOutcome, crawl_warc, report_pages_to
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
 
 CRAWL_PROGRESS_ARTIFACT_KEY: Final[str] = "crawl-progress"
@@ -56,6 +56,10 @@ CRAWL_WARCS_ARTIFACT_KEY: Final[str] = "crawl-warcs"
 
 #: Least seconds between two updates of the progress artifact and the table artifact while WARCs are done.
 PUBLISH_INTERVAL_SECONDS: Final[float] = 5.0
+
+#: Most times one WARC is sent to a worker in a run: a backstop only, for workers that die before they start it
+#: (a WARC's starts are counted by its workers, :data:`MAX_TRIES` in a row without progress).
+MAX_SENDS: Final[int] = 50
 
 
 class CrawlRunSummary(BaseModel):
@@ -179,7 +183,8 @@ class _DaskExecutor(Executor):
 def _dispatch(job: CrawlJob, workers: _Workers, progress: _Progress, lease: CrawlLease) -> None:
     """Do the WARCs to do on ``executor``, :data:`IN_FLIGHT_PER_WORKER` per worker in flight, the one way for local
     processes and Dask: a WARC whose worker died is sent again (the worker counts its tries, and fails it alone
-    after :data:`MAX_TRIES`); the pages the workers report go to ``progress``; the lease is checked as WARCs end."""
+    after ``unit.MAX_TRIES`` in a row without progress); the pages the workers report go to ``progress``, and the
+    lease is checked, at least every :data:`PROGRESS_SECONDS`."""
     todo = deque(job.todo)
     pending: dict[concurrent.futures.Future[WarcOutcome], int] = {}
     sent: dict[int, int] = {}
@@ -201,7 +206,7 @@ def _dispatch(job: CrawlJob, workers: _Workers, progress: _Progress, lease: Craw
             try:
                 outcome = future.result()
             except workers.deaths as exc:
-                if sent[index] <= MAX_TRIES:
+                if sent[index] < MAX_SENDS:
                     send(index)  # its worker's next start counts the try
                     continue
                 outcome = WarcOutcome.failed(
