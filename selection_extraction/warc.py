@@ -353,11 +353,15 @@ def _record_break(pages: list[ScannedRecord], kinds: dict[str, int], last_page: 
     kinds["broken"] += 1
     if last_page is not None and pages[last_page].ref.broken is None:
         page = pages[last_page]
-        reason = (
-            f"the next record does not start where this record's Content-Length says "
-            f"({error_text(exc)}); its length or the next header is wrong"
-        )
-        pages[last_page] = replace(page, ref=replace(page.ref, broken=reason))
+        pages[last_page] = replace(page, ref=replace(page.ref, broken=_break_reason(exc)))
+
+
+def _break_reason(exc: BaseException) -> str:
+    """Why the page read just before a record that does not parse is broken."""
+    return (
+        f"the next record does not start where this record's Content-Length says "
+        f"({error_text(exc)}); its length or the next header is wrong"
+    )
 
 
 def _offsets_start_records(path: Location, pages: list[ScannedRecord]) -> bool:
@@ -461,11 +465,7 @@ class WarcStream:
                     after = cursor(None)  # a read taken up there meets the break again
                     kinds["broken"] += 1
                     if pending is not None and pending[0].ref.broken is None:
-                        page = pending[0]
-                        reason = (
-                            f"the next record does not start where this record's Content-Length says "
-                            f"({error_text(exc)}); its length or the next header is wrong"
-                        )
+                        page, reason = pending[0], _break_reason(exc)
                         pending = (replace(page, ref=replace(page.ref, broken=reason)), EOFError(reason))
                     if pending is not None:
                         yield StreamedPage(*pending, after)

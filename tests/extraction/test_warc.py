@@ -27,9 +27,9 @@ from selection_core.config import EXTRACTORS, TEXT_FIELDS
 from selection_extraction import ExtractionSettings, InvalidPagesError, extract_pages, find_pages
 from selection_extraction.chunks import extract_chunk, plan_page_chunks
 from selection_extraction.extractors import default_extractors
-from selection_extraction.pages import PageReader
-from selection_extraction.settings import PageTooLargeError
-from selection_extraction.warc import RECORD_KINDS, dechunk, decoded_payload, scan_warc
+from selection_extraction.pages import UNREADABLE_PAGE_ERRORS, PageReader
+from selection_extraction.settings import DEFAULT_MAX_PAGE_BYTES, PageTooLargeError
+from selection_extraction.warc import RECORD_KINDS, WarcStream, dechunk, decoded_payload, scan_warc
 from tests.support import DATA, PAGES, ROOT
 from tests.support.chunks import join_chunks
 
@@ -436,3 +436,41 @@ def test_a_warc_named_loosely_inside_a_folder_or_a_manifest_is_read_as_one(tmp_p
     manifest.write_text(json.dumps({"path": str(folder / "part-0001.bin")}) + "\n")
     by_manifest = extract_pages(find_pages(manifest), ExtractionSettings(workers=1)).doc
     assert texts(by_folder) == texts(by_manifest) == texts(pages_doc)
+
+
+def _read(item: object) -> tuple[str, str] | bytes:
+    return (type(item).__name__, str(item)) if isinstance(item, BaseException) else item  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "pages.warc",
+        "pages.warc.gz",
+        "pages_whole.warc.gz",
+        "truncated.warc.gz",
+        "wrong_length.warc",
+        "wrong_length_long.warc",
+    ],  # fmt: skip
+)
+def test_one_streamed_read_gives_the_pages_and_payloads_of_the_scan_then_the_reads_and_from_every_cursor(
+    name: str,
+) -> None:
+    page_set = find_pages(WARCS / name, label=name)
+    two_pass = []
+    with PageReader() as reader:
+        for page in page_set.pages:
+            try:
+                data: object = reader.read(page)
+            except UNREADABLE_PAGE_ERRORS as exc:
+                data = exc
+            two_pass.append(((page.id, page.url, page.encoding, page.warc), _read(data)))
+    stream = WarcStream(WARCS / name, name, DEFAULT_MAX_PAGE_BYTES)
+    items = list(stream)
+    streamed = [((i.page.id, i.page.url, i.page.charset, i.page.ref), _read(i.payload)) for i in items]
+    assert streamed == two_pass
+    assert {k: v for k, v in stream.kinds.items() if v} == page_set.warc_records
+    for k, item in enumerate(items):  # taken up after any page: the pages after it, and the same counts at the end
+        again = WarcStream(WARCS / name, name, DEFAULT_MAX_PAGE_BYTES, item.after)
+        rest = [((i.page.id, i.page.url, i.page.charset, i.page.ref), _read(i.payload)) for i in again]
+        assert rest == streamed[k + 1 :] and again.kinds == stream.kinds, (name, k)
