@@ -218,7 +218,7 @@ def main() -> None:
                 continue
             code = run.wait()
             if code != 0:
-                raise SystemExit(f"the {name} crawl failed ({code}): {(work / f'{name}.log').read_text()[-2000:]}")
+                raise SystemExit(f"the {name} crawl failed ({code}): {run.screen.decode(errors='replace')[-3000:]}")
             results[f"{name}_seconds"] = round(run.seconds, 1)
             results[f"{name}_coordinator_peak_mib"] = round(run.coordinator_kib / 1024, 1)
             results[f"{name}_worker_peak_mib"] = round(run.worker_kib / 1024, 1)
@@ -227,6 +227,8 @@ def main() -> None:
         results["after_progress_updates_per_minute"] = round(after.bar_updates() / (after.seconds / 60), 1)
         if before is not None:
             results["after_over_before_seconds"] = round(after.seconds / before.seconds, 3)
+
+        print(json.dumps(results), file=sys.stderr, flush=True)  # the clean pair's, kept if a killed run fails
 
         # 2. kills: local processes (core 0) and a Dask worker (core 1) at once
         local = crawl(sys.executable, "local-kills", "0")
@@ -261,8 +263,8 @@ def main() -> None:
         for run, name, kills in ((local, "local", local_kills), *([(on_dask, "dask", dask_kills)] if cluster else [])):
             code = run.wait()
             if code != 0:
-                log = (work / f"{name}-kills.log").read_text()[-2000:]
-                raise SystemExit(f"the {name} crawl failed ({code}): {log}")
+                screen = run.screen.decode(errors="replace")[-3000:]
+                raise SystemExit(f"the {name} crawl failed ({code}) after kills at {kills}: {screen}")
             summary = json.loads(server.get(server.url(bucket, f"out-{name}-kills/crawl.json")))
             (line,) = summary["warcs"]
             results[f"{name}_kills_done"] = len(kills)
