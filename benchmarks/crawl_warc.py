@@ -131,11 +131,11 @@ class _Run:
 
 
 def _killer(run_workers: Any, kill: Any, seconds: float, kills: int, seed: int, log: list[float]) -> threading.Thread:
-    """Kill the worker at ``kills`` random moments within the first 80 % of ``seconds`` (seeded), at least 20 s
-    apart, each once a worker is at work."""
-    moments = sorted(random.Random(seed).uniform(0.1, 0.8) * seconds for _ in range(kills))
-    for i in range(1, len(moments)):
-        moments[i] = max(moments[i], moments[i - 1] + 20.0)
+    """Kill the worker at ``kills`` random moments (seeded) of the first 80 % of ``seconds``, one in each of as many
+    equal spans, each once a worker is at work."""
+    span = 0.8 * seconds / kills
+    draw = random.Random(seed)
+    moments = [(i + draw.uniform(0.1, 0.9)) * span for i in range(kills)]
 
     def run() -> None:
         started = time.monotonic()
