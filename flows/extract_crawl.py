@@ -250,6 +250,7 @@ class _Progress:
         self.failed: list[int] = []
         self._published_at = float("-inf")
         self._changed = False
+        self._ended = False  # a WARC ended since the table was last published
         description = f"WARCs of {job.listing} done in this run ({job.resumed} of {len(job.warcs)} done before)"
         self._percent = artifact_progress(CRAWL_PROGRESS_ARTIFACT_KEY, description)
         self._follower = follower(CRAWL_WARCS_ARTIFACT_KEY)
@@ -275,7 +276,7 @@ class _Progress:
         self.flying.pop(index, None)
         self.finished += 1
         self.finished_pages += outcome.pages
-        self._changed = True
+        self._changed = self._ended = True
         if outcome.state == "failed":
             self.failed.append(index)
             run_logger().warning("%s", outcome.reason)
@@ -294,13 +295,16 @@ class _Progress:
         if time.monotonic() - self._published_at >= PUBLISH_INTERVAL_SECONDS:
             self.publish()
 
-    def publish(self) -> None:
-        """Update the progress artifact (WARCs finished, and the share done of those in flight) and the table."""
+    def publish(self, final: bool = False) -> None:
+        """Update the progress artifact (WARCs finished, and the share done of those in flight), and the table when
+        a WARC ended since its last version (or at the ``final`` update)."""
         self._published_at = time.monotonic()
         if self._percent is not None and self.total:
             share = sum(min(1.0, done / estimate) for done, estimate in self.flying.values() if estimate)
             self._percent(round((self.finished + share) * 1000), self.total * 1000)
-        self.publish_table()
+        if self._ended or final:
+            self._ended = False
+            self.publish_table()
 
     def publish_table(self) -> None:
         if not self.max_rows:
@@ -387,7 +391,7 @@ def extract_crawl(
                 _dispatch(job, on, progress, lease)
         finally:
             job.close()
-    progress.publish()
+    progress.publish(final=True)
     totals = job.totals()
     summary = CrawlRunSummary(
         listing=listing,
