@@ -417,12 +417,12 @@ def _pieces_of(stream: WarcStream, shown: str, cursors: list[WarcCursor]) -> Ite
 
 
 def crawl_warc(job: WarcJob) -> WarcOutcome:
-    """Do one WARC: read it once, as a stream; extract its pages (one extractor process, kept for the next WARC,
-    each call under the time limit) and select them piece by piece, committing each piece; then write the output
-    (atomic) from the pieces, the record beside it (atomic; the record is what says the output is done), and remove
-    the commits. Never raises for a bad WARC, a failing store or another worker's fingerprint: the outcome says so
-    (a WARC that fails keeps its commits for the next run). The record has no time in it: a WARC done twice, or
-    taken up again, gets the same bytes."""
+    """Do one WARC: read it once, as a stream; extract its pages (one extractor process, kept from piece to piece
+    and stopped with the WARC, each call under the time limit) and select them piece by piece, committing each
+    piece; then write the output (atomic) from the pieces, the record beside it (atomic; the record is what says
+    the output is done), and remove the commits. Never raises for a bad WARC, a failing store or another worker's
+    fingerprint: the outcome says so (a WARC that fails keeps its commits for the next run). The record has no time
+    in it: a WARC done twice, or taken up again, gets the same bytes."""
     started = time.perf_counter()
     here = expected_fingerprint(job.time_limit_seconds, job.output_format)
     if here != job.fingerprint:
