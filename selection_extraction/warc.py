@@ -6,7 +6,7 @@ import gzip
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from selection_core.errors import EXIT_INTERNAL, SelectionError
 from selection_extraction.pool import error_text
@@ -157,6 +157,29 @@ def _iterate(stream: Any) -> Any:
     return ArchiveIterator(stream, parse_http=True, auto_decode="none", fsspec_args=False)
 
 
+class _Break(NamedTuple):
+    """Where a file stops parsing as WARC records, and why."""
+
+    error: BaseException
+
+
+def _records(stream: Any) -> Iterator[Any]:
+    """The records of a WARC stream, then a :class:`_Break` if the rest of it does not parse; a store's failure
+    (not the archive's) is raised: the run fails, a retry may cure it."""
+    records = iter(_iterate(stream))
+    while True:
+        try:
+            record = next(records)
+        except StopIteration:
+            return
+        except SelectionError:
+            raise
+        except (OSError, ValueError) as exc:
+            yield _Break(exc)
+            return
+        yield record
+
+
 def charset_label(value: str | None) -> str | None:
     """The charset of a ``Content-Type`` header without quotes and spaces, or None."""
     label = (value or "").strip().strip('"').strip("'").strip()
@@ -299,16 +322,9 @@ def scan_warc(
     last_page: int | None = None  # index in pages of the record read just before a break
     dump: str | None = None  # the isPartOf of the last warcinfo record
     with store(path).open() as stream:
-        records = iter(_iterate(stream))
-        while True:
-            try:
-                record = next(records)
-            except StopIteration:
-                break
-            except SelectionError:  # the store failed (not the archive): the run fails, a retry may cure it
-                raise
-            except (OSError, ValueError) as exc:
-                _record_break(pages, kinds, last_page, exc)
+        for record in _records(stream):
+            if isinstance(record, _Break):
+                _record_break(pages, kinds, last_page, record.error)
                 break
             ordinal += 1
             last_page = None
@@ -453,19 +469,12 @@ class WarcStream:
         with store(self.path).open() as stream:
             if start.offset:
                 stream.seek(start.offset)
-            records = iter(_iterate(stream))
-            while True:
-                try:
-                    record = next(records)
-                except StopIteration:
-                    break
-                except SelectionError:  # the store failed (not the archive): the run fails, a retry may cure it
-                    raise
-                except (OSError, ValueError) as exc:
+            for record in _records(stream):
+                if isinstance(record, _Break):
                     after = cursor(None)  # a read taken up there meets the break again
                     kinds["broken"] += 1
                     if pending is not None and pending[0].ref.broken is None:
-                        page, reason = pending[0], _break_reason(exc)
+                        page, reason = pending[0], _break_reason(record.error)
                         pending = (replace(page, ref=replace(page.ref, broken=reason)), EOFError(reason))
                     if pending is not None:
                         yield StreamedPage(*pending, after)

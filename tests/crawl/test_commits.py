@@ -43,9 +43,14 @@ def clean(crawl: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory) -> 
     """The WARC done in one go (one piece): its output's and its record's bytes by name."""
     folder, key = crawl
     out = tmp_path_factory.mktemp("clean")
-    job = CrawlJob.plan(str((folder / key).parent), str(out), None, 30.0)
+    job = _plan(folder / key, out)
     assert crawl_warc(job.warc_job(0)).state == "done"
     return {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file() and not p.name.startswith(".")}
+
+
+def _plan(warc: Path, out: Path) -> CrawlJob:
+    """The job of the folder of ``warc`` (its only WARC) into ``out``."""
+    return CrawlJob.plan(str(warc.parent), str(out), None, 30.0)
 
 
 def _files(out: Path) -> dict[str, bytes]:
@@ -91,7 +96,7 @@ def test_a_worker_killed_mid_warc_is_taken_up_from_its_last_commit_with_the_byte
 
     monkeypatch.setenv(COMMIT_PAGES_VARIABLE, str(EVERY))
     extracted = _extracted_pages(mocker)
-    job = CrawlJob.plan(str((folder / key).parent), str(out), None, 30.0)
+    job = _plan(folder / key, out)
     assert job.todo == [0]
     outcome = crawl_warc(job.warc_job(0))
     assert outcome.state == "done" and outcome.resumed >= committed * EVERY and outcome.resumed % EVERY == 0
@@ -108,7 +113,7 @@ def test_commits_of_another_version_of_the_warc_are_not_used(
     warc.write_bytes((folder / key).read_bytes())
     out = tmp_path / "out"
     monkeypatch.setenv(COMMIT_PAGES_VARIABLE, str(EVERY))
-    job = CrawlJob.plan(str(warc.parent), str(out), None, 30.0)
+    job = _plan(warc, out)
     mocker.patch.object(unit, "write_output", side_effect=WriteError("disk full (injected)"))
     failed = crawl_warc(job.warc_job(0))
     assert failed.state == "failed" and "disk full (injected)" in str(failed.reason)
@@ -117,16 +122,16 @@ def test_commits_of_another_version_of_the_warc_are_not_used(
 
     os.utime(warc, (1, 1))  # another version of the WARC (its modification time is in its version's tag)
     extracted = _extracted_pages(mocker)
-    outcome = crawl_warc(CrawlJob.plan(str(warc.parent), str(out), None, 30.0).warc_job(0))
+    outcome = crawl_warc(_plan(warc, out).warc_job(0))
     assert outcome.state == "done" and outcome.resumed == 0 and sum(extracted) == PAGES
     mocker.stopall()
-    assert crawl_warc(CrawlJob.plan(str(warc.parent), str(tmp_path / "ref"), None, 30.0).warc_job(0)).state == "done"
+    assert crawl_warc(_plan(warc, tmp_path / "ref").warc_job(0)).state == "done"
     assert _files(out) == _files(tmp_path / "ref")  # the output and the record only, as a clean run's
 
 
 def test_a_worker_with_another_fingerprint_fails_the_warc_alone_and_says_why(crawl: tuple[Path, str], tmp_path) -> None:
     folder, key = crawl
-    job = CrawlJob.plan(str((folder / key).parent), str(tmp_path / "out"), None, 30.0)
+    job = _plan(folder / key, tmp_path / "out")
     outcome = crawl_warc(dataclasses.replace(job.warc_job(0), fingerprint="0" * 64))
     assert (outcome.state, outcome.exit_code) == ("failed", 74)
     assert outcome.reason == (
@@ -152,7 +157,7 @@ def test_a_warc_that_keeps_killing_its_workers_fails_alone_after_the_most_tries(
 ) -> None:
     folder, key = crawl
     out = tmp_path / "out"
-    job = CrawlJob.plan(str((folder / key).parent), str(out), None, 30.0)
+    job = _plan(folder / key, out)
     warc_job = job.warc_job(0)
     version = store(folder / key).listed_version()
     assert version is not None
@@ -166,7 +171,7 @@ def test_a_warc_that_keeps_killing_its_workers_fails_alone_after_the_most_tries(
         "(run again to try again)"
     )
     # a re-run is another run: it tries again
-    assert crawl_warc(CrawlJob.plan(str((folder / key).parent), str(out), None, 30.0).warc_job(0)).state == "done"
+    assert crawl_warc(_plan(folder / key, out).warc_job(0)).state == "done"
 
 
 def test_a_start_that_finds_a_new_commit_counts_its_tries_in_a_row_again(tmp_path: Path) -> None:
@@ -181,12 +186,12 @@ def test_what_a_worker_killed_after_the_record_left_is_removed_by_the_next_plan(
 ) -> None:
     folder, key = crawl
     out = tmp_path / "out"
-    job = CrawlJob.plan(str((folder / key).parent), str(out), None, 30.0)
+    job = _plan(folder / key, out)
     assert crawl_warc(job.warc_job(0)).state == "done"
     output = Path(job.warc_job(0).output)
     left = [output.with_name(output.name + ".00000.commit"), output.with_name(output.name + ".tries")]
     for path in left:
         path.write_bytes(b"left by a worker killed between the record and the clean-up")
-    again = CrawlJob.plan(str((folder / key).parent), str(out), None, 30.0)
+    again = _plan(folder / key, out)
     assert again.todo == [] and again.resumed == 1
     assert not any(path.exists() for path in left)
