@@ -441,10 +441,10 @@ def crawl_warc(job: WarcJob) -> WarcOutcome:
             raise missing_pages(job.source, store(source).folder_noun)
         if isinstance(target, Path):  # a folder of the prefix, made on this machine's disk
             target.parent.mkdir(parents=True, exist_ok=True)
-        done = read_record(record_of(target), job.source) if store(record_of(target)).kind() == "file" else None
-        listed = store(target).listed_version()
-        if done and (done.input_version, done.fingerprint) == (version, job.fingerprint) and listed:
-            if listed.size == done.size:  # done meanwhile (the same WARC sent twice): nothing to do, or to write
+        done = read_record(record_of(target), job.source)  # None when there is none
+        if done and (done.input_version, done.fingerprint) == (version, job.fingerprint):
+            listed = store(target).listed_version()
+            if listed and listed.size == done.size:  # done meanwhile (the WARC sent twice): nothing to do or write
                 return done
         commits = _Commits(target, version, job.fingerprint, job.run)
         outcome = _crawl(job, source, target, version, commits)

@@ -195,3 +195,13 @@ def test_what_a_worker_killed_after_the_record_left_is_removed_by_the_next_plan(
     again = _plan(folder / key, out)
     assert again.todo == [] and again.resumed == 1
     assert not any(path.exists() for path in left)
+
+
+def test_a_warc_sent_again_once_done_writes_nothing(crawl: tuple[Path, str], tmp_path: Path) -> None:
+    folder, key = crawl
+    job = _plan(folder / key, tmp_path / "out")
+    first = crawl_warc(job.warc_job(0))
+    stamps = {p: p.stat().st_mtime_ns for p in (tmp_path / "out").rglob("*") if p.is_file()}
+    again = crawl_warc(job.warc_job(0))  # a stale task of a killed run, or a task Dask ran twice
+    assert again.state == "done" and again.sha256 == first.sha256
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "out").rglob("*") if p.is_file()} == stamps
