@@ -248,7 +248,7 @@ class _Progress:
         self.flying: dict[int, tuple[int, int]] = {}  # WARC index: (pages done, pages estimated)
         self.latest: deque[int] = deque(maxlen=max_rows)
         self.failed: list[int] = []
-        self._published_at = float("-inf")
+        self._published_at = self._tabled_at = float("-inf")
         self._changed = False
         self._ended = False  # a WARC ended since the table was last published
         description = f"WARCs of {job.listing} done in this run ({job.resumed} of {len(job.warcs)} done before)"
@@ -286,27 +286,33 @@ class _Progress:
             self._follower(self.snapshot(), outcome)
 
     def tick(self) -> None:
-        """Show the pages reported since the last tick: the follower at once, the artifacts when it is time."""
+        """Show the pages reported since the last tick: the follower at once; the progress artifact, and the table
+        once a WARC has ended, each at most every :data:`PUBLISH_INTERVAL_SECONDS`."""
         if not self._changed:
             return
         self._changed = False
         if self._follower is not None:
             self._follower(self.snapshot(), None)
-        if time.monotonic() - self._published_at >= PUBLISH_INTERVAL_SECONDS:
-            self.publish()
+        now = time.monotonic()
+        if now - self._published_at >= PUBLISH_INTERVAL_SECONDS:
+            self.publish_progress()
+        if self._ended and now - self._tabled_at >= PUBLISH_INTERVAL_SECONDS:
+            self.publish_table()
 
-    def publish(self, final: bool = False) -> None:
-        """Update the progress artifact (WARCs finished, and the share done of those in flight), and the table when
-        a WARC ended since its last version (or at the ``final`` update)."""
+    def publish(self) -> None:
+        """The last update of both artifacts."""
+        self.publish_progress()
+        self.publish_table()
+
+    def publish_progress(self) -> None:
+        """Update the progress artifact: WARCs finished, and the share done of those in flight."""
         self._published_at = time.monotonic()
         if self._percent is not None and self.total:
             share = sum(min(1.0, done / estimate) for done, estimate in self.flying.values() if estimate)
             self._percent(round((self.finished + share) * 1000), self.total * 1000)
-        if self._ended or final:
-            self._ended = False
-            self.publish_table()
 
     def publish_table(self) -> None:
+        self._tabled_at, self._ended = time.monotonic(), False
         if not self.max_rows:
             return
         shown = [*self.failed[: self.max_rows], *reversed(self.latest)][: self.max_rows]
@@ -391,7 +397,7 @@ def extract_crawl(
                 _dispatch(job, on, progress, lease)
         finally:
             job.close()
-    progress.publish(final=True)
+    progress.publish()
     totals = job.totals()
     summary = CrawlRunSummary(
         listing=listing,
