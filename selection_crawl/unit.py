@@ -348,6 +348,8 @@ class _Commits:
                     head = orjson.loads(fh.readline())
                     if {k: head.get(k) for k in self.identity} != self.identity:
                         break
+                    if head.get("start", 0) != _cursor_json(progress.cursor):  # two workers' pieces, cut elsewhere
+                        break
                     piece = zlib.decompress(fh.read())
             except (orjson.JSONDecodeError, zlib.error, KeyError, TypeError, ValueError):
                 break
@@ -363,11 +365,14 @@ class _Commits:
             self._remove(name)
         return progress
 
-    def commit(self, progress: _Progress, piece: bytes) -> None:
-        """Commit ``piece`` (the articles before ``progress``'s, selected) with ``progress`` (complete or absent)."""
+    def commit(self, start: WarcCursor | None, progress: _Progress, piece: bytes) -> None:
+        """Commit ``piece`` (the articles from the cursor ``start`` to ``progress``'s, selected) with ``progress``
+        (complete or absent). A commit names the cursor it starts from, so that the commits of two workers doing the
+        WARC at once (a stale task of a killed run), whose pieces may be cut at other pages, never chain."""
         assert progress.cursor is not None
         head = {
             **self.identity,
+            "start": _cursor_json(start),
             "cursor": progress.cursor.to_json(),
             "articles": progress.articles,
             "stats": _stats_json(progress.stats),
@@ -384,6 +389,10 @@ class _Commits:
 
     def _remove(self, name: str) -> None:
         store(self.target.with_name(name)).remove()
+
+
+def _cursor_json(cursor: WarcCursor | None) -> dict[str, Any] | None:
+    return cursor.to_json() if cursor is not None else None
 
 
 def _commit_pages() -> int:
@@ -441,12 +450,13 @@ def crawl_warc(job: WarcJob) -> WarcOutcome:
             raise missing_pages(job.source, store(source).folder_noun)
         if isinstance(target, Path):  # a folder of the prefix, made on this machine's disk
             target.parent.mkdir(parents=True, exist_ok=True)
+        commits = _Commits(target, version, job.fingerprint, job.run)
         done = read_record(record_of(target), job.source)  # None when there is none
         if done and (done.input_version, done.fingerprint) == (version, job.fingerprint):
             listed = store(target).listed_version()
-            if listed and listed.size == done.size:  # done meanwhile (the WARC sent twice): nothing to do or write
+            if listed and listed.size == done.size:  # done meanwhile (the WARC sent twice): nothing to do...
+                commits.remove(done=True)  # ...but what a worker killed as it ended left behind
                 return done
-        commits = _Commits(target, version, job.fingerprint, job.run)
         outcome = _crawl(job, source, target, version, commits)
     except SelectionError as exc:  # first: a store's read and write errors are OSErrors too
         outcome = WarcOutcome.failed(str(exc), exc.exit_code)
@@ -535,6 +545,7 @@ def _extract_and_select(
             assert output is not None
             pieces.write(output)
             before = chunk.stop
+            start = progress.cursor
             progress = dataclasses.replace(
                 progress,
                 cursor=cursors[0],
@@ -543,7 +554,7 @@ def _extract_and_select(
                 commits=progress.commits + 1,
                 begin=chunk.end,
             )
-            commits.commit(progress, output)
+            commits.commit(start, progress, output)
     if not progress.articles:
         raise no_pages_error(job.source, {k: v for k, v in stream.kinds.items() if v})
     page_set = PageSet(job.source, "warc", (), {k: v for k, v in stream.kinds.items() if v})

@@ -205,3 +205,49 @@ def test_a_warc_sent_again_once_done_writes_nothing(crawl: tuple[Path, str], tmp
     again = crawl_warc(job.warc_job(0))  # a stale task of a killed run, or a task Dask ran twice
     assert again.state == "done" and again.sha256 == first.sha256
     assert {p: p.stat().st_mtime_ns for p in (tmp_path / "out").rglob("*") if p.is_file()} == stamps
+
+
+def test_a_warc_sent_again_once_done_removes_what_a_worker_killed_after_the_record_left(
+    crawl: tuple[Path, str], clean: dict[str, bytes], tmp_path: Path
+) -> None:
+    folder, key = crawl
+    out = tmp_path / "out"
+    job = _plan(folder / key, out)
+    assert crawl_warc(job.warc_job(0)).state == "done"
+    output = Path(job.warc_job(0).output)
+    left = [output.with_name(output.name + ".00000.commit"), output.with_name(output.name + ".tries")]
+    for path in left:  # the WARC's worker was killed between its record and its clean-up, so Dask sends it again
+        path.write_bytes(b"left by a worker killed between the record and the clean-up")
+    assert crawl_warc(job.warc_job(0)).state == "done"
+    assert _files(out) == clean  # nothing left, nothing written again
+
+
+def _failed_with_commits(warc: Path, out: Path, every: int, monkeypatch: pytest.MonkeyPatch, mocker) -> list[Path]:
+    """The WARC done with a commit every ``every`` pages, its output never written: the commits it keeps."""
+    monkeypatch.setenv(COMMIT_PAGES_VARIABLE, str(every))
+    mocker.patch.object(unit, "write_output", side_effect=WriteError("disk full (injected)"))
+    assert crawl_warc(_plan(warc, out).warc_job(0)).state == "failed"
+    mocker.stopall()
+    return sorted(out.rglob("*.commit"))
+
+
+def test_the_commits_of_two_workers_cut_at_other_pages_never_chain(
+    crawl: tuple[Path, str], clean: dict[str, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mocker
+) -> None:
+    """A stale task of a killed run and the re-run's do one WARC at once; a piece can be cut by time, so their
+    commits number other pages: a third start takes up one worker's chain only, and writes a clean run's bytes."""
+    folder, key = crawl
+    by_fives = _failed_with_commits(folder / key, tmp_path / "fives", 5, monkeypatch, mocker)
+    by_threes = _failed_with_commits(folder / key, tmp_path / "threes", 3, monkeypatch, mocker)
+    assert len(by_fives) == PAGES // 5 and len(by_threes) == -(-PAGES // 3)
+    out = tmp_path / "out"
+    mixed = [by_threes[0], *by_fives[1:]]  # the re-run's first piece (3 pages), then the stale task's (from page 5)
+    for path in mixed:
+        target = out / Path(*path.relative_to(tmp_path).parts[1:])  # the same name under ``out``
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
+    monkeypatch.setenv(COMMIT_PAGES_VARIABLE, "7")
+    extracted = _extracted_pages(mocker)
+    outcome = crawl_warc(_plan(folder / key, out).warc_job(0))
+    assert outcome.state == "done" and outcome.resumed == 3 and sum(extracted) == PAGES - 3
+    assert _files(out) == clean
