@@ -16,7 +16,7 @@ from typing import Final
 
 from selection_cli.environment import apply_kernel_setting, release_large_buffers
 from selection_core import __version__
-from selection_core.errors import EXIT_INTERNAL, MissingExtraError, SelectionError
+from selection_core.errors import EXIT_INTERNAL, SelectionError, missing_extra, require_extra
 
 #: Each subcommand: the module whose ``add_<name>_arguments`` and ``<name>_command`` run it, and its help.
 COMMANDS: Final[dict[str, tuple[str, str]]] = {
@@ -36,24 +36,9 @@ COMMANDS: Final[dict[str, tuple[str, str]]] = {
     ),
 }
 
-#: The extra of ``pyproject.toml`` that installs each optional module a command may import.
-EXTRA_OF_MODULE: Final[dict[str, str]] = {
-    "trafilatura": "extract",
-    "newspaper": "extract",
-    "readability": "extract",
-    "html_text": "extract",
-    "lxml": "extract",
-    "lxml_html_clean": "extract",
-    "tldextract": "extract",
-    "fastwarc": "extract",
-    "pebble": "extract",
-    "pyarrow": "dataset",
-    "s3fs": "s3",
-    "gcsfs": "gcs",
-    "adlfs": "azure",
-    "prefect_dask": "dask",
-    "distributed": "dask",
-}
+
+#: The extra each command that extracts needs (checked before anything runs; other extras when an option asks).
+EXTRA_OF_COMMAND: Final[dict[str, str]] = {"extract": "extract", "pipeline": "extract", "crawl": "extract"}
 
 #: The status of a command whose standard output was closed early (``... | head``), as ``cat``'s: 128 + SIGPIPE.
 EXIT_BROKEN_PIPE: Final[int] = 141
@@ -67,20 +52,12 @@ def _command_named(argv: Sequence[str]) -> str | None:
 
 def _command_module(name: str):  # type: ignore[no-untyped-def]
     """The module that runs ``name``; a missing optional dependency is a :class:`MissingExtraError`."""
+    if name in EXTRA_OF_COMMAND:
+        require_extra(EXTRA_OF_COMMAND[name], name)
     try:
         return importlib.import_module(COMMANDS[name][0])
     except ModuleNotFoundError as exc:
-        raise missing_extra(name, exc) from None
-
-
-def missing_extra(command: str, exc: ModuleNotFoundError) -> Exception:
-    """The one-line error for ``command`` failing to import ``exc.name``; the error itself if it is not optional."""
-    extra = EXTRA_OF_MODULE.get((exc.name or "").split(".")[0])
-    if extra is None:
-        return exc
-    return MissingExtraError(
-        f"{command} needs the {extra!r} extra, which is not installed ({exc.name} is missing)", extra
-    )
+        raise missing_extra(name, exc.name) or exc from None
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
@@ -126,8 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _quiet_broken_pipe()
     except ModuleNotFoundError as exc:
-        error = missing_extra(_command_named(argv) or "this command", exc)
-        if not isinstance(error, SelectionError):
+        error = missing_extra(_command_named(argv) or "this command", exc.name)
+        if error is None:
             return _internal_error(exc)
         print(f"content-selection: error: {error}", file=sys.stderr)
         return error.exit_code

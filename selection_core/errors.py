@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 EXIT_INTERNAL = 1
 EXIT_USAGE = 2
 EXIT_INVALID_INPUT = 65  # the input or a path is wrong: retrying will not help
@@ -88,6 +90,48 @@ class MissingExtraError(SelectionError):
     def __init__(self, what: str, extra: str) -> None:
         super().__init__(f"{what}; install it with: pip install 'content-selection[{extra}]'")
         self.extra = extra
+
+
+#: The extra of ``pyproject.toml`` that installs each optional module a command or a flow may import.
+EXTRA_OF_MODULE: Final[dict[str, str]] = {
+    "trafilatura": "extract",
+    "newspaper": "extract",
+    "readability": "extract",
+    "html_text": "extract",
+    "lxml": "extract",
+    "lxml_html_clean": "extract",
+    "tldextract": "extract",
+    "fastwarc": "extract",
+    "pebble": "extract",
+    "pyarrow": "dataset",
+    "s3fs": "s3",
+    "gcsfs": "gcs",
+    "adlfs": "azure",
+    "prefect_dask": "dask",
+    "distributed": "dask",
+}
+
+
+def missing_extra(what: str, module: str | None) -> MissingExtraError | None:
+    """The one-line error for ``what`` (a command, a step) missing ``module``; None if no extra installs it."""
+    extra = EXTRA_OF_MODULE.get((module or "").split(".")[0])
+    if extra is None:
+        return None
+    return MissingExtraError(f"{what} needs the {extra!r} extra, which is not installed ({module} is missing)", extra)
+
+
+def require_extra(extra: str, what: str) -> None:
+    """A :class:`MissingExtraError` for ``what`` (a command, a step) if a module of ``extra`` is not installed; its
+    modules are looked up, not imported."""
+    import importlib.util
+
+    for module in (m for m, needed_by in EXTRA_OF_MODULE.items() if needed_by == extra):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # a finder that refuses it; a module set to None
+            found = False
+        if not found:
+            raise missing_extra(what, module)  # type: ignore[misc]
 
 
 def error_line(error: BaseException) -> str:

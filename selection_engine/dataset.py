@@ -14,10 +14,7 @@ from typing import Any, Final
 import orjson
 
 from selection_core.dataset import COLUMN_NAMES, COLUMNS
-from selection_core.errors import MissingExtraError
-
-#: The extra that installs pyarrow, which writes the dataset.
-DATASET_EXTRA: Final[str] = "dataset"
+from selection_core.errors import missing_extra
 
 #: Most rows of a row group (as datatrove writes FineWeb's), and most characters of text before one is cut.
 ROW_GROUP_ROWS: Final[int] = 1000
@@ -38,10 +35,7 @@ def require_pyarrow() -> Any:
         import pyarrow
         import pyarrow.parquet  # noqa: F401 - the writer's module
     except ModuleNotFoundError as exc:
-        raise MissingExtraError(
-            f"--format dataset needs the {DATASET_EXTRA!r} extra, which is not installed ({exc.name} is missing)",
-            DATASET_EXTRA,
-        ) from None
+        raise missing_extra("--format dataset", exc.name) or exc from None
     return pyarrow
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from selection_core.config import EXTRACTORS
-from selection_core.errors import EXIT_INTERNAL, SelectionError
+from selection_core.errors import EXIT_INTERNAL, SelectionError, require_extra
 from selection_extraction.pool import ExtractorFunction, FunctionRef
 
 #: Keyword arguments of ``trafilatura.extract`` (besides the HTML).
@@ -47,7 +47,7 @@ INSTALL_HINT: Final[str] = "pip install 'content-selection[extract]'"
 
 
 class ExtractorsUnavailableError(SelectionError):
-    """The extractor libraries are not installed."""
+    """The extractor libraries are installed but a worker cannot load them (a broken install)."""
 
     exit_code = EXIT_INTERNAL
 
@@ -68,15 +68,9 @@ def default_extractors() -> tuple[Extractor, ...]:
     """The three real extractors, in ``EXTRACTORS`` order; their libraries are looked up, not imported.
 
     Raises:
-        ExtractorsUnavailableError: a library is not installed.
+        MissingExtraError: a library of the 'extract' extra is not installed.
     """
-    modules = ("trafilatura", "newspaper", "readability", "html_text", "tldextract")
-    missing = [name for name in modules if importlib.util.find_spec(name) is None]
-    if missing:
-        raise ExtractorsUnavailableError(
-            f"the extract step needs trafilatura, newspaper4k, readability-lxml and html-text "
-            f"(no module named {', '.join(missing)}); install them with: {INSTALL_HINT}"
-        )
+    require_extra("extract", "the extract step")
     return (
         Extractor(
             "trafilatura",

@@ -17,9 +17,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from pebble import ProcessExpired, ProcessPool
+if TYPE_CHECKING:  # pebble is the 'extract' extra's: imported by the first run
+    from pebble import ProcessPool
 
 #: Longest error message kept in an outcome (characters).
 MAX_ERROR_CHARS: Final[int] = 500
@@ -216,10 +217,11 @@ def allow_child_processes() -> Iterator[None]:
 
 
 def _context(preload: Sequence[str]) -> Any:
-    """forkserver (workers are cheap forks of a server that imported ``preload``, safe from threads), else spawn."""
+    """forkserver (workers are cheap forks of a server that imported pebble and ``preload``, safe from threads),
+    else spawn."""
     if "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(list(preload))  # only takes effect when the server starts
+        ctx.set_forkserver_preload(["pebble", *preload])  # only takes effect when the server starts
         return ctx
     return multiprocessing.get_context("spawn")
 
@@ -319,6 +321,8 @@ def run_jobs(
         raise ValueError("workers must be at least 1")
     if time_limit <= 0:
         raise ValueError("time_limit must be positive")
+    from pebble import ProcessExpired, ProcessPool
+
     key = (tuple(functions.items()), initializer, tuple(preload), workers, recycle_after)
     with _idle_lock:
         idle = _idle.get(key)

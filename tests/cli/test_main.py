@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from selection_cli.main import COMMANDS, EXIT_BROKEN_PIPE, EXTRA_OF_MODULE
-from selection_core.errors import EXIT_UNAVAILABLE
+from selection_cli.main import COMMANDS, EXIT_BROKEN_PIPE
+from selection_core.errors import EXIT_UNAVAILABLE, EXTRA_OF_MODULE
 from tests.support import ROOT
 from tests.support.faultkit import run_command
 
@@ -42,12 +42,22 @@ sys.meta_path.insert(0, _NotInstalled())
 """
 
 
-def _command(tmp_path: Path, *args: str, blocked: frozenset[str] = frozenset()) -> subprocess.CompletedProcess[str]:
+def _command(
+    tmp_path: Path,
+    *args: str,
+    blocked: frozenset[str] = frozenset(),
+    program: tuple[str, ...] = ("-m", "selection_cli.main"),
+) -> subprocess.CompletedProcess[str]:
     site = tmp_path / "site"
     site.mkdir(exist_ok=True)
     (site / "sitecustomize.py").write_text(BLOCKER.format(blocked=sorted(blocked)))
     return run_command(
-        args, tmp_path, {"PYTHONPATH": str(site)}, drop=("PREFECT_API", "CONTENT_SELECTION_"), timeout=300
+        args,
+        tmp_path,
+        {"PYTHONPATH": str(site)},
+        drop=("PREFECT_API", "CONTENT_SELECTION_"),
+        program=program,
+        timeout=300,
     )
 
 
@@ -77,6 +87,33 @@ def test_a_command_whose_extra_is_missing_says_which_in_one_line(tmp_path: Path,
     assert done.stderr.startswith(f"content-selection: error: {command} needs the 'extract' extra")
     assert done.stderr.rstrip().endswith("pip install 'content-selection[extract]'")
     assert done.stdout == ""
+
+
+API_WITHOUT_EXTRAS = """
+import content_selection
+from selection_core.errors import error_line
+
+names = [getattr(content_selection, name) for name in content_selection.__all__]
+print(len(names), "names")
+try:
+    content_selection.extract_articles("pages")
+except Exception as exc:
+    print(type(exc).__name__, error_line(exc))
+"""
+
+
+@pytest.mark.slow  # the flow's call starts Prefect's embedded server
+def test_every_public_name_imports_without_any_extra_and_a_flow_that_needs_one_says_which(tmp_path: Path) -> None:
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "pages" / "a.html").write_text("<html><body><p>one page</p></body></html>")
+    import content_selection
+
+    done = _command(tmp_path, blocked=NO_EXTRAS, program=("-c", API_WITHOUT_EXTRAS))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"{len(content_selection.__all__)} names"
+    assert lines[-1].startswith("MissingExtraError the extract step needs the 'extract' extra, which is not installed")
+    assert lines[-1].endswith("install it with: pip install 'content-selection[extract]'")
 
 
 def test_select_imports_neither_prefect_nor_the_extractors(tmp_path: Path) -> None:

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from selection_extraction import ExtractorsUnavailableError, default_extractors
+from selection_core.errors import MissingExtraError
+from selection_extraction import default_extractors
 from selection_extraction.extractors import (
     ADAPTERS_MODULE,
     NEWSPAPER_CALL,
@@ -104,10 +105,13 @@ def test_a_missing_library_is_found_before_any_worker_starts(mocker: Any) -> Non
     mocker.patch(
         "importlib.util.find_spec", side_effect=lambda name, *a: None if name == "newspaper" else real(name, *a)
     )
-    with pytest.raises(
-        ExtractorsUnavailableError, match=r"\(no module named newspaper\); install them with: pip install"
-    ):
+    with pytest.raises(MissingExtraError) as caught:
         default_extractors()
+    assert str(caught.value) == (
+        "the extract step needs the 'extract' extra, which is not installed (newspaper is missing); "
+        "install it with: pip install 'content-selection[extract]'"
+    )
+    assert caught.value.exit_code == 69
 
 
 def test_default_extractors_do_not_import_the_libraries_here() -> None:
