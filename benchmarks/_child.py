@@ -209,7 +209,7 @@ def main() -> None:
         summary = state.result()
         info = {"task_runner": runner, "workers": workers or None, "sha256": summary.output_sha256}
     elif job == "extract":
-        from selection_extraction.engine import ExtractionSettings, extract_to_file
+        from selection_extraction.extraction import ExtractionSettings, extract_to_file
 
         workers = int(extra[0])
         result = extract_to_file(inp, out, ExtractionSettings(workers=workers))

@@ -26,7 +26,7 @@ b. **End to end**: ``content-selection extract PAGES --workers 1 -o OUT`` (the c
    ``--rounds``. Goal: at least 1.4x faster. The same plain process running the lean
    adapters instead gives the engine's own overhead (the command's time over it): start-up,
    the fork server, the hand-off of each page, decoding, the time-limit machinery.
-c. **The engine** (``selection_extraction.engine.extract_to_file`` in a fresh process,
+c. **The engine** (``selection_extraction.extraction.extract_to_file`` in a fresh process,
    timed around the call, so worker start-up included) with 1 and 2 workers, "before"
    (``default_extractors()`` with newspaper4k's and readability's functions replaced by
    the default calls) and "after" (``default_extractors()`` unchanged): pages per second,
@@ -111,7 +111,7 @@ print(json.dumps({"pages": pages, "errors": errors}))
 #: The engine in a fresh process, with the default calls ("before") or the lean adapters ("after").
 ENGINE_DRIVER = """
 import dataclasses, json, sys, time
-from selection_extraction.engine import extract_to_file
+from selection_extraction.extraction import extract_to_file
 from selection_extraction.extractors import ADAPTERS_MODULE, default_extractors
 from selection_extraction.pool import FunctionRef
 from selection_extraction.settings import ExtractionSettings

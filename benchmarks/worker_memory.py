@@ -8,9 +8,9 @@
 
 Each pass extracts the 181 real pages of ``tests/data/aeb-pages`` (their manifest, so
 the URLs are kept) the way an ``extract-chunk`` task run does
-(:func:`selection_extraction.chunks.extract_chunk`): one worker process, kept for the
+(:func:`selection_extraction.page_chunks.extract_chunk`): one worker process, kept for the
 next pass (``keep_workers``), its articles handed to an
-:class:`~selection_extraction.batch.ArticleSpool` in a temporary folder (as the flows
+:class:`~selection_extraction.extracted.ArticleSpool` in a temporary folder (as the flows
 do, so the parent holds no article). After each pass it prints the kept worker's
 pid, resident set (``VmRSS``) and peak (``VmHWM``), and the parent's resident set
 and peak, then the ratios last/first pass. A new pid means the worker was recycled
@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _batches import ROOT  # noqa: E402
 
-from selection_extraction.batch import ArticleSpool  # noqa: E402
-from selection_extraction.engine import extract_to_spool  # noqa: E402
+from selection_extraction.extracted import ArticleSpool  # noqa: E402
+from selection_extraction.extraction import extract_to_spool  # noqa: E402
 from selection_extraction.pages import find_pages  # noqa: E402
 from selection_extraction.pool import stop_kept_workers  # noqa: E402
 from selection_extraction.settings import DEFAULT_RECYCLE_AFTER, ExtractionSettings  # noqa: E402

@@ -9,16 +9,16 @@ from prefect.client.schemas.schedules import CronSchedule
 from prefect.types.entrypoint import EntrypointType
 
 from content_selection.deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
-from content_selection.flows.completion import flow_completed_trigger
-from content_selection.flows.events import batch_extracted_trigger
 from content_selection.flows.extract_and_select import extract_and_select
 from content_selection.flows.extract_articles import extract_articles
 from content_selection.flows.extract_crawl import extract_crawl
 from content_selection.flows.extract_inbox import extract_inbox
-from content_selection.flows.params import STAGE_TAG
-from content_selection.flows.runners import process_workers
 from content_selection.flows.select_content import select_content
 from content_selection.flows.select_directory import select_directory
+from content_selection.shell.completion import flow_completed_trigger
+from content_selection.shell.events import batch_extracted_trigger
+from content_selection.shell.params import STAGE_TAG
+from content_selection.shell.runners import process_workers
 from selection_core.dataset import BATCH
 
 if TYPE_CHECKING:

@@ -8,7 +8,9 @@ from prefect import flow
 from pydantic import BaseModel, Field
 
 from content_selection.flows.extract_articles import extract_and_write
-from content_selection.flows.params import (
+from content_selection.flows.select_content import publish_selection, select_on
+from content_selection.shell.logs import run_logger
+from content_selection.shell.params import (
     DEFAULT_MAX_TABLE_ROWS,
     DEFAULT_OUTPUT_FORMAT,
     DaskAddress,
@@ -21,12 +23,10 @@ from content_selection.flows.params import (
     TimeLimit,
     run_namer,
 )
-from content_selection.flows.refusals import refusals_fail_the_run
-from content_selection.flows.runners import TaskRunnerName, resolve_task_runner
-from content_selection.flows.select_content import publish_selection, select_on
+from content_selection.shell.refusals import refusals_fail_the_run
+from content_selection.shell.runners import TaskRunnerName, resolve_task_runner
 from content_selection.tasks.extract import check_extract_paths
-from content_selection.tasks.logs import run_logger
-from content_selection.tasks.select import check_paths
+from content_selection.tasks.selection import check_paths
 from selection_core.evidence import counts_text
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
 

@@ -8,8 +8,10 @@ from prefect import flow, task
 from prefect.utilities.annotations import opaque
 from pydantic import BaseModel, Field
 
-from content_selection.flows.events import emit_batch_extracted
-from content_selection.flows.params import (
+from content_selection.shell.events import emit_batch_extracted
+from content_selection.shell.logs import run_logger
+from content_selection.shell.options import api_task_options
+from content_selection.shell.params import (
     DEFAULT_MAX_TABLE_ROWS,
     DaskAddress,
     OptionalCount,
@@ -20,8 +22,9 @@ from content_selection.flows.params import (
     TimeLimit,
     run_namer,
 )
-from content_selection.flows.refusals import refusals_fail_the_run
-from content_selection.flows.runners import TaskRunnerName, chunk_runner, resolve_task_runner
+from content_selection.shell.progress_artifacts import artifact_progress
+from content_selection.shell.refusals import refusals_fail_the_run
+from content_selection.shell.runners import TaskRunnerName, chunk_runner, resolve_task_runner
 from content_selection.tasks.extract import (
     check_extract_paths,
     extract_page_chunk,
@@ -30,9 +33,6 @@ from content_selection.tasks.extract import (
     publish_extraction_artifacts,
     write_extracted_batch,
 )
-from content_selection.tasks.logs import run_logger
-from content_selection.tasks.options import api_task_options
-from content_selection.tasks.progress import artifact_progress
 from selection_core.evidence import counts_text
 from selection_extraction import (
     DEFAULT_TIME_LIMIT_SECONDS,
@@ -43,8 +43,8 @@ from selection_extraction import (
     record_path,
 )
 from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY, PageRows, progress_description
-from selection_extraction.batch import ArticleSpool, StatsTotal, log_extraction
-from selection_extraction.chunks import ChunkProgress, extract_chunk, joined_root, plan_page_chunks, spool_chunk
+from selection_extraction.extracted import ArticleSpool, StatsTotal, log_extraction
+from selection_extraction.page_chunks import ChunkProgress, extract_chunk, joined_root, plan_page_chunks, spool_chunk
 from selection_storage.atomic import WrittenFile
 
 

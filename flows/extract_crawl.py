@@ -23,7 +23,8 @@ from prefect.artifacts import create_table_artifact
 from prefect.runtime import flow_run
 from pydantic import BaseModel, Field
 
-from content_selection.flows.params import (
+from content_selection.shell.logs import run_logger
+from content_selection.shell.params import (
     DEFAULT_MAX_TABLE_ROWS,
     DEFAULT_OUTPUT_FORMAT,
     DaskAddress,
@@ -35,15 +36,14 @@ from content_selection.flows.params import (
     TimeLimit,
     run_namer,
 )
-from content_selection.flows.refusals import refusals_fail_the_run
-from content_selection.flows.runners import (
+from content_selection.shell.progress_artifacts import artifact_progress, follower
+from content_selection.shell.refusals import refusals_fail_the_run
+from content_selection.shell.runners import (
     IN_FLIGHT_PER_WORKER,
     check_dask_scheduler,
     forkserver_context,
     process_workers,
 )
-from content_selection.tasks.logs import run_logger
-from content_selection.tasks.progress import artifact_progress, follower
 from selection_core.errors import EXIT_IO_ERROR
 from selection_crawl.job import CrawlJob
 from selection_crawl.lease import CrawlLease

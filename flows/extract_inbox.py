@@ -6,7 +6,8 @@ from prefect import flow, tags
 from pydantic import BaseModel, Field
 
 from content_selection.flows.extract_articles import extract_articles
-from content_selection.flows.params import (
+from content_selection.shell.logs import run_logger
+from content_selection.shell.params import (
     DEFAULT_MAX_TABLE_ROWS,
     STAGE_TAG,
     OptionalCount,
@@ -16,9 +17,8 @@ from content_selection.flows.params import (
     TimeLimit,
     run_namer,
 )
-from content_selection.flows.refusals import refusals_fail_the_run
+from content_selection.shell.refusals import refusals_fail_the_run
 from content_selection.tasks.extract import find_new_page_sets
-from content_selection.tasks.logs import run_logger
 from selection_core.errors import SelectionError, error_line
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
 from selection_extraction.inbox import failure_line, failures_message, ignored_advice

@@ -9,7 +9,8 @@ from prefect.utilities.annotations import opaque
 from pydantic import BaseModel, Field
 
 import selection_core as sc
-from content_selection.flows.params import (
+from content_selection.shell.logs import run_logger
+from content_selection.shell.params import (
     DEFAULT_MAX_TABLE_ROWS,
     DEFAULT_OUTPUT_FORMAT,
     DaskAddress,
@@ -21,11 +22,10 @@ from content_selection.flows.params import (
     TaskRunnerChoice,
     run_namer,
 )
-from content_selection.flows.refusals import refusals_fail_the_run
-from content_selection.flows.runners import TaskRunnerName, chunk_runner, resolve_task_runner
+from content_selection.shell.refusals import refusals_fail_the_run
+from content_selection.shell.runners import TaskRunnerName, chunk_runner, resolve_task_runner
 from content_selection.tasks.artifacts import publish_artifacts
-from content_selection.tasks.logs import run_logger
-from content_selection.tasks.select import IN_PROCESS, check_paths, select_batch, select_chunk
+from content_selection.tasks.selection import IN_PROCESS, check_paths, select_batch, select_chunk
 from selection_core.evidence import counts_text, read_as_text
 from selection_engine.engine import Selected, select_job
 from selection_storage.paths import RunPaths

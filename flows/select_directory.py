@@ -9,7 +9,10 @@ from prefect.states import Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, Field
 
-from content_selection.flows.params import (
+from content_selection.flows.select_content import select_content
+from content_selection.shell.logs import run_logger
+from content_selection.shell.options import local_task_options
+from content_selection.shell.params import (
     DEFAULT_MAX_TABLE_ROWS,
     DEFAULT_OUTPUT_FORMAT,
     STAGE_TAG,
@@ -22,12 +25,9 @@ from content_selection.flows.params import (
     TaskRunnerChoice,
     run_namer,
 )
-from content_selection.flows.refusals import refusals_fail_the_run
-from content_selection.flows.runners import resolve_task_runner
-from content_selection.flows.select_content import select_content
-from content_selection.tasks.logs import run_logger
-from content_selection.tasks.options import local_task_options
-from content_selection.tasks.select import find_stale_batches
+from content_selection.shell.refusals import refusals_fail_the_run
+from content_selection.shell.runners import resolve_task_runner
+from content_selection.tasks.selection import find_stale_batches
 from selection_core.errors import SelectionError, error_line
 from selection_storage.paths import DATA_ROOT_ENV, configured_data_root, name_once
 from selection_storage.stores import location

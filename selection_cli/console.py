@@ -9,12 +9,12 @@ from contextlib import contextmanager
 
 @contextmanager
 def errors_left_to_the_last_line() -> Iterator[None]:
-    """Around a flow run: :class:`~content_selection.tasks.logs.OneErrorLine` on Prefect's console handlers,
+    """Around a flow run: :class:`~content_selection.shell.logs.OneErrorLine` on Prefect's console handlers,
     then warnings only, so that the summary or the error stays the last line."""
     from prefect.logging.configuration import ensure_logging_setup
     from prefect.logging.handlers import PrefectConsoleHandler
 
-    from content_selection.tasks.logs import RUN_LOGGERS, OneErrorLine
+    from content_selection.shell.logs import RUN_LOGGERS, OneErrorLine
 
     ensure_logging_setup()
     loggers = [logging.getLogger()] + [

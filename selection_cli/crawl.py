@@ -7,8 +7,8 @@ import os
 import sys
 from typing import Any, TextIO
 
-from content_selection.flows.params import MAX_TIME_LIMIT_SECONDS
-from content_selection.flows.runners import TaskRunnerConfigError, check_dask_scheduler, resolve_task_runner
+from content_selection.shell.params import MAX_TIME_LIMIT_SECONDS
+from content_selection.shell.runners import TaskRunnerConfigError, check_dask_scheduler, resolve_task_runner
 from selection_cli.arguments import (
     add_output_format,
     add_storage_options,
@@ -120,7 +120,7 @@ def crawl_command(args: argparse.Namespace) -> int:
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "ERROR")
 
     from content_selection.flows.extract_crawl import CRAWL_WARCS_ARTIFACT_KEY, extract_crawl
-    from content_selection.tasks.progress import follow_progress
+    from content_selection.shell.progress_artifacts import follow_progress
     from selection_cli.console import errors_left_to_the_last_line
 
     with errors_left_to_the_last_line(), follow_progress({CRAWL_WARCS_ARTIFACT_KEY: CrawlBar(sys.stderr)}):

@@ -8,8 +8,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from content_selection.flows.params import MAX_TIME_LIMIT_SECONDS
-from content_selection.flows.runners import check_dask_scheduler, resolve_task_runner
+from content_selection.shell.params import MAX_TIME_LIMIT_SECONDS
+from content_selection.shell.runners import check_dask_scheduler, resolve_task_runner
 from selection_cli.arguments import (
     add_output_format,
     add_storage_options,
@@ -182,8 +182,8 @@ def pipeline_command(args: argparse.Namespace) -> int:
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
 
     from content_selection.flows.extract_and_select import extract_and_select  # Prefect is imported only here
-    from content_selection.tasks.progress import follow_progress
-    from content_selection.tasks.select import PROGRESS_ARTIFACT_KEY
+    from content_selection.shell.progress_artifacts import follow_progress
+    from content_selection.tasks.selection import PROGRESS_ARTIFACT_KEY
     from selection_cli.console import errors_left_to_the_last_line
     from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY
 

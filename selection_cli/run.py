@@ -7,8 +7,8 @@ import contextlib
 import sys
 from typing import Any
 
-from content_selection.flows.params import DEFAULT_MAX_TABLE_ROWS
-from content_selection.flows.runners import TaskRunnerName, check_dask_scheduler, resolve_task_runner
+from content_selection.shell.params import DEFAULT_MAX_TABLE_ROWS
+from content_selection.shell.runners import TaskRunnerName, check_dask_scheduler, resolve_task_runner
 from selection_cli.arguments import (
     add_output_format,
     add_storage_options,

@@ -41,8 +41,8 @@ from selection_core.layout import Chunk
 from selection_crawl.listing import record_of
 from selection_engine.engine import write_output
 from selection_extraction import ExtractionSettings, default_extractors
-from selection_extraction.batch import NO_STATS, ExtractionStats, build_batch
-from selection_extraction.engine import extract_readings
+from selection_extraction.extracted import NO_STATS, ExtractionStats, build_batch
+from selection_extraction.extraction import extract_readings
 from selection_extraction.pages import Page, PageSet, missing_pages, no_pages_error, warc_refusals
 from selection_extraction.pool import allow_child_processes, stop_kept_workers
 from selection_extraction.warc import WarcCursor, WarcStream

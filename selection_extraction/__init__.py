@@ -3,8 +3,8 @@
 Importing the package imports none of the extractor libraries (only the workers do, through ``adapters``).
 """
 
-from selection_extraction.batch import ArticleSpool, ExtractionResult, ExtractionStats
-from selection_extraction.engine import ExtractRunResult, extract_pages, extract_to_file, extract_to_spool
+from selection_extraction.extracted import ArticleSpool, ExtractionResult, ExtractionStats
+from selection_extraction.extraction import ExtractRunResult, extract_pages, extract_to_file, extract_to_spool
 from selection_extraction.extractors import Extractor, ExtractorsUnavailableError, default_extractors
 from selection_extraction.pages import InvalidPagesError, Page, PageSet, find_pages
 from selection_extraction.paths import (

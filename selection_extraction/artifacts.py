@@ -7,7 +7,7 @@ from typing import Any, Final
 
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
 from selection_core.evidence import counts_text, display_url, md_cell, md_code
-from selection_extraction.batch import ExtractionStats
+from selection_extraction.extracted import ExtractionStats
 from selection_extraction.pages import PageSet
 
 PAGES_ARTIFACT_KEY: Final[str] = "extraction-pages"

@@ -12,7 +12,7 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 import selection_core as sc
-from content_selection.tasks.options import api_task_options
+from content_selection.shell.options import api_task_options
 from selection_core.config import EXTRACTORS
 from selection_core.evidence import (
     CLOSE_CALL_REASONS,

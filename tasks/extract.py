@@ -9,9 +9,9 @@ from uuid import UUID
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from content_selection.tasks.logs import run_logger
-from content_selection.tasks.options import api_task_options, chunk_run_namer, io_task_options, local_task_options
-from content_selection.tasks.progress import artifact_progress
+from content_selection.shell.logs import run_logger
+from content_selection.shell.options import api_task_options, chunk_run_namer, io_task_options, local_task_options
+from content_selection.shell.progress_artifacts import artifact_progress
 from selection_core.evidence import counts_text
 from selection_extraction.artifacts import (
     EXTRACTION_PROGRESS_ARTIFACT_KEY,
@@ -22,10 +22,10 @@ from selection_extraction.artifacts import (
     progress_description,
     summary_description,
 )
-from selection_extraction.batch import ArticleSpool, ExtractionResult, ExtractionStats, log_extraction
-from selection_extraction.chunks import ChunkExtraction, PageChunk, extract_chunk
-from selection_extraction.engine import extract_to_spool
+from selection_extraction.extracted import ArticleSpool, ExtractionResult, ExtractionStats, log_extraction
+from selection_extraction.extraction import extract_to_spool
 from selection_extraction.inbox import InboxScan, prepare_inbox, scan_inbox
+from selection_extraction.page_chunks import ChunkExtraction, PageChunk, extract_chunk
 from selection_extraction.pages import PageSet, find_pages
 from selection_extraction.paths import ExtractPaths, resolve_extract_paths
 from selection_extraction.settings import ExtractionSettings

@@ -1,4 +1,4 @@
-"""The Prefect-native completion trigger (content_selection.flows.completion)."""
+"""The Prefect-native completion trigger (content_selection.shell.completion)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from prefect.events import DeploymentEventTrigger
 
 from content_selection import FLOW_COMPLETED_EVENT, flow_completed_trigger
-from content_selection.flows.completion import path_parameter_template
+from content_selection.shell.completion import path_parameter_template
 
 
 def test_the_trigger_follows_completed_runs_of_the_named_flow_only() -> None:

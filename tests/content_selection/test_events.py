@@ -1,4 +1,4 @@
-"""The event contract between an upstream flow and the triggered selection (:mod:`content_selection.flows.events`)."""
+"""The event contract between an upstream flow and the triggered selection (:mod:`content_selection.shell.events`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from content_selection.flows.events import (
+from content_selection.shell.events import (
     BATCH_EXTRACTED_EVENT,
     BATCH_PATH_LABEL,
     INPUT_PATH_TEMPLATE,
@@ -133,11 +133,11 @@ def test_trigger_matches_the_event_and_templates_the_path() -> None:
 
 def test_the_package_exports_the_contract_and_the_flows_to_compose() -> None:
     import content_selection
-    from content_selection.flows import completion, events
+    from content_selection.shell import completion, events
     from content_selection.flows.extract_and_select import extract_and_select
     from content_selection.flows.extract_articles import extract_articles
     from content_selection.flows.select_content import select_content
-    from content_selection.tasks.select import select_batch
+    from content_selection.tasks.selection import select_batch
 
     assert set(events.__all__) - {"INPUT_PATH_TEMPLATE", "TRIGGER_NAME"} <= set(content_selection.__all__)
     for name in content_selection.__all__:

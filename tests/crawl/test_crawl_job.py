@@ -188,7 +188,7 @@ def test_bad_warcs_fail_alone_with_their_reason_and_status(tmp_path: Path) -> No
 def test_another_version_of_lxml_or_an_extractor_has_every_warc_done_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from selection_extraction import batch
+    from selection_extraction import extracted as batch
 
     listing, out = str(_listing(tmp_path, KEYS[:1])), str(tmp_path / "out")
     _run(CrawlJob.plan(listing, out, str(CRAWL), 30.0))

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from selection_extraction.artifacts import PageRows, page_row, progress_description
-from selection_extraction.batch import NO_STATS, ExtractionStats, dump_record
-from selection_extraction.chunks import balanced_bounds, capped_bounds
 from selection_extraction.decode import declared_charset, decode_html, web_codecs
+from selection_extraction.extracted import NO_STATS, ExtractionStats, dump_record
 from selection_extraction.extractors import library_version
 from selection_extraction.inbox import failure_line, failures_message, is_page_set_name
+from selection_extraction.page_chunks import balanced_bounds, capped_bounds
 from selection_extraction.pages import PageSet, page_stem
 from selection_extraction.paths import extracted_path, record_path
 from selection_extraction.pool import FunctionRef, error_text

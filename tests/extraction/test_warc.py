@@ -25,8 +25,8 @@ import pytest
 from selection_core.batch import dump_batch
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
 from selection_extraction import ExtractionSettings, InvalidPagesError, extract_pages, find_pages
-from selection_extraction.chunks import extract_chunk, plan_page_chunks
 from selection_extraction.extractors import default_extractors
+from selection_extraction.page_chunks import extract_chunk, plan_page_chunks
 from selection_extraction.pages import UNREADABLE_PAGE_ERRORS, PageReader
 from selection_extraction.settings import DEFAULT_MAX_PAGE_BYTES, PageTooLargeError
 from selection_extraction.warc import RECORD_KINDS, WarcStream, dechunk, decoded_payload, scan_warc

@@ -17,7 +17,7 @@ from content_selection.flows.extract_crawl import (
     Snapshot,
     extract_crawl,
 )
-from content_selection.tasks.progress import follow_progress
+from content_selection.shell.progress_artifacts import follow_progress
 from selection_cli.crawl import CrawlBar
 from selection_crawl.job import CrawlFailedError
 from selection_crawl.unit import WarcOutcome

@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 
 import selection_core as sc
-from content_selection.flows.events import BATCH_EXTRACTED_EVENT, BATCH_PATH_LABEL, batch_extracted_trigger
 from content_selection.flows.extract_and_select import PipelineRunSummary, extract_and_select
 from content_selection.flows.extract_articles import ExtractionRunSummary, extract_articles
-from content_selection.tasks.progress import follow_progress
-from content_selection.tasks.select import PROGRESS_ARTIFACT_KEY
+from content_selection.shell.events import BATCH_EXTRACTED_EVENT, BATCH_PATH_LABEL, batch_extracted_trigger
+from content_selection.shell.progress_artifacts import follow_progress
+from content_selection.tasks.selection import PROGRESS_ARTIFACT_KEY
 from selection_core.errors import UnsafePathError
 from selection_core.evidence import (
     SCORES_ARTIFACT_KEY,

@@ -1,4 +1,4 @@
-"""The flows' parameters as the UI's Run form gets them (:mod:`content_selection.flows.params`).
+"""The flows' parameters as the UI's Run form gets them (:mod:`content_selection.shell.params`).
 
 Every optional parameter is published as a plain type with a non-null default
 (no ``anyOf`` toggle, no enum class name, no ``null`` the form would submit and
@@ -16,9 +16,9 @@ from content_selection.flows.extract_and_select import extract_and_select
 from content_selection.flows.extract_articles import extract_articles
 from content_selection.flows.extract_crawl import extract_crawl
 from content_selection.flows.extract_inbox import extract_inbox
-from content_selection.flows.runners import TaskRunnerName
 from content_selection.flows.select_content import select_content
 from content_selection.flows.select_directory import select_directory
+from content_selection.shell.runners import TaskRunnerName
 
 FLOWS = [
     pytest.param(select_content, id="select-content"),

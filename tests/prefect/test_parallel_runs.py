@@ -26,7 +26,9 @@ from uuid import UUID
 import orjson
 import pytest
 
-from content_selection.flows.runners import (
+from content_selection.flows.select_content import select_content
+from content_selection.flows.select_directory import select_directory
+from content_selection.shell.runners import (
     DASK_ADDRESS_ENV,
     LOCAL_CLUSTER_KWARGS,
     TASK_RUNNER_ENV,
@@ -36,8 +38,6 @@ from content_selection.flows.runners import (
     resolve_task_runner,
     worker_processes,
 )
-from content_selection.flows.select_content import select_content
-from content_selection.flows.select_directory import select_directory
 from selection_cli.main import main
 from selection_core.layout import Chunk
 from selection_engine.engine import ChunkJob, select_file, select_job
@@ -449,7 +449,7 @@ def test_select_directory_runs_batches_concurrently_with_chunks(batch_factory, t
         pytest.param({"max_concurrent_batches": 0}, id="no-concurrency"),
         pytest.param({"task_runner": "threads"}, id="unknown-runner"),
         pytest.param({"dask_address": "localhost:1"}, id="bad-address"),
-        pytest.param({"chunk_size": -1}, id="negative-chunk"),  # 0 is the Run form's "unset" (flows/params.py)
+        pytest.param({"chunk_size": -1}, id="negative-chunk"),  # 0: the Run form's "unset" (shell/params.py)
     ],
 )
 def test_runner_parameters_are_validated_before_the_run(tmp_path: Path, parameters: dict[str, Any]) -> None:

@@ -17,7 +17,7 @@ from content_selection import flow_completed_trigger
 from content_selection.deployments.automations import AUTOMATIONS_FILE, HEARTBEAT_SECONDS, load_automations
 from content_selection.deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
 from content_selection.deployments.definitions import build_deployments
-from content_selection.flows.events import batch_extracted_trigger
+from content_selection.shell.events import batch_extracted_trigger
 from tests.support import ROOT
 
 PREFECT_YAML = ROOT / "prefect.yaml"

@@ -22,10 +22,10 @@ import pytest
 import selection_core as sc
 import selection_engine.engine
 import selection_storage.files
-from content_selection.flows.params import STAGE_TAG
 from content_selection.flows.select_content import SelectionRunSummary, select_content
 from content_selection.flows.select_directory import BatchesFailedError, DirectoryRunSummary, select_directory
-from content_selection.tasks.select import PROGRESS_ARTIFACT_KEY
+from content_selection.shell.params import STAGE_TAG
+from content_selection.tasks.selection import PROGRESS_ARTIFACT_KEY
 from selection_cli.main import main
 from selection_core.errors import InvalidBatchError, ReadError, UnsafePathError, WriteError
 from selection_core.evidence import CLOSEST_CALLS_ARTIFACT_KEY, SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from content_selection.flows.events import BATCH_EXTRACTED_EVENT
+from content_selection.shell.events import BATCH_EXTRACTED_EVENT
 from selection_core.evidence import SCORES_ARTIFACT_KEY
 from tests.support import ROOT
 from tests.support.prefect_fixtures import expected_output, leftover_files

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from content_selection.flows.completion import completion_trigger_name
-from content_selection.flows.events import TRIGGER_NAME
+from content_selection.shell.completion import completion_trigger_name
+from content_selection.shell.events import TRIGGER_NAME
 from tests.support import ROOT
 from tests.support.prefect_fixtures import expected_output, leftover_files
 from tests.support.prefect_server import RUN_SECONDS, SERVE_START_SECONDS, Server, run, start, stop, wait_until

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from content_selection.flows.events import BATCH_EXTRACTED_EVENT
+from content_selection.shell.events import BATCH_EXTRACTED_EVENT
 from tests.support import ROOT
 from tests.support.faultkit import TMP_NAME, synthetic_batch
 from tests.support.prefect_fixtures import expected_output, free_port, leftover_files
@@ -226,6 +226,6 @@ def test_an_event_emitted_while_the_server_is_down_fails_the_emitter(server: Ser
     )
     assert result.returncode != 0
     last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith("content_selection.flows.events.EventNotDeliveredError: ") and str(batch) in last, last
+    assert last.startswith("content_selection.shell.events.EventNotDeliveredError: ") and str(batch) in last, last
     assert BATCH_EXTRACTED_EVENT in last and "the scheduled scan selects the batch" in last
     assert not [name for name in os.listdir(data_root) if TMP_NAME.match(name)]

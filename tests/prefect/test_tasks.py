@@ -10,10 +10,10 @@ import orjson
 import pytest
 
 import selection_core as sc
+from content_selection.shell.logs import ENGINE_EXIT_MESSAGE, UserErrorFilter
+from content_selection.shell.progress_artifacts import artifact_progress, follow_progress
 from content_selection.tasks.artifacts import component_versions
-from content_selection.tasks.logs import ENGINE_EXIT_MESSAGE, UserErrorFilter
-from content_selection.tasks.progress import artifact_progress, follow_progress
-from content_selection.tasks.select import find_stale_batches, select_batch, select_chunk
+from content_selection.tasks.selection import find_stale_batches, select_batch, select_chunk
 from selection_core.errors import InvalidBatchError
 from selection_core.evidence import report_entry
 from selection_engine.engine import discard_parts, plan_batch, plan_jobs

@@ -373,7 +373,7 @@ def test_a_store_that_stops_mid_archive_fails_the_extraction_and_writes_nothing(
 
     mocker.patch.object(store_server.file_class, "_fetch_range", drop_after_the_first)
     from selection_extraction import ExtractionSettings
-    from selection_extraction.engine import extract_to_file
+    from selection_extraction.extraction import extract_to_file
 
     with pytest.raises(ReadError, match="the store failed .*retry later"):
         extract_to_file(url, settings=ExtractionSettings(workers=1))

@@ -27,6 +27,7 @@ PACKAGES = {
     "selection_engine": "selection_engine",
     "selection_extraction": "selection_extraction",
     "selection_crawl": "selection_crawl",
+    "content_selection/shell": "content_selection.shell",
     "tasks": "content_selection.tasks",
     "flows": "content_selection.flows",
     "deployments": "content_selection.deployments",

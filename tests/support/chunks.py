@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from selection_extraction.batch import ExtractionResult, StatsTotal
-from selection_extraction.chunks import ChunkExtraction, joined_root
+from selection_extraction.extracted import ExtractionResult, StatsTotal
 from selection_extraction.extractors import Extractor
+from selection_extraction.page_chunks import ChunkExtraction, joined_root
 from selection_extraction.pages import PageSet
 
 

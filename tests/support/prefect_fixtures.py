@@ -197,7 +197,9 @@ def env_without_prefect_api(**extra: str) -> dict[str, str]:
 
 def extract_and_select_artifact_keys() -> set[str]:
     """The keys of the artifacts of one ``extract-and-select`` run: the extraction's and the selection's."""
-    from content_selection.tasks.select import PROGRESS_ARTIFACT_KEY  # imports Prefect: here, not at the module's top
+    from content_selection.tasks.selection import (
+        PROGRESS_ARTIFACT_KEY,  # imports Prefect: here, not at the module's top
+    )
     from selection_core.evidence import CLOSEST_CALLS_ARTIFACT_KEY, SCORES_ARTIFACT_KEY, SUMMARY_ARTIFACT_KEY
     from selection_extraction.artifacts import (
         EXTRACTION_PROGRESS_ARTIFACT_KEY,

@@ -31,7 +31,10 @@ MAX_TASK_STATEMENTS = 15
 
 def _modules(package: str) -> Iterator[tuple[str, Path]]:
     """Each module of the folder ``package``, by the name it is imported as."""
+    nested = [ROOT / other for other in PACKAGES if other.startswith(package + "/")]  # listed on their own
     for path in sorted((ROOT / package).rglob("*.py")):
+        if any(path.is_relative_to(folder) for folder in nested):
+            continue
         parts = path.relative_to(ROOT / package).with_suffix("").parts
         parts = parts[:-1] if parts[-1] == "__init__" else parts
         yield ".".join([PACKAGES[package], *parts]), path
@@ -77,7 +80,8 @@ def _package_graph() -> dict[str, dict[str, str]]:
 
 
 def test_every_package_is_listed() -> None:
-    found = sorted(p.parent.name for p in ROOT.glob("*/__init__.py") if p.parent.name not in {"tests"})
+    inits = [*ROOT.glob("*/__init__.py"), *ROOT.glob("*/*/__init__.py")]  # a package's own packages too
+    found = sorted(p.parent.relative_to(ROOT).as_posix() for p in inits if p.parts[len(ROOT.parts)] != "tests")
     assert found == sorted(PACKAGES)
 
 

@@ -1,4 +1,4 @@
-"""Cutting an extraction into chunks of pages (selection_extraction.chunks): the plan, the counts, the join.
+"""Cutting an extraction into chunks of pages (selection_extraction.page_chunks): the plan, the counts, the join.
 
 The pure parts run on made-up pages; the join runs the real extractors on the
 manifest of ``tests/data/pages`` and must give the batch of one run, byte for byte.
@@ -24,8 +24,8 @@ from selection_extraction import (
     find_pages,
     stop_kept_workers,
 )
-from selection_extraction.batch import NO_STATS, StatsTotal
-from selection_extraction.chunks import (
+from selection_extraction.extracted import NO_STATS, StatsTotal
+from selection_extraction.page_chunks import (
     MAX_PAGES_PER_CHUNK,
     PAGE_CHUNKS_PER_WORKER,
     ChunkExtraction,

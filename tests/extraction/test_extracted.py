@@ -1,4 +1,4 @@
-"""The extracted batch as JSON Lines (``selection_extraction.batch``): ``extract -o BATCH.jsonl``.
+"""The extracted batch as JSON Lines (``selection_extraction.extracted``): ``extract -o BATCH.jsonl``.
 
 The same real pages (three of tests/data/aeb-pages) are extracted to a JSON batch
 and to a JSON Lines batch with the real libraries: the lines are exactly the JSON
@@ -21,7 +21,7 @@ import pytest
 import selection_core as sc
 from selection_core.errors import OutputPathError, WriteError
 from selection_extraction import ArticleSpool, ExtractionSettings, extract_to_file, record_path
-from selection_extraction.batch import dump_record
+from selection_extraction.extracted import dump_record
 from tests.support import DATA, ROOT
 
 AEB_PAGES = DATA / "aeb-pages"

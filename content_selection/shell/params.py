@@ -8,7 +8,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema
 
-from content_selection.flows.runners import DASK_ADDRESS_PATTERN, TaskRunnerName
+from content_selection.shell.runners import DASK_ADDRESS_PATTERN, TaskRunnerName
 from selection_core.dataset import BATCH, OUTPUT_FORMATS
 
 #: The tag of every run of the stage: its deployments' runs and their subflow runs. The automations of

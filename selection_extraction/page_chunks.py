@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from selection_core.batch import ProgressCallback
-from selection_extraction.batch import ArticleSpool, ExtractionResult, ExtractionStats, build_batch
-from selection_extraction.engine import extract_pages
+from selection_extraction.extracted import ArticleSpool, ExtractionResult, ExtractionStats, build_batch
+from selection_extraction.extraction import extract_pages
 from selection_extraction.extractors import Extractor
 from selection_extraction.pages import Page, PageSet
 from selection_extraction.pool import allow_child_processes

@@ -6,9 +6,9 @@ from typing import Any, Final
 
 from prefect import task
 
-from content_selection.tasks.logs import run_logger
-from content_selection.tasks.options import chunk_run_namer, io_task_options, local_task_options
-from content_selection.tasks.progress import artifact_progress
+from content_selection.shell.logs import run_logger
+from content_selection.shell.options import chunk_run_namer, io_task_options, local_task_options
+from content_selection.shell.progress_artifacts import artifact_progress
 from selection_core.chunks import SelectedChunk
 from selection_core.dataset import BATCH
 from selection_core.evidence import counts_text, read_as_text

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from prefect.states import Failed
 
-from content_selection.tasks.logs import run_logger
+from content_selection.shell.logs import run_logger
 from selection_core.errors import SelectionError
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -9,7 +9,7 @@ from uuid import UUID
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.context import FlowRunContext, TaskRunContext
 
-from content_selection.tasks.logs import run_logger
+from content_selection.shell.logs import run_logger
 from selection_core.batch import ProgressCallback
 from selection_core.progress import PercentProgress
 

@@ -11,14 +11,14 @@ from typing import Any, Final
 from selection_core.batch import ProgressCallback
 from selection_core.config import EXTRACTORS
 from selection_core.errors import SelectionError
-from selection_extraction.batch import (
+from selection_extraction.decode import decode_html
+from selection_extraction.extracted import (
     ArticleSpool,
     ExtractionResult,
     ExtractionStats,
     build_article,
     build_batch,
 )
-from selection_extraction.decode import decode_html
 from selection_extraction.extractors import (
     INSTALL_HINT,
     WORKER_INITIALIZER,
