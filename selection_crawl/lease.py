@@ -3,8 +3,9 @@ and that it renews while it runs.
 
 The lease is created only where none is, and taken over only from a holder that has ended: one on this host whose
 process is gone, or one not renewed for :data:`STALE_SECONDS` (as the store's time of its last write tells it,
-against this machine's clock). Every write is conditioned on the version read (``selection_storage.conditional``),
-so of two runs that start, renew or take over at once exactly one holds the lease after.
+against this machine's clock). Every write is conditioned on the version read
+(``selection_storage.stores.conditional``), so of two runs that start, renew or take over at once exactly one
+holds the lease after.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ import orjson
 
 from selection_core.errors import EXIT_TEMPFAIL, SelectionError
 from selection_storage.atomic import process_alive
-from selection_storage.conditional import Conditional, Tagged, conditional
 from selection_storage.stores import Location, location
+from selection_storage.stores.conditional import Conditional, Tagged, conditional
 
 #: The lease's name, directly under the crawl's output prefix.
 LEASE_NAME: Final[str] = "crawl.lease"

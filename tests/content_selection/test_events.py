@@ -133,10 +133,10 @@ def test_trigger_matches_the_event_and_templates_the_path() -> None:
 
 def test_the_package_exports_the_contract_and_the_flows_to_compose() -> None:
     import content_selection
-    from content_selection.shell import completion, events
     from content_selection.flows.extract_and_select import extract_and_select
     from content_selection.flows.extract_articles import extract_articles
     from content_selection.flows.select_content import select_content
+    from content_selection.shell import completion, events
     from content_selection.tasks.selection import select_batch
 
     assert set(events.__all__) - {"INPUT_PATH_TEMPLATE", "TRIGGER_NAME"} <= set(content_selection.__all__)

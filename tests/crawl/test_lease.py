@@ -33,8 +33,8 @@ from selection_crawl.lease import (
     CrawlLeaseHeldError,
     CrawlLeaseLostError,
 )
-from selection_storage.conditional import conditional
 from selection_storage.stores import location
+from selection_storage.stores.conditional import conditional
 from tests.support.object_stores import StoreServer, running
 
 HOST = socket.gethostname()

@@ -34,7 +34,6 @@ from selection_storage.stores import (
     STALE_UPLOAD_SECONDS,
     ObjectPath,
     ObjectStore,
-    _filesystem_class,
     abort_stale_uploads,
     location,
     object_version,
@@ -131,7 +130,9 @@ def test_access_denied_is_one_line_naming_the_fix(store_server, bucket, mocker) 
         options["connection_string"] = store_server.connection_string.replace(AZURITE_KEY, "d3Jvbmc=" * 11)
     else:  # moto and fake-gcs-server check no credentials: the refusal is injected where the client raises it
         options["skip_instance_cache"] = True  # an instance binds its synchronous methods when it is made: a new one
-        fs_class = _filesystem_class(store_server.protocol, options)
+        fs_class = ObjectPath.parse(store_server.url(bucket, "x")).backend.filesystem_class(
+            store_server.protocol, options
+        )
         mocker.patch.object(fs_class, "_info", side_effect=PermissionError("Access Denied"))
     with pytest.raises(InvalidBatchError, match="access denied by the store; check its credentials") as caught:
         select_file(store_server.url(bucket, "in_extracted.json"), storage_options=options)

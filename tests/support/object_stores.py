@@ -280,9 +280,9 @@ class AzureServer(StoreServer):
 
     @property
     def upload_class(self) -> type:
-        from selection_storage.stores import _BlockUpload
+        from selection_storage.stores.azure import BlockUpload
 
-        return _BlockUpload
+        return BlockUpload
 
 
 SERVERS: dict[str, type[StoreServer]] = {"s3": S3Server, "gs": GCSServer, "az": AzureServer}

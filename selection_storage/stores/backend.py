@@ -1,0 +1,99 @@
+"""What one kind of object store does beyond fsspec's common interface, as a class: a store is one module with a
+subclass of :class:`Backend`, named in :data:`~selection_storage.stores.urls.BACKENDS` by its URL schemes.
+
+The defaults are fsspec's (or nothing): no conditional read or write, an upload by fsspec's own file, no sweep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+#: The size of the parts an output object is uploaded in: S3's smallest part, as a part is held twice while it is
+#: sent (the writer's buffer and the part read from it).
+UPLOAD_PART_BYTES: Final[int] = 5 << 20
+
+
+@dataclass(frozen=True)
+class Tagged:
+    """A file's bytes, the tag of that version (an ETag, a generation; a file's SHA-256), and when it was written
+    (seconds since the epoch, as the store tells it)."""
+
+    data: bytes
+    tag: str
+    modified: float
+
+
+class Changed(Exception):
+    """The store refused a read conditioned on the version planned: the object changed."""
+
+
+class Backend:
+    """One kind of store. ``extra`` is the project's extra that installs its fsspec backend; ``endpoint_setting``
+    names, for messages, where its endpoint is set (the storage options first, then the environment)."""
+
+    extra: str | None = None
+    endpoint_setting: str = "endpoint_url"
+    #: Whether it reads and writes an object on a condition (:meth:`read_range`, :meth:`read_tagged`,
+    #: :meth:`write_if`, :meth:`delete_if`).
+    conditional: bool = False
+
+    def __init__(self, extra: str | None = None) -> None:
+        if extra is not None:
+            self.extra = extra
+
+    def endpoint(self, options: Mapping[str, Any]) -> str | None:
+        """The endpoint its client is pointed at by ``options`` or the environment (None: the cloud's own)."""
+        return None
+
+    def filesystem_class(self, protocol: str, options: Mapping[str, Any]) -> type:
+        """fsspec's class for ``protocol`` with ``options``."""
+        import fsspec
+
+        return fsspec.get_filesystem_class(protocol)
+
+    async def read_range(self, fs: Any, key: str, name: str, value: str, start: int, into: memoryview) -> int | None:
+        """Fill ``into`` from ``start`` by one ranged GET served only from the version whose tag is ``name:value``:
+        the bytes read, None (nothing requested) when it has no such read, :class:`Changed` when it is another."""
+        return None
+
+    def upload(self, fs: Any, key: str) -> Any:
+        """A writer of the object ``key`` that nothing sees until its ``commit()`` (``discard()`` aborts it)."""
+        return fs.open(key, "wb", autocommit=False, block_size=UPLOAD_PART_BYTES)
+
+    def abort_uploads(self, fs: Any, bucket: str, key_prefix: str, stale: Callable[[str, Any], bool]) -> list[str]:
+        """Abort the unfinished uploads under ``key_prefix`` for which ``stale(key, started)``: their keys."""
+        return []
+
+    async def read_tagged(self, fs: Any, key: str) -> Tagged | None:
+        """The object's bytes and their version; None when nothing is there."""
+        raise NotImplementedError
+
+    async def write_if(self, fs: Any, key: str, data: bytes, tag: str | None) -> str | None:
+        """Write ``data`` where nothing is (``tag`` None) or over the version ``tag``: the new tag, or None (nothing
+        written) if the condition does not hold."""
+        raise NotImplementedError
+
+    async def delete_if(self, fs: Any, key: str, tag: str) -> bool:
+        """Delete the version ``tag``; False (nothing deleted) if it is no longer it."""
+        raise NotImplementedError
+
+
+async def fill(into: memoryview, read: Callable[[memoryview], Any]) -> int:
+    """Bytes read by ``await read(rest)`` (how many it wrote) until ``into`` is full or the body ends."""
+    got = 0
+    while got < into.nbytes:
+        n = await read(into[got:])
+        if not n:
+            break
+        got += n
+    return got
+
+
+def timestamp(value: datetime | str) -> float:
+    """Seconds since the epoch of a store's time (a ``datetime``, or ISO 8601 text)."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return value.timestamp()

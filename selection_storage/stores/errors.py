@@ -1,0 +1,96 @@
+"""A store's failures as the project's typed, one-line errors (never naming the storage options)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from selection_core.errors import (
+    InvalidBatchError,
+    OutputPathError,
+    ReadError,
+    SelectionError,
+    ServiceUnavailableError,
+    WriteError,
+)
+from selection_storage.files import InputChangedError
+from selection_storage.stores.urls import ObjectPath
+from selection_storage.transient import TRANSIENT_ERRNOS
+
+#: Failures to reach a store's endpoint (refused, no such host, closed before a response), and other failures of
+#: the connection, by class name (the SDKs' own classes are not imported for this).
+_UNREACHABLE: Final[frozenset[str]] = frozenset(
+    {
+        "ConnectionError",
+        "ConnectionClosedError",
+        "ClientConnectorError",
+        "ServerDisconnectedError",
+        "ServiceRequestError",
+    }
+)
+_CONNECTION_FAILURES: Final[frozenset[str]] = frozenset(
+    {
+        "TimeoutError",
+        "HTTPClientError",
+        "ClientConnectionError",
+        "ClientPayloadError",
+        "FSTimeoutError",
+        "IncompleteRead",
+        "ServiceResponseError",
+    }
+)
+
+
+def _status(exc: BaseException) -> int | None:
+    """The HTTP status of an Azure SDK error, which adlfs passes on as it is (None for any other error)."""
+    return getattr(exc, "status_code", None) if _named(exc, frozenset({"HttpResponseError"})) else None
+
+
+def _named(exc: BaseException, names: frozenset[str]) -> bool:
+    return any(t.__name__ in names for t in type(exc).__mro__)
+
+
+def _transient(exc: BaseException) -> bool:
+    """Whether another try may succeed: a transient errno (:data:`TRANSIENT_ERRNOS`: throttling, 5xx, EIO) or a
+    failed connection."""
+    if isinstance(exc, PermissionError | FileNotFoundError):
+        return False
+    if isinstance(exc, OSError) and exc.errno in TRANSIENT_ERRNOS:
+        return True
+    return _named(exc, _CONNECTION_FAILURES)
+
+
+def store_error(p: ObjectPath, exc: BaseException, writing: bool = False) -> SelectionError:
+    """The typed, one-line error for a failure of the store at ``p`` (never naming the storage options)."""
+    if isinstance(exc, SelectionError):
+        return exc
+    kind = OutputPathError if writing else InvalidBatchError
+    if type(exc).__name__ == "FileExpired" or (isinstance(exc, OSError) and "pre-condition" in str(exc).lower()):
+        return InputChangedError(f"{p}: the object changed while it was being read; run again once it is complete")
+    if isinstance(exc, FileNotFoundError) or _status(exc) == 404:
+        what = "the bucket does not exist" if writing else "no such object (or bucket)"
+        return kind(f"{p}: {what}; check the URL")
+    if isinstance(exc, PermissionError) or _status(exc) in (401, 403):
+        return kind(
+            f"{p}: access denied by the store; check its credentials (environment, profile, instance role "
+            "or storage options) and their permissions"
+        )
+    if type(exc).__name__ in ("NoCredentialsError", "PartialCredentialsError"):
+        return kind(
+            f"{p}: no credentials for the store were found; "
+            "set them in the environment, a profile or the storage options"
+        )
+    reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+    if _named(exc, _UNREACHABLE):
+        return ServiceUnavailableError(
+            f"{p}: the store cannot be reached ({reason}); {'nothing was written; ' if writing else ''}"
+            f"check its endpoint ({p.backend.endpoint_setting}) and the network, then run again"
+        )
+    if _transient(exc):
+        if writing:
+            return WriteError(
+                f"{p}: the store failed ({reason}); nothing was written, retry", getattr(exc, "errno", None), True
+            )
+        return ReadError(f"{p}: the store failed ({reason}); retry later", getattr(exc, "errno", None))
+    if writing:
+        return WriteError(f"{p}: the store refused the upload ({reason}); nothing was written")
+    return InvalidBatchError(f"{p}: the store refused the read ({reason}); check the URL and the storage options")
