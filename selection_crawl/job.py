@@ -13,7 +13,6 @@ import uuid
 from array import array
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any, Final
 
 import orjson
@@ -150,11 +149,10 @@ class CrawlJob:
             require_pyarrow()
         where = location(prefix, storage_options, "output")  # a bad URL is refused here
         warcs = read_listing(listing, base, storage_options, output_format)
-        if isinstance(where, Path):  # a folder on this disk, made as the outputs' folders are
-            try:
-                where.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise OutputPathError(f"{prefix}: cannot make this folder ({exc.strerror}); choose another") from None
+        try:
+            store(where).make_folders()  # a folder on this disk, made as the outputs' folders are
+        except OSError as exc:
+            raise OutputPathError(f"{prefix}: cannot make this folder ({exc.strerror}); choose another") from None
         fingerprint = expected_fingerprint(time_limit_seconds, output_format)
         job = cls(listing, prefix, warcs, base, time_limit_seconds, storage_options, fingerprint, output_format)
         job._resume()

@@ -25,7 +25,6 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, BinaryIO, Final
 
 import orjson
@@ -448,8 +447,7 @@ def crawl_warc(job: WarcJob) -> WarcOutcome:
         version = store(source).listed_version()
         if version is None:
             raise missing_pages(job.source, store(source).folder_noun)
-        if isinstance(target, Path):  # a folder of the prefix, made on this machine's disk
-            target.parent.mkdir(parents=True, exist_ok=True)
+        store(target.parent).make_folders()  # a folder of the prefix, on this machine's disk
         commits = _Commits(target, version, job.fingerprint, job.run)
         done = read_record(record_of(target), job.source)  # None when there is none
         if done and (done.input_version, done.fingerprint) == (version, job.fingerprint):

@@ -26,19 +26,11 @@ def extracted_path(source: str | os.PathLike[str] | Location) -> Location:
     path = location(source)
     if not path.name or path.name in (".", ".."):
         path = store(path).resolve()
-    if not path.suffix or _is_folder(path):
+    if not path.suffix or store(path).kind() == "folder":
         stem = path.name
     else:
         stem = page_stem(path.name) or warc_stem(path.name) or path.stem
     return path.with_name(f"{stem}{EXTRACTED_SUFFIX}")
-
-
-def _is_folder(path: Location) -> bool:
-    """Whether ``path`` is a folder, or a prefix in a store; one named as a page, a web archive or a manifest is taken
-    for a file without asking its store (or disk)."""
-    if page_stem(path.name) or warc_stem(path.name) or is_jsonl(path.name):
-        return False
-    return store(path).kind() == "folder"
 
 
 #: What the record of a JSON Lines batch is named with, in place of the batch's ``.jsonl``.
