@@ -82,7 +82,7 @@ class DiskStore:
 
     def check_output(self, source: Store, option: str) -> None:
         out = self.path
-        same = source.is_file(out, _resolved(out, option))  # (a local output of an object is checked for itself only)
+        same = isinstance(source, DiskStore) and source._is(out, _resolved(out, option))  # an object is never it
         if out.is_dir():  # first: the input may be a folder (of pages), and no folder can be written
             raise OutputPathError(f"{out}: is a directory; give a file path for the output")
         if same:
@@ -95,7 +95,8 @@ class DiskStore:
         if not os.access(parent, os.W_OK | os.X_OK):
             raise OutputPathError(f"{out}: the directory {parent} is not writable; choose another {option}")
 
-    def is_file(self, out: Path, out_resolved: Path) -> bool:
+    def _is(self, out: Path, out_resolved: Path) -> bool:
+        """Whether the file ``out`` (``out_resolved`` resolved) is this one."""
         inp, inp_resolved = self.path, _resolved(self.path, "input")
         try:
             return out_resolved == inp_resolved or (out.exists() and inp.exists() and os.path.samefile(inp, out))

@@ -187,9 +187,6 @@ class ObjectStore:
                 f"{self.path}: is the input object itself; the input is never overwritten, choose another {option}"
             )  # its bucket is checked by the upload
 
-    def is_file(self, out: Path, out_resolved: Path) -> bool:
-        return False
-
     def kind(self) -> str | None:
         entry = self._entry()
         if entry is None:

@@ -56,9 +56,6 @@ class Store(Protocol):
     def check_output(self, source: Store, option: str) -> None:
         """An ``OutputPathError`` (naming ``option``) if the output cannot go here: the input, a folder..."""
 
-    def is_file(self, out: Path, out_resolved: Path) -> bool:
-        """Whether the local file ``out`` (``out_resolved`` resolved) is this input."""
-
     def kind(self) -> str | None:
         """``"file"`` (an object), ``"folder"`` (a prefix with objects under it), or None when nothing is there; a
         store that fails raises its typed error."""
