@@ -39,7 +39,7 @@ from uuid import UUID
 import pytest
 
 import selection_storage.atomic
-import selection_storage.stores
+import selection_storage.stores.disk
 from content_selection.flows.select_content import select_content
 from selection_core.errors import OutputPathError, UnsafePathError, WriteError
 from tests.support.faultkit import TMP_NAME, CrashRig, child_env, listing, synthetic_batch, temporaries
@@ -226,7 +226,7 @@ def test_paths_that_leave_the_data_root_are_refused_before_anything_is_read_or_w
 
 def _read_and_write_spies(mocker: Any) -> tuple[Any, Any]:
     """Spies on where every run reads its input (the first pass opens it) and stages what it writes."""
-    return mocker.spy(selection_storage.stores, "open_input"), mocker.spy(
+    return mocker.spy(selection_storage.stores.disk, "open_input"), mocker.spy(
         selection_storage.atomic.StagedFile, "__init__"
     )
 
