@@ -3,6 +3,7 @@
 
     python benchmarks/scale.py                          # 1000 10000 100000 articles
     python benchmarks/scale.py --sizes 1000 10000 --rounds 3
+    python benchmarks/scale.py --runners --sizes 10860 --rounds 3   # run in-process against the process runner
 
 Batches are built by ``benchmarks/_batches.py`` from the 181 real articles
 (distinct copies: a copy-number token appended to every text). For every size,
@@ -13,6 +14,13 @@ Printed: time and per-article cost, the ratio to the floor, linearity (per-artic
 cost relative to the smallest batch, and the exponent of a power-law fit: 1.0 is
 linear), and peak memory per input byte. Writes benchmarks/out/scale.json and
 the plot docs/img/scale.png.
+
+``--runners``: instead, ``content-selection run`` on the same batches, in-process and with
+``--task-runner process``, side by side: fresh processes on a private Prefect home (warmed by one
+untimed run), alternating, fastest of ``--rounds``; each time also net of the same command on a
+10-article batch (Prefect's start, the embedded API, the workers' start), and the net speed-up of
+the process runner (goal: at least 1.6x on 2 cores). The outputs must be identical. Writes
+benchmarks/out/scale_runners.json.
 """
 
 from __future__ import annotations
@@ -26,10 +34,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _batches import OUT, ROOT, build_distinct, machine  # noqa: E402
+from _batches import OUT, ROOT, build_distinct, machine, prefect_env  # noqa: E402
+from overhead import timed  # noqa: E402
 from select_speed import measure  # noqa: E402
 
 PLOT = ROOT / "docs/img/scale.png"
+#: The runners compared by ``--runners``, as the options of ``content-selection run``.
+RUNNERS = {"in-process": [], "process": ["--task-runner", "process"]}
+#: The batch whose time ``--runners`` subtracts: the fixed cost of a run.
+SMALLEST = 10
 
 
 def power_fit(xs: list[float], ys: list[float]) -> float:
@@ -62,6 +75,54 @@ def plot(rows: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def compare_runners(sizes: list[int], rounds: int, path: Path) -> int:
+    """``run`` in-process and on the process runner, side by side (``--runners``)."""
+    info = machine()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="cs-scale-runners-") as tmp:
+        env = prefect_env(Path(tmp) / "prefect-home")
+        for key in ("CONTENT_SELECTION_TASK_RUNNER", "CONTENT_SELECTION_DASK_ADDRESS"):
+            env.pop(key, None)
+        batches = {n: Path(tmp) / f"runners{n}_extracted.json" for n in [SMALLEST, *sizes]}
+        sizes_of = {n: build_distinct(inp, n) for n, inp in batches.items()}
+        timed(["run", str(batches[SMALLEST]), "-o", str(Path(tmp) / "warm.json")], env)  # creates the database
+        times: dict[tuple[int, str], list[float]] = {}
+        for _ in range(rounds):
+            for n, inp in batches.items():
+                for runner, options in RUNNERS.items():
+                    out = Path(tmp) / f"{runner}{n}_selected.json"
+                    times.setdefault((n, runner), []).append(timed(["run", str(inp), "-o", str(out), *options], env))
+        best = {key: min(v) for key, v in times.items()}
+        for n in sizes:
+            same = len({(Path(tmp) / f"{runner}{n}_selected.json").read_bytes() for runner in RUNNERS}) == 1
+            net = {runner: best[(n, runner)] - best[(SMALLEST, runner)] for runner in RUNNERS}
+            row = {
+                "articles": n,
+                "input_bytes": sizes_of[n],
+                **{f"{runner}_seconds": best[(n, runner)] for runner in RUNNERS},
+                **{f"{runner}_net_seconds": net[runner] for runner in RUNNERS},
+                "net_speedup": net["in-process"] / net["process"],
+                "identical_output": same,
+                "all_times": {runner: times[(n, runner)] for runner in RUNNERS},
+                "smallest_times": {runner: times[(SMALLEST, runner)] for runner in RUNNERS},
+            }
+            rows.append(row)
+            print(
+                f"{n:>7} articles {sizes_of[n] / 1e6:8.1f} MB | run in-process {best[(n, 'in-process')]:6.2f} s "
+                f"(net {net['in-process']:.2f}) | run --task-runner process {best[(n, 'process')]:6.2f} s "
+                f"(net {net['process']:.2f}) | net speed-up {row['net_speedup']:.2f}x (goal >= 1.6) | "
+                f"{'same bytes' if same else 'OUTPUTS DIFFER'}",
+                flush=True,
+            )
+    print(
+        f"net of a {SMALLEST}-article run: in-process {best[(SMALLEST, 'in-process')]:.2f} s, "
+        f"process {best[(SMALLEST, 'process')]:.2f} s; fastest of {rounds}; machine: {info}"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"machine": info, "rounds": rounds, "rows": rows}, indent=2) + "\n")
+    return 0 if all(r["identical_output"] for r in rows) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
@@ -69,7 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--large-rounds", type=int, default=1, help="rounds for batches of 50k articles or more")
     ap.add_argument("--json", type=Path, default=OUT / "scale.json")
     ap.add_argument("--plot", type=Path, default=PLOT)
+    ap.add_argument("--runners", action="store_true", help="run in-process against the process runner instead")
     args = ap.parse_args(argv)
+    if args.runners:
+        return compare_runners(args.sizes, args.rounds, OUT / "scale_runners.json")
     info = machine()
     rows = []
     for n in args.sizes:

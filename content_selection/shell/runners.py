@@ -186,10 +186,16 @@ def worker_processes(
     """``workers`` plain worker processes (None: one per core), for work that needs no Prefect; stopped on exit.
 
     The workers are forks of a server that imported only the module ``preload``, so they start in a fraction of a
-    second (a Prefect worker imports Prefect first). Yields the number of workers and ``submit(function, *args)``.
+    second (a Prefect worker imports Prefect first); the server starts now, and imports it while the caller gets
+    its first work ready. Yields the number of workers and ``submit(function, *args)``.
     """
     workers = workers or process_workers()
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=forkserver_context(preload)) as pool:
+    context = forkserver_context(preload)
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        if context.get_start_method() == "forkserver":
+            from multiprocessing import forkserver
+
+            forkserver.ensure_running()
         yield workers, pool.submit
 
 
