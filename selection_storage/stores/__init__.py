@@ -10,7 +10,7 @@ output object appears whole or not at all. Credentials come from where each back
 
 One module per concern: places and the kind of store of each URL (``urls``), what one kind of store does beyond
 fsspec (``backend``; one module each: ``s3``, ``gcs``, ``azure``, ``memory``), reachability (``endpoints``), the
-typed errors (``errors``), listings (``entries``), uploads and their sweep (``uploads``), the interface every store
+typed errors (``failures``), listings (``entries``), uploads and their sweep (``uploads``), the interface every store
 implements (``protocol``) and its two implementations (``objects``, ``disk``), conditional writes
 (``conditional``). Adding a kind of store is one module and one line of :data:`~.urls.BACKENDS`.
 """
@@ -24,7 +24,7 @@ from selection_storage.atomic import Staged, commit_in_order
 from selection_storage.stores.disk import DiskStore
 from selection_storage.stores.endpoints import connection_refusal
 from selection_storage.stores.entries import Entry, modified, object_version
-from selection_storage.stores.errors import store_error
+from selection_storage.stores.failures import store_error
 from selection_storage.stores.objects import ObjectStore
 from selection_storage.stores.protocol import Store
 from selection_storage.stores.uploads import STALE_UPLOAD_SECONDS, abort_stale_uploads

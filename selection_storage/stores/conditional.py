@@ -25,7 +25,7 @@ from selection_core.errors import OutputPathError, SelectionError
 from selection_storage.atomic import StagedFile, write_error
 from selection_storage.files import read_error
 from selection_storage.stores.backend import Tagged
-from selection_storage.stores.errors import store_error
+from selection_storage.stores.failures import store_error
 from selection_storage.stores.urls import Location, ObjectPath
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from selection_storage.files import Version
-from selection_storage.stores.errors import store_error
+from selection_storage.stores.failures import store_error
 from selection_storage.stores.urls import Location, ObjectPath
 
 #: The fields of a listing's entry that tell an object's version (a listing has no version id), by preference.

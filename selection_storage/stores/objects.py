@@ -17,7 +17,7 @@ from selection_storage.atomic import Staged
 from selection_storage.files import Version
 from selection_storage.stores.backend import UPLOAD_PART_BYTES, Changed
 from selection_storage.stores.entries import Entry, listed_version, modified_ns, object_version, walk_objects
-from selection_storage.stores.errors import store_error
+from selection_storage.stores.failures import store_error
 from selection_storage.stores.protocol import Store
 from selection_storage.stores.uploads import STALE_UPLOAD_SECONDS, StagedObject, abort_stale_uploads
 from selection_storage.stores.urls import Location, ObjectPath

@@ -8,7 +8,7 @@ from typing import Any, Final
 
 from selection_storage.atomic import Staged
 from selection_storage.stores.entries import modified
-from selection_storage.stores.errors import store_error
+from selection_storage.stores.failures import store_error
 from selection_storage.stores.urls import ObjectPath
 
 #: An unfinished upload older than this is taken for one whose writer died (a live one cannot be told apart).

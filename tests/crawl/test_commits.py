@@ -181,17 +181,24 @@ def test_a_start_that_finds_a_new_commit_counts_its_tries_in_a_row_again(tmp_pat
     assert unit._Commits(tmp_path / "x.jsonl", Version(1, "t"), "f", "a re-run").start(1) == (1, 1)  # noqa: SLF001
 
 
-def test_what_a_worker_killed_after_the_record_left_is_removed_by_the_next_plan(
-    crawl: tuple[Path, str], tmp_path: Path
-) -> None:
-    folder, key = crawl
-    out = tmp_path / "out"
-    job = _plan(folder / key, out)
+def _done_with_leftovers(warc: Path, out: Path) -> list[Path]:
+    """The WARC done into ``out``, then a commit and the count of starts written beside its output, as a worker
+    killed between its record and its clean-up leaves them: those two files."""
+    job = _plan(warc, out)
     assert crawl_warc(job.warc_job(0)).state == "done"
     output = Path(job.warc_job(0).output)
     left = [output.with_name(output.name + ".00000.commit"), output.with_name(output.name + ".tries")]
     for path in left:
         path.write_bytes(b"left by a worker killed between the record and the clean-up")
+    return left
+
+
+def test_what_a_worker_killed_after_the_record_left_is_removed_by_the_next_plan(
+    crawl: tuple[Path, str], tmp_path: Path
+) -> None:
+    folder, key = crawl
+    out = tmp_path / "out"
+    left = _done_with_leftovers(folder / key, out)
     again = _plan(folder / key, out)
     assert again.todo == [] and again.resumed == 1
     assert not any(path.exists() for path in left)
@@ -212,13 +219,8 @@ def test_a_warc_sent_again_once_done_removes_what_a_worker_killed_after_the_reco
 ) -> None:
     folder, key = crawl
     out = tmp_path / "out"
-    job = _plan(folder / key, out)
-    assert crawl_warc(job.warc_job(0)).state == "done"
-    output = Path(job.warc_job(0).output)
-    left = [output.with_name(output.name + ".00000.commit"), output.with_name(output.name + ".tries")]
-    for path in left:  # the WARC's worker was killed between its record and its clean-up, so Dask sends it again
-        path.write_bytes(b"left by a worker killed between the record and the clean-up")
-    assert crawl_warc(job.warc_job(0)).state == "done"
+    _done_with_leftovers(folder / key, out)  # its worker was killed before the clean-up, so Dask sends it again
+    assert crawl_warc(_plan(folder / key, out).warc_job(0)).state == "done"
     assert _files(out) == clean  # nothing left, nothing written again
 
 
