@@ -91,8 +91,14 @@ def check_output_format(args: argparse.Namespace) -> None:
 
 
 def storage_options(args: argparse.Namespace) -> dict[str, object]:
-    """The ``--storage-option`` values as one mapping (a later KEY wins)."""
-    return dict(getattr(args, "storage_options", None) or [])
+    """The ``--storage-option`` values as one mapping (a later KEY wins), credentials masked: a flow run's
+    parameters hold them as ``'**********'`` (see :mod:`selection_storage.stores.secrets`)."""
+    options = dict(getattr(args, "storage_options", None) or [])
+    if not options:
+        return options
+    from selection_storage.stores.secrets import masked  # pydantic: only for a store's options
+
+    return masked(options)
 
 
 def command_line_path(text: str | None) -> str | None:

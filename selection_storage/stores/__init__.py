@@ -6,11 +6,12 @@ ranges of one known version (its ETag, version or generation; a change is an :cl
 written by one upload that the store completes last (a multipart upload on S3, aborted on any failure), so an
 output object appears whole or not at all. Credentials come from where each backend's users set them
 (environment, profiles, instance roles; ``AWS_ENDPOINT_URL`` for an S3-compatible store), and from the run's
-``storage_options``, which are never put in a message.
+``storage_options``, which are never put in a message; their credentials are masked (``secrets``) so that
+Prefect does not store them with the run's parameters.
 
 One module per concern: places and the kind of store of each URL (``urls``), what one kind of store does beyond
 fsspec (``backend``; one module each: ``s3``, ``gcs``, ``azure``, ``memory``), reachability (``endpoints``), the
-typed errors (``failures``), listings (``entries``), uploads and their sweep (``uploads``), the interface every store
+typed errors (``failures``), listings (``entries``), uploads and their sweep (``uploads``), credentials in options (``secrets``), the interface every store
 implements (``protocol``) and its two implementations (``objects``, ``disk``), conditional writes
 (``conditional``). Adding a kind of store is one module and one line of :data:`~.urls.BACKENDS`.
 """

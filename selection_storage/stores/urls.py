@@ -114,8 +114,11 @@ class ObjectPath:
         """The fsspec file system of this object's protocol, with the run's options (cached by fsspec). A store whose
         endpoint is set (an emulator, an S3-compatible service) is checked to accept a connection, once a process:
         the clients retry a refused connection for up to a minute and a half before they give up."""
+        from selection_storage.stores.secrets import revealed  # pydantic: not for a command on local files
+
         backend = self.backend
-        endpoint = backend.endpoint(self.options)
+        options = revealed(self.options)  # the credentials, masked everywhere else
+        endpoint = backend.endpoint(options)
         if endpoint is not None:
             reason = refusal_once(endpoint)
             if reason is not None:
@@ -124,7 +127,7 @@ class ObjectPath:
                     f"({backend.endpoint_setting}) and the network, then run again"
                 )
         try:
-            return backend.filesystem_class(self.protocol, self.options)(**self.options)
+            return backend.filesystem_class(self.protocol, options)(**options)
         except ImportError:
             what = f"{self}: {self.protocol}:// paths need a backend that is not installed"
             if backend.extra is None:

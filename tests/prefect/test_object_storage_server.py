@@ -5,6 +5,8 @@ upstream's event naming an object. Every wait is bounded; nothing asserts a dura
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from collections.abc import Iterator
 
@@ -63,3 +65,34 @@ def test_an_event_naming_an_object_selects_it_and_one_outside_the_root_writes_no
         f"{bucket}/batches/day1/crawl_extracted_selected.json",
         f"{bucket}/elsewhere/away_extracted.json",
     ]
+
+
+#: The names of the options that carry a credential in each store's :attr:`options` (s3fs's key pair, gcsfs's token,
+#: Azure's connection string with its account key).
+CREDENTIALS = {"key", "secret", "token", "connection_string"}
+
+
+def test_credentials_given_as_storage_options_are_used_by_the_run_and_never_stored_by_the_server(
+    server: Server, store_server, bucket: str, tmp_path
+) -> None:
+    """``content-selection run`` with the store reached through ``--storage-option`` alone (no credential in the
+    environment): the run reads and writes the objects, and the parameters the server holds mask every credential."""
+    source, output = store_server.url(bucket, "in/aeb_extracted.json"), store_server.url(bucket, "out/aeb_selected.json")
+    store_server.put(source, GOLDEN_BATCH.read_bytes())
+    store_env = ("AWS_", "AZURE_", "STORAGE_EMULATOR_HOST", "GOOGLE_")
+    env = {k: v for k, v in server.env.items() if not k.startswith(store_env)}
+    env.update(AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull, AWS_EC2_METADATA_DISABLED="true")
+    options = [f"--storage-option={name}={json.dumps(value)}" for name, value in store_server.options.items()]
+
+    result = run([sys.executable, "-m", "selection_cli.main", "run", source, "--output", output, *options], env)
+
+    assert result.stdout.startswith("selected 181 articles")
+    with server.client() as client:
+        runs = [r for r in client.read_flow_runs() if r.parameters.get("input_path") == source]
+    assert len(runs) == 1 and runs[0].state.is_completed()
+    stored, shown = runs[0].parameters["storage_options"], json.dumps(runs[0].parameters)
+    assert list(stored) == list(store_server.options)  # every option is there, in its order
+    for name, value in store_server.options.items():
+        assert stored[name] == ("**********" if name in CREDENTIALS else value), name
+        assert name not in CREDENTIALS or value not in shown, name
+    assert store_server.get(output) == select_file(GOLDEN_BATCH, tmp_path / "disk_selected.json").output_path.read_bytes()
