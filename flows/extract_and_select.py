@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from content_selection.flows.extract_articles import extract_and_write
 from content_selection.flows.select_content import publish_selection, select_on
+from content_selection.shell.ended import RUN_END_HOOKS
 from content_selection.shell.logs import run_logger
 from content_selection.shell.params import (
     DEFAULT_MAX_TABLE_ROWS,
@@ -59,6 +60,7 @@ class PipelineRunSummary(BaseModel):
     flow_run_name=run_namer("extract-and-select", "pages", "pages"),
     description="Extract every page with the three extractors, then select the best text of each, in one run.",
     validate_parameters=True,
+    **RUN_END_HOOKS,
 )
 @refusals_fail_the_run
 def extract_and_select(

@@ -8,6 +8,7 @@ from prefect import flow, task
 from prefect.utilities.annotations import opaque
 from pydantic import BaseModel, Field
 
+from content_selection.shell.ended import RUN_END_HOOKS
 from content_selection.shell.events import emit_batch_extracted
 from content_selection.shell.logs import run_logger
 from content_selection.shell.options import api_task_options
@@ -145,6 +146,7 @@ def announce_batch(path: str, articles: int, sha256: str) -> None:
     flow_run_name=run_namer("extract", "pages", "pages"),
     description="Extract every page with trafilatura, newspaper4k and readability into a batch, then announce it.",
     validate_parameters=True,
+    **RUN_END_HOOKS,
 )
 @refusals_fail_the_run
 def extract_articles(

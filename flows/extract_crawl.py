@@ -23,6 +23,7 @@ from prefect.artifacts import create_table_artifact
 from prefect.runtime import flow_run
 from pydantic import BaseModel, Field
 
+from content_selection.shell.ended import RUN_END_HOOKS
 from content_selection.shell.logs import run_logger
 from content_selection.shell.params import (
     DEFAULT_MAX_TABLE_ROWS,
@@ -350,6 +351,7 @@ class _Progress:
     flow_run_name=run_namer("crawl", "listing", "listing"),
     description="Extract and select every WARC of a crawl's listing, one output per WARC, resuming what is done.",
     validate_parameters=True,
+    **RUN_END_HOOKS,
 )
 @refusals_fail_the_run
 def extract_crawl(

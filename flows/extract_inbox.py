@@ -6,6 +6,7 @@ from prefect import flow, tags
 from pydantic import BaseModel, Field
 
 from content_selection.flows.extract_articles import extract_articles
+from content_selection.shell.ended import RUN_END_HOOKS
 from content_selection.shell.logs import run_logger
 from content_selection.shell.params import (
     DEFAULT_MAX_TABLE_ROWS,
@@ -42,6 +43,7 @@ class PageSetsFailedError(SelectionError):
     flow_run_name=run_namer("extract-inbox", "inbox", "inbox"),
     description="Extract every page set in the inbox that has no up-to-date batch; each batch is then selected.",
     validate_parameters=True,
+    **RUN_END_HOOKS,
 )
 @refusals_fail_the_run
 def extract_inbox(

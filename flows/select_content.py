@@ -9,6 +9,7 @@ from prefect.utilities.annotations import opaque
 from pydantic import BaseModel, Field
 
 import selection_core as sc
+from content_selection.shell.ended import RUN_END_HOOKS
 from content_selection.shell.logs import run_logger
 from content_selection.shell.params import (
     DEFAULT_MAX_TABLE_ROWS,
@@ -105,6 +106,7 @@ def publish_selection(selected: Selected, read_as: str, max_table_rows: int) -> 
     flow_run_name=run_namer("select", "input_path", "batch"),
     description="Pick, for every article of an extracted batch, the extractor whose text the others agree with.",
     validate_parameters=True,
+    **RUN_END_HOOKS,
 )
 @refusals_fail_the_run
 def select_content(

@@ -10,6 +10,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, Field
 
 from content_selection.flows.select_content import select_content
+from content_selection.shell.ended import RUN_END_HOOKS
 from content_selection.shell.logs import run_logger
 from content_selection.shell.options import local_task_options
 from content_selection.shell.params import (
@@ -75,6 +76,7 @@ def select_batch_file(input_path: str, options: dict[str, Any]) -> Any:
     name="select-directory",
     description="Select every *_extracted.json under a directory whose _selected.json is missing or older.",
     validate_parameters=True,
+    **RUN_END_HOOKS,
 )
 @refusals_fail_the_run
 def select_directory(

@@ -77,7 +77,10 @@ def test_credentials_given_as_storage_options_are_used_by_the_run_and_never_stor
 ) -> None:
     """``content-selection run`` with the store reached through ``--storage-option`` alone (no credential in the
     environment): the run reads and writes the objects, and the parameters the server holds mask every credential."""
-    source, output = store_server.url(bucket, "in/aeb_extracted.json"), store_server.url(bucket, "out/aeb_selected.json")
+    source, output = (
+        store_server.url(bucket, "in/aeb_extracted.json"),
+        store_server.url(bucket, "out/aeb_selected.json"),
+    )
     store_server.put(source, GOLDEN_BATCH.read_bytes())
     store_env = ("AWS_", "AZURE_", "STORAGE_EMULATOR_HOST", "GOOGLE_")
     env = {k: v for k, v in server.env.items() if not k.startswith(store_env)}
@@ -95,4 +98,6 @@ def test_credentials_given_as_storage_options_are_used_by_the_run_and_never_stor
     for name, value in store_server.options.items():
         assert stored[name] == ("**********" if name in CREDENTIALS else value), name
         assert name not in CREDENTIALS or value not in shown, name
-    assert store_server.get(output) == select_file(GOLDEN_BATCH, tmp_path / "disk_selected.json").output_path.read_bytes()
+    assert (
+        store_server.get(output) == select_file(GOLDEN_BATCH, tmp_path / "disk_selected.json").output_path.read_bytes()
+    )

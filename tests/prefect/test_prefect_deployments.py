@@ -17,6 +17,13 @@ from content_selection import flow_completed_trigger
 from content_selection.deployments.automations import AUTOMATIONS_FILE, HEARTBEAT_SECONDS, load_automations
 from content_selection.deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
 from content_selection.deployments.definitions import build_deployments
+from content_selection.flows.extract_and_select import extract_and_select
+from content_selection.flows.extract_articles import extract_articles
+from content_selection.flows.extract_crawl import extract_crawl
+from content_selection.flows.extract_inbox import extract_inbox
+from content_selection.flows.select_content import select_content
+from content_selection.flows.select_directory import select_directory
+from content_selection.shell.ended import RUN_ENDED_EVENT, emit_run_ended
 from content_selection.shell.events import batch_extracted_trigger
 from tests.support import ROOT
 
@@ -328,6 +335,12 @@ def test_the_automations_file_is_valid_and_acts_on_the_stages_runs_only() -> Non
     assert crash.trigger.posture == "Proactive" and crash.trigger.within.total_seconds() == 3 * HEARTBEAT_SECONDS
     assert crash.trigger.after == {f"prefect.flow-run.{s}" for s in ("Pending", "Submitting", "Running", "heartbeat")}
     assert {"prefect.flow-run.Completed", "prefect.flow-run.Failed"} <= crash.trigger.expect
+    # A run's own end closes the window of a heartbeat sent late; every flow of the stage sends it.
+    assert RUN_ENDED_EVENT in crash.trigger.expect
+    stage = (select_content, select_directory, extract_articles, extract_inbox, extract_and_select, extract_crawl)
+    for stage_flow in stage:
+        hooks = (stage_flow.on_completion_hooks, stage_flow.on_failure_hooks, stage_flow.on_cancellation_hooks)
+        assert all(emit_run_ended in h for h in hooks), stage_flow.name
     assert [(a.type, a.state.value) for a in crash.actions] == [("change-flow-run-state", "CRASHED")]
     assert rerun.trigger.expect == {"prefect.flow-run.Crashed"}
     assert rerun.trigger.match.model_dump()["prefect.run-count"] == ["0", "1", "2"]  # at most 2 re-runs

@@ -229,3 +229,108 @@ def test_an_event_emitted_while_the_server_is_down_fails_the_emitter(server: Ser
     assert last.startswith("content_selection.shell.events.EventNotDeliveredError: ") and str(batch) in last, last
     assert BATCH_EXTRACTED_EVENT in last and "the scheduled scan selects the batch" in last
     assert not [name for name in os.listdir(data_root) if TMP_NAME.match(name)]
+
+
+#: A run of ``select-content`` whose final state is followed by one more heartbeat, sent after the server took the
+#: state and before the run's process knew it: the race of Prefect's heartbeat thread (it checks the state, then
+#: sends), made certain. argv: batch, output, tag, and ``no-end-hook`` to take the stage's end hook away (the
+#: stage before it had one).
+LATE_HEARTBEAT = """
+import sys
+from prefect import flow_engine, tags
+from prefect.flow_engine import FlowRunEngine
+from content_selection.flows.select_content import select_content
+
+batch, output, tag, *fault = sys.argv[1:]
+set_state, propose = FlowRunEngine.set_state, flow_engine.propose_state_sync
+
+def set_state_then_beat(self, state, force=False):
+    def propose_then_beat(*args, **kwargs):
+        accepted = propose(*args, **kwargs)
+        if accepted.is_final():
+            self._emit_flow_run_heartbeat()
+        return accepted
+    flow_engine.propose_state_sync = propose_then_beat
+    try:
+        return set_state(self, state, force)
+    finally:
+        flow_engine.propose_state_sync = propose
+
+FlowRunEngine.set_state = set_state_then_beat
+if fault == ["no-end-hook"]:
+    for hooks in (select_content.on_completion_hooks, select_content.on_failure_hooks):
+        hooks.clear()
+with tags(tag):
+    select_content(input_path=batch, output_path=output)
+"""
+
+#: The window of the test's copies of the crash automation: long enough for a run of the small batch.
+PROBE_WITHIN_SECONDS = 20
+
+
+def _crash_automation_watching(server: Server, tag: str) -> str:
+    """A copy of the stage's crash automation acting on the runs tagged ``tag`` only, with a shorter window; its id."""
+    from datetime import timedelta
+
+    from prefect.events.schemas.events import ResourceSpecification
+
+    from content_selection.deployments.automations import load_automations
+
+    crash = load_automations()[0]
+    trigger = crash.trigger.model_copy(
+        update={
+            "within": timedelta(seconds=PROBE_WITHIN_SECONDS),
+            "match_related": ResourceSpecification(
+                {"prefect.resource.role": "tag", "prefect.resource.id": f"prefect.tag.{tag}"}
+            ),
+        }
+    )
+    with server.client() as client:
+        return str(
+            client.create_automation(crash.model_copy(update={"name": f"{crash.name}-{tag}", "trigger": trigger}))
+        )
+
+
+def _acted(server: Server, automation_id: str) -> list[str]:
+    """The events of what the automation ``automation_id`` did (it fired, an action was taken or failed)."""
+    import httpx
+
+    query = {
+        "filter": {
+            "event": {"prefix": ["prefect.automation.triggered", "prefect.automation.action."]},
+            "resource": {"id": [f"prefect.automation.{automation_id}"]},
+        },
+        "limit": 50,
+    }
+    answer = httpx.post(f"{server.api_url}/events/filter", json=query, timeout=30)
+    answer.raise_for_status()
+    return sorted(e["event"] for e in answer.json()["events"])
+
+
+def test_a_heartbeat_sent_while_the_final_state_is_on_its_way_is_not_acted_on(server: Server, data_root: Path) -> None:
+    """The late-heartbeat case: the heartbeat opens a window after Completed; the run's own end event closes it.
+    Without the end hook (the control), the same heartbeat makes the automation try to crash the completed run."""
+    batch = data_root / "beat_extracted.json"
+    batch.write_bytes(SMALL_BATCH.read_bytes())
+    ended, control = "late-heartbeat-ended", "late-heartbeat-control"
+    watching = {tag: _crash_automation_watching(server, tag) for tag in (ended, control)}
+    for tag, fault in ((ended, []), (control, ["no-end-hook"])):
+        output = data_root / f"{tag}_selected.json"
+        run([sys.executable, "-c", LATE_HEARTBEAT, str(batch), str(output), tag, *fault], server.env)
+        assert output.read_bytes() == expected_output(batch)
+
+    # The control's late window ends after the other's (its heartbeat was sent later): once it has been acted on,
+    # the other's has been evaluated too.
+    failed = wait_until(
+        "the automation to act on the control's completed run",
+        lambda: "prefect.automation.action.failed" in (acted := _acted(server, watching[control])) and acted,
+        PROBE_WITHIN_SECONDS + 120,
+        interval=2,
+    )
+    print(f"\nwithout the end event: {failed}")
+    assert _acted(server, watching[ended]) == []
+    with server.client() as client:
+        runs = [r for r in client.read_flow_runs() if ended in (r.tags or []) or control in (r.tags or [])]
+        for automation_id in watching.values():
+            client.delete_automation(automation_id)
+    assert len(runs) == 2 and all(r.state.is_completed() for r in runs)

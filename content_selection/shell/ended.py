@@ -1,0 +1,44 @@
+"""The end of a run, said by its own process: the event that closes the crash automation's last window.
+
+The crash automation (``deployments/automations.yaml``) opens a 90 s window at each heartbeat of a run and marks the
+run Crashed when nothing follows it. Prefect's heartbeat thread can send one last heartbeat while the run's final
+state is on its way to the server (it checks the state, then sends; the server's answer can take seconds under
+load). That heartbeat opens a window after the Completed event, so nothing closed it, and the automation tried to
+crash a completed run: ``Action failed: ... already in terminal state COMPLETED``. Every flow of the stage runs
+:func:`emit_run_ended` as its hook on a final state: the event is sent after the client knows the state is final, so
+after any heartbeat the thread sends, on the same connection, stamped by the same clock.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+#: The event a run of the stage emits from its own process once it has reached a final state.
+RUN_ENDED_EVENT: Final[str] = "content-selection.flow-run.ended"
+
+
+def emit_run_ended(flow: Any, flow_run: Any, state: Any) -> None:
+    """A flow hook (on completion, failure and cancellation): emit :data:`RUN_ENDED_EVENT` for ``flow_run``,
+    related to its tags as its heartbeats are (the automations match runs by their tag)."""
+    from prefect.events import emit_event
+
+    emit_event(
+        event=RUN_ENDED_EVENT,
+        resource={
+            "prefect.resource.id": f"prefect.flow-run.{flow_run.id}",
+            "prefect.resource.name": flow_run.name or "",
+            "prefect.state-type": str(state.type.value),
+        },
+        related=[
+            {"prefect.resource.id": f"prefect.tag.{tag}", "prefect.resource.role": "tag"}
+            for tag in sorted(flow_run.tags or [])
+        ],
+    )
+
+
+#: The hooks every flow of the stage takes (``@flow(..., **RUN_END_HOOKS)``).
+RUN_END_HOOKS: Final[dict[str, list[Any]]] = {
+    "on_completion": [emit_run_ended],
+    "on_failure": [emit_run_ended],
+    "on_cancellation": [emit_run_ended],
+}
