@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._batches import build_distinct, prefect_env  # noqa: E402
+from content_selection.deployments.ordering import ORDERING_MODULE, ORDERING_SETTING  # noqa: E402
 
 PAGES = sorted((ROOT / "tests" / "data" / "aeb-pages").glob("*.html.gz"))
 EMIT = "import sys\nfrom content_selection import emit_batch_extracted\nemit_batch_extracted(sys.argv[1])"
@@ -116,6 +117,7 @@ def stage_processes(
         PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS=str(slot_wait),
         PYTHONPATH=str(ROOT),
     )
+    env[ORDERING_SETTING] = ORDERING_MODULE  # the automations see a crash at once after a restart of the server
     server_args = ["prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
     server_env = env if database is None else {**env, "PREFECT_SERVER_DATABASE_CONNECTION_URL": database}
     server = Supervised("server", [sys.executable, "-m", *server_args], server_env, work / "server.log")

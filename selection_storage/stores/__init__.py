@@ -11,9 +11,10 @@ Prefect does not store them with the run's parameters.
 
 One module per concern: places and the kind of store of each URL (``urls``), what one kind of store does beyond
 fsspec (``backend``; one module each: ``s3``, ``gcs``, ``azure``, ``memory``), reachability (``endpoints``), the
-typed errors (``failures``), listings (``entries``), uploads and their sweep (``uploads``), credentials in options (``secrets``), the interface every store
-implements (``protocol``) and its two implementations (``objects``, ``disk``), conditional writes
-(``conditional``). Adding a kind of store is one module and one line of :data:`~.urls.BACKENDS`.
+typed errors (``failures``), listings (``entries``), uploads and their sweep (``uploads``), credentials in options
+(``secrets``), the interface every store implements (``protocol``) and its two implementations (``objects``,
+``disk``), conditional writes (``conditional``). Adding a kind of store is one module and one line of
+:data:`~.urls.BACKENDS`.
 """
 
 from __future__ import annotations

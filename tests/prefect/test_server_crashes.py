@@ -334,3 +334,49 @@ def test_a_heartbeat_sent_while_the_final_state_is_on_its_way_is_not_acted_on(se
         for automation_id in watching.values():
             client.delete_automation(automation_id)
     assert len(runs) == 2 and all(r.state.is_completed() for r in runs)
+
+
+def test_a_run_crashed_after_a_restart_of_the_server_is_run_again_at_once(server: Server) -> None:
+    """The missed re-runs of the soak: a run's Crashed event follows its Running event, which the server processed
+    before it was killed. Prefect's ordering forgets what it processed when it restarts, so it would hold the Crashed
+    event for 15 minutes, waiting for the Running event; the stage's ordering (``deployments/ordering.py``) lets it
+    through, and the re-run automation schedules the run again at once."""
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+    from prefect.states import Crashed, Pending, Running
+
+    run([sys.executable, "-m", "selection_cli.main", "automations"], server.env)
+    with server.client() as client:
+        flow_id = client.create_flow_from_name("restart-probe")
+        deployment_id = client.create_deployment(flow_id=flow_id, name="restart-probe", tags=["content-selection"])
+        flow_run = client.create_flow_run_from_deployment(deployment_id)
+        for state in (Pending(), Running()):
+            client.set_flow_run_state(flow_run.id, state)
+    wait_until(
+        "the server to store the run's Running event",
+        lambda: "prefect.flow-run.Running" in _events_of(server, f"prefect.flow-run.{flow_run.id}"),
+        60,
+    )
+
+    server.kill_and_restart()
+    with server.client() as client:
+        client.set_flow_run_state(flow_run.id, Crashed(message="its process is gone (the test)"), force=True)
+
+    def rescheduled() -> Any | None:
+        with server.client() as client:
+            found = client.read_flow_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run.id])))
+        return found and found[0].state.name == "AwaitingRetry" and found[0]
+
+    again = wait_until("the crashed run to be scheduled again", rescheduled, 120, interval=1)
+    assert "content-selection-rerun-crashed-runs" in (again.state.message or "")
+    with server.client() as client:
+        client.delete_deployment(deployment_id)  # and its run: nothing serves it
+
+
+def _events_of(server: Server, resource_id: str) -> list[str]:
+    """The names of the events the server has stored about ``resource_id``."""
+    import httpx
+
+    query = {"filter": {"resource": {"id": [resource_id]}}, "limit": 50}
+    answer = httpx.post(f"{server.api_url}/events/filter", json=query, timeout=30)
+    answer.raise_for_status()
+    return [e["event"] for e in answer.json()["events"]]

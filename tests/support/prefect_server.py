@@ -48,7 +48,7 @@ def wait_until(what: str, probe: Callable[[], T | None], timeout: float, interva
 
 def start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     """Start a subprocess in its own session (so it and its children can be stopped together)."""
-    with open(log, "wb") as out:
+    with open(log, "ab") as out:
         return subprocess.Popen(
             args,
             cwd=ROOT,
@@ -83,10 +83,21 @@ def run(args: list[str], env: dict[str, str], timeout: float = RUN_SECONDS) -> s
 class Server:
     """A running server, the environment to reach it, and a synchronous client."""
 
-    def __init__(self, api_url: str, env: dict[str, str], logs: Path) -> None:
+    def __init__(
+        self, api_url: str, env: dict[str, str], logs: Path, started: Callable[[], subprocess.Popen[bytes]]
+    ) -> None:
         self.api_url = api_url
         self.env = env
         self.logs = logs
+        self._started = started
+        self.process = started()
+
+    def kill_and_restart(self) -> None:
+        """SIGKILL the server's process group, as a machine's death would, then start it again on the same data and
+        port; returns once it answers."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        self.process = self._started()
 
     @contextmanager
     def client(self) -> Iterator[Any]:
@@ -133,12 +144,12 @@ class Server:
             return client.read_automations()
 
 
-@pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory, postgres_url: str | None) -> Iterator[Server]:
-    """The session's server, on PostgreSQL (:mod:`tests.support.postgres`) when asked, else SQLite."""
-    home = tmp_path_factory.mktemp("prefect-home")
-    logs = tmp_path_factory.mktemp("logs")
-    port = free_port()
+@contextmanager
+def running_server(home: Path, logs: Path, port: int, database_url: str | None) -> Iterator[Server]:
+    """A ``prefect server start`` on ``port`` with its data in ``home`` (or ``database_url``), as the stage's
+    operators run it (the causal ordering of ``content_selection.deployments.ordering``), until the block ends."""
+    from content_selection.deployments.ordering import ORDERING_MODULE, ORDERING_SETTING
+
     api_url = f"http://127.0.0.1:{port}/api"
     base = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     base.update(
@@ -148,30 +159,46 @@ def server(tmp_path_factory: pytest.TempPathFactory, postgres_url: str | None) -
         # A run queued behind a concurrency limit asks for a slot again after this long (30 s by default).
         PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS="2",
         PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+        **{ORDERING_SETTING: ORDERING_MODULE},
     )
-    if postgres_url is not None:
-        base["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = postgres_url
-    process = start(
-        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        base,
-        logs / "server.log",
-    )
-    try:
+    if database_url is not None:
+        base["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = database_url
+    log = logs / "server.log"  # a server started again on the same home goes on writing it
+    command = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
+
+    def started() -> subprocess.Popen[bytes]:
+        process = start(command, base, log)
 
         def healthy() -> bool:
-            assert process.poll() is None, (logs / "server.log").read_text()[-3000:]
+            assert process.poll() is None, log.read_text()[-3000:]
             try:
                 return httpx.get(f"{api_url}/health", timeout=5).status_code == 200
             except httpx.HTTPError:
                 return False
 
-        wait_until("the Prefect server to answer /api/health", healthy, SERVER_START_SECONDS)
-        env = {
-            **base,
-            "PREFECT_API_URL": api_url,
-            "PREFECT_RUNNER_POLL_FREQUENCY": "1",
-            "PREFECT_WORKER_QUERY_SECONDS": "1",
-        }
-        yield Server(api_url, env, logs)
+        try:
+            wait_until("the Prefect server to answer /api/health", healthy, SERVER_START_SECONDS)
+        except BaseException:
+            stop(process)
+            raise
+        return process
+
+    env = {
+        **base,
+        "PREFECT_API_URL": api_url,
+        "PREFECT_RUNNER_POLL_FREQUENCY": "1",
+        "PREFECT_WORKER_QUERY_SECONDS": "1",
+    }
+    running = Server(api_url, env, logs, started)
+    try:
+        yield running
     finally:
-        stop(process)
+        stop(running.process)
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory, postgres_url: str | None) -> Iterator[Server]:
+    """The session's server, on PostgreSQL (:mod:`tests.support.postgres`) when asked, else SQLite."""
+    home, logs = tmp_path_factory.mktemp("prefect-home"), tmp_path_factory.mktemp("logs")
+    with running_server(home, logs, free_port(), postgres_url) as session_server:
+        yield session_server
