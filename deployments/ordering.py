@@ -27,10 +27,6 @@ from uuid import UUID
 from prefect.server.events.ordering.memory import CausalOrdering as MemoryOrdering
 from prefect.server.events.schemas.events import Event
 
-#: The setting and value that make a server use this ordering.
-ORDERING_SETTING: Final[str] = "PREFECT_SERVER_EVENTS_CAUSAL_ORDERING"
-ORDERING_MODULE: Final[str] = __name__
-
 #: When this process of the server started to order events (the module is imported by its first ordering).
 _STARTED: Final[datetime] = datetime.now(UTC)
 

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._batches import build_distinct, prefect_env  # noqa: E402
-from content_selection.deployments.ordering import ORDERING_MODULE, ORDERING_SETTING  # noqa: E402
+from content_selection.deployments.automations import ORDERING_MODULE, ORDERING_SETTING  # noqa: E402
 
 PAGES = sorted((ROOT / "tests" / "data" / "aeb-pages").glob("*.html.gz"))
 EMIT = "import sys\nfrom content_selection import emit_batch_extracted\nemit_batch_extracted(sys.argv[1])"

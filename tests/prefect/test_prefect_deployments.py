@@ -14,7 +14,12 @@ from prefect.utilities.callables import parameter_schema
 from prefect.utilities.schema_tools import ValidationError, validate
 
 from content_selection import flow_completed_trigger
-from content_selection.deployments.automations import AUTOMATIONS_FILE, HEARTBEAT_SECONDS, load_automations
+from content_selection.deployments.automations import (
+    AUTOMATIONS_FILE,
+    HEARTBEAT_SECONDS,
+    ORDERING_MODULE,
+    load_automations,
+)
 from content_selection.deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
 from content_selection.deployments.definitions import build_deployments
 from content_selection.flows.extract_and_select import extract_and_select
@@ -347,6 +352,14 @@ def test_the_automations_file_is_valid_and_acts_on_the_stages_runs_only() -> Non
     assert [(a.type, a.state.value, a.name) for a in rerun.actions] == [
         ("change-flow-run-state", "SCHEDULED", "AwaitingRetry")
     ]
+
+
+def test_the_ordering_the_operators_are_told_to_set_is_the_module_that_implements_it() -> None:
+    from prefect.server.events.ordering import CausalOrderingModule
+
+    import content_selection.deployments.ordering as ordering
+
+    assert ORDERING_MODULE == ordering.__name__ and isinstance(ordering, CausalOrderingModule)
 
 
 def test_prefect_yaml_runs_send_the_heartbeats_the_automation_waits_for() -> None:

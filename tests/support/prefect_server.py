@@ -148,7 +148,7 @@ class Server:
 def running_server(home: Path, logs: Path, port: int, database_url: str | None) -> Iterator[Server]:
     """A ``prefect server start`` on ``port`` with its data in ``home`` (or ``database_url``), as the stage's
     operators run it (the causal ordering of ``content_selection.deployments.ordering``), until the block ends."""
-    from content_selection.deployments.ordering import ORDERING_MODULE, ORDERING_SETTING
+    from content_selection.deployments.automations import ORDERING_MODULE, ORDERING_SETTING
 
     api_url = f"http://127.0.0.1:{port}/api"
     base = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
