@@ -126,6 +126,23 @@ def stage_processes(
     return env, server, serve
 
 
+def rerun_figure(crashed: list[tuple[Any, list[Any]]]) -> str:
+    """How many times the deployment runs entered Crashed, how many of those were followed by AwaitingRetry (the
+    re-run automation), and the longest time between the two."""
+    crashes, again, longest = 0, 0, 0.0
+    for _, states in crashed:
+        ordered = sorted(states, key=lambda state: state.timestamp)
+        for i, state in enumerate(ordered):
+            if state.type.value != "CRASHED":
+                continue
+            crashes += 1
+            retry = next((later for later in ordered[i + 1 :] if later.name == "AwaitingRetry"), None)
+            if retry is not None:
+                again += 1
+                longest = max(longest, (retry.timestamp - state.timestamp).total_seconds())
+    return f"{crashes} / {again} / {longest:.0f}"
+
+
 def children(pid: int) -> list[int]:
     """The direct children of ``pid`` (from /proc)."""
     found = []
@@ -316,6 +333,10 @@ def main(argv: list[str] | None = None) -> int:
             run.state.type.value in ("RUNNING", "PENDING") for run, _ in runs
         ),
         "lost batches (no right output)": len(dropped) - right,
+        "Crashed states / run again (AwaitingRetry) / longest s from Crashed to AwaitingRetry": rerun_figure(crashed),
+        "automation actions the server logged as failed": (work / "server.log")
+        .read_text(errors="replace")
+        .count("Action failed"),
     }
     not_rerun = [
         f"{run.name}: {' -> '.join(str(s.name) for s in sorted(states, key=lambda s: s.timestamp))}"
