@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
 from prefect.client.schemas.schedules import CronSchedule
@@ -25,11 +25,21 @@ if TYPE_CHECKING:
     from prefect.deployments.runner import RunnerDeployment
 
 
+#: Every flow of the stage (what ``serve`` serves, and what its fork server imports once).
+STAGE_FLOWS: Final = (
+    select_content,
+    select_directory,
+    extract_articles,
+    extract_inbox,
+    extract_and_select,
+    extract_crawl,
+)
+
+
 def check_after_flow(flow_name: str, parameter: str) -> None:
     """Refuse (``ValueError``) an upstream flow that ``select-content/after-flow`` cannot follow: an empty name,
     a flow of the stage (it would start itself, or select a batch twice), or a parameter that is not an identifier."""
-    stage = (select_content, select_directory, extract_articles, extract_inbox, extract_and_select, extract_crawl)
-    own = sorted(f.name for f in stage)
+    own = sorted(f.name for f in STAGE_FLOWS)
     if flow_name in own:
         raise ValueError(
             f"{flow_name!r} is a flow of this stage ({', '.join(own)}); name the upstream flow that writes "

@@ -48,6 +48,20 @@ def most_at_once(serve_log: Path) -> int:
     return peak
 
 
+def one_event(env: dict[str, str], data: Path) -> float:
+    """Seconds from one event, alone, to the end of its triggered run (the burst's yardstick, in the same run)."""
+    single = data / "single_extracted.json"
+    single.write_bytes(SOURCE.read_bytes())
+    started = time.time()
+    subprocess.run([sys.executable, "-c", EMIT_ALL, str(single)], env=env, check=True)
+    while True:
+        runs = [run for run, _ in stage_runs(env, histories=False) if run.parameters.get("input_path") == str(single)]
+        if runs and runs[0].state.is_final():
+            assert runs[0].state.is_completed(), runs[0].state.message
+            return time.time() - started
+        time.sleep(0.2)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=300)
@@ -71,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         while "content-selection-rerun-crashed-runs" not in (work / "serve.log").read_text(errors="replace"):
             time.sleep(0.5)
         time.sleep(5)  # the deployments are registered right after the automations
+        one = one_event(env, data)
         started = time.time()
         subprocess.run([sys.executable, "-c", EMIT_ALL, *(str(i.path) for i in batches)], env=env, check=True)
         emitted = time.time() - started
@@ -80,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             runs = [
                 run
                 for run, _ in stage_runs(env, histories=False)
-                if run.deployment_id is not None and "input_path" in run.parameters
+                if run.deployment_id is not None and "burst" in Path(run.parameters.get("input_path", "")).name
             ]
             active = sum(run.state.type.value in ("RUNNING", "PENDING") for run in runs)
             peak_runs, peak_load = max(peak_runs, active), max(peak_load, os.getloadavg()[0])
@@ -117,7 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         "most runs at once, from serve's log (sampling the API every 0.5 s)": f"{most_at_once(work / 'serve.log')} "
         f"({peak_runs})",
         "highest 1-minute load average": round(peak_load, 2),
+        "one event alone, first: from the event to its run's end (s)": round(one, 1),
         "from the first event to the last triggered run's end (s)": round(elapsed, 1),
+        "the burst against one event (x)": round(elapsed / one, 2),
         "server's slot wait (s)": args.slot_wait,
     }
     print("\n| what | figure |\n|---|---:|")

@@ -157,6 +157,21 @@ def children(pid: int) -> list[int]:
     return sorted(found)
 
 
+def flow_run_processes(serve_pid: int) -> list[int]:
+    """The flow-run processes of ``serve``: the children of its fork server (deployments/serving.py), or its
+    own children where it has none."""
+    under = children(serve_pid)
+    fork_servers = [pid for pid in under if b"forkserver" in _cmdline(pid)]
+    return sorted(run for pid in fork_servers for run in children(pid)) if fork_servers else under
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # gone
+        return b""
+
+
 def healthy(api_url: str) -> bool:
     import httpx
 
@@ -243,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     def inflict(fault: str) -> bool:
         """SIGKILL one process of the kind ``fault``; whether there was one."""
         if fault == "flow-run":
-            runs = children(serve.process.pid) if serve.alive() and serve.process is not None else []
+            runs = flow_run_processes(serve.process.pid) if serve.alive() and serve.process is not None else []
             if runs:
                 os.kill(rng.choice(runs), signal.SIGKILL)
             return bool(runs)

@@ -199,16 +199,16 @@ def worker_processes(
         yield workers, pool.submit
 
 
-def forkserver_context(preload: str) -> Any:
+def forkserver_context(*preload: str) -> Any:
     """The context of worker processes that start in a fraction of a second: forks of a server that imported only
-    the module ``preload`` (safe from the flow's threads, unlike fork); spawn where there is no fork server."""
+    the modules ``preload`` (safe from the flow's threads, unlike fork); spawn where there is no fork server."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     # Imported once by the server (only when it starts), not by each worker; a `python -m` program (as a
     # deployment's flow run is) is imported again as each worker's __main__ unless the server has it.
     main = getattr(getattr(sys.modules.get("__main__"), "__spec__", None), "name", None)
-    context.set_forkserver_preload(["__main__", *([main] if main else []), __name__, preload])
+    context.set_forkserver_preload(["__main__", *([main] if main else []), __name__, *preload])
     return context
 
 

@@ -21,13 +21,7 @@ from content_selection.deployments.automations import (
     load_automations,
 )
 from content_selection.deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
-from content_selection.deployments.definitions import build_deployments
-from content_selection.flows.extract_and_select import extract_and_select
-from content_selection.flows.extract_articles import extract_articles
-from content_selection.flows.extract_crawl import extract_crawl
-from content_selection.flows.extract_inbox import extract_inbox
-from content_selection.flows.select_content import select_content
-from content_selection.flows.select_directory import select_directory
+from content_selection.deployments.definitions import STAGE_FLOWS, build_deployments
 from content_selection.shell.ended import RUN_ENDED_EVENT, emit_run_ended
 from content_selection.shell.events import batch_extracted_trigger
 from tests.support import ROOT
@@ -342,8 +336,7 @@ def test_the_automations_file_is_valid_and_acts_on_the_stages_runs_only() -> Non
     assert {"prefect.flow-run.Completed", "prefect.flow-run.Failed"} <= crash.trigger.expect
     # A run's own end closes the window of a heartbeat sent late; every flow of the stage sends it.
     assert RUN_ENDED_EVENT in crash.trigger.expect
-    stage = (select_content, select_directory, extract_articles, extract_inbox, extract_and_select, extract_crawl)
-    for stage_flow in stage:
+    for stage_flow in STAGE_FLOWS:
         hooks = (stage_flow.on_completion_hooks, stage_flow.on_failure_hooks, stage_flow.on_cancellation_hooks)
         assert all(emit_run_ended in h for h in hooks), stage_flow.name
     assert [(a.type, a.state.value) for a in crash.actions] == [("change-flow-run-state", "CRASHED")]

@@ -84,6 +84,30 @@ def serving(server: Server, data_root: Path) -> Iterator[list[subprocess.Popen[b
             stop(process)
 
 
+def _descendants(pid: int) -> list[tuple[int, int, str]]:
+    """The processes under ``pid``: each one's pid, its parent's and its command line (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found, frontier = [], {pid}
+    while frontier:
+        children = {child for child, parent in parents.items() if parent in frontier}
+        found += sorted(children)
+        frontier = children
+    lines = []
+    for child in found:
+        try:
+            line = (Path("/proc") / str(child) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        lines.append((child, parents[child], line))
+    return lines
+
+
 def _run_on(server: Server, path: Path) -> Any | None:
     runs = [r for r in server.flow_runs("select-content/triggered") if r.parameters.get("input_path") == str(path)]
     assert len(runs) <= 1, f"{len(runs)} runs for {path}: an event started more than one"
@@ -112,6 +136,10 @@ def test_a_run_killed_with_serve_is_marked_crashed_and_run_again_to_the_same_byt
         RECOVERY_SECONDS,
         interval=0.2,
     )
+    # The run is a fork of serve's fork server (deployments/serving.py), not a new interpreter.
+    under_serve = _descendants(serving[-1].pid)
+    fork_servers = {pid for pid, ppid, line in under_serve if ppid == serving[-1].pid and "forkserver" in line}
+    assert fork_servers and [pid for pid, ppid, _ in under_serve if ppid in fork_servers], under_serve
     os.killpg(serving[-1].pid, signal.SIGKILL)  # serve and the flow-run process under it
     serving[-1].wait()
     killed = time.monotonic()
