@@ -13,13 +13,19 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from content_selection.shell.params import STAGE_TAG
+
 #: The event a run of the stage emits from its own process once it has reached a final state.
 RUN_ENDED_EVENT: Final[str] = "content-selection.flow-run.ended"
 
 
 def emit_run_ended(flow: Any, flow_run: Any, state: Any) -> None:
     """A flow hook (on completion, failure and cancellation): emit :data:`RUN_ENDED_EVENT` for ``flow_run``,
-    related to its tags as its heartbeats are (the automations match runs by their tag)."""
+    related to its tags as its heartbeats are, if it is a run the automations watch (tagged :data:`STAGE_TAG`: a
+    run of a deployment of the stage, or its subflow run); a run of the command line or of a user's own code has
+    nothing watching it, and sends nothing."""
+    if STAGE_TAG not in (flow_run.tags or ()):
+        return
     from prefect.events import emit_event
 
     emit_event(

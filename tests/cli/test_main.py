@@ -54,7 +54,8 @@ def _command(
     return run_command(
         args,
         tmp_path,
-        {"PYTHONPATH": str(site)},
+        # A program of its own starts Prefect's embedded server with Prefect's 20 s limit, not the command's 120 s.
+        {"PYTHONPATH": str(site), "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120"},
         drop=("PREFECT_API", "CONTENT_SELECTION_"),
         program=program,
         timeout=300,

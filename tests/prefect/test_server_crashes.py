@@ -288,7 +288,7 @@ FlowRunEngine.set_state = set_state_then_beat
 if fault == ["no-end-hook"]:
     for hooks in (select_content.on_completion_hooks, select_content.on_failure_hooks):
         hooks.clear()
-with tags(tag):
+with tags("content-selection", tag):  # a run of the stage, as a deployment's run is
     select_content(input_path=batch, output_path=output)
 """
 
