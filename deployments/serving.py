@@ -67,12 +67,23 @@ def poll_seconds() -> int:
     return int(text) if text.isdigit() and int(text) > 0 else POLL_SECONDS
 
 
+def runner_limit(deployments: Sequence[RunnerDeployment]) -> int:
+    """The most runs ``serve`` starts at once by default: what the deployments' concurrency limits let run at once,
+    plus one run of each deployment without a limit (the manual ones; more of them wait their turn).
+
+    Without a limit of its own, Prefect's runner asks the server to start every run it finds waiting, at every poll:
+    in a burst of 300 events, 298 of those asks were refused each time (no concurrency slot) and the refusals took
+    the server's time from the runs."""
+    return sum(deployment.concurrency_limit or 1 for deployment in deployments)
+
+
 def serve_stage(
     deployments: Sequence[RunnerDeployment], flows: Sequence[Flow[..., Any]], limit: int | None, heartbeat_seconds: int
 ) -> None:
-    """Serve ``deployments`` until stopped (SIGTERM or Ctrl-C end it quietly), as ``prefect.serve`` does, with two
+    """Serve ``deployments`` until stopped (SIGTERM or Ctrl-C end it quietly), as ``prefect.serve`` does, with three
     changes: each run starts as a fork (:func:`start_runs_as_forks`; the runner is given the flow of each deployment,
-    one of ``flows``, by name), and the runner polls every :func:`poll_seconds`."""
+    one of ``flows``, by name), the runner polls every :func:`poll_seconds`, and it starts at most ``limit`` runs at
+    once (None: :func:`runner_limit`)."""
     import asyncio
 
     from prefect.exceptions import TerminationSignal
@@ -82,7 +93,7 @@ def serve_stage(
     by_name = {stage_flow.name: stage_flow for stage_flow in flows}
     start_runs_as_forks(sorted({stage_flow.fn.__module__ for stage_flow in flows}))
     with temporary_settings(updates={PREFECT_RUNNER_POLL_FREQUENCY: poll_seconds()}):
-        runner = Runner(limit=limit, heartbeat_seconds=heartbeat_seconds)
+        runner = Runner(limit=limit or runner_limit(deployments), heartbeat_seconds=heartbeat_seconds)
         for deployment in deployments:
             deployment_id = runner.add_deployment(deployment)
             # What Runner.add_flow does for a flow it is given: its runs start by run_flow_in_subprocess.

@@ -40,7 +40,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
         "--timezone", default=DEFAULT_TIMEZONE, help=f"time zone of --cron (default: {DEFAULT_TIMEZONE})"
     )
     parser.add_argument(
-        "--limit", type=int, default=None, metavar="N", help="most flow runs this process runs at the same time"
+        "--limit",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="most flow runs this process runs at the same time (default: what the deployments' concurrency limits "
+        "let run at once, plus one of each manual deployment)",
     )
     parser.add_argument(
         "--concurrency-limit",
