@@ -1,14 +1,11 @@
 """The Prefect server's causal ordering of events, made to survive a restart of the server.
 
-Why the stage needs it (found in the soak of issue 33, where 5 crashed runs were never run again and the crash
-automation tried 20 times to crash completed runs): a state-change event of a run names the state it follows, and
-the server's automations hold an event until the one it follows has been processed. Prefect's ordering
-(``prefect.server.events.ordering.memory``, the default) remembers the processed events in memory only. After the
-server is restarted, the next state of every run that had changed state shortly before (Running, then Crashed or
-Completed) waits for an event the new process will never see, for 15 minutes (``PRECEDING_EVENT_LOOKBACK``):
-
-- the re-run automation acts on a crash 15 minutes late (after the soak's 10 minutes of settling: "never"), and
-- a run's Completed, so held, does not close the crash automation's window: it acts on a completed run.
+A state-change event of a run names the state it follows, and the server's automations hold an event until the one
+it follows has been processed. Prefect's ordering (``prefect.server.events.ordering.memory``, the default) remembers
+the processed events in memory only, so after a restart the next state of every run that changed state shortly
+before (Running, then Crashed or Completed) would wait 15 minutes (``PRECEDING_EVENT_LOOKBACK``) for an event the
+new process will never see: the re-run automation would act on a crash 15 minutes late, and a held Completed would
+not close the crash automation's window (``docs/reliability.md`` has the measurements).
 
 This module is Prefect's memory ordering with one change: an event that follows a run's state stored by an earlier
 process of the server counts as following a processed event, since no process will ever process it again. Anything

@@ -1,9 +1,9 @@
 """How ``serve`` serves the stage: each run a fork of a fork server that has imported Prefect and the stage once.
 
 ``prefect.serve`` starts each run of a deployment as a new interpreter (``python -m prefect.engine``) that imports
-Prefect and the flow's module before the run does anything: about 3 s on a busy core. In a burst of events that
-start-up was most of each run: 60 events took 20 times one event on 2 cores (issue 42). A fork of a server that
-imported them once starts in a few milliseconds. The fork server is itself a fresh interpreter started by ``serve``
+Prefect and the flow's module before the run does anything: about 3 s on a busy core, most of a run's time in a
+burst of events (``docs/reliability.md``). A fork of a server that imported them once starts in a few
+milliseconds. The fork server is itself a fresh interpreter started by ``serve``
 (so no thread or event loop of ``serve`` is forked, unlike a plain ``fork``), in ``serve``'s process group (a SIGKILL
 of the group kills the runs too, as before).
 
@@ -71,9 +71,8 @@ def runner_limit(deployments: Sequence[RunnerDeployment]) -> int:
     """The most runs ``serve`` starts at once by default: what the deployments' concurrency limits let run at once,
     plus one run of each deployment without a limit (the manual ones; more of them wait their turn).
 
-    Without a limit of its own, Prefect's runner asks the server to start every run it finds waiting, at every poll:
-    in a burst of 300 events, 298 of those asks were refused each time (no concurrency slot) and the refusals took
-    the server's time from the runs."""
+    Without a limit of its own, Prefect's runner asks the server to start every run it finds waiting, at every poll,
+    and in a burst the server's refusals (no concurrency slot) take its time from the runs."""
     return sum(deployment.concurrency_limit or 1 for deployment in deployments)
 
 
