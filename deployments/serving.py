@@ -91,14 +91,15 @@ def serve_stage(
 
     by_name = {stage_flow.name: stage_flow for stage_flow in flows}
     start_runs_as_forks(sorted({stage_flow.fn.__module__ for stage_flow in flows}))
-    with temporary_settings(updates={PREFECT_RUNNER_POLL_FREQUENCY: poll_seconds()}):
+    poll = poll_seconds()
+    with temporary_settings(updates={PREFECT_RUNNER_POLL_FREQUENCY: poll}):
         runner = Runner(limit=limit or runner_limit(deployments), heartbeat_seconds=heartbeat_seconds)
         for deployment in deployments:
             deployment_id = runner.add_deployment(deployment)
             # What Runner.add_flow does for a flow it is given: its runs start by run_flow_in_subprocess.
             runner._deployment_registry.register_flow(deployment_id, by_name[deployment.flow_name])
         names = ", ".join(f"{deployment.flow_name}/{deployment.name}" for deployment in deployments)
-        print(f"serving {names}; each run a fork of the fork server, polling every {poll_seconds()} s", flush=True)
+        print(f"serving {names}; each run a fork of the fork server, polling every {poll} s", flush=True)
         try:
             asyncio.run(runner.start())
         except (KeyboardInterrupt, TerminationSignal):
