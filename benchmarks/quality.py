@@ -78,21 +78,27 @@ def load_truth(dataset: Path) -> dict[str, dict[str, str]]:
 
 def extract_dataset(dataset: Path, source: str, time_limit: float, workers: int | None) -> dict[str, Any]:
     """Run the extract step on the dataset's pages (ids in sorted order, with their URLs)."""
+    truth = load_truth(dataset)
+    pages = [
+        (k, truth[k]["url"] or None, f"html/{k}.html.gz", page_folder(dataset) / f"{k}.html.gz") for k in sorted(truth)
+    ]
+    return extract_batch(source, pages, time_limit, workers)
+
+
+def extract_batch(
+    source: str, pages: Sequence[tuple[str, str | None, str, Path]], time_limit: float, workers: int | None
+) -> dict[str, Any]:
+    """The batch of the extract step on ``pages`` (``(id, url, path as the batch writes it, file)``, in order)."""
     from selection_extraction import ExtractionSettings, Page, PageSet, extract_pages
 
-    truth = load_truth(dataset)
-    pages = tuple(
-        Page(id=k, url=truth[k]["url"] or None, path=f"html/{k}.html.gz", file=page_folder(dataset) / f"{k}.html.gz")
-        for k in sorted(truth)
-    )
+    page_set = PageSet(source, "manifest", tuple(Page(id=i, url=u, path=p, file=f) for i, u, p, f in pages))
     settings = ExtractionSettings(time_limit_seconds=time_limit, workers=workers)
 
     def progress(done: int, total: int) -> None:
         if sys.stderr.isatty():
             print(f"\rextracting {done}/{total}", end="\n" if done == total else "", file=sys.stderr, flush=True)
 
-    result = extract_pages(PageSet(source, "manifest", pages), settings, progress=progress)
-    return result.doc
+    return extract_pages(page_set, settings, progress=progress).doc
 
 
 def stored_batch(dataset: Path) -> dict[str, Any]:
