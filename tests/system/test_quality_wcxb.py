@@ -82,3 +82,12 @@ def test_a_folder_that_is_not_the_benchmark_is_refused_in_one_line(tmp_path: Pat
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and str(tmp_path / "dev") in lines[0] and "--dataset" in lines[0]
     assert not out.exists()
+
+
+def test_the_readme_quotes_the_filter_the_benchmark_measures() -> None:
+    spec = importlib.util.spec_from_file_location("quality_wcxb", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f'"WHERE {module.KEEP_WHERE}"' in readme
