@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import importlib.util
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +26,7 @@ from selection_extraction import (
     extracted_path,
     find_pages,
 )
-from tests.support import PAGES, ROOT
+from tests.support import PAGES, ROOT, benchmark_module
 
 PAGE_FILES = sorted(p.name for p in PAGES.glob("*.html.gz"))
 TRUTH: dict[str, dict[str, str]] = json.loads((PAGES / "ground-truth.json").read_text(encoding="utf-8"))
@@ -38,11 +36,7 @@ ERROR_FORMAT = re.compile(r"\A[A-Za-z_][A-Za-z0-9_.]*: \S.*\Z")
 #: the human ground truth on every sample page; today it is 0.985 or more.
 MIN_PAGE_F1 = 0.95
 
-_metric_spec = importlib.util.spec_from_file_location("aeb_metric", ROOT / "benchmarks" / "aeb_metric.py")
-assert _metric_spec is not None and _metric_spec.loader is not None
-aeb_metric = importlib.util.module_from_spec(_metric_spec)
-sys.modules.setdefault("aeb_metric", aeb_metric)
-_metric_spec.loader.exec_module(aeb_metric)
+aeb_metric = benchmark_module("aeb_metric")
 
 
 @pytest.fixture(scope="module")

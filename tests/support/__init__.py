@@ -5,7 +5,10 @@ The places every test finds its data from, whatever folder it lives in.
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
+from types import ModuleType
 
 #: The repository root.
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,6 +37,16 @@ PACKAGES = {
     "content_selection": "content_selection",
     "selection_cli": "selection_cli",
 }
+
+
+def benchmark_module(name: str) -> ModuleType:
+    """``benchmarks/<name>.py`` imported as the module ``name`` (as a script there imports its siblings)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)
+    spec.loader.exec_module(module)
+    return module
 
 
 def examples(n: int) -> int:

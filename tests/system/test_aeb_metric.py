@@ -5,19 +5,11 @@ Every expected value is worked out by hand in the case's comment.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
 
-from tests.support import ROOT
+from tests.support import benchmark_module
 
-_PATH = ROOT / "benchmarks" / "aeb_metric.py"
-_SPEC = importlib.util.spec_from_file_location("aeb_metric", _PATH)
-assert _SPEC is not None and _SPEC.loader is not None
-metric = importlib.util.module_from_spec(_SPEC)
-sys.modules.setdefault("aeb_metric", metric)
-_SPEC.loader.exec_module(metric)
+metric = benchmark_module("aeb_metric")
 
 
 @pytest.mark.parametrize(

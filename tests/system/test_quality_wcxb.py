@@ -6,7 +6,6 @@ that docs/rule.md walks through; the test holds the docs to what the rule does o
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -15,16 +14,12 @@ from pathlib import Path
 import pytest
 
 from selection_core.config import TEXT_FIELDS
-from tests.support import ROOT
+from tests.support import ROOT, benchmark_module
 
 SCRIPT = ROOT / "benchmarks" / "quality_wcxb.py"
 PAGES = ROOT / "tests" / "data" / "wcxb-pages"
 
-_SPEC = importlib.util.spec_from_file_location("wcxb_metric", ROOT / "benchmarks" / "wcxb_metric.py")
-assert _SPEC is not None and _SPEC.loader is not None
-metric = importlib.util.module_from_spec(_SPEC)
-sys.modules.setdefault("wcxb_metric", metric)
-_SPEC.loader.exec_module(metric)
+metric = benchmark_module("wcxb_metric")
 
 
 def _run(*args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -85,9 +80,6 @@ def test_a_folder_that_is_not_the_benchmark_is_refused_in_one_line(tmp_path: Pat
 
 
 def test_the_readme_quotes_the_filter_the_benchmark_measures() -> None:
-    spec = importlib.util.spec_from_file_location("quality_wcxb", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = benchmark_module("quality_wcxb")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert f'"WHERE {module.KEEP_WHERE}"' in readme

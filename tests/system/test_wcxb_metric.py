@@ -5,18 +5,11 @@ Every expected value is worked out by hand in the case's comment.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
 
-from tests.support import ROOT
+from tests.support import benchmark_module
 
-_SPEC = importlib.util.spec_from_file_location("wcxb_metric", ROOT / "benchmarks" / "wcxb_metric.py")
-assert _SPEC is not None and _SPEC.loader is not None
-metric = importlib.util.module_from_spec(_SPEC)
-sys.modules.setdefault("wcxb_metric", metric)
-_SPEC.loader.exec_module(metric)
+metric = benchmark_module("wcxb_metric")
 
 
 @pytest.mark.parametrize(
