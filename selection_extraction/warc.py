@@ -236,12 +236,7 @@ def _undo(coding: str, data: bytes, max_bytes: int) -> bytes:
         except zlib.error:
             return _inflate(data, -zlib.MAX_WBITS, max_bytes)
     if coding == "br":
-        import brotli  # a dependency of FastWARC
-
-        try:
-            return bytes(brotli.decompress(data))
-        except brotli.error as exc:
-            raise ValueError(str(exc)) from None
+        return _unbrotli(data, max_bytes)
     raise ValueError(f"unknown coding {coding!r}")
 
 
@@ -257,6 +252,20 @@ def _inflate(data: bytes, wbits: int, max_bytes: int) -> bytes:
             raise EOFError("the compressed data is cut off")
         data = inflater.unused_data if wbits > 16 else b""
     return bytes(out)
+
+
+def _unbrotli(data: bytes, max_bytes: int) -> bytes:
+    """Brotli data decompressed to at most about ``max_bytes + 1`` bytes (the output stops growing there)."""
+    import brotli  # a dependency of FastWARC; output_buffer_limit since brotli 1.2
+
+    decompressor = brotli.Decompressor()
+    try:
+        out = bytes(decompressor.process(data, output_buffer_limit=max_bytes + 1))
+    except brotli.error as exc:
+        raise ValueError(str(exc)) from None
+    if len(out) <= max_bytes and not decompressor.is_finished():
+        raise EOFError("the compressed data is cut off")
+    return out
 
 
 def _kind(record: Any) -> str:

@@ -380,6 +380,8 @@ def test_a_payload_is_decoded_back_to_the_page(stored: bytes, transfer: str | No
         pytest.param(b"zz\r\n", "chunked", None, EOFError, id="bad-chunk-size"),
         pytest.param(b"ff\r\nabc", "chunked", None, EOFError, id="chunk-cut-off"),
         pytest.param(gzip.compress(b"x" * 10**6, mtime=0), None, "gzip", PageTooLargeError, id="decompression-bomb"),
+        pytest.param(brotli.compress(b"x" * 10**6), None, "br", PageTooLargeError, id="brotli-bomb"),
+        pytest.param(brotli.compress(ARTICLE)[:-4], None, "br", EOFError, id="brotli-cut-off"),
     ],
 )
 def test_a_payload_that_cannot_be_decoded_says_why(
@@ -387,6 +389,44 @@ def test_a_payload_that_cannot_be_decoded_says_why(
 ) -> None:
     with pytest.raises(error):
         decoded_payload(stored, transfer, content, 10_000)
+
+
+def _brotli_bomb(size: int) -> bytes:
+    """``size`` zero bytes compressed by brotli, compressed piece by piece (about 190 KB for 1 GiB)."""
+    compressor = brotli.Compressor(quality=1)
+    piece = bytes(1 << 20)
+    return b"".join(compressor.process(piece) for _ in range(size >> 20)) + compressor.finish()
+
+
+def test_a_brotli_bomb_is_a_page_too_large_and_the_warc_goes_on_in_bounded_memory(tmp_path: Path) -> None:
+    html = [("Content-Type", "text/html; charset=utf-8")]
+    target = tmp_path / "bomb.warc.gz"
+    target.write_bytes(
+        _warc(
+            [
+                ("https://a.example/before", html, ARTICLE),
+                ("https://a.example/bomb", [*html, ("Content-Encoding", "br")], _brotli_bomb(1 << 30)),
+                ("https://a.example/after", html, ARTICLE),
+            ],
+            per_record=True,
+        )
+    )
+    # In a process of its own, so that its peak resident set is the extraction's alone.
+    script = (
+        "import json, resource, sys\n"
+        "from selection_extraction import ExtractionSettings, extract_pages, find_pages\n"
+        "doc = extract_pages(find_pages(sys.argv[1]), ExtractionSettings(workers=1)).doc\n"
+        "errors = [a['trafilatura']['error'] for a in doc['articles']]\n"
+        "print(json.dumps({'errors': errors, 'peak': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(target)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    before, bomb, after = result["errors"]
+    assert before is None and after is None
+    assert bomb is not None and "PageTooLargeError" in bomb and "once decoded" in bomb
+    # The page size limit (64 MiB) and the process's own imports, far from the body's 1 GiB.
+    assert result["peak"] < 512 * 2**20
 
 
 def test_dechunk_keeps_the_body_and_drops_extensions_and_trailers() -> None:
