@@ -42,6 +42,7 @@ from selection_engine.engine import write_output
 from selection_extraction import ExtractionSettings, default_extractors
 from selection_extraction.extracted import NO_STATS, ExtractionStats, build_batch
 from selection_extraction.extraction import extract_readings
+from selection_extraction.extractors import library_version
 from selection_extraction.pages import Page, PageSet, missing_pages, no_pages_error, warc_refusals
 from selection_extraction.pool import allow_child_processes, stop_kept_workers
 from selection_extraction.warc import WarcCursor, WarcStream
@@ -73,6 +74,10 @@ _COMMIT_SUFFIX: Final[str] = ".commit"
 #: How the object counting a WARC's starts is named, after the output's name.
 _TRIES_SUFFIX: Final[str] = ".tries"
 
+#: The version of what an output holds for the same pages, settings and rule; raised when that changes, so that
+#: outputs written before are done again (2: article ids are the WARC-Record-ID as the WARC writes it, with <>).
+OUTPUT_LAYOUT: Final[int] = 2
+
 #: The parts of an extraction record that decide its articles: the libraries (lxml parses for all three), their
 #: settings, the limits.
 _SETTINGS_KEYS: Final[tuple[str, ...]] = ("time_limit_seconds", "max_page_bytes", "decoding", "extractors", "lxml")
@@ -91,15 +96,18 @@ def _rule() -> dict[str, str]:
 def settings_fingerprint(root: Mapping[str, Any], output_format: str = BATCH) -> str:
     """The SHA-256 of what decides a WARC's output: in its extracted batch's root, what decides its articles
     (extractor and lxml versions, their settings, the time limit, the page size limit, the decoding policy); the
-    selection rule's constants and the package's version; and the output's format: two runs with the same
-    fingerprint write the same bytes."""
+    selection rule's constants, the package's version and :data:`OUTPUT_LAYOUT`; and the output's format, with
+    the Parquet writer's version for a dataset: two runs with the same fingerprint write the same bytes."""
     extraction = root["extraction"]
     decisive = {
         "extractor_versions": root["extractor_versions"],
         **{key: extraction[key] for key in _SETTINGS_KEYS},
         "rule": _rule(),
+        "output_layout": OUTPUT_LAYOUT,
         "output_format": output_format,
     }
+    if output_format == DATASET:  # pyarrow writes its version into the file's footer
+        decisive["pyarrow"] = library_version("pyarrow")
     return hashlib.sha256(orjson.dumps(decisive, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 

@@ -311,9 +311,9 @@ def _is_part_of(record: Any) -> str | None:
 
 
 def _page_id(record_id: str, shown: str, ordinal: int) -> str:
-    """The article id: the ``WARC-Record-ID`` without ``<>``, or ``<file>#<ordinal>`` without one."""
-    stripped = record_id.strip().removeprefix("<").removesuffix(">")
-    return stripped or f"{shown}#{ordinal}"
+    """The article id: the ``WARC-Record-ID`` as the WARC writes it (``<urn:uuid:...>``, as FineWeb and datatrove
+    keep it), or ``<file>#<ordinal>`` without one."""
+    return record_id.strip() or f"{shown}#{ordinal}"
 
 
 def scan_warc(

@@ -152,6 +152,14 @@ def test_the_selection_rule_is_in_the_fingerprint(monkeypatch: pytest.MonkeyPatc
     assert unit.expected_fingerprint(30.0) != before
 
 
+def test_the_parquet_writers_version_is_in_a_datasets_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
+    batch, dataset = unit.expected_fingerprint(30.0, "batch"), unit.expected_fingerprint(30.0, "dataset")
+    real = unit.library_version
+    monkeypatch.setattr(unit, "library_version", lambda name: "0.0" if name == "pyarrow" else real(name))
+    assert unit.expected_fingerprint(30.0, "dataset") != dataset  # pyarrow writes its version into the footer
+    assert unit.expected_fingerprint(30.0, "batch") == batch
+
+
 def test_a_warc_that_keeps_killing_its_workers_fails_alone_after_the_most_tries(
     crawl: tuple[Path, str], tmp_path: Path
 ) -> None:

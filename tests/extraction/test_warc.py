@@ -73,7 +73,7 @@ def test_the_html_responses_become_the_pages_in_file_order(name: str) -> None:
     written = EXPECTED[name]
     assert page_set.kind == "warc"
     assert [p.warc.record_id for p in page_set.pages if p.warc] == written["articles"]
-    assert [p.id for p in page_set.pages] == [i.strip("<>") for i in written["articles"]]
+    assert [p.id for p in page_set.pages] == written["articles"]
     by_id = {r["record_id"]: r for r in written["records"]}
     assert [p.url for p in page_set.pages] == [by_id[i]["target_uri"] for i in written["articles"]]
     assert [p.warc.date for p in page_set.pages if p.warc] == [by_id[i]["date"] for i in written["articles"]]
