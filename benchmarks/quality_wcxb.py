@@ -25,6 +25,7 @@ scores), the batch ``wcxb-<split>_extracted.json`` and the dataset ``wcxb-<split
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 import time
@@ -76,6 +77,9 @@ DEFAULT_OUT: Final[Path] = Path(__file__).resolve().parent / "out" / "quality-wc
 
 #: Exit status of a dataset folder that is not the benchmark's layout (EX_DATAERR, as quality.py).
 BAD_DATASET: Final[int] = 65
+
+#: Exit status when DuckDB or pyarrow, which read and write the dataset, is missing (EX_UNAVAILABLE).
+UNAVAILABLE: Final[int] = 69
 
 
 class TruthPage(NamedTuple):
@@ -267,6 +271,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return BAD_DATASET
+    missing = [name for name in ("duckdb", "pyarrow") if importlib.util.find_spec(name) is None]
+    if missing:
+        print(f"quality_wcxb: needs {' and '.join(missing)}: pip install -e '.[dev]'", file=sys.stderr)
+        return UNAVAILABLE
     truth = load_truth(split_dir)
     args.out.mkdir(parents=True, exist_ok=True)
     stem = f"wcxb-{args.split}"
