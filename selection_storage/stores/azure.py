@@ -56,8 +56,17 @@ class BlockUpload:
 
     def discard(self) -> None:
         self._buffer, staged, self._ids = bytearray(), self._ids, []
-        if staged:  # the blocks of a blob that has no committed version: deleted (a blob committed meanwhile stays)
+        # A blob's uncommitted blocks are deleted together: only when all of them are this upload's (a blob
+        # committed meanwhile stays). Another writer's blocks stay for its commit; the sweep takes them when old.
+        if staged and self._only_blocks_staged(set(staged)):
             Azure().abort_uploads(self._fs, self._container, self._blob, lambda key, _: key == self._blob)
+
+    def _only_blocks_staged(self, staged: set[str]) -> bool:
+        try:
+            _, uncommitted = self._call("get_block_list", "uncommitted")
+        except Exception:  # noqa: BLE001 - no blob, no blocks (or the store failed): nothing is deleted
+            return False
+        return {block.id for block in uncommitted} <= staged
 
 
 @contextlib.asynccontextmanager

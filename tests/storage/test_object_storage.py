@@ -406,3 +406,35 @@ def test_a_dataset_in_a_store_is_the_bytes_on_a_disk_and_duckdb_reads_it_there(s
     glob = store_server.url(bucket, "**/*.parquet")
     count, urls = connection.sql(f"SELECT count(*), count(DISTINCT url) FROM read_parquet('{glob}')").fetchall()[0]
     assert (count, urls) == (2 * 181, len({a["url"] for a in json.loads(GOLDEN_BATCH.read_bytes())["articles"]}))
+
+
+@pytest.mark.parametrize("store_server", ["az"], indirect=True)
+def test_a_discarded_upload_leaves_the_blocks_another_writer_staged_for_the_same_blob(store_server, bucket) -> None:
+    from selection_storage.stores.azure import Azure
+
+    path = ObjectPath("az", f"{bucket}/out.json", store_server.options)
+    fs = path.filesystem()
+    first, second = Azure().upload(fs, path.key), Azure().upload(fs, path.key)
+    first.write(b"first writer")
+    first.close()  # its block is staged, not yet committed
+    second.write(b"second writer")
+    second.close()
+    second.discard()  # the second writer fails: the blob's uncommitted blocks are not all its own, so none is deleted
+    # (Azure would refuse the first writer's commit of a deleted block; Azurite accepts it: the blocks are checked.)
+    assert not store_server.no_uploads(bucket)
+    first.commit()
+    assert store_server.get(store_server.url(bucket, "out.json")) == b"first writer"
+    assert store_server.no_uploads(bucket)  # a commit drops the blob's other uncommitted blocks
+
+
+@pytest.mark.parametrize("store_server", ["az"], indirect=True)
+def test_a_discarded_upload_alone_on_its_blob_leaves_no_block(store_server, bucket) -> None:
+    from selection_storage.stores.azure import Azure
+
+    path = ObjectPath("az", f"{bucket}/out.json", store_server.options)
+    upload = Azure().upload(path.filesystem(), path.key)
+    upload.write(b"a writer that fails")
+    upload.close()
+    assert not store_server.no_uploads(bucket)
+    upload.discard()
+    assert store_server.no_uploads(bucket) and store_server.keys(bucket) == []
