@@ -102,6 +102,7 @@ EXTRA_OF_MODULE: Final[dict[str, str]] = {
     "lxml_html_clean": "extract",
     "tldextract": "extract",
     "fastwarc": "extract",
+    "brotli": "extract",
     "pebble": "extract",
     "pyarrow": "dataset",
     "s3fs": "s3",
