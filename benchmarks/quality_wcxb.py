@@ -93,9 +93,9 @@ class TruthPage(NamedTuple):
 
 def page_type(raw: Mapping[str, Any]) -> str:
     """The page type as the benchmark's ``evaluate.py`` reads it (``category`` is called ``collection``)."""
-    found = (raw.get("_internal") or {}).get("page_type", {})
-    kind = found.get("primary", "article") if isinstance(found, dict) else found if isinstance(found, str) else None
-    kind = kind or "article"
+    found = (raw.get("_internal") or {}).get("page_type")
+    kind = found.get("primary") if isinstance(found, dict) else found
+    kind = kind if isinstance(kind, str) and kind else "article"
     return "collection" if kind == "category" else kind
 
 

@@ -83,3 +83,17 @@ def test_the_readme_quotes_the_filter_the_benchmark_measures() -> None:
     module = benchmark_module("quality_wcxb")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert f'"WHERE {module.KEEP_WHERE}"' in readme
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        pytest.param({"_internal": {"page_type": {"primary": "forum"}}}, "forum", id="primary"),
+        pytest.param({"_internal": {"page_type": {"primary": "category"}}}, "collection", id="category-is-collection"),
+        pytest.param({"_internal": {"page_type": "listing"}}, "listing", id="a-plain-string"),
+        pytest.param({"_internal": None}, "article", id="no-type-is-an-article"),
+        pytest.param({}, "article", id="no-internal-block"),
+    ],
+)
+def test_page_types_are_read_as_the_benchmarks_evaluate_py_reads_them(raw: dict, expected: str) -> None:
+    assert benchmark_module("quality_wcxb").page_type(raw) == expected
