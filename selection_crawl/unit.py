@@ -74,8 +74,8 @@ _COMMIT_SUFFIX: Final[str] = ".commit"
 #: How the object counting a WARC's starts is named, after the output's name.
 _TRIES_SUFFIX: Final[str] = ".tries"
 
-#: The version of what an output holds for the same pages, settings and rule; raised when that changes, so that
-#: outputs written before are done again (2: article ids are the WARC-Record-ID as the WARC writes it, with <>).
+#: The version of what an output holds for the same pages, settings and rule: raised whenever that changes, so
+#: that outputs written before are done again (the versions: docs/scaling.md).
 OUTPUT_LAYOUT: Final[int] = 2
 
 #: The parts of an extraction record that decide its articles: the libraries (lxml parses for all three), their

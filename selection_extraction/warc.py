@@ -256,7 +256,7 @@ def _inflate(data: bytes, wbits: int, max_bytes: int) -> bytes:
 
 def _unbrotli(data: bytes, max_bytes: int) -> bytes:
     """Brotli data decompressed to at most about ``max_bytes + 1`` bytes (the output stops growing there)."""
-    import brotli  # a dependency of FastWARC; output_buffer_limit since brotli 1.2
+    import brotli  # the extract extra's (output_buffer_limit since brotli 1.2)
 
     decompressor = brotli.Decompressor()
     try:
