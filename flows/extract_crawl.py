@@ -1,8 +1,8 @@
 """The ``extract-crawl`` flow: a listing of web archives in, one selected batch per archive out, resumable.
 
-Each WARC is done by the worker it lands on (a Dask worker, or a local worker process), which reads it from the
-store, commits its progress there and writes its output itself; this process sees counts only (WARCs ended, and
-pages done every few seconds), and calls the Prefect API at most every few seconds (the progress and the table
+Each WARC is done in a process of its own, started and watched by a thread of the worker it lands on (a Dask
+worker, or this process: :mod:`selection_crawl.process`); it reads the WARC from the store, commits its progress
+there and writes its output itself; this process sees counts only (WARCs ended, and pages done every few seconds), and calls the Prefect API at most every few seconds (the progress and the table
 artifacts), never per page.
 """
 
@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Annotated, Any, Final
 
-from pebble import ProcessExpired, ProcessPool
 from prefect import flow
 from prefect.artifacts import create_table_artifact
 from prefect.runtime import flow_run
@@ -42,14 +42,14 @@ from content_selection.shell.refusals import refusals_fail_the_run
 from content_selection.shell.runners import (
     IN_FLIGHT_PER_WORKER,
     check_dask_scheduler,
-    forkserver_context,
     process_workers,
 )
 from selection_core.errors import EXIT_IO_ERROR
 from selection_crawl.job import CrawlJob
 from selection_crawl.lease import CrawlLease
 from selection_crawl.listing import SUMMARY_NAME
-from selection_crawl.unit import PROGRESS_SECONDS, PROGRESS_TOPIC, WarcOutcome, crawl_warc, report_pages_to
+from selection_crawl.process import STOP_GRACE_SECONDS, WarcProcessDied, crawl_warc_in_process, crawl_warc_on_dask
+from selection_crawl.unit import PROGRESS_SECONDS, PROGRESS_TOPIC, WarcJob, WarcOutcome
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
 
 CRAWL_PROGRESS_ARTIFACT_KEY: Final[str] = "crawl-progress"
@@ -86,141 +86,141 @@ class CrawlRunSummary(BaseModel):
 
 @dataclass(frozen=True)
 class _Workers:
-    """Where WARCs are done: an executor, ``reports()`` (the pages reported since the last call, as
-    ``(index, done, estimate)``), ``count()`` (the workers now), where workers report (:class:`WarcJob`'s
-    ``progress``), and what a worker's death raises from its WARC's future."""
+    """Where WARCs are done: ``submit(job)`` (a future of its :class:`WarcOutcome`), ``reports()`` (the pages
+    reported since the last call, as ``(index, done, estimate)``), ``count()`` (the WARCs done at once now),
+    ``stop()`` (every WARC still running stops where it is), and what a worker's death raises from its WARC's
+    future."""
 
-    executor: Executor
+    submit: Callable[[WarcJob], concurrent.futures.Future[WarcOutcome]]
     reports: Callable[[], list[tuple[int, int, int]]]
     count: Callable[[], int]
-    progress: str
+    stop: Callable[[], None]
     deaths: tuple[type[BaseException], ...]
 
 
-class _PebbleExecutor(Executor):
-    """A pebble pool as a ``concurrent.futures`` executor."""
+def _drained(events: deque[tuple[int, int, int]]) -> Callable[[], list[tuple[int, int, int]]]:
+    def reports() -> list[tuple[int, int, int]]:
+        got = []
+        while events:
+            got.append(events.popleft())
+        return got
 
-    def __init__(self, pool: ProcessPool) -> None:
-        self.pool = pool
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
-        return self.pool.schedule(fn, args=args, kwargs=kwargs)
+    return reports
 
 
 @contextlib.contextmanager
 def _local_workers(workers: int | None) -> Iterator[_Workers]:
-    """``workers`` local worker processes (None: one per core), forks of a server that imported only the unit; a
-    worker that dies is replaced, and only its WARC's future fails (``ProcessExpired``)."""
-    context = forkserver_context("selection_crawl.unit")
-    reader, writer = context.Pipe(duplex=False)  # no lock: each report is one write of a few bytes (atomic)
+    """``workers`` WARCs at once (None: one per core), each in a process of its own watched by a thread of this
+    process (:mod:`selection_crawl.process`); a WARC whose process died or stalled raises ``WarcProcessDied``."""
     count = workers or process_workers()
-    pool = ProcessPool(count, initializer=report_pages_to, initargs=(writer,), context=context)
+    events: deque[tuple[int, int, int]] = deque()
+    stop = threading.Event()
 
-    def reports() -> list[tuple[int, int, int]]:
-        got = []
-        while reader.poll():
-            got.append(reader.recv())
-        return got
+    def submit(job: WarcJob) -> concurrent.futures.Future[WarcOutcome]:
+        def report(done: int, estimate: int) -> None:
+            events.append((job.index, done, estimate))
 
-    try:
-        yield _Workers(_PebbleExecutor(pool), reports, lambda: count, "queue", (ProcessExpired,))
-    except BaseException:
-        pool.stop()  # the run failed: its workers are stopped where they are
-        raise
-    else:
-        pool.close()  # each WARC has ended: the workers end as processes do, their extractors with them
-    finally:
-        pool.join()
-        reader.close()
-        writer.close()
+        return pool.submit(crawl_warc_in_process, job, report, stop.is_set)
+
+    with concurrent.futures.ThreadPoolExecutor(count, thread_name_prefix="content-selection-warc") as pool:
+        try:
+            yield _Workers(submit, _drained(events), lambda: count, stop.set, (WarcProcessDied,))
+        finally:
+            stop.set()  # the run ended: nothing still running goes on
+            pool.shutdown(cancel_futures=True)
 
 
 @contextlib.contextmanager
 def _dask_workers(address: str) -> Iterator[_Workers]:
-    """The workers of the Dask cluster at ``address``; their reports are events of :data:`PROGRESS_TOPIC`, and a
-    WARC whose workers died until Dask gave up on it raises ``KilledWorker``."""
-    from distributed import Client
+    """The workers of the Dask cluster at ``address``, each of their threads doing a WARC at a time in a process of
+    its own; their reports are events of :data:`PROGRESS_TOPIC`, a stop is a Dask event, and a WARC whose
+    workers died until Dask gave up on it raises ``KilledWorker``."""
+    from distributed import Client, Event
     from distributed.scheduler import KilledWorker
 
     events: deque[tuple[int, int, int]] = deque()
     with Client(address, set_as_default=False, timeout=30) as client:
         client.subscribe_topic(PROGRESS_TOPIC, lambda event: events.append(tuple(event[1])))
+        name = f"content-selection-stop-{uuid.uuid4().hex}"
+        stop = Event(name, client=client)
 
-        def reports() -> list[tuple[int, int, int]]:
-            got = []
-            while events:
-                got.append(events.popleft())
-            return got
+        def submit(job: WarcJob) -> concurrent.futures.Future[WarcOutcome]:
+            return _handed_over(client.submit(crawl_warc_on_dask, job, name, pure=False))
 
         def count() -> int:
             return max(1, sum(client.nthreads().values()))
 
-        yield _Workers(_DaskExecutor(client), reports, count, "dask", (ProcessExpired, KilledWorker))
+        try:
+            yield _Workers(submit, _drained(events), count, stop.set, (WarcProcessDied, KilledWorker))
+        finally:
+            stop.set()
 
 
-class _DaskExecutor(Executor):
-    """A Dask client as a ``concurrent.futures`` executor that lets each task go once it has ended (unlike
+def _handed_over(task: Any) -> concurrent.futures.Future[Any]:
+    """A ``concurrent.futures`` future of a Dask task, which lets the task go once it has ended (unlike
     ``Client.get_executor()``, which holds every future: a finished WARC whose worker died would be done again)."""
+    ended: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    ended.set_running_or_notify_cancel()
 
-    def __init__(self, client: Any) -> None:
-        self.client = client
+    def hand_over(task: Any) -> None:
+        try:
+            ended.set_result(task.result())
+        except BaseException as exc:  # noqa: BLE001 - the task's failure, handed to the waiter as it is
+            ended.set_exception(exc)
+        finally:
+            task.release()
 
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
-        ended: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        ended.set_running_or_notify_cancel()
-
-        def hand_over(task: Any) -> None:
-            try:
-                ended.set_result(task.result())
-            except BaseException as exc:  # noqa: BLE001 - the task's failure, handed to the waiter as it is
-                ended.set_exception(exc)
-            finally:
-                task.release()
-
-        self.client.submit(fn, *args, pure=False, **kwargs).add_done_callback(hand_over)
-        return ended
+    task.add_done_callback(hand_over)
+    return ended
 
 
 def _dispatch(job: CrawlJob, workers: _Workers, progress: _Progress, lease: CrawlLease) -> None:
-    """Do the WARCs to do on ``executor``, :data:`IN_FLIGHT_PER_WORKER` per worker in flight, the one way for local
-    processes and Dask: a WARC whose worker died is sent again (the worker counts its tries, and fails it alone
-    after ``unit.MAX_TRIES`` in a row without progress); the pages the workers report go to ``progress``, and the
-    lease is checked, at least every :data:`PROGRESS_SECONDS`."""
+    """Do the WARCs to do, :data:`IN_FLIGHT_PER_WORKER` per worker in flight, the one way for local processes and
+    Dask: a WARC whose worker died (or whose process stalled) is sent again (the worker counts its tries, and fails
+    it alone after ``unit.MAX_TRIES`` in a row without progress); the pages the workers report go to ``progress``,
+    and the lease is checked, at least every :data:`PROGRESS_SECONDS`. On any exception (a stop, a lost lease),
+    the WARCs still running are stopped, and waited for (a bounded time), before it is raised."""
     todo = deque(job.todo)
     pending: dict[concurrent.futures.Future[WarcOutcome], int] = {}
     sent: dict[int, int] = {}
 
     def send(index: int) -> None:
         sent[index] = sent.get(index, 0) + 1
-        pending[workers.executor.submit(crawl_warc, job.warc_job(index, workers.progress))] = index
+        pending[workers.submit(job.warc_job(index))] = index
 
-    while todo or pending:
-        while todo and len(pending) < IN_FLIGHT_PER_WORKER * workers.count():
-            send(todo.popleft())
-        done, _ = concurrent.futures.wait(
-            pending, timeout=PROGRESS_SECONDS, return_when=concurrent.futures.FIRST_COMPLETED
-        )
-        for event in workers.reports():
-            progress.pages(*event)
-        for future in sorted(done, key=pending.__getitem__):
-            index = pending.pop(future)
-            try:
-                outcome = future.result()
-            except workers.deaths as exc:
-                if sent[index] < MAX_SENDS:
-                    send(index)  # its worker's next start counts the try
-                    continue
-                outcome = WarcOutcome.failed(
-                    f"{job.warcs[index].source}: its workers died {sent[index]} times ({type(exc).__name__}); run "
-                    "again to try it again",
-                    EXIT_IO_ERROR,
-                    tries=sent[index],
-                )
-            except Exception as exc:  # noqa: BLE001 - one WARC's failure, in its line of crawl.json
-                outcome = WarcOutcome.failed(f"{job.warcs[index].source}: {type(exc).__name__}: {exc}", EXIT_IO_ERROR)
-            progress(index, outcome)
-        progress.tick()
-        lease.check()
+    try:
+        while todo or pending:
+            while todo and len(pending) < IN_FLIGHT_PER_WORKER * workers.count():
+                send(todo.popleft())
+            done, _ = concurrent.futures.wait(
+                pending, timeout=PROGRESS_SECONDS, return_when=concurrent.futures.FIRST_COMPLETED
+            )
+            for event in workers.reports():
+                progress.pages(*event)
+            for future in sorted(done, key=pending.__getitem__):
+                index = pending.pop(future)
+                try:
+                    outcome = future.result()
+                except workers.deaths as exc:
+                    if sent[index] < MAX_SENDS:
+                        send(index)  # its worker's next start counts the try
+                        continue
+                    outcome = WarcOutcome.failed(
+                        f"{job.warcs[index].source}: its workers died {sent[index]} times ({type(exc).__name__}); "
+                        "run again to try it again",
+                        EXIT_IO_ERROR,
+                        tries=sent[index],
+                    )
+                except Exception as exc:  # noqa: BLE001 - one WARC's failure, in its line of crawl.json
+                    reason = f"{job.warcs[index].source}: {type(exc).__name__}: {exc}"
+                    outcome = WarcOutcome.failed(reason, EXIT_IO_ERROR)
+                progress(index, outcome)
+            progress.tick()
+            lease.check()
+    except BaseException:
+        workers.stop()
+        concurrent.futures.wait(pending, timeout=STOP_GRACE_SECONDS + 2 * PROGRESS_SECONDS)
+        raise
 
 
 @dataclass

@@ -161,8 +161,8 @@ class CrawlJob:
     def where(self, relative: str) -> Location:
         return location(joined(self.prefix, relative), self.storage_options, "output")
 
-    def warc_job(self, index: int, progress: str | None = None) -> WarcJob:
-        """What a worker needs to do WARC ``index`` (its pages done reported to ``progress``: :class:`WarcJob`)."""
+    def warc_job(self, index: int) -> WarcJob:
+        """What a worker needs to do WARC ``index``."""
         warc = self.warcs[index]
         return WarcJob(
             warc.source,
@@ -173,7 +173,6 @@ class CrawlJob:
             index,
             tuple(sorted(self.storage_options.items())),
             self.output_format,
-            progress,
         )
 
     def outcome(self, index: int) -> WarcOutcome | None:

@@ -44,7 +44,7 @@ from selection_extraction.extracted import NO_STATS, ExtractionStats, build_batc
 from selection_extraction.extraction import extract_readings
 from selection_extraction.extractors import library_version
 from selection_extraction.pages import Page, PageSet, missing_pages, no_pages_error, warc_refusals
-from selection_extraction.pool import allow_child_processes, stop_kept_workers
+from selection_extraction.pool import stop_kept_workers
 from selection_extraction.warc import WarcCursor, WarcStream
 from selection_storage.files import Version
 from selection_storage.stores import Location, location, store, write_atomic
@@ -123,7 +123,7 @@ class WarcJob:
     """What a worker needs to do one WARC (a plain, picklable value: no page, no client): where it is, where its
     output goes and in which format, the time limit, the store's options, the coordinator's fingerprint (a worker
     whose own differs refuses the WARC), the run (its tries are counted per run), the WARC's index in the job and
-    where its pages done are reported (``"queue"``: the local worker's queue; ``"dask"``: the Dask event log)."""
+    whose record says which."""
 
     source: str
     output: str
@@ -133,7 +133,6 @@ class WarcJob:
     index: int = 0
     storage_options: tuple[tuple[str, Any], ...] = ()
     output_format: str = BATCH
-    progress: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,42 +220,6 @@ class WarcOutcome:
             tries=tries,
             resumed=int(entry.get("resumed", 0)),
         )
-
-
-#: Where a local worker process reports its pages done (set once per process by :func:`report_pages_to`).
-_page_reports: Any = None
-
-
-def report_pages_to(queue: Any) -> None:
-    """Make this worker process report the pages it does to ``queue`` (a local worker's initializer: the
-    writing end of a pipe, or anything with a ``send``)."""
-    global _page_reports  # noqa: PLW0603 - one per worker process, set when it starts
-    _page_reports = queue
-
-
-def _reporter(job: WarcJob) -> Callable[[int, int], None]:
-    """``report(pages done, pages estimated)`` for this WARC, at most every :data:`PROGRESS_SECONDS`."""
-    send: Callable[[tuple[int, int, int]], None] | None = None
-    if job.progress == "queue" and _page_reports is not None:
-        send = _page_reports.send
-    elif job.progress == "dask":
-        from distributed import get_worker  # only ever on a Dask worker
-
-        worker = get_worker()
-
-        def send(event: tuple[int, int, int]) -> None:
-            worker.log_event(PROGRESS_TOPIC, event)
-
-    last = float("-inf")
-
-    def report(done: int, estimate: int) -> None:
-        nonlocal last
-        now = time.monotonic()
-        if send is not None and now - last >= PROGRESS_SECONDS:
-            last = now
-            send((job.index, done, estimate))
-
-    return report
 
 
 def _stats_json(stats: ExtractionStats) -> dict[str, Any]:
@@ -432,13 +395,17 @@ def _pieces_of(stream: WarcStream, shown: str, cursors: list[WarcCursor]) -> Ite
         yield piece()
 
 
-def crawl_warc(job: WarcJob) -> WarcOutcome:
+def crawl_warc(job: WarcJob, report: Callable[[int, int], None] | None = None) -> WarcOutcome:
     """Do one WARC: read it once, as a stream; extract its pages (one extractor process, kept from piece to piece
     and stopped with the WARC, each call under the time limit) and select them piece by piece, committing each
     piece; then write the output (atomic) from the pieces, the record beside it (atomic; the record is what says
     the output is done), and remove the commits. Never raises for a bad WARC, a failing store or another worker's
     fingerprint: the outcome says so (a WARC that fails keeps its commits for the next run). The record has no time
-    in it: a WARC done twice, or taken up again, gets the same bytes."""
+    in it: a WARC done twice, or taken up again, gets the same bytes.
+
+    ``report(pages done, pages estimated)`` is called as each page is done, and as each piece of the output is
+    written. It stops the extractor processes this process keeps (:func:`stop_kept_workers`): a WARC's process does
+    one WARC (:mod:`selection_crawl.process`)."""
     started = time.perf_counter()
     here = expected_fingerprint(job.time_limit_seconds, job.output_format)
     if here != job.fingerprint:
@@ -463,7 +430,7 @@ def crawl_warc(job: WarcJob) -> WarcOutcome:
             if listed and listed.size == done.size:  # done meanwhile (the WARC sent twice): nothing to do...
                 commits.remove(done=True)  # ...but what a worker killed as it ended left behind
                 return done
-        outcome = _crawl(job, source, target, version, commits)
+        outcome = _crawl(job, source, target, version, commits, report or _silent)
     except SelectionError as exc:  # first: a store's read and write errors are OSErrors too
         outcome = WarcOutcome.failed(str(exc), exc.exit_code)
     except OSError as exc:  # the folder of the output could not be made
@@ -476,7 +443,18 @@ def crawl_warc(job: WarcJob) -> WarcOutcome:
     return dataclasses.replace(outcome, seconds=round(time.perf_counter() - started, 3))
 
 
-def _crawl(job: WarcJob, source: Location, target: Location, version: Version, commits: _Commits) -> WarcOutcome:
+def _silent(_done: int, _estimate: int) -> None:
+    pass
+
+
+def _crawl(
+    job: WarcJob,
+    source: Location,
+    target: Location,
+    version: Version,
+    commits: _Commits,
+    report: Callable[[int, int], None],
+) -> WarcOutcome:
     tries = 1
     try:
         with tempfile.TemporaryFile() as pieces:  # anonymous: gone with this process, whatever kills it
@@ -488,9 +466,10 @@ def _crawl(job: WarcJob, source: Location, target: Location, version: Version, c
                     "alone (run again to try again)"
                 )
                 return WarcOutcome.failed(reason, EXIT_IO_ERROR, tries=tries - 1)
-            done, root = _extract_and_select(job, source, commits, pieces, progress)
+            done, root = _extract_and_select(job, source, commits, pieces, progress, report)
             pieces.seek(0)
-            sha256, size = write_output(target, _whole_lines(pieces), dataset=job.output_format == DATASET)
+            lines = _whole_lines(pieces, lambda: report(done.articles, done.articles))
+            sha256, size = write_output(target, lines, dataset=job.output_format == DATASET)
     except SelectionError as exc:
         return WarcOutcome.failed(str(exc), exc.exit_code, tries=tries)
     outcome = WarcOutcome(
@@ -510,14 +489,20 @@ def _crawl(job: WarcJob, source: Location, target: Location, version: Version, c
     return outcome
 
 
-def _whole_lines(pieces: BinaryIO, size: int = 8 << 20) -> Iterator[bytes]:
-    """The file's lines, about ``size`` bytes at a time."""
+def _whole_lines(pieces: BinaryIO, beat: Callable[[], None], size: int = 8 << 20) -> Iterator[bytes]:
+    """The file's lines, about ``size`` bytes at a time, ``beat()`` before each."""
     while data := pieces.read(size):
+        beat()
         yield data if data.endswith(b"\n") else data + pieces.readline()
 
 
 def _extract_and_select(
-    job: WarcJob, source: Location, commits: _Commits, pieces: BinaryIO, progress: _Progress
+    job: WarcJob,
+    source: Location,
+    commits: _Commits,
+    pieces: BinaryIO,
+    progress: _Progress,
+    report: Callable[[int, int], None],
 ) -> tuple[_Progress, dict[str, Any]]:
     """Extract and select the WARC's pages after its last commit (``progress``, whose pieces ``pieces`` holds),
     appending each piece's selected articles (or rows) to ``pieces``, committing each; the progress at the end and
@@ -527,40 +512,38 @@ def _extract_and_select(
     extractors = default_extractors()
     stream = WarcStream(source, job.source, settings.max_page_bytes, progress.cursor)
     cursors: list[WarcCursor] = [progress.cursor or WarcCursor()]
-    report = _reporter(job)
     before = progress.articles
 
-    def pages_done(done: int, _total: int) -> None:
-        if not done:
-            return
-        pages = before + done
+    def reported(pages: int) -> None:  # the pages estimated: as many again for each part of the WARC not read
         read = max(stream.position, 1)
         report(pages, max(pages, round(pages * stream.size / read)) if stream.size else pages)
 
-    with allow_child_processes():
-        for piece in _pieces_of(stream, job.source, cursors):
-            articles: list[dict[str, Any]] = []
-            stats = extract_readings(piece, articles.append, settings, extractors, pages_done)
-            if not articles:
-                break
-            data = render_lines(articles)
-            chunk = Chunk(
-                progress.articles, progress.articles + len(articles), progress.begin, progress.begin + len(data)
-            )
-            output = select_chunk(data, job.source, chunk, JSON_LINES, dataset=job.output_format == DATASET).output
-            assert output is not None
-            pieces.write(output)
-            before = chunk.stop
-            start = progress.cursor
-            progress = dataclasses.replace(
-                progress,
-                cursor=cursors[0],
-                articles=chunk.stop,
-                stats=progress.stats + stats,
-                commits=progress.commits + 1,
-                begin=chunk.end,
-            )
-            commits.commit(start, progress, output)
+    def pages_done(done: int, _total: int) -> None:
+        if done:
+            reported(before + done)
+
+    for piece in _pieces_of(stream, job.source, cursors):
+        articles: list[dict[str, Any]] = []
+        stats = extract_readings(piece, articles.append, settings, extractors, pages_done)
+        if not articles:
+            break
+        data = render_lines(articles)
+        chunk = Chunk(progress.articles, progress.articles + len(articles), progress.begin, progress.begin + len(data))
+        output = select_chunk(data, job.source, chunk, JSON_LINES, dataset=job.output_format == DATASET).output
+        assert output is not None
+        pieces.write(output)
+        before = chunk.stop
+        start = progress.cursor
+        progress = dataclasses.replace(
+            progress,
+            cursor=cursors[0],
+            articles=chunk.stop,
+            stats=progress.stats + stats,
+            commits=progress.commits + 1,
+            begin=chunk.end,
+        )
+        commits.commit(start, progress, output)
+        reported(progress.articles)  # alive: a commit may take as long as the piece's last pages
     if not progress.articles:
         raise no_pages_error(job.source, {k: v for k, v in stream.kinds.items() if v})
     page_set = PageSet(job.source, "warc", (), {k: v for k, v in stream.kinds.items() if v})

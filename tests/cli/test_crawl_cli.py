@@ -82,10 +82,10 @@ def test_a_second_crawl_on_the_same_prefix_is_refused_naming_the_first_before_pr
     assert not (tmp_path / "home").exists() and not (out / "crawl.json").exists()  # nothing ran
 
 
-def _crawl_workers(command: subprocess.Popen[bytes]) -> list[psutil.Process]:
-    """The local crawl workers of a ``crawl`` command: the fork server's children that started extractors."""
-    servers = [p for p in psutil.Process(command.pid).children() if "forkserver" in " ".join(p.cmdline())]
-    return [worker for server in servers for worker in server.children() if worker.children()]
+def _warc_processes(command: subprocess.Popen[bytes]) -> list[psutil.Process]:
+    """The WARC processes of a ``crawl`` command on local workers that started extractors."""
+    children = psutil.Process(command.pid).children()
+    return [p for p in children if "selection_crawl.process" in " ".join(p.cmdline()) and p.children()]
 
 
 @pytest.mark.slow
@@ -111,9 +111,9 @@ def test_a_local_worker_killed_mid_warc_is_replaced_and_only_its_warc_is_taken_u
         while len({p.name.split(".")[0] for p in out.rglob("*.commit")}) < 2 or list(out.rglob("*.jsonl")):
             assert command.poll() is None and time.monotonic() < deadline, log.read_text()  # two WARCs mid-way
             time.sleep(0.05)
-        victim = _crawl_workers(command)[0]
+        victim = _warc_processes(command)[0]
         for process in [victim, *victim.children(recursive=True)]:
-            process.kill()  # the worker and its extractors, as the kernel's OOM killer or a lost machine would
+            process.kill()  # the WARC's process and its extractors, as the kernel's OOM killer or a lost machine would
         assert command.wait(timeout=300) == 0, log.read_text()
     finally:
         if command.poll() is None:
