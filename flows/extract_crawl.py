@@ -2,8 +2,8 @@
 
 Each WARC is done in a process of its own, started and watched by a thread of the worker it lands on (a Dask
 worker, or this process: :mod:`selection_crawl.process`); it reads the WARC from the store, commits its progress
-there and writes its output itself; this process sees counts only (WARCs ended, and pages done every few seconds), and calls the Prefect API at most every few seconds (the progress and the table
-artifacts), never per page.
+there and writes its output itself. This process sees counts only (WARCs ended, and pages done every few seconds),
+and calls the Prefect API at most every few seconds (the progress and the table artifacts), never per page.
 """
 
 from __future__ import annotations
@@ -48,9 +48,10 @@ from selection_core.errors import EXIT_IO_ERROR
 from selection_crawl.job import CrawlJob
 from selection_crawl.lease import CrawlLease
 from selection_crawl.listing import SUMMARY_NAME
-from selection_crawl.process import STOP_GRACE_SECONDS, WarcProcessDied, crawl_warc_in_process, crawl_warc_on_dask
+from selection_crawl.process import WarcProcessDied, crawl_warc_in_process, crawl_warc_on_dask
 from selection_crawl.unit import PROGRESS_SECONDS, PROGRESS_TOPIC, WarcJob, WarcOutcome
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
+from selection_extraction.own_process import STOP_GRACE_SECONDS
 
 CRAWL_PROGRESS_ARTIFACT_KEY: Final[str] = "crawl-progress"
 CRAWL_WARCS_ARTIFACT_KEY: Final[str] = "crawl-warcs"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -10,8 +11,8 @@ from selection_core.batch import ProgressCallback
 from selection_extraction.extracted import ArticleSpool, ExtractionResult, ExtractionStats, build_batch
 from selection_extraction.extraction import extract_pages
 from selection_extraction.extractors import Extractor
+from selection_extraction.own_process import Report, run_in_own_process
 from selection_extraction.pages import Page, PageSet
-from selection_extraction.pool import allow_child_processes
 from selection_extraction.settings import ExtractionSettings
 
 #: Chunks of pages per worker when no chunk size is given.
@@ -173,10 +174,16 @@ class ChunkProgress:
 
 
 def extract_chunk(chunk: PageChunk) -> ChunkExtraction:
-    """Extract one chunk with one worker process, kept for the next chunk (in a daemonic process too)."""
+    """Extract one chunk with one extractor process, kept for the next chunk; in a daemonic process (a Dask
+    worker under its nanny), where multiprocessing refuses children, in a process of its own."""
+    if multiprocessing.current_process().daemon:
+        return run_in_own_process(_extract_chunk_here, chunk)
+    return _extract_chunk_here(chunk)
+
+
+def _extract_chunk_here(chunk: PageChunk, _report: Report | None = None) -> ChunkExtraction:
     settings = ExtractionSettings(time_limit_seconds=chunk.time_limit_seconds, workers=1, keep_workers=True)
-    with allow_child_processes():
-        result = extract_pages(PageSet("", "chunk", chunk.pages), settings)
+    result = extract_pages(PageSet("", "chunk", chunk.pages), settings)
     return ChunkExtraction(chunk.start, result.doc["articles"], result.stats)
 
 

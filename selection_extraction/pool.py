@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import logging
 import multiprocessing
@@ -13,7 +12,7 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -201,19 +200,6 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
         return max(1, os.cpu_count() or 1)
-
-
-@contextlib.contextmanager
-def allow_child_processes() -> Iterator[None]:
-    """Let this process start the pool's workers even when it is daemonic (a Dask worker): they cannot be orphaned,
-    as they exit when their pipe to this process closes."""
-    config = multiprocessing.current_process()._config  # type: ignore[attr-defined]  # noqa: SLF001 - no public way
-    daemon = config.get("daemon")
-    config["daemon"] = False
-    try:
-        yield
-    finally:
-        config["daemon"] = daemon
 
 
 def _context(preload: Sequence[str]) -> Any:

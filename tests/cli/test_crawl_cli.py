@@ -85,7 +85,7 @@ def test_a_second_crawl_on_the_same_prefix_is_refused_naming_the_first_before_pr
 def _warc_processes(command: subprocess.Popen[bytes]) -> list[psutil.Process]:
     """The WARC processes of a ``crawl`` command on local workers that started extractors."""
     children = psutil.Process(command.pid).children()
-    return [p for p in children if "selection_crawl.process" in " ".join(p.cmdline()) and p.children()]
+    return [p for p in children if "selection_extraction.own_process" in " ".join(p.cmdline()) and p.children()]
 
 
 @pytest.mark.slow

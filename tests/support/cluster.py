@@ -12,10 +12,12 @@ it recreates the path inside the tmpfs and bind-mounts the open directory back o
 ``mount`` resolves the link to the path, now the empty placeholder, and binds that onto itself). The launcher
 checks that each path is the original (``[ path -ef /proc/self/fd/N ]``) before it starts the worker.
 
-Each worker is a single process (``--no-nanny``; ``unshare`` and the launcher ``exec`` into it), the leader of its
-own session and process group: ``Worker.kill()`` is a SIGKILL of that group, a machine that dies, which nothing
-restarts. The fixture ``namespace_cluster`` yields a cluster of two workers. Without root or ``unshare`` the tests
-that use it are skipped, or fail if ``CONTENT_SELECTION_REQUIRE_NAMESPACES=1``.
+Each worker is started as users start one, ``dask worker ADDRESS`` with its defaults: a nanny (``unshare`` and the
+launcher ``exec`` into it) and, under it, the worker process, with as many threads as cores. The nanny leads its own
+session and process group: ``Worker.kill()`` is a SIGKILL of that group, a machine that dies, which nothing
+restarts; ``Worker.kill_process()`` kills the worker process alone (its nanny starts another) and
+``Worker.kill_nanny()`` the nanny alone. The fixture ``namespace_cluster`` yields a cluster of two workers. Without
+root or ``unshare`` the tests that use it are skipped, or fail if ``CONTENT_SELECTION_REQUIRE_NAMESPACES=1``.
 """
 
 from __future__ import annotations
@@ -120,8 +122,25 @@ class Worker:
 
     @property
     def pid(self) -> int:
-        """The worker's pid, which is also its process group and session id."""
+        """The nanny's pid, which is also the process group and session id of the worker's processes."""
         return self.process.pid
+
+    def worker_pid(self) -> int:
+        """The pid of the worker process now under the nanny."""
+        import psutil
+
+        (worker,) = [c for c in psutil.Process(self.pid).children() if "spawn_main" in " ".join(c.cmdline())]
+        return worker.pid
+
+    def kill_process(self) -> int:
+        """SIGKILL the worker process (not its nanny, which starts another); its pid."""
+        pid = self.worker_pid()
+        os.kill(pid, signal.SIGKILL)
+        return pid
+
+    def kill_nanny(self) -> None:
+        """SIGKILL the nanny alone (its worker process is left to notice)."""
+        os.kill(self.pid, signal.SIGKILL)
 
     @property
     def alive(self) -> bool:
@@ -134,6 +153,9 @@ class Worker:
         try:
             _kill_group(self.process)
             self._killed = True
+            deadline = time.monotonic() + LEAVE_SECONDS  # the worker process, orphaned, is reaped by init
+            while group_exists(self.pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
         finally:
             self._log.close()
 
@@ -371,7 +393,7 @@ class NamespaceCluster:
         home = q(WORKER_HOME)
         lines += [f"mkdir -p {home}/home {home}/local", f"cd {home}"]
         command = [sys.executable, "-m", "distributed.cli.dask_worker", self.address, "--name", name]
-        command += ["--nthreads", "1", "--nworkers", "1", "--no-nanny", "--host", "127.0.0.1"]
+        command += ["--host", "127.0.0.1"]
         command += ["--no-dashboard", "--dashboard-address", "127.0.0.1:0", "--death-timeout", "60"]
         command += ["--local-directory", f"{WORKER_HOME}/local"]
         lines.append(f"exec {shlex.join(command)}")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import os
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -75,8 +76,9 @@ def test_a_killed_worker_leaves_and_a_replacement_joins(namespace_cluster: Names
     cluster = namespace_cluster
     first, second = cluster.workers
     assert set(cluster.worker_addresses()) == {"w1", "w2"}
-    # no nanny: the process the harness started is the worker itself (unshare and the launcher exec into it)
-    assert on(cluster, first, os.getpid) == first.pid
+    # as users start it: a nanny (the process the harness started), and the worker process under it
+    assert on(cluster, first, os.getpid) == first.worker_pid() != first.pid
+    assert sum(cluster.client.nthreads().values()) == 2 * (os.cpu_count() or 1)
 
     first.kill()
     assert not first.alive
@@ -87,7 +89,15 @@ def test_a_killed_worker_leaves_and_a_replacement_joins(namespace_cluster: Names
     third = cluster.start_worker("w3")
     assert third.alive
     assert set(cluster.worker_addresses()) == {"w2", "w3"}
-    assert on(cluster, third, os.getpid) == third.pid
+    assert on(cluster, third, os.getpid) == third.worker_pid()
+
+    before, address = third.kill_process(), third.address  # the worker process alone: its nanny starts another
+    deadline = time.monotonic() + 60
+    while cluster.worker_addresses().get("w3", address) == address:
+        assert time.monotonic() < deadline, third.log()
+        time.sleep(0.2)
+    third.address = cluster.worker_addresses()["w3"]
+    assert on(cluster, third, os.getpid) == third.worker_pid() != before
 
     pids = cluster.pids
     assert len(pids) == 4  # the scheduler and w1, w2, w3
