@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 from content_selection.shell.params import MAX_TIME_LIMIT_SECONDS
@@ -19,6 +22,7 @@ from selection_cli.arguments import (
     whole_number,
 )
 from selection_cli.environment import check_prefect_api, prepare_embedded_api
+from selection_core.errors import EXIT_INTERRUPTED
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
 
 
@@ -71,8 +75,10 @@ class CrawlBar:
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self.tty = stream.isatty()
+        self.last: Any = None  # the latest snapshot
 
     def __call__(self, now: Any, outcome: Any = None) -> None:
+        self.last = now
         if outcome is not None and outcome.state == "failed":
             self.stream.write(("\r\033[K" if self.tty else "") + f"content-selection: {outcome.reason}\n")
         if self.tty:
@@ -85,6 +91,20 @@ class CrawlBar:
             )
             self.stream.write("\r\033[K" + line + ("\n" if now.finished >= now.total else ""))
         self.stream.flush()
+
+
+@contextlib.contextmanager
+def _terminated_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM (a service manager's stop, ``kill``) stops the crawl as Ctrl-C does: in this thread, cleanly."""
+
+    def interrupt(_signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def crawl_command(args: argparse.Namespace) -> int:
@@ -123,8 +143,18 @@ def crawl_command(args: argparse.Namespace) -> int:
     from content_selection.shell.progress_artifacts import follow_progress
     from selection_cli.console import errors_left_to_the_last_line
 
-    with errors_left_to_the_last_line(), follow_progress({CRAWL_WARCS_ARTIFACT_KEY: CrawlBar(sys.stderr)}):
-        state = extract_crawl(**parameters, return_state=True)
+    bar = CrawlBar(sys.stderr)
+    try:
+        with errors_left_to_the_last_line(), follow_progress({CRAWL_WARCS_ARTIFACT_KEY: bar}), _terminated_as_ctrl_c():
+            state = extract_crawl(**parameters, return_state=True)
+    except KeyboardInterrupt:
+        finished = f"{bar.last.finished} of the {bar.last.total}" if bar.last is not None else "none of the"
+        print(
+            f"\ncontent-selection: stopped: {finished} WARCs to do ended in this run, the others stopped where they "
+            "were (their commits are kept); run the same command again to go on",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     summary = state.result()  # raises the error that failed the run: the command's last line
     print(
         f"WARCs: {summary.warcs} ({summary.done} done, {summary.done_before} of them before this run, "

@@ -16,7 +16,7 @@ from typing import Final
 
 from selection_cli.environment import apply_kernel_setting, release_large_buffers
 from selection_core import __version__
-from selection_core.errors import EXIT_INTERNAL, SelectionError, missing_extra, require_extra
+from selection_core.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, SelectionError, missing_extra, require_extra
 
 #: Each subcommand: the module whose ``add_<name>_arguments`` and ``<name>_command`` run it, and its help.
 COMMANDS: Final[dict[str, tuple[str, str]]] = {
@@ -99,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         print("content-selection: interrupted; nothing was written", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return _quiet_broken_pipe()
     except ModuleNotFoundError as exc:

@@ -10,6 +10,7 @@ EXIT_INVALID_INPUT = 65  # the input or a path is wrong: retrying will not help
 EXIT_UNAVAILABLE = 69  # a service the run needs (Dask scheduler, object store, Prefect API) cannot be reached
 EXIT_IO_ERROR = 74  # the machine failed to read or write: the input is intact, nothing was written
 EXIT_TEMPFAIL = 75  # another run holds what this one needs: try again later
+EXIT_INTERRUPTED = 130  # stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells say)
 
 
 class SelectionError(Exception):

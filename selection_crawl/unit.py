@@ -435,6 +435,11 @@ def crawl_warc(job: WarcJob, report: Callable[[int, int], None] | None = None) -
         outcome = WarcOutcome.failed(str(exc), exc.exit_code)
     except OSError as exc:  # the folder of the output could not be made
         outcome = WarcOutcome.failed(f"{job.output}: {exc.strerror or exc}", EXIT_IO_ERROR)
+    except KeyboardInterrupt:  # stopped: its commits stay for the next run, a stop is not a try
+        if commits is not None:
+            with contextlib.suppress(SelectionError, OSError):
+                commits.remove(done=False)
+        raise
     finally:
         stop_kept_workers()  # its extractor process lives as long as the WARC: a worker stopped later leaves none
     if commits is not None:

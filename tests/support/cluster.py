@@ -138,9 +138,17 @@ class Worker:
         os.kill(pid, signal.SIGKILL)
         return pid
 
-    def kill_nanny(self) -> None:
-        """SIGKILL the nanny alone (its worker process is left to notice)."""
+    def kill_nanny(self) -> bool:
+        """SIGKILL the nanny alone; whether its worker process then ended by itself (within ``LEAVE_SECONDS``).
+        What is left of the group is killed either way."""
         os.kill(self.pid, signal.SIGKILL)
+        self.process.wait(timeout=LEAVE_SECONDS)  # reaped: a zombie nanny still counts in its group
+        deadline = time.monotonic() + LEAVE_SECONDS
+        while group_exists(self.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        ended = not group_exists(self.pid)
+        self.kill()
+        return ended
 
     @property
     def alive(self) -> bool:
