@@ -192,10 +192,12 @@ class NamespaceCluster:
         extra_paths: Iterable[Path | str] = (),
         log_dir: Path | str | None = None,
         start_seconds: float = START_SECONDS,
+        worker_args: Iterable[str] = (),
     ) -> None:
         self.repo_root = Path(repo_root).resolve()
         self.extra_paths = [Path(path) for path in extra_paths]
         self.start_seconds = start_seconds
+        self.worker_args = list(worker_args)  # beyond a user's defaults, e.g. ("--nthreads", "4")
         self._own_log_dir = log_dir is None
         self.log_dir = Path(tempfile.mkdtemp(prefix="namespace-cluster-") if log_dir is None else log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -401,7 +403,7 @@ class NamespaceCluster:
         home = q(WORKER_HOME)
         lines += [f"mkdir -p {home}/home {home}/local", f"cd {home}"]
         command = [sys.executable, "-m", "distributed.cli.dask_worker", self.address, "--name", name]
-        command += ["--host", "127.0.0.1"]
+        command += ["--host", "127.0.0.1", *self.worker_args]
         command += ["--no-dashboard", "--dashboard-address", "127.0.0.1:0", "--death-timeout", "60"]
         command += ["--local-directory", f"{WORKER_HOME}/local"]
         lines.append(f"exec {shlex.join(command)}")

@@ -6,6 +6,7 @@ The reference bytes are each WARC done alone, in this process (``crawl_warc``: w
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import random
@@ -266,3 +267,32 @@ def test_a_worker_killed_mid_warc_until_dask_gives_up_is_taken_up_from_its_last_
     taken_up = [w for w in summary["warcs"] if w.get("tries", 1) == 2]  # the worker did both WARCs at once
     assert taken_up and all(w.get("resumed", 0) % 5 == 0 for w in taken_up)  # from their last commits...
     assert max(w.get("resumed", 0) for w in taken_up) >= 5  # ...not from their starts
+
+
+@pytest.mark.parametrize("cluster_kind", ["dask worker --nthreads 4", "LocalCluster()"])
+def test_warcs_done_at_once_in_one_worker_process_replace_their_extractors_without_a_hang(
+    s3_server: StoreServer, bucket: str, tmp_path: Path, cluster_kind: str
+) -> None:
+    """Several WARCs at once in one daemonic worker process (under its nanny), with a time limit so short that their
+    extractor processes are replaced again and again: each WARC is done (the crawl that once hung for ever)."""
+    keys = _crawl_in_bucket(s3_server, bucket, tmp_path / "crawl", warcs=3, pages=20)
+    listing = s3_server.url(bucket, f"{CRAWL}/warc.paths.gz")
+    env = {"PREFECT_HOME": str(tmp_path / "prefect-home")}
+    with contextlib.ExitStack() as stack:
+        if cluster_kind == "LocalCluster()":
+            from distributed import LocalCluster
+
+            address = stack.enter_context(LocalCluster()).scheduler_address  # its defaults: nannies, threads
+        else:
+            require_namespaces()
+            cluster = stack.enter_context(
+                NamespaceCluster(log_dir=tmp_path / "cluster", worker_args=["--nthreads", "4"])
+            )
+            cluster.start_workers(["w1"])
+            address = cluster.address
+        args = [*_crawl_args(s3_server, bucket, listing, address)[:-2], "--time-limit", "0.05"]
+        done = run_command(args, tmp_path, env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    summary = orjson.loads(s3_server.fs().cat_file(f"{bucket}/selected/crawl.json"))
+    assert summary["totals"]["done"] == len(keys) == 3 and summary["totals"]["pages"] == 60, summary["totals"]
+    assert sum(summary["totals"]["errors"].values()) > 0, summary["totals"]  # pages stopped at the time limit: extractors replaced
