@@ -49,9 +49,10 @@ from selection_crawl.job import CrawlJob
 from selection_crawl.lease import CrawlLease
 from selection_crawl.listing import SUMMARY_NAME
 from selection_crawl.process import WarcProcessDied, crawl_warc_in_process, crawl_warc_on_dask
-from selection_crawl.unit import PROGRESS_SECONDS, PROGRESS_TOPIC, WarcJob, WarcOutcome
+from selection_crawl.unit import PROGRESS_SECONDS, PROGRESS_TOPIC, STORE_PATIENCE_SECONDS, WarcJob, WarcOutcome
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
 from selection_extraction.own_process import STOP_GRACE_SECONDS
+from selection_storage.stores.retries import patience
 
 CRAWL_PROGRESS_ARTIFACT_KEY: Final[str] = "crawl-progress"
 CRAWL_WARCS_ARTIFACT_KEY: Final[str] = "crawl-warcs"
@@ -386,7 +387,10 @@ def extract_crawl(
     logger = run_logger()
     if dask_address is not None:
         check_dask_scheduler(dask_address)
-    with CrawlLease.acquire(output_prefix, storage_options, flow_run.get_id()) as lease:
+    with (
+        patience(STORE_PATIENCE_SECONDS),
+        CrawlLease.acquire(output_prefix, storage_options, flow_run.get_id()) as lease,
+    ):
         lease.start_renewing()
         job = CrawlJob.plan(listing, output_prefix, base, time_limit_seconds, storage_options, output_format)
         where = f"the Dask cluster at {dask_address}" if dask_address else "local worker processes"

@@ -48,6 +48,7 @@ from selection_extraction.pool import stop_kept_workers
 from selection_extraction.warc import WarcCursor, WarcStream
 from selection_storage.files import Version
 from selection_storage.stores import Location, location, store, write_atomic
+from selection_storage.stores.retries import patience, retried
 
 #: The key of the crawl's own block in a WARC's record (beside the extraction record's keys).
 CRAWL_KEY: Final[str] = "crawl"
@@ -57,6 +58,10 @@ CRAWL_KEY: Final[str] = "crawl"
 COMMIT_PAGES: Final[int] = 300
 COMMIT_SECONDS: Final[float] = 60.0
 COMMIT_PAGES_VARIABLE: Final[str] = "CONTENT_SELECTION_COMMIT_PAGES"
+
+#: Seconds a crawl's store calls are tried again after a transient failure (a store throttling or restarting),
+#: with backoff and jitter, before the WARC fails (:mod:`selection_storage.stores.retries`).
+STORE_PATIENCE_SECONDS: Final[float] = 180.0
 
 #: Starts of a WARC in a row, in one run, that find no new commit (their workers died before it) before it fails
 #: alone: a WARC that kills its workers. A start that finds a new commit is progress, and starts the count again.
@@ -406,6 +411,11 @@ def crawl_warc(job: WarcJob, report: Callable[[int, int], None] | None = None) -
     ``report(pages done, pages estimated)`` is called as each page is done, and as each piece of the output is
     written. It stops the extractor processes this process keeps (:func:`stop_kept_workers`): a WARC's process does
     one WARC (:mod:`selection_crawl.process`)."""
+    with patience(STORE_PATIENCE_SECONDS):
+        return _crawl_warc(job, report)
+
+
+def _crawl_warc(job: WarcJob, report: Callable[[int, int], None] | None) -> WarcOutcome:
     started = time.perf_counter()
     here = expected_fingerprint(job.time_limit_seconds, job.output_format)
     if here != job.fingerprint:
@@ -472,9 +482,13 @@ def _crawl(
                 )
                 return WarcOutcome.failed(reason, EXIT_IO_ERROR, tries=tries - 1)
             done, root = _extract_and_select(job, source, commits, pieces, progress, report)
-            pieces.seek(0)
-            lines = _whole_lines(pieces, lambda: report(done.articles, done.articles))
-            sha256, size = write_output(target, lines, dataset=job.output_format == DATASET)
+
+            def write() -> tuple[str, int]:  # from the start of the pieces at each try
+                pieces.seek(0)
+                lines = _whole_lines(pieces, lambda: report(done.articles, done.articles))
+                return write_output(target, lines, dataset=job.output_format == DATASET)
+
+            sha256, size = retried(write)
     except SelectionError as exc:
         return WarcOutcome.failed(str(exc), exc.exit_code, tries=tries)
     outcome = WarcOutcome(

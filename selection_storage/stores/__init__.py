@@ -29,6 +29,7 @@ from selection_storage.stores.entries import Entry, modified, object_version
 from selection_storage.stores.failures import store_error
 from selection_storage.stores.objects import ObjectStore
 from selection_storage.stores.protocol import Store
+from selection_storage.stores.retries import retried
 from selection_storage.stores.uploads import STALE_UPLOAD_SECONDS, abort_stale_uploads
 from selection_storage.stores.urls import Location, ObjectPath, is_url, local_text, location
 
@@ -67,7 +68,11 @@ def write_atomic(target: str | os.PathLike[str] | ObjectPath, data: bytes | Iter
         OutputPathError: permission denied or read-only file system.
         WriteError: disk full or another I/O error; nothing was written.
     """
-    write_atomic_group([(location(target, None, "output"), data)])
+    where = location(target, None, "output")
+    if isinstance(data, bytes | list | tuple):  # the data can be given again: a failed write is tried again whole
+        retried(lambda: write_atomic_group([(where, data)]))
+    else:
+        write_atomic_group([(where, data)])
 
 
 def remove_orphans_beside(targets: Iterable[Location]) -> None:

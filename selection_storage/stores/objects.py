@@ -19,6 +19,7 @@ from selection_storage.stores.backend import UPLOAD_PART_BYTES, Changed
 from selection_storage.stores.entries import Entry, listed_version, modified_ns, object_version, walk_objects
 from selection_storage.stores.failures import store_error
 from selection_storage.stores.protocol import Store
+from selection_storage.stores.retries import retried
 from selection_storage.stores.uploads import STALE_UPLOAD_SECONDS, StagedObject, abort_stale_uploads
 from selection_storage.stores.urls import Location, ObjectPath
 
@@ -35,12 +36,15 @@ def read_range(p: ObjectPath, version: Version, start: int, into: memoryview) ->
     fs = p.filesystem()
     from fsspec.asyn import sync
 
-    try:
-        got = sync(fs.loop, p.backend.read_range, fs, p.key, name, value, start, into)
-    except Changed:
-        got = -1
-    except Exception as exc:  # noqa: BLE001 - every store failure becomes one typed line
-        raise store_error(p, exc) from None
+    def get() -> int | None:
+        try:
+            return sync(fs.loop, p.backend.read_range, fs, p.key, name, value, start, into)
+        except Changed:
+            return -1
+        except Exception as exc:  # noqa: BLE001 - every store failure becomes one typed line
+            raise store_error(p, exc) from None
+
+    got = retried(get)
     if got is None:
         return False
     if got != into.nbytes:
@@ -62,10 +66,13 @@ class _ObjectStream(io.RawIOBase):
         return True
 
     def _do(self, action: str, *args: Any) -> Any:
-        try:
-            return getattr(self._fh, action)(*args)
-        except Exception as exc:  # noqa: BLE001
-            raise store_error(self._path, exc) from None
+        def call() -> Any:  # a failed read leaves the file where it was: the same read is tried again
+            try:
+                return getattr(self._fh, action)(*args)
+            except Exception as exc:  # noqa: BLE001
+                raise store_error(self._path, exc) from None
+
+        return retried(call)
 
     def read(self, size: int = -1) -> bytes:
         return bytes(self._do("read", size))
@@ -98,6 +105,9 @@ class ObjectStore:
 
     def _entry(self) -> dict[str, Any] | None:
         """The store's current entry here (not a cached listing), or None when nothing is here."""
+        return retried(self._entry_once)
+
+    def _entry_once(self) -> dict[str, Any] | None:
         fs = self.path.filesystem()
         try:
             fs.invalidate_cache(self.path.key)
@@ -123,10 +133,7 @@ class ObjectStore:
     def _stream(self) -> Iterator[tuple[Version, _ObjectStream]]:
         """Opened without a read-ahead cache (each read one ranged GET: memory stays bounded), and the version."""
         entry = self._object()
-        try:
-            fh = self.path.filesystem().open(self.path.key, "rb", cache_type="none", block_size=UPLOAD_PART_BYTES)
-        except Exception as exc:  # noqa: BLE001
-            raise store_error(self.path, exc) from None
+        fh = self._opened(cache_type="none", block_size=UPLOAD_PART_BYTES)
         with contextlib.closing(_ObjectStream(self.path, fh)) as stream:
             yield object_version(getattr(fh, "details", None) or entry), stream
 
@@ -152,11 +159,17 @@ class ObjectStore:
 
     def open(self, block_size: int = UPLOAD_PART_BYTES) -> BinaryIO:
         # a read-ahead cache: a sequential reader (a web archive's) streams it in ranges with bounded memory
-        try:
-            fh = self.path.filesystem().open(self.path.key, "rb", cache_type="readahead", block_size=block_size)
-        except Exception as exc:  # noqa: BLE001
-            raise store_error(self.path, exc) from None
+        fh = self._opened(cache_type="readahead", block_size=block_size)
         return _ObjectStream(self.path, fh)  # type: ignore[return-value]
+
+    def _opened(self, **how: Any) -> Any:
+        def call() -> Any:
+            try:
+                return self.path.filesystem().open(self.path.key, "rb", **how)
+            except Exception as exc:  # noqa: BLE001
+                raise store_error(self.path, exc) from None
+
+        return retried(call)
 
     def size(self) -> int:
         return int(self._object()["size"])
@@ -171,6 +184,9 @@ class ObjectStore:
         pass  # an unfinished upload is never an object: aborted by a scan of its prefix (abort_stale_uploads)
 
     def remove(self) -> None:
+        retried(self._remove_once)
+
+    def _remove_once(self) -> None:
         try:
             self.path.filesystem().rm_file(self.path.key)
         except FileNotFoundError:
@@ -216,13 +232,17 @@ class ObjectStore:
 
     def listed(self) -> dict[str, Version]:
         fs = self.path.filesystem()
-        try:
-            fs.invalidate_cache(self.path.key)
-            entries = fs.ls(self.path.key, detail=True)
-        except FileNotFoundError:
-            return {}
-        except Exception as exc:  # noqa: BLE001
-            raise store_error(self.path, exc) from None
+
+        def call() -> list[dict[str, Any]]:
+            try:
+                fs.invalidate_cache(self.path.key)
+                return list(fs.ls(self.path.key, detail=True))
+            except FileNotFoundError:
+                return []
+            except Exception as exc:  # noqa: BLE001
+                raise store_error(self.path, exc) from None
+
+        entries = retried(call)
         found = {}
         for entry in entries:
             name = posixpath.basename(str(entry["name"]).rstrip("/"))

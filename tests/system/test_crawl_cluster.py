@@ -295,4 +295,6 @@ def test_warcs_done_at_once_in_one_worker_process_replace_their_extractors_witho
     assert done.returncode == 0, done.stderr
     summary = orjson.loads(s3_server.fs().cat_file(f"{bucket}/selected/crawl.json"))
     assert summary["totals"]["done"] == len(keys) == 3 and summary["totals"]["pages"] == 60, summary["totals"]
-    assert sum(summary["totals"]["errors"].values()) > 0, summary["totals"]  # pages stopped at the time limit: extractors replaced
+    assert sum(summary["totals"]["errors"].values()) > 0, summary[
+        "totals"
+    ]  # pages stopped at the time limit: extractors replaced

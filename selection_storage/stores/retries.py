@@ -1,0 +1,58 @@
+"""Store calls tried again after a transient failure (throttling, a 5xx, a reset connection, a timeout), with
+exponential backoff and jitter, for as long as the calling context's patience allows.
+
+The patience is none unless a caller sets it (:func:`patience`): a command on one batch fails at once and its line
+says to retry. A crawl sets it in its coordinator and in each WARC's process, so that a store that throttles or
+restarts for a minute costs that minute, not a WARC. Only the waits are random: what a call returns is the
+store's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import random
+import time
+from collections.abc import Callable, Iterator
+from typing import Final, TypeVar
+
+from selection_storage.transient import is_transient_io_error
+
+T = TypeVar("T")
+
+#: The first wait, and the longest, between two tries (each drawn between half of it and all of it).
+FIRST_WAIT_SECONDS: Final[float] = 0.5
+MAX_WAIT_SECONDS: Final[float] = 20.0
+
+_patience: contextvars.ContextVar[float] = contextvars.ContextVar("content_selection_store_patience", default=0.0)
+_jitter = random.Random()  # noqa: S311 - spreads the waits of many workers; decides nothing
+
+
+@contextlib.contextmanager
+def patience(seconds: float) -> Iterator[None]:
+    """Store calls made in this context (this thread) are tried again for up to ``seconds`` after a transient
+    failure."""
+    token = _patience.set(seconds)
+    try:
+        yield
+    finally:
+        _patience.reset(token)
+
+
+def retried(call: Callable[[], T]) -> T:
+    """``call()``, tried again while it raises a transient error (:func:`is_transient_io_error`: the typed errors
+    of :mod:`~selection_storage.stores.failures`, or a transient errno) and the patience lasts; then its error."""
+    budget = _patience.get()
+    if budget <= 0:
+        return call()
+    deadline = time.monotonic() + budget
+    wait = FIRST_WAIT_SECONDS
+    while True:
+        try:
+            return call()
+        except Exception as exc:
+            pause = _jitter.uniform(wait / 2, wait)
+            if not is_transient_io_error(exc) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        wait = min(2 * wait, MAX_WAIT_SECONDS)

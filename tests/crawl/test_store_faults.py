@@ -1,0 +1,76 @@
+"""A crawl from and to S3 (moto's server) through a proxy that answers a few percent of requests ``503 SlowDown``
+or cuts them, and answers nothing but ``503`` for a whole minute in the middle of the crawl: every store call of the
+crawl is tried again (backoff and jitter, bounded), and the outputs are a clean run's, byte for byte."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from selection_crawl.job import CrawlJob
+from selection_crawl.unit import COMMIT_PAGES_VARIABLE, crawl_warc
+from tests.support.crawls import write_crawl
+from tests.support.faultkit import child_env
+from tests.support.faultproxy import FaultProxy
+from tests.support.object_stores import StoreServer, environment
+
+pytestmark = pytest.mark.slow
+
+CRAWL = "crawl-data/CC-MAIN-2024-18"
+OUTAGE_SECONDS = 60.0
+
+
+def test_a_crawl_through_a_throttling_store_and_a_minute_of_outage_writes_a_clean_runs_bytes(
+    s3_server: StoreServer, bucket: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "crawl"
+    keys = write_crawl(folder, 4, 25)
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        s3_server.put(s3_server.url(bucket, path.relative_to(folder).as_posix()), path.read_bytes())
+    listing, base = s3_server.url(bucket, f"{CRAWL}/warc.paths.gz"), s3_server.url(bucket, "")
+    reference = CrawlJob.plan(listing, s3_server.url(bucket, "reference"), base, 30.0)
+    for index in reference.todo:  # straight to the server: no fault
+        assert crawl_warc(reference.warc_job(index)).state == "done"
+    fs = s3_server.fs()
+
+    with FaultProxy(s3_server.endpoint, rate=0.03, seed=47) as proxy:
+        env = {k: v for k, v in child_env().items() if not k.startswith("PREFECT_")} | environment(s3_server)
+        env |= {"AWS_ENDPOINT_URL": proxy.endpoint, "PREFECT_HOME": str(tmp_path / "home"), COMMIT_PAGES_VARIABLE: "5"}
+        args = ["crawl", listing, "--base", base, "-o", s3_server.url(bucket, "selected"), "--workers", "2"]
+        log = tmp_path / "crawl.log"
+        with open(log, "wb") as sink:
+            command = subprocess.Popen([sys.executable, "-m", "selection_cli.main", *args], cwd=tmp_path, env=env,
+                                       stdout=sink, stderr=subprocess.STDOUT)  # fmt: skip
+        outage = threading.Timer(0, lambda: None)
+        try:
+            deadline = time.monotonic() + 600
+            while not [
+                k for k in fs.find(f"{bucket}/selected") if k.endswith(".commit")
+            ]:  # the middle of the crawl: a WARC has a commit
+                assert command.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+            proxy.outage.set()
+            outage = threading.Timer(OUTAGE_SECONDS, proxy.outage.clear)
+            outage.start()
+            assert command.wait(timeout=900) == 0, log.read_text()
+        finally:
+            outage.cancel()
+            if command.poll() is None:
+                command.kill()
+    print(f"\nthrough the fault proxy: {proxy.counts}")
+    assert proxy.counts["slowdown"] and proxy.counts["cut"] and proxy.counts["outage"]
+    fs = s3_server.fs()  # not the one that listed while the crawl ran: its listings are cached
+    for warc in reference.warcs:
+        assert fs.cat_file(f"{bucket}/selected/{warc.relative}") == fs.cat_file(f"{bucket}/reference/{warc.relative}")
+    summary = orjson.loads(fs.cat_file(f"{bucket}/selected/crawl.json"))
+    assert summary["totals"]["done"] == len(keys) and summary["totals"]["failed"] == 0
+    assert s3_server.uploads(bucket) == []
+    assert not [k for k in fs.find(f"{bucket}/selected") if k.endswith(".commit")] and not [
+        k for k in fs.find(f"{bucket}/selected") if k.endswith(".tries")
+    ]
