@@ -403,7 +403,10 @@ def extract_crawl(
             with _dask_workers(dask_address) if dask_address else _local_workers(workers) as on:
                 _dispatch(job, on, progress, lease)
         finally:
-            job.close()
+            if lease.holds():
+                job.close()
+            else:
+                logger.warning("crawl.json is not rewritten, nor the prefix swept: its lease is not this run's")
     progress.publish()
     totals = job.totals()
     summary = CrawlRunSummary(

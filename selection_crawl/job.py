@@ -7,6 +7,7 @@ so that a re-run lists the output folders instead of reading every record.
 
 from __future__ import annotations
 
+import posixpath
 import tempfile
 import time
 import uuid
@@ -21,7 +22,14 @@ from selection_core.config import EXTRACTORS
 from selection_core.dataset import BATCH, DATASET
 from selection_core.errors import EXIT_INVALID_INPUT, EXIT_IO_ERROR, OutputPathError, SelectionError
 from selection_crawl.listing import SUMMARY_NAME, ListedWarc, joined, read_listing, record_of
-from selection_crawl.unit import WarcJob, WarcOutcome, expected_fingerprint, read_record, work_files
+from selection_crawl.unit import (
+    WarcJob,
+    WarcOutcome,
+    expected_fingerprint,
+    read_record,
+    work_file_output,
+    work_files,
+)
 from selection_engine.dataset import require_pyarrow
 from selection_extraction import ExtractionSettings
 from selection_storage.files import Version
@@ -116,6 +124,7 @@ class CrawlJob:
         self.listing = listing
         self.prefix = prefix
         self.warcs = warcs
+        self._written: set[str] | None = None
         self.base = base
         self.time_limit_seconds = time_limit_seconds
         self.storage_options = dict(storage_options or {})
@@ -286,9 +295,23 @@ class CrawlJob:
         return [(self.warcs[index], outcome) for index in self._failed if (outcome := self.outcome(index))]
 
     def close(self) -> None:
-        """Write the summary, and remove what killed writers left under the prefix (every writer has stopped)."""
+        """Write the summary, and remove what killed writers left under the prefix: the unfinished uploads of this
+        job's files at any age (its writers have stopped), others only when over an hour old (a nested prefix's
+        crawl may be writing them). Only while this run holds the prefix's lease."""
         self.write_summary()
-        store(location(self.prefix, self.storage_options, "output")).remove_orphans_under(writers_stopped=True)
+        store(location(self.prefix, self.storage_options, "output")).remove_orphans_under(stopped=self.writes)
+
+    def writes(self, relative: str) -> bool:
+        """Whether this job writes ``relative`` (under the prefix): ``crawl.json``, or a WARC's output, record,
+        commits or count of starts."""
+        if self._written is None:
+            self._written = {SUMMARY_NAME}
+            for warc in self.warcs:
+                folder = posixpath.dirname(warc.relative)
+                self._written |= {warc.relative, posixpath.join(folder, record_of(self.where(warc.relative)).name)}
+        folder, name = posixpath.split(relative)
+        output = posixpath.join(folder, work_file_output(name) or name)
+        return relative in self._written or output in self._written
 
     def check(self) -> None:
         """A :class:`CrawlFailedError` when a WARC failed: 65 if one was bad input, else 74."""

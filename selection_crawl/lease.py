@@ -53,6 +53,17 @@ class CrawlLeaseLostError(SelectionError):
     exit_code = EXIT_TEMPFAIL
 
 
+def pid_space() -> str:
+    """Where a process id names one process: this boot of this machine's kernel and this pid namespace (a
+    container's own, or the host's); empty where it cannot be told (then a holder is never taken for gone)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as fh:
+            boot = fh.read().strip()
+        return f"{boot}/{os.stat('/proc/self/ns/pid').st_ino}"
+    except OSError:
+        return ""
+
+
 def _now() -> float:
     """This machine's clock, in seconds since the epoch."""
     return time.time()
@@ -67,6 +78,7 @@ class Holder:
     """Who a lease names (``?`` or None for what its body lacks), and how long ago the store last saw it written."""
 
     host: str
+    pid_space: str  # where its pid means its process (:func:`pid_space`); empty when the lease does not say
     pid: int | None
     flow_run: str | None
     since: str
@@ -84,6 +96,7 @@ class Holder:
         flow_run = body.get("flow_run")
         return cls(
             host=str(body.get("host") or "?"),
+            pid_space=str(body.get("pid_space") or ""),
             pid=pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None,
             flow_run=None if flow_run is None else str(flow_run),
             since=str(body.get("since") or "?"),
@@ -93,7 +106,8 @@ class Holder:
 
     def ended(self) -> bool:
         """Its process is gone (known on its own host only), or it has not renewed the lease for too long."""
-        gone = self.host == socket.gethostname() and self.pid is not None and not process_alive(self.pid)
+        here = self.pid_space and self.pid_space == pid_space()  # not the host's name: containers share it
+        gone = here and self.pid is not None and not process_alive(self.pid)
         return gone or self.age > STALE_SECONDS
 
     def __str__(self) -> str:
@@ -138,6 +152,7 @@ class CrawlLease:
         body = {
             "host": socket.gethostname(),
             "pid": os.getpid(),
+            "pid_space": pid_space(),
             "flow_run": flow_run,
             "since": now,
             "renewed": now,
@@ -218,6 +233,18 @@ class CrawlLease:
                     )
                 self._failure = exc
                 return
+
+    def holds(self) -> bool:
+        """Whether the lease is this run's now, at the store (it is renewed to know): False once lost, released,
+        or when the store cannot say. What only the holder may do (rewrite ``crawl.json``, sweep the prefix) asks
+        this first."""
+        if self._lost or self._released:
+            return False
+        try:
+            self.renew()
+        except Exception:  # noqa: BLE001 - not known to be held: not held
+            return False
+        return True
 
     def check(self) -> None:
         """Raise what made the renewing thread stop (a lost lease, a store's failure that lasted); else nothing."""

@@ -271,6 +271,14 @@ def work_files(output_name: str, names: Iterable[str]) -> list[str]:
     )
 
 
+def work_file_output(name: str) -> str | None:
+    """The output name whose commit or count of starts ``name`` is (None: neither)."""
+    if name.endswith(_TRIES_SUFFIX):
+        return name[: -len(_TRIES_SUFFIX)]
+    stem, dot, number = name.removesuffix(_COMMIT_SUFFIX).rpartition(".")
+    return stem if name.endswith(_COMMIT_SUFFIX) and dot and number.isdigit() else None
+
+
 class _Commits:
     """A WARC's commits beside its output, valid for one version of the WARC and one fingerprint; and the count of
     its starts in this run."""

@@ -20,7 +20,7 @@ from selection_storage.stores.entries import Entry, listed_version, modified_ns,
 from selection_storage.stores.failures import store_error
 from selection_storage.stores.protocol import Store
 from selection_storage.stores.retries import retried
-from selection_storage.stores.uploads import STALE_UPLOAD_SECONDS, StagedObject, abort_stale_uploads
+from selection_storage.stores.uploads import StagedObject, abort_stale_uploads
 from selection_storage.stores.urls import Location, ObjectPath
 
 
@@ -254,8 +254,8 @@ class ObjectStore:
         entry = self._entry()
         return None if entry is None or entry.get("type") == "directory" else listed_version(entry)
 
-    def remove_orphans_under(self, writers_stopped: bool = False) -> list[Location]:
-        return list(abort_stale_uploads(self.path, older_than=0 if writers_stopped else STALE_UPLOAD_SECONDS))
+    def remove_orphans_under(self, stopped: Callable[[str], bool] | None = None) -> list[Location]:
+        return list(abort_stale_uploads(self.path, stopped=stopped))
 
     def resolve(self) -> Location:
         return self.path

@@ -77,9 +77,10 @@ class Store(Protocol):
         """This file's version as its folder's :meth:`listed` tells it (an object's ETag or generation, not its
         version id, which a listing omits); None when nothing is here."""
 
-    def remove_orphans_under(self, writers_stopped: bool = False) -> list[Location]:
+    def remove_orphans_under(self, stopped: Callable[[str], bool] | None = None) -> list[Location]:
         """Remove what killed writers left under this folder (staged files; a store's unfinished uploads over an
-        hour old, or every one when the caller knows its ``writers_stopped``); what they were for."""
+        hour old, or of any age when ``stopped(key under the folder)`` says the caller knows its writer stopped);
+        what they were for."""
 
     def resolve(self) -> Location:
         """Symbolic links and ``..`` followed (an object is its own)."""

@@ -4,6 +4,7 @@ killed writers leave."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, Final
 
 from selection_storage.atomic import Staged
@@ -57,19 +58,28 @@ class StagedObject(Staged):
 
 
 def abort_stale_uploads(
-    prefix: ObjectPath, now: float | None = None, older_than: float = STALE_UPLOAD_SECONDS
+    prefix: ObjectPath,
+    now: float | None = None,
+    older_than: float = STALE_UPLOAD_SECONDS,
+    stopped: Callable[[str], bool] | None = None,
 ) -> list[ObjectPath]:
     """Abort the unfinished uploads under ``prefix`` started ``older_than`` seconds or more ago (a killed writer's:
-    never an object, but stored and billed); the objects they were for. Never raises. 0 aborts every one: for a
-    caller that knows every writer under the prefix has stopped. (S3: its multipart uploads; Azure: the blobs that
-    have uncommitted blocks only; Google Cloud Storage cannot list its resumable uploads.)"""
+    never an object, but stored and billed), and those of any age whose key under the prefix ``stopped`` says the
+    caller knows the writer of (it has stopped); the objects they were for. Never raises. (S3: its multipart
+    uploads; Azure: the blobs that have uncommitted blocks only; Google Cloud Storage cannot list its resumable
+    uploads.)"""
     fs = prefix.filesystem()
     bucket, _, key_prefix = prefix.key.partition("/")
     now = time.time() if now is None else now
 
+    head = key_prefix.rstrip("/") + "/" if key_prefix else ""
+
     def stale(key: str, started: Any) -> bool:
-        inside = not key_prefix or key == key_prefix or key.startswith(key_prefix.rstrip("/") + "/")
-        return inside and now - modified({"LastModified": started}) >= older_than
+        if key != key_prefix and not key.startswith(head):
+            return False
+        return now - modified({"LastModified": started}) >= older_than or (
+            stopped is not None and stopped(key[len(head) :])
+        )
 
     try:
         keys = prefix.backend.abort_uploads(fs, bucket, key_prefix, stale)

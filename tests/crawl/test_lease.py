@@ -32,6 +32,7 @@ from selection_crawl.lease import (
     CrawlLease,
     CrawlLeaseHeldError,
     CrawlLeaseLostError,
+    pid_space,
 )
 from selection_storage.stores import location
 from selection_storage.stores.conditional import conditional
@@ -91,10 +92,13 @@ def place(request: pytest.FixtureRequest, tmp_path: Path, store_servers: dict[st
     return Place(server.url(server.new_bucket(), "selected"), server)
 
 
-def foreign(host: str = "another-host", pid: int = 4242, token: str = "f" * 32) -> dict[str, Any]:
+def foreign(
+    host: str = "another-host", pid: int = 4242, token: str = "f" * 32, space: str = "another-boot/4026531836"
+) -> dict[str, Any]:
     """The body of another run's lease, renewed now."""
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    return {"host": host, "pid": pid, "flow_run": None, "since": now, "renewed": now, "token": token}
+    body = {"host": host, "pid": pid, "pid_space": space, "flow_run": None, "since": now, "renewed": now}
+    return {**body, "token": token}
 
 
 def dead_pid() -> int:
@@ -125,8 +129,10 @@ def test_a_second_run_is_refused_in_one_line_naming_the_holder(place: Place) -> 
 def test_the_lease_names_its_holder(place: Place) -> None:
     with CrawlLease.acquire(place.prefix, None, flow_run=None) as held:
         body = place.read()
-    assert body is not None and set(body) == {"host", "pid", "flow_run", "since", "renewed", "token"}
+    assert body is not None and set(body) == {"host", "pid", "pid_space", "flow_run", "since", "renewed", "token"}
     assert (body["host"], body["pid"], body["flow_run"], body["token"]) == (HOST, os.getpid(), None, held.token)
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    assert body["pid_space"] == f"{boot}/{os.stat('/proc/self/ns/pid').st_ino}"
     assert re.fullmatch(STAMP, body["since"]) and re.fullmatch(STAMP, body["renewed"])
     assert re.fullmatch(r"[0-9a-f]{32}", held.token)
 
@@ -149,16 +155,19 @@ def test_release_leaves_a_lease_another_run_has_taken(place: Place) -> None:
 
 
 @pytest.mark.parametrize(
-    ("host", "taken"),
+    ("host", "space", "taken"),
     [
-        pytest.param(HOST, True, id="this-host"),
-        pytest.param("another-host", False, id="another-host-cannot-be-asked"),
+        pytest.param(HOST, pid_space(), True, id="this-pid-space"),
+        pytest.param("another-host", "another-boot/1", False, id="another-machine-cannot-be-asked"),
+        # a container with the host's network (--network host) has its name, not its processes
+        pytest.param(HOST, "another-boot/1", False, id="same-host-name-another-pid-space"),
+        pytest.param(HOST, "", False, id="a-lease-that-does-not-say"),
     ],
 )
-def test_a_lease_whose_process_has_ended_is_taken_over(place: Place, host: str, taken: bool) -> None:
-    place.write(foreign(host=host, pid=dead_pid()))
+def test_a_lease_whose_process_has_ended_is_taken_over(place: Place, host: str, space: str, taken: bool) -> None:
+    place.write(foreign(host=host, pid=dead_pid(), space=space))
     if not taken:
-        with pytest.raises(CrawlLeaseHeldError, match=rf"\(host another-host, process \d+, since {STAMP}, renewed"):
+        with pytest.raises(CrawlLeaseHeldError, match=rf"\(host {host}, process \d+, since {STAMP}, renewed"):
             CrawlLease.acquire(place.prefix, None)
         return
     with CrawlLease.acquire(place.prefix, None) as lease:
@@ -251,7 +260,7 @@ def at_once(prefix: str, runs: int = 2) -> list[CrawlLease | Exception]:
 
 def test_two_runs_taking_a_stale_lease_at_once_end_with_one_holder(place: Place) -> None:
     for _ in range(3):
-        place.write(foreign(host=HOST, pid=dead_pid()))
+        place.write(foreign(host=HOST, pid=dead_pid(), space=pid_space()))
         outcomes = at_once(place.prefix)
         holders = [o for o in outcomes if isinstance(o, CrawlLease)]
         refused = [o for o in outcomes if isinstance(o, CrawlLeaseHeldError)]
