@@ -50,14 +50,18 @@ def output_name(relative: str, output_format: str = BATCH) -> str:
     return (warc_stem(relative) or relative) + OUTPUT_SUFFIXES[output_format]
 
 
+#: What a WARC's record is named after, in place of its output's ending, per output format: each format has its
+#: own (the two outputs of one WARC can be beside each other, each with the record that says it is done).
+RECORD_SUFFIXES: Final[dict[str, str]] = {BATCH: RECORD_SUFFIX, DATASET: ".dataset" + RECORD_SUFFIX}
+
+
 def record_of(output: Location) -> Location:
-    """The record beside a WARC's output: its ``.jsonl`` or ``.parquet`` replaced by ``.extraction.json``."""
-    name = output.name
-    for suffix in OUTPUT_SUFFIXES.values():
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-            break
-    return output.with_name(name + RECORD_SUFFIX)
+    """The record beside a WARC's output: its ``.jsonl`` replaced by ``.extraction.json``, or its ``.parquet`` by
+    ``.dataset.extraction.json``."""
+    for output_format, suffix in OUTPUT_SUFFIXES.items():
+        if output.name.endswith(suffix):
+            return output.with_name(output.name[: -len(suffix)] + RECORD_SUFFIXES[output_format])
+    return output.with_name(output.name + RECORD_SUFFIX)
 
 
 def _is_absolute(line: str) -> bool:

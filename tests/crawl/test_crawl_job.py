@@ -241,7 +241,7 @@ def test_a_crawl_as_a_dataset_is_read_by_duckdb_over_its_glob_with_each_warcs_se
     rows_of = {(r["file_path"], r["id"]): r for r in (dict(zip(columns, row)) for row in rows)}
     expected = 0
     for warc in job.warcs:
-        record = orjson.loads((datasets / warc.relative).with_suffix(".extraction.json").read_bytes())
+        record = orjson.loads((datasets / warc.relative).with_suffix(".dataset.extraction.json").read_bytes())
         assert record["crawl"]["format"] == "dataset"
         lines = (batches / warc.relative).with_suffix(".jsonl").read_bytes().splitlines()
         for article in map(orjson.loads, lines):
@@ -252,13 +252,15 @@ def test_a_crawl_as_a_dataset_is_read_by_duckdb_over_its_glob_with_each_warcs_se
             expected += 1
     assert len(rows) == expected == summary["totals"]["pages"] == 24
 
-    # the same format again redoes nothing; the other format is other outputs, every WARC done
+    # the same format again redoes nothing; the other format is other outputs and other records, every WARC done...
     assert CrawlJob.plan(listing, str(datasets), str(CRAWL), 30.0, output_format="dataset").todo == []
-    assert CrawlJob.plan(listing, str(datasets), str(CRAWL), 30.0).todo == list(range(len(KEYS)))
-    # a record of the other format beside a dataset's output is not trusted (its fingerprint and size are another's)
+    _run(CrawlJob.plan(listing, str(datasets), str(CRAWL), 30.0))
+    for output_format in ("batch", "dataset"):  # ...and each format's outputs stay done beside the other's
+        assert CrawlJob.plan(listing, str(datasets), str(CRAWL), 30.0, output_format=output_format).todo == []
+    # a record of the other format in place of a dataset's record is not trusted (its fingerprint and size differ)
     first = datasets / job.warcs[0].relative
     other = (batches / job.warcs[0].relative).with_suffix(".extraction.json")
-    first.with_suffix(".extraction.json").write_bytes(other.read_bytes())
+    first.with_suffix(".dataset.extraction.json").write_bytes(other.read_bytes())
     (datasets / "crawl.json").unlink()  # its copy of the record would be read first
     assert CrawlJob.plan(listing, str(datasets), str(CRAWL), 30.0, output_format="dataset").todo == [0]
 
