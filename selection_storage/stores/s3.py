@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 from selection_storage.stores.backend import Backend, Changed, Tagged, fill, timestamp
@@ -50,7 +50,7 @@ class S3(Backend):
 
     def abort_uploads(self, fs: Any, bucket: str, key_prefix: str, stale: Callable[[str, Any], bool]) -> list[str]:
         aborted: list[str] = []
-        for upload in sorted(fs.list_multipart_uploads(bucket), key=lambda u: (u["Key"], u["UploadId"])):
+        for upload in _uploads_under(fs, bucket, key_prefix):
             if stale(upload["Key"], upload["Initiated"]):
                 fs.abort_mpu(bucket, upload["Key"], upload["UploadId"])
                 aborted.append(upload["Key"])
@@ -89,3 +89,15 @@ class S3(Backend):
                 return False
             raise
         return True
+
+
+def _uploads_under(fs: Any, bucket: str, key_prefix: str) -> Iterator[dict[str, Any]]:
+    """The unfinished multipart uploads of ``bucket`` under ``key_prefix``, page after page (S3 gives at most 1,000
+    a page, in key order: in a shared bucket, this prefix's may be far beyond the first page)."""
+    page: dict[str, Any] = {"Bucket": bucket, "Prefix": key_prefix}
+    while True:
+        listed = fs.call_s3("list_multipart_uploads", **page)
+        yield from sorted(listed.get("Uploads", []), key=lambda u: (u["Key"], u["UploadId"]))
+        if not listed.get("IsTruncated"):
+            return
+        page |= {"KeyMarker": listed["NextKeyMarker"], "UploadIdMarker": listed["NextUploadIdMarker"]}

@@ -438,3 +438,22 @@ def test_a_discarded_upload_alone_on_its_blob_leaves_no_block(store_server, buck
     assert not store_server.no_uploads(bucket)
     upload.discard()
     assert store_server.no_uploads(bucket) and store_server.keys(bucket) == []
+
+
+def test_the_sweep_of_a_prefix_in_a_shared_bucket_lists_its_uploads_alone_and_aborts_only_what_it_may(
+    s3_server, bucket, mocker
+) -> None:
+    """S3 is asked for the uploads under the prefix (a shared bucket's first page may hold none of them); of those,
+    the ones whose writer the caller knows has stopped are aborted at any age, the others only past the hour."""
+    fs = s3_server.fs()
+    for key in ("other/a.jsonl", "other/b.jsonl", "mine/done.jsonl", "mine/nested/live.jsonl", "mine-too/x.jsonl"):
+        fs.call_s3("create_multipart_upload", Bucket=bucket, Key=key)
+    prefix = ObjectPath("s3", f"{bucket}/mine")
+    asked = mocker.spy(type(prefix.filesystem()), "call_s3")  # what the sweep asks the store (the store answers)
+    now = max(started for _, started in s3_server.uploads(bucket)) + 60  # moto dates every upload alike: a minute
+    aborted = abort_stale_uploads(prefix, now=now, stopped=lambda key: key == "done.jsonl")
+    assert aborted == [ObjectPath("s3", f"{bucket}/mine/done.jsonl")]
+    listings = [c for c in asked.call_args_list if c.args[1] == "list_multipart_uploads"]
+    assert [c.kwargs for c in listings] == [{"Bucket": bucket, "Prefix": "mine"}]
+    left = sorted(key for key, _ in s3_server.uploads(bucket))
+    assert left == sorted(k for k in ("other/a.jsonl", "other/b.jsonl", "mine/nested/live.jsonl", "mine-too/x.jsonl"))
