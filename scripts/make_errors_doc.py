@@ -166,6 +166,7 @@ temporary file, the input's bytes unchanged.
 | 65 (`EX_DATAERR`) | the input or a path is wrong (not JSON, wrong shape, missing, refused output) | no: fix it |
 | 69 (`EX_UNAVAILABLE`) | a service is unreachable (Dask, a store, Prefect API), or an extra missing | once there |
 | 74 (`EX_IOERR`) | reading or writing failed (disk full, I/O error); nothing was written | yes, once fixed |
+| 130 | stopped by Ctrl-C or SIGTERM (`crawl`: one line says how many WARCs ended; the same command again goes on) | yes |
 | 141 | standard output closed by its reader (`... \| head`): the command ends without a word, as `cat` does | — |
 | 1 | internal error (a bug): one line that asks for a report | — |
 | 2 | usage error (argparse) | no |
