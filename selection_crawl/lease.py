@@ -2,8 +2,8 @@
 and that it renews while it runs.
 
 The lease is created only where none is, and taken over only from a holder that has ended: one on this host whose
-process is gone, or one not renewed for :data:`STALE_SECONDS` (as the store's time of its last write tells it,
-against this machine's clock). Every write is conditioned on the version read
+process is gone (asked only in its own pid space), or one not renewed for :data:`STALE_SECONDS` (the store's time
+of its last write against the store's time now: :func:`store_now`). Every write is conditioned on the version read
 (``selection_storage.stores.conditional``), so of two runs that start, renew or take over at once exactly one
 holds the lease after.
 """
@@ -64,6 +64,22 @@ def pid_space() -> str:
         return ""
 
 
+def store_now(where: Location) -> float:
+    """The store's time now, as it dates what is written there: the time of a probe object created under ``where``
+    (then deleted). A lease's age is the store's time against the store's time: this machine's clock, which may be
+    minutes off, never decides."""
+    probe = conditional(where / f"{LEASE_NAME}.{secrets.token_hex(8)}.probe")
+    tag = probe.create_exclusive(b"")
+    try:
+        written = probe.read_tagged()
+    finally:
+        if tag is not None:
+            probe.delete_if(tag)
+    if written is None:
+        raise CrawlLeaseHeldError(f"{where}: the store's time could not be read (a probe object vanished); try again")
+    return written.modified
+
+
 def _now() -> float:
     """This machine's clock, in seconds since the epoch."""
     return time.time()
@@ -86,7 +102,8 @@ class Holder:
     age: float
 
     @classmethod
-    def of(cls, lease: Tagged) -> Holder:
+    def of(cls, lease: Tagged, now: float) -> Holder:
+        """The holder a lease names, ``now`` being the store's time (:func:`store_now`)."""
         try:
             body = orjson.loads(lease.data)
         except orjson.JSONDecodeError:
@@ -101,7 +118,7 @@ class Holder:
             flow_run=None if flow_run is None else str(flow_run),
             since=str(body.get("since") or "?"),
             token=str(body.get("token") or ""),
-            age=_now() - lease.modified,
+            age=now - lease.modified,
         )
 
     def ended(self) -> bool:
@@ -166,7 +183,7 @@ class CrawlLease:
                 current = lease.read_tagged()
                 if current is None:  # released meanwhile: create it again
                     continue
-                holder = Holder.of(current)
+                holder = Holder.of(current, store_now(where))
                 if holder.token == body["token"]:  # this run's write, retried by the client after its reply was lost
                     tag = current.tag
                 elif not holder.ended():
@@ -196,14 +213,14 @@ class CrawlLease:
             tag = self._lease.replace_if(orjson.dumps(body), self._tag)
             if tag is None:
                 current = self._lease.read_tagged()
-                if current is None or Holder.of(current).token != self.token:
+                if current is None or Holder.of(current, current.modified).token != self.token:
                     self._lost = True
                     raise self._lost_error(current)
                 tag = current.tag  # this run's write, retried by the client after its reply was lost
             self._body, self._tag, self._renewed = body, tag, time.monotonic()
 
     def _lost_error(self, current: Tagged | None = None) -> CrawlLeaseLostError:
-        now = "removed" if current is None else f"taken over ({Holder.of(current)})"
+        now = "removed" if current is None else f"taken over ({Holder.of(current, current.modified)})"
         return CrawlLeaseLostError(
             f"{self.prefix}: this crawl's lease on the prefix was {now}; another run owns it now: stop this one"
         )

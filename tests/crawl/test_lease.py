@@ -109,8 +109,9 @@ def dead_pid() -> int:
 
 
 def move_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    """This machine's clock, as the lease reads it, moved past ``STALE_SECONDS``."""
-    monkeypatch.setattr(lease_module, "_now", lambda: time.time() + STALE_SECONDS + 5)
+    """The store's time, as the lease reads it, moved past ``STALE_SECONDS`` (time passing, without the wait)."""
+    real = lease_module.store_now
+    monkeypatch.setattr(lease_module, "store_now", lambda where: real(where) + STALE_SECONDS + 5)
 
 
 def test_a_second_run_is_refused_in_one_line_naming_the_holder(place: Place) -> None:
@@ -272,3 +273,15 @@ def test_two_runs_taking_a_stale_lease_at_once_end_with_one_holder(place: Place)
 def test_a_store_without_conditional_writes_is_refused_in_one_line() -> None:
     with pytest.raises(OutputPathError, match=r"^memory://b/selected/crawl.lease: this store cannot write"):
         CrawlLease.acquire("memory://b/selected", None)
+
+
+def test_this_machines_clock_far_off_takes_no_live_lease(place: Place, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A live lease's age is the store's time against the store's time: this machine's clock 10 minutes ahead (or
+    behind) decides nothing."""
+    place.write(foreign())
+    for skew in (600.0, -600.0):
+        monkeypatch.setattr(time, "time", lambda skew=skew, real=time.time: real() + skew)
+        with pytest.raises(CrawlLeaseHeldError, match=r"renewed [0-9] s ago\)"):
+            CrawlLease.acquire(place.prefix, None)
+        monkeypatch.undo()
+    assert place.token() == "f" * 32
