@@ -36,6 +36,10 @@ STALE_SECONDS: Final[float] = 120.0
 #: How often :meth:`CrawlLease.start_renewing` renews the lease by default.
 RENEW_SECONDS: Final[float] = 30.0
 
+#: Seconds without a renewal after which a run takes its lease as lost: a renewal stuck longer could hide a
+#: takeover (:data:`STALE_SECONDS` less a renewal's period).
+RENEW_DEADLINE_SECONDS: Final[float] = STALE_SECONDS - RENEW_SECONDS
+
 #: Tries to create or take over the lease while other runs change it, before this run gives up.
 _ACQUIRE_ATTEMPTS: Final[int] = 3
 
@@ -264,9 +268,17 @@ class CrawlLease:
         return True
 
     def check(self) -> None:
-        """Raise what made the renewing thread stop (a lost lease, a store's failure that lasted); else nothing."""
+        """Raise what made the renewing thread stop (a lost lease, a store's failure that lasted), or that no renewal
+        has succeeded for :data:`RENEW_DEADLINE_SECONDS` (a renewal stuck in the store's client: past that, another
+        run could take the lease before this one knows); else nothing."""
         if self._failure is not None:
             raise self._failure
+        waited = time.monotonic() - self._renewed
+        if self._thread is not None and waited > RENEW_DEADLINE_SECONDS:
+            raise CrawlLeaseLostError(
+                f"{self.prefix}: this crawl's lease has not been renewed for {round(waited)} s (the store does not "
+                "answer); another run may take the prefix over: stop this one, and run it again"
+            )
 
     def release(self) -> None:
         """Stop renewing, and delete the lease if it is still this run's. Never raises."""

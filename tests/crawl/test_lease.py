@@ -285,3 +285,26 @@ def test_this_machines_clock_far_off_takes_no_live_lease(place: Place, monkeypat
             CrawlLease.acquire(place.prefix, None)
         monkeypatch.undo()
     assert place.token() == "f" * 32
+
+
+def test_a_renewal_stuck_in_the_store_is_a_lost_lease_before_another_run_could_take_it(
+    place: Place, monkeypatch: pytest.MonkeyPatch, mocker: MockerFixture
+) -> None:
+    monkeypatch.setattr(lease_module, "RENEW_DEADLINE_SECONDS", 0.5)
+    assert STALE_SECONDS - lease_module.RENEW_SECONDS == 90.0  # the real deadline: a takeover needs 120 s
+    lease = CrawlLease.acquire(place.prefix, None)
+    released = threading.Event()
+    mocker.patch.object(lease._lease, "replace_if", side_effect=lambda *_: released.wait(30))  # a store that hangs
+    lease.start_renewing(every=0.05)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            lease.check()
+        except CrawlLeaseLostError as exc:
+            assert "this crawl's lease has not been renewed for" in str(exc) and "the store does not answer" in str(exc)
+            break
+        time.sleep(0.02)
+    else:
+        pytest.fail("the stuck renewal was never reported")
+    released.set()
+    lease.release()
