@@ -35,6 +35,7 @@ from content_selection.shell.params import (
     StorageOptions,
     TableRows,
     TimeLimit,
+    WaitSeconds,
     run_namer,
 )
 from content_selection.shell.progress_artifacts import artifact_progress, follower
@@ -46,7 +47,7 @@ from content_selection.shell.runners import (
 )
 from selection_core.errors import EXIT_IO_ERROR
 from selection_crawl.job import CrawlJob
-from selection_crawl.lease import CrawlLease
+from selection_crawl.lease import DEFAULT_WAIT_SECONDS, CrawlLease
 from selection_crawl.listing import SUMMARY_NAME
 from selection_crawl.process import WarcProcessDied, crawl_warc_in_process, crawl_warc_on_dask
 from selection_crawl.unit import PROGRESS_SECONDS, PROGRESS_TOPIC, STORE_PATIENCE_SECONDS, WarcJob, WarcOutcome
@@ -363,6 +364,7 @@ def extract_crawl(
     dask_address: DaskAddress = None,
     workers: OptionalCount = None,
     time_limit_seconds: TimeLimit = DEFAULT_TIME_LIMIT_SECONDS,
+    wait_seconds: WaitSeconds = DEFAULT_WAIT_SECONDS,
     storage_options: StorageOptions = None,
     max_table_rows: TableRows = DEFAULT_MAX_TABLE_ROWS,
     output_format: OutputFormat = DEFAULT_OUTPUT_FORMAT,
@@ -379,6 +381,8 @@ def extract_crawl(
         dask_address: A Dask scheduler, `tcp://HOST:PORT`: each WARC is done on a worker. Empty: local processes.
         workers: Local worker processes (without a Dask address). Empty or 0: one per core.
         time_limit_seconds: Seconds one extractor may spend on one page before it is stopped (TimeoutError).
+        wait_seconds: While another run holds the prefix, seconds to wait for it to end or go stale (a crashed
+            run's lease does after 2 minutes: the crash automation's re-run waits for it) before failing.
         storage_options: Options of the object store of `s3://`, `gs://`, `az://` paths (an endpoint, a region).
         max_table_rows: Most rows of the `crawl-warcs` table artifact.
         output_format: `batch`: each WARC's selected batch (JSON Lines); `dataset`: Parquet, one row per article
@@ -387,10 +391,8 @@ def extract_crawl(
     logger = run_logger()
     if dask_address is not None:
         check_dask_scheduler(dask_address)
-    with (
-        patience(STORE_PATIENCE_SECONDS),
-        CrawlLease.acquire(output_prefix, storage_options, flow_run.get_id()) as lease,
-    ):
+    taking = CrawlLease.acquire(output_prefix, storage_options, flow_run.get_id(), wait_seconds, logger.info)
+    with patience(STORE_PATIENCE_SECONDS), taking as lease:
         lease.start_renewing()
         job = CrawlJob.plan(listing, output_prefix, base, time_limit_seconds, storage_options, output_format)
         where = f"the Dask cluster at {dask_address}" if dask_address else "local worker processes"

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from content_selection.shell.params import MAX_TIME_LIMIT_SECONDS
+from content_selection.shell.params import MAX_TIME_LIMIT_SECONDS, MAX_WAIT_SECONDS
 from content_selection.shell.runners import TaskRunnerConfigError, check_dask_scheduler, resolve_task_runner
 from selection_cli.arguments import (
     add_output_format,
@@ -62,6 +62,14 @@ def add_crawl_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
         default=DEFAULT_TIME_LIMIT_SECONDS,
         metavar="SECONDS",
         help=f"seconds one extractor may spend on one page (default: {DEFAULT_TIME_LIMIT_SECONDS:g})",
+    )
+    parser.add_argument(
+        "--wait",
+        type=seconds(MAX_WAIT_SECONDS),
+        default=0.0,
+        metavar="SECONDS",
+        help="while another crawl holds the prefix, wait up to SECONDS for it to end or go stale (a crashed "
+        "crawl's lease does after 2 minutes) instead of exiting 75 at once",
     )
     add_output_format(parser)
     add_storage_options(parser)
@@ -121,7 +129,11 @@ def crawl_command(args: argparse.Namespace) -> int:
     listing = command_line_path(args.listing)
     read_listing(listing, base, options, args.output_format)  # a relative line without --base is refused now
     output = command_line_path(args.output)
-    CrawlLease.acquire(output, options).release()  # another crawl on the prefix is refused now
+
+    def waiting(line: str) -> None:
+        print(f"content-selection: {line}", file=sys.stderr, flush=True)
+
+    CrawlLease.acquire(output, options, wait=args.wait, waiting=waiting).release()  # another crawl is refused now
     if args.dask_address:
         check_dask_scheduler(args.dask_address)
     parameters: dict[str, Any] = {
@@ -131,6 +143,7 @@ def crawl_command(args: argparse.Namespace) -> int:
         "dask_address": args.dask_address,
         "workers": args.workers,
         "time_limit_seconds": args.time_limit,
+        "wait_seconds": args.wait,
         "storage_options": options,
         "output_format": args.output_format,
     }

@@ -15,7 +15,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -39,6 +39,13 @@ RENEW_SECONDS: Final[float] = 30.0
 #: Seconds without a renewal after which a run takes its lease as lost: a renewal stuck longer could hide a
 #: takeover (:data:`STALE_SECONDS` less a renewal's period).
 RENEW_DEADLINE_SECONDS: Final[float] = STALE_SECONDS - RENEW_SECONDS
+
+#: Seconds between two tries of a run that waits for the lease (``--wait``).
+WAIT_POLL_SECONDS: Final[float] = 10.0
+
+#: How long a deployed crawl (the flow's default) waits for the lease: a run that crashed, re-run at once by the
+#: crash automation, holds it until it goes stale.
+DEFAULT_WAIT_SECONDS: Final[float] = STALE_SECONDS + 2 * RENEW_SECONDS
 
 #: Tries to create or take over the lease while other runs change it, before this run gives up.
 _ACQUIRE_ATTEMPTS: Final[int] = 3
@@ -126,7 +133,7 @@ class Holder:
         )
 
     def ended(self) -> bool:
-        """Its process is gone (known on its own host only), or it has not renewed the lease for too long."""
+        """Its process is gone (known in its own pid space only), or it has not renewed the lease for too long."""
         here = self.pid_space and self.pid_space == pid_space()  # not the host's name: containers share it
         gone = here and self.pid is not None and not process_alive(self.pid)
         return gone or self.age > STALE_SECONDS
@@ -158,15 +165,37 @@ class CrawlLease:
 
     @classmethod
     def acquire(
-        cls, prefix: str | os.PathLike[str], storage_options: Mapping[str, Any] | None, flow_run: str | None = None
+        cls,
+        prefix: str | os.PathLike[str],
+        storage_options: Mapping[str, Any] | None,
+        flow_run: str | None = None,
+        wait: float = 0.0,
+        waiting: Callable[[str], None] | None = None,
     ) -> CrawlLease:
         """The lease of ``prefix`` (a folder, or an ``s3://``, ``gs://``, ``az://`` prefix), created, or taken over
-        from a holder that has ended.
+        from a holder that has ended; while another run holds it, tried again every :data:`WAIT_POLL_SECONDS` for
+        up to ``wait`` seconds (its holder may have died: its lease goes stale), ``waiting(line)`` told each time.
 
         Raises:
-            CrawlLeaseHeldError: another run holds it.
+            CrawlLeaseHeldError: another run holds it (still, after ``wait``).
             SelectionError: the store failed (its typed error).
         """
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                return cls._acquire(prefix, storage_options, flow_run)
+            except CrawlLeaseHeldError as exc:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise
+                if waiting is not None:
+                    waiting(f"waiting up to {round(left)} s more for it to end or go stale: {exc}")
+                time.sleep(min(WAIT_POLL_SECONDS, left))
+
+    @classmethod
+    def _acquire(
+        cls, prefix: str | os.PathLike[str], storage_options: Mapping[str, Any] | None, flow_run: str | None
+    ) -> CrawlLease:
         where = location(prefix, storage_options, "output")
         lease = conditional(where / LEASE_NAME)
         now = _iso(_now())

@@ -82,6 +82,10 @@ DEFAULT_OUTPUT_FORMAT: Final[str] = BATCH
 TableRows = Annotated[int, Field(ge=0, le=MAX_TABLE_ROWS_LIMIT)]
 TimeLimit = Annotated[float, Field(gt=0, le=MAX_TIME_LIMIT_SECONDS)]
 
+#: Most seconds a crawl waits for another run's lease on its prefix.
+MAX_WAIT_SECONDS: Final[float] = 3600.0
+WaitSeconds = Annotated[float, Field(ge=0, le=MAX_WAIT_SECONDS)]
+
 
 def run_namer(prefix: str, parameter: str, default: str, *, task: bool = False) -> Callable[[], str]:
     """A ``flow_run_name`` (a ``task_run_name`` with ``task``): ``<prefix>-<file name of the parameter's path>``."""

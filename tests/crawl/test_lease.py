@@ -308,3 +308,35 @@ def test_a_renewal_stuck_in_the_store_is_a_lost_lease_before_another_run_could_t
         pytest.fail("the stuck renewal was never reported")
     released.set()
     lease.release()
+
+
+def test_a_run_that_waits_takes_the_lease_once_its_holder_ends_and_says_it_waits(
+    place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lease_module, "WAIT_POLL_SECONDS", 0.2)
+    first = CrawlLease.acquire(place.prefix, None)
+    lines: list[str] = []
+    threading.Timer(1.0, first.release).start()  # the first run ends while the second waits
+    with CrawlLease.acquire(place.prefix, None, wait=60, waiting=lines.append) as second:
+        assert place.token() == second.token != first.token
+    assert lines and lines[0].startswith("waiting up to ")
+    assert "for it to end or go stale: " in lines[0] and "another crawl is running on this prefix" in lines[0]
+
+
+def test_a_run_that_waits_for_a_live_holder_is_refused_once_its_wait_is_over(
+    place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lease_module, "WAIT_POLL_SECONDS", 0.2)
+    place.write(foreign())
+    lines: list[str] = []
+    with pytest.raises(CrawlLeaseHeldError, match="another crawl is running on this prefix"):
+        CrawlLease.acquire(place.prefix, None, wait=1.0, waiting=lines.append)
+    assert len(lines) >= 2 and place.token() == foreign()["token"]
+
+
+def test_a_deployed_crawl_waits_longer_than_a_dead_holders_lease_takes_to_go_stale() -> None:
+    assert lease_module.DEFAULT_WAIT_SECONDS > STALE_SECONDS + lease_module.WAIT_POLL_SECONDS
+    from content_selection.flows.extract_crawl import extract_crawl
+
+    default = extract_crawl.parameters.properties["wait_seconds"]["default"]
+    assert default == lease_module.DEFAULT_WAIT_SECONDS
