@@ -395,6 +395,7 @@ def extract_crawl(
     with patience(STORE_PATIENCE_SECONDS), taking as lease:
         lease.start_renewing()
         job = CrawlJob.plan(listing, output_prefix, base, time_limit_seconds, storage_options, output_format)
+        job.fence = lease.fence
         where = f"the Dask cluster at {dask_address}" if dask_address else "local worker processes"
         logger.info(
             "%d WARCs listed, %d done before: doing %d on %s", len(job.warcs), job.resumed, len(job.todo), where

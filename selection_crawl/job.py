@@ -125,6 +125,7 @@ class CrawlJob:
         self.prefix = prefix
         self.warcs = warcs
         self._written: set[str] | None = None
+        self.fence: tuple[str, str] | None = None  # the lease its workers check before each write (set by its run)
         self.base = base
         self.time_limit_seconds = time_limit_seconds
         self.storage_options = dict(storage_options or {})
@@ -182,6 +183,7 @@ class CrawlJob:
             index,
             tuple(sorted(self.storage_options.items())),
             self.output_format,
+            self.fence,
         )
 
     def outcome(self, index: int) -> WarcOutcome | None:

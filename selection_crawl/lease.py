@@ -26,6 +26,7 @@ from selection_core.errors import EXIT_TEMPFAIL, SelectionError
 from selection_storage.atomic import process_alive
 from selection_storage.stores import Location, location
 from selection_storage.stores.conditional import Conditional, Tagged, conditional
+from selection_storage.stores.retries import retried
 
 #: The lease's name, directly under the crawl's output prefix.
 LEASE_NAME: Final[str] = "crawl.lease"
@@ -144,6 +145,16 @@ class Holder:
         return f"host {self.host}, process {self.pid or '?'}{run}, since {self.since}, renewed {renewed}"
 
 
+def check_fence(lease: str, token: str, storage_options: Mapping[str, Any] | None = None) -> None:
+    """Raise :class:`CrawlLeaseLostError` unless the lease at ``lease`` (its URL or path) is still the hold
+    ``token``'s: what a crawl's worker asks before each of its writes, so that a crawl whose lease was taken over
+    writes nothing more."""
+    current = retried(conditional(location(lease, storage_options, "output")).read_tagged)
+    if current is None or Holder.of(current, current.modified).token != token:
+        now = "removed" if current is None else f"taken over ({Holder.of(current, current.modified)})"
+        raise CrawlLeaseLostError(f"{lease}: the crawl's lease was {now}; this worker writes nothing more")
+
+
 class CrawlLease:
     """This run's hold on a crawl's output prefix: :meth:`acquire` it, :meth:`start_renewing` it, call
     :meth:`check` between units of work, :meth:`release` it at the end (or use it as a context manager)."""
@@ -162,6 +173,11 @@ class CrawlLease:
     def token(self) -> str:
         """This hold's random token, as the lease's body names it."""
         return str(self._body["token"])
+
+    @property
+    def fence(self) -> tuple[str, str]:
+        """What a worker checks before each write (:func:`check_fence`): the lease's URL or path, and the token."""
+        return str(self.prefix / LEASE_NAME), self.token
 
     @classmethod
     def acquire(

@@ -8,11 +8,15 @@ reaches every process of a WARC, and a WARC's processes never outlive the worker
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 import time
 from collections.abc import Callable
 from typing import Final
 
-from selection_crawl.unit import PROGRESS_SECONDS, PROGRESS_TOPIC, WarcJob, WarcOutcome, crawl_warc
+from selection_crawl.lease import CrawlLeaseLostError
+from selection_crawl.unit import PROGRESS_SECONDS, PROGRESS_TOPIC, WarcJob, WarcOutcome, crawl_warc, fenced
 from selection_extraction.own_process import OwnProcessDied, Report, run_in_own_process
 
 #: Seconds without a page done or a piece written, beyond three time limits (a page's three extractors, in turn),
@@ -28,6 +32,30 @@ class WarcProcessDied(Exception):
 def stall_seconds(time_limit_seconds: float) -> float:
     """Seconds without a page done after which a WARC doing pages under ``time_limit_seconds`` is stalled."""
     return 3 * time_limit_seconds + STALL_MARGIN_SECONDS
+
+
+#: Seconds between two checks of the crawl's lease by a WARC's process, beside those before each write.
+FENCE_SECONDS: Final[float] = 5.0
+
+
+def _crawl_fenced(job: WarcJob, report: Report) -> WarcOutcome:
+    """:func:`crawl_warc`, in the WARC's process, stopped within :data:`FENCE_SECONDS` of its crawl's lease being
+    taken over (SIGTERM to itself: where it is, as a stop), whatever it was doing."""
+    if job.fence is not None:
+        threading.Thread(target=_watch_fence, args=(job,), name="content-selection-fence", daemon=True).start()
+    return crawl_warc(job, report)
+
+
+def _watch_fence(job: WarcJob) -> None:
+    while True:
+        time.sleep(FENCE_SECONDS)
+        try:
+            fenced(job)
+        except CrawlLeaseLostError:
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        except Exception:  # noqa: BLE001, S112 - a store that fails: asked again, and each write asks too
+            continue
 
 
 def crawl_warc_in_process(
@@ -50,7 +78,7 @@ def crawl_warc_in_process(
 
     stall = stall_seconds(job.time_limit_seconds)
     try:
-        return run_in_own_process(crawl_warc, job, report=forward, stopping=stopping, stall=stall)
+        return run_in_own_process(_crawl_fenced, job, report=forward, stopping=stopping, stall=stall)
     except OwnProcessDied as exc:
         raise WarcProcessDied(f"{job.source}: {exc}; it is sent again from its last commit") from None
 

@@ -37,6 +37,7 @@ from selection_core.errors import EXIT_INVALID_INPUT, EXIT_IO_ERROR, SelectionEr
 from selection_core.formats import JSON_LINES
 from selection_core.jsonl import render_lines
 from selection_core.layout import Chunk
+from selection_crawl.lease import CrawlLeaseLostError, check_fence
 from selection_crawl.listing import record_of
 from selection_engine.engine import write_output
 from selection_extraction import ExtractionSettings, default_extractors
@@ -127,8 +128,8 @@ def expected_fingerprint(time_limit_seconds: float, output_format: str = BATCH) 
 class WarcJob:
     """What a worker needs to do one WARC (a plain, picklable value: no page, no client): where it is, where its
     output goes and in which format, the time limit, the store's options, the coordinator's fingerprint (a worker
-    whose own differs refuses the WARC), the run (its tries are counted per run), the WARC's index in the job and
-    whose record says which."""
+    whose own differs refuses the WARC), the run (its tries are counted per run), the WARC's index in the job, and
+    the crawl's lease and token (its ``fence``): a worker writes nothing once the lease is another run's."""
 
     source: str
     output: str
@@ -138,6 +139,7 @@ class WarcJob:
     index: int = 0
     storage_options: tuple[tuple[str, Any], ...] = ()
     output_format: str = BATCH
+    fence: tuple[str, str] | None = None  # the crawl's lease and its token, checked before each write
 
 
 @dataclass(frozen=True, slots=True)
@@ -449,21 +451,32 @@ def _crawl_warc(job: WarcJob, report: Callable[[int, int], None] | None) -> Warc
                 commits.remove(done=True)  # ...but what a worker killed as it ended left behind
                 return done
         outcome = _crawl(job, source, target, version, commits, report or _silent)
+    except CrawlLeaseLostError as exc:  # another run's prefix now: nothing more is written, not even a clean-up
+        return WarcOutcome.failed(str(exc), exc.exit_code)
     except SelectionError as exc:  # first: a store's read and write errors are OSErrors too
         outcome = WarcOutcome.failed(str(exc), exc.exit_code)
     except OSError as exc:  # the folder of the output could not be made
         outcome = WarcOutcome.failed(f"{job.output}: {exc.strerror or exc}", EXIT_IO_ERROR)
     except KeyboardInterrupt:  # stopped: its commits stay for the next run, a stop is not a try
         if commits is not None:
-            with contextlib.suppress(SelectionError, OSError):
+            with contextlib.suppress(SelectionError, OSError):  # a lost lease among them: nothing is removed
+                fenced(job)
                 commits.remove(done=False)
         raise
     finally:
         stop_kept_workers()  # its extractor process lives as long as the WARC: a worker stopped later leaves none
     if commits is not None:
         with contextlib.suppress(SelectionError, OSError):
+            fenced(job)
             commits.remove(done=outcome.state == "done")
     return dataclasses.replace(outcome, seconds=round(time.perf_counter() - started, 3))
+
+
+def fenced(job: WarcJob) -> None:
+    """Raise :class:`~selection_crawl.lease.CrawlLeaseLostError` when the crawl's lease is another run's now (a
+    job without a fence: never)."""
+    if job.fence is not None:
+        check_fence(*job.fence, dict(job.storage_options))
 
 
 def _silent(_done: int, _estimate: int) -> None:
@@ -482,6 +495,7 @@ def _crawl(
     try:
         with tempfile.TemporaryFile() as pieces:  # anonymous: gone with this process, whatever kills it
             progress = commits.load(pieces)
+            fenced(job)
             tries, stuck = commits.start(progress.commits)
             if stuck > MAX_TRIES:
                 reason = (
@@ -492,11 +506,14 @@ def _crawl(
             done, root = _extract_and_select(job, source, commits, pieces, progress, report)
 
             def write() -> tuple[str, int]:  # from the start of the pieces at each try
+                fenced(job)
                 pieces.seek(0)
                 lines = _whole_lines(pieces, lambda: report(done.articles, done.articles))
                 return write_output(target, lines, dataset=job.output_format == DATASET)
 
             sha256, size = retried(write)
+    except CrawlLeaseLostError:
+        raise
     except SelectionError as exc:
         return WarcOutcome.failed(str(exc), exc.exit_code, tries=tries)
     outcome = WarcOutcome(
@@ -512,6 +529,7 @@ def _crawl(
         resumed=done.resumed,
     )
     crawl = {"format": job.output_format, **outcome.to_json(timed=False)}
+    fenced(job)
     write_atomic(record_of(target), dump_batch({**root, CRAWL_KEY: crawl}))
     return outcome
 
@@ -569,6 +587,7 @@ def _extract_and_select(
             commits=progress.commits + 1,
             begin=chunk.end,
         )
+        fenced(job)
         commits.commit(start, progress, output)
         reported(progress.articles)  # alive: a commit may take as long as the piece's last pages
     if not progress.articles:

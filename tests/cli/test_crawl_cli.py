@@ -84,8 +84,14 @@ def test_a_second_crawl_on_the_same_prefix_is_refused_naming_the_first_before_pr
 
 def _warc_processes(command: subprocess.Popen[bytes]) -> list[psutil.Process]:
     """The WARC processes of a ``crawl`` command on local workers that started extractors."""
-    children = psutil.Process(command.pid).children()
-    return [p for p in children if "selection_extraction.own_process" in " ".join(p.cmdline()) and p.children()]
+    found = []
+    for child in psutil.Process(command.pid).children():
+        try:
+            if "selection_extraction.own_process" in " ".join(child.cmdline()) and child.children():
+                found.append(child)
+        except psutil.Error:  # ended meanwhile
+            continue
+    return found
 
 
 @pytest.mark.slow

@@ -18,9 +18,12 @@ import pytest
 
 from selection_crawl import process
 from selection_crawl.job import CrawlJob
+from selection_crawl.lease import CrawlLease
 from selection_crawl.process import WarcProcessDied, crawl_warc_in_process
 from selection_crawl.unit import COMMIT_PAGES_VARIABLE, crawl_warc
 from selection_extraction.own_process import OwnProcessStopped
+from selection_storage.stores import location
+from selection_storage.stores.conditional import conditional
 from tests.support import ROOT
 from tests.support.cluster import group_exists
 from tests.support.crawls import write_crawl
@@ -48,9 +51,16 @@ def _files(out: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file() and not p.name.startswith(".")}
 
 
-def _warc_processes() -> list[psutil.Process]:
-    """The processes of their own this test process started (a WARC each)."""
-    return [p for p in psutil.Process().children() if "selection_extraction.own_process" in " ".join(p.cmdline())]
+def _warc_processes(parent: psutil.Process | None = None) -> list[psutil.Process]:
+    """The processes of their own this test process (or ``parent``) started (a WARC each)."""
+    found = []
+    for child in (parent or psutil.Process()).children():
+        try:
+            if "selection_extraction.own_process" in " ".join(child.cmdline()):
+                found.append(child)
+        except psutil.Error:  # ended meanwhile (an extractor's fork server, a finished WARC)
+            continue
+    return found
 
 
 def _wait_for(condition, what: str):  # noqa: ANN001, ANN202 - a predicate, and what it returns
@@ -169,7 +179,7 @@ def test_a_warc_whose_watcher_is_killed_ends_with_it(warc: Path, tmp_path: Path)
     watcher = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, start_new_session=True)
     try:
         _wait_for(lambda: list(out.rglob("*.commit")), "a commit")
-        (child,) = [p for p in psutil.Process(watcher.pid).children() if "own_process" in " ".join(p.cmdline())]
+        (child,) = _wait_for(lambda: _warc_processes(psutil.Process(watcher.pid)), "the WARC's process")
         leader = child.pid
         watcher.kill()  # as a Dask worker's process, or a coordinator, dies
         watcher.wait(WAIT_SECONDS)
@@ -178,3 +188,47 @@ def test_a_warc_whose_watcher_is_killed_ends_with_it(warc: Path, tmp_path: Path)
         if watcher.poll() is None:
             os.killpg(watcher.pid, signal.SIGKILL)
     assert not list(out.rglob("*.jsonl"))  # it ended where it was: no output
+
+
+def _take_over(lease: CrawlLease) -> None:
+    """Another run takes the lease over, as a run does: a conditional replace of the version read."""
+    where = conditional(location(lease.fence[0]))
+    current = where.read_tagged()
+    assert current is not None and where.replace_if(b'{"token": "another run"}', current.tag) is not None
+
+
+def test_a_worker_whose_crawls_lease_was_taken_over_writes_nothing(warc: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    lease = CrawlLease.acquire(out, None)
+    job = _job(warc, out)
+    job.fence = lease.fence
+    _take_over(lease)
+    outcome = crawl_warc(job.warc_job(0))
+    assert outcome.state == "failed" and "the crawl's lease was taken over" in outcome.reason
+    names = sorted(p.name for p in out.rglob("*") if p.is_file() and not p.name.startswith("."))
+    assert names == ["crawl.lease"]  # no try, commit or output
+
+
+def test_a_warcs_process_stops_within_seconds_of_a_takeover_and_writes_nothing_after(
+    warc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(COMMIT_PAGES_VARIABLE, "2")
+    out = tmp_path / "out"
+    lease = CrawlLease.acquire(out, None)
+    job = _job(warc, out)
+    job.fence = lease.fence
+    watched = _Watched(job.warc_job(0))
+    watched.start()
+    _wait_for(lambda: list(out.rglob("*.commit")), "a commit")
+    _take_over(lease)
+    taken = time.monotonic()
+    before = {p.name for p in out.rglob("*.commit")}
+    watched.join(WAIT_SECONDS)
+    if watched.error is None:  # its next write asked first
+        assert watched.outcome.state == "failed" and "the crawl's lease was taken over" in watched.outcome.reason
+    else:  # its watch of the lease asked first, and stopped it where it was
+        assert isinstance(watched.error, WarcProcessDied), watched.error
+    print(f"\nthe WARC's process stopped {time.monotonic() - taken:.1f} s after the takeover")
+    after = {p.name for p in out.rglob("*.commit")}
+    assert len(after - before) <= 1  # at most the one whose check passed just before the takeover
+    assert not list(out.rglob("*.jsonl")) and not list(out.rglob("*.extraction.json"))
