@@ -91,6 +91,7 @@ def test_a_killed_worker_leaves_and_a_replacement_joins(namespace_cluster: Names
     assert set(cluster.worker_addresses()) == {"w2", "w3"}
     assert on(cluster, third, os.getpid) == third.worker_pid()
 
+    time.sleep(2)  # a nanny still starting its first worker process gives up when it dies (Dask's own way)
     before, address = third.kill_process(), third.address  # the worker process alone: its nanny starts another
     deadline = time.monotonic() + 60
     while cluster.worker_addresses().get("w3", address) == address:

@@ -171,6 +171,10 @@ class _Chaos(threading.Thread):
                         victim.kill_process()
                     except ValueError:  # its nanny is between two worker processes
                         continue
+                    time.sleep(1)
+                    if not victim.alive:  # a nanny still starting gives up when its worker dies: a machine lost
+                        victim.kill()
+                        self.cluster.start_worker(f"w{len(self.cluster.workers) + 1}")
                 elif kind == "nanny":
                     if not victim.kill_nanny():
                         raise AssertionError(f"{victim!r}: its worker process outlived its nanny")
@@ -298,3 +302,48 @@ def test_warcs_done_at_once_in_one_worker_process_replace_their_extractors_witho
     assert sum(summary["totals"]["errors"].values()) > 0, summary[
         "totals"
     ]  # pages stopped at the time limit: extractors replaced
+
+
+def test_sigterm_stops_a_crawl_on_dask_within_seconds_in_one_line_and_its_warcs_processes_end(
+    s3_server: StoreServer, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psutil
+
+    require_namespaces()
+    _crawl_in_bucket(s3_server, bucket, tmp_path / "crawl", warcs=4, pages=40)
+    monkeypatch.setenv(COMMIT_PAGES_VARIABLE, "5")
+    listing = s3_server.url(bucket, f"{CRAWL}/warc.paths.gz")
+    env = {"PREFECT_HOME": str(tmp_path / "prefect-home")}
+    with NamespaceCluster(log_dir=tmp_path / "cluster") as cluster:
+        cluster.start_workers(["w1", "w2"])
+
+        def warc_processes() -> list[psutil.Process]:
+            found = []
+            for worker in cluster.workers:
+                for child in psutil.Process(worker.worker_pid()).children():
+                    with contextlib.suppress(psutil.Error):
+                        if "selection_extraction.own_process" in " ".join(child.cmdline()):
+                            found.append(child)
+            return found
+
+        log = tmp_path / "crawl.log"
+        coordinator = _popen(_crawl_args(s3_server, bucket, listing, cluster.address), tmp_path, env, log)
+        deadline = time.monotonic() + 300
+        while not any(k.endswith(".commit") for k in _outputs(s3_server, bucket)):
+            assert coordinator.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        assert warc_processes()
+        coordinator.send_signal(signal.SIGTERM)
+        stopped = time.monotonic()
+        assert coordinator.wait(timeout=120) == 130, log.read_text()
+        print(f"\ncrawl on Dask stopped {time.monotonic() - stopped:.1f} s after SIGTERM")
+        lines = [line for line in log.read_text().splitlines() if line.strip()]
+        assert lines[-1].startswith("content-selection: stopped: ") and "run the same command again" in lines[-1]
+        assert not any("Traceback" in line or "internal error" in line for line in lines), log.read_text()
+        deadline = time.monotonic() + 60
+        while warc_processes():
+            assert time.monotonic() < deadline, warc_processes()
+            time.sleep(0.2)
+        outputs = _outputs(s3_server, bucket)
+        assert "crawl.lease" not in outputs and s3_server.uploads(bucket) == []
+        assert all(w.alive for w in cluster.workers)
