@@ -87,9 +87,10 @@ def main() -> None:
             ) -> subprocess.Popen[bytes]:
                 env = {k: v for k, v in child_env().items() if not k.startswith("PREFECT_")} | environment(server)
                 env |= {"PREFECT_HOME": str(work / f"home-{name}")}
-                if endpoint:
-                    env["AWS_ENDPOINT_URL"] = endpoint
                 command = ["crawl", listing, "--base", base, "-o", server.url(bucket, name)]
+                if endpoint:  # the workers' too: a WARC's job carries the storage options
+                    env["AWS_ENDPOINT_URL"] = endpoint
+                    command += ["--storage-option", f"endpoint_url={endpoint}"]
                 command += ["--dask-address", cluster.address, "--time-limit", "60", *extra]
                 log = open(work / f"{log_name or name}.log", "ab")  # noqa: SIM115 - the child's
                 return subprocess.Popen([sys.executable, "-m", "selection_cli.main", *command], env=env, cwd=work,
