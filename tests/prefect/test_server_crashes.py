@@ -409,3 +409,50 @@ def _events_of(server: Server, resource_id: str) -> list[str]:
     answer = httpx.post(f"{server.api_url}/events/filter", json=query, timeout=30)
     answer.raise_for_status()
     return [e["event"] for e in answer.json()["events"]]
+
+
+def test_a_crawl_killed_with_serve_is_run_again_by_the_automation_and_ends_on_a_clean_runs_bytes(
+    server: Server, data_root: Path, serving: list[subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    """The crawl deployment's run killed with ``serve`` mid-crawl: marked Crashed, run again by the automation (its
+    wait for the lease covers a holder on another machine; here the holder's process is known gone), it takes the
+    WARCs up from their commits and ends Completed, with the bytes of a clean run."""
+    from selection_crawl.job import CrawlJob
+    from selection_crawl.unit import COMMIT_PAGES_VARIABLE, crawl_warc
+    from tests.support.crawls import write_crawl
+
+    write_crawl(tmp_path / "crawl", 3, 60)
+    listing = tmp_path / "crawl" / "crawl-data" / "CC-MAIN-2024-18" / "warc.paths.gz"
+    reference = CrawlJob.plan(str(listing), str(tmp_path / "reference"), str(tmp_path / "crawl"), 60.0)
+    for index in reference.todo:
+        assert crawl_warc(reference.warc_job(index)).state == "done"
+    out = tmp_path / "selected"
+    env = {**server.env, COMMIT_PAGES_VARIABLE: "10"}
+    args = ["serve", "--data-root", str(data_root), "--cron", "0 3 1 1 *"]
+    serving.append(start([sys.executable, "-m", "selection_cli.main", *args], env, server.logs / "crawl-serve-1.log"))
+    _wait_registered(server, serving[-1], data_root, "crawl-serve-1.log")
+    deployment = server.deployment("extract-crawl/manual")
+    assert deployment is not None
+    parameters = {"listing": str(listing), "base": str(tmp_path / "crawl"), "output_prefix": str(out), "workers": 1}
+    with server.client() as client:
+        started = client.create_flow_run_from_deployment(deployment.id, parameters=parameters)
+    wait_until("a WARC's first commit", lambda: list(out.rglob("*.commit")), RECOVERY_SECONDS, interval=0.2)
+    os.killpg(serving[-1].pid, signal.SIGKILL)  # serve and the crawl's flow run under it
+    serving[-1].wait()
+    serving.append(start([sys.executable, "-m", "selection_cli.main", *args], env, server.logs / "crawl-serve-2.log"))
+    _wait_registered(server, serving[-1], data_root, "crawl-serve-2.log")
+
+    def ended() -> Any | None:
+        with server.client() as client:
+            run_now = client.read_flow_run(started.id)
+        return run_now if run_now.state.is_final() and not run_now.state.is_crashed() else None
+
+    final = wait_until("the killed crawl to be run again to the end", ended, RECOVERY_SECONDS, interval=1)
+    assert final.state.is_completed(), final.state.message
+    assert final.run_count == 2 and any(s.is_crashed() for s in _states(server, started.id))
+    for warc in reference.warcs:
+        assert (out / warc.relative).read_bytes() == (tmp_path / "reference" / warc.relative).read_bytes()
+    left = [
+        p.name for p in out.rglob("*") if p.name.endswith((".commit", ".tries", ".lease")) or TMP_NAME.match(p.name)
+    ]
+    assert left == []
