@@ -431,8 +431,7 @@ def test_a_crawl_killed_with_serve_is_run_again_by_the_automation_and_ends_on_a_
     args = ["serve", "--data-root", str(data_root), "--cron", "0 3 1 1 *"]
     serving.append(start([sys.executable, "-m", "selection_cli.main", *args], env, server.logs / "crawl-serve-1.log"))
     _wait_registered(server, serving[-1], data_root, "crawl-serve-1.log")
-    deployment = server.deployment("extract-crawl/manual")
-    assert deployment is not None
+    deployment = wait_until("the crawl's deployment", lambda: server.deployment("extract-crawl/manual"), 60)
     parameters = {"listing": str(listing), "base": str(tmp_path / "crawl"), "output_prefix": str(out), "workers": 1}
     with server.client() as client:
         started = client.create_flow_run_from_deployment(deployment.id, parameters=parameters)
