@@ -92,7 +92,7 @@ def run_in_own_process(
     if kind == _RAISED:
         raise payload
     if kind != _RESULT:
-        raise OwnProcessDied(f"its process died ({_exit_reason(child.returncode)})")
+        raise OwnProcessDied(f"its process died ({death_reason(child.returncode)})")
     return payload
 
 
@@ -160,13 +160,14 @@ def _end(child: subprocess.Popen[bytes]) -> None:
     child.stdout.close()
 
 
-def _exit_reason(returncode: int | None) -> str:
-    if returncode is not None and returncode < 0:
+def death_reason(exitcode: int | None) -> str:
+    """How a process ended, from its exit code (negative: the signal that killed it)."""
+    if exitcode is not None and exitcode < 0:
         try:
-            return f"killed by {signal.Signals(-returncode).name}"
+            return f"killed by signal {-exitcode} ({signal.Signals(-exitcode).name})"
         except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exit status {returncode}"
+            return f"killed by signal {-exitcode}"
+    return f"exit status {exitcode}"
 
 
 # --------------------------------------------------------------------------- the process of its own

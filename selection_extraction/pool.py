@@ -18,6 +18,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
+from selection_extraction.own_process import death_reason
+
 if TYPE_CHECKING:  # pebble is the 'extract' extra's: imported by the first run
     from pebble import ProcessPool
 
@@ -212,15 +214,6 @@ def _context(preload: Sequence[str]) -> Any:
     return multiprocessing.get_context("spawn")
 
 
-def _death_reason(exitcode: int | None) -> str:
-    if exitcode is not None and exitcode < 0:
-        try:
-            return f"killed by signal {-exitcode} ({signal.Signals(-exitcode).name})"
-        except ValueError:
-            return f"killed by signal {-exitcode}"
-    return f"exit status {exitcode}"
-
-
 #: Idle pools kept by runs with ``keep_workers=True``, by what they were started with.
 _idle: dict[tuple[Any, ...], list[ProcessPool]] = {}
 _idle_lock = threading.Lock()
@@ -354,7 +347,7 @@ def run_jobs(
             return Outcome("", None, f"TimeoutError: {message}")
         except ProcessExpired as exc:
             stats.crashes += 1
-            reason = _death_reason(exc.exitcode)
+            reason = death_reason(exc.exitcode)
             return Outcome("", None, f"WorkerCrashedError: the worker process running {name} died ({reason})")
         except BrokenProcessPool:  # a worker died with no call known to run: pebble gives up the pool
             if (job.index, name) in retried:
