@@ -1,7 +1,8 @@
 """A WARC in a process of its own (:mod:`selection_crawl.process`), watched by a thread: the same bytes as a WARC
-done here; a WARC whose process is stopped (SIGSTOP) is killed and named once nothing moved for the stall bound;  an
-extractor process stopped (SIGSTOP) never hangs it; a stop asked keeps the
-commits; a WARC whose watcher dies ends with it. Real extractors on real pages, real processes and signals."""
+done here; a WARC whose process is stopped (SIGSTOP) is killed and named once nothing moved for the stall bound; an
+extractor process stopped (SIGSTOP) never hangs it; a stop asked keeps the commits; a WARC whose watcher dies ends
+with it; a WARC whose crawl's lease was taken over writes nothing more. Real extractors on real pages, real
+processes and signals."""
 
 from __future__ import annotations
 
