@@ -1,6 +1,6 @@
 """A function run in a process of its own, watched by the thread that started it.
 
-:func:`run_in_own_process` starts a fresh interpreter (``python -m selection_extraction.own_process``), the leader of
+:func:`run_in_own_process` starts a fresh interpreter (running :func:`main` of this module), the leader of
 its own process group, hands it the function's name and its argument on its standard input, and reads frames on its
 standard output: a beat ``(done, estimate)`` at most every second while the function reports progress, then its
 result or its exception. Nothing process-wide of the caller is touched: a Dask worker runs several tasks at once in
@@ -45,6 +45,10 @@ BEAT_SECONDS: Final[float] = 1.0
 _HEAD: Final[struct.Struct] = struct.Struct(">cI")
 _BEAT, _RESULT, _RAISED = b"b", b"r", b"x"
 
+#: What the process of its own runs: this module's :func:`main` (``-c``, not ``-m``: the package imports this
+#: module, and runpy warns on stderr when a ``-m`` module is imported before it runs).
+_MAIN: Final[str] = f"import sys; from {__name__} import main; sys.exit(main())"
+
 #: ``report(done, estimate)``: the progress a function run here reports (each call may be a beat).
 Report = Callable[[int, int], None]
 
@@ -74,7 +78,7 @@ def run_in_own_process(
         Exception: what ``function`` raised, as it raised it.
     """
     child = subprocess.Popen(  # noqa: S603 - this interpreter, this module
-        [sys.executable, "-m", __name__],
+        [sys.executable, "-c", _MAIN],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         start_new_session=True,
@@ -220,7 +224,3 @@ def main() -> int:
         return 1
     send(_RESULT, result)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
