@@ -1,8 +1,8 @@
 """One WARC of a crawl, done where it runs: read once from its store as a stream, extracted and selected piece by
 piece, each piece committed to the store, then its output and record written.
 
-This module is what a crawl's workers import (a Dask worker, or a local worker process): it imports neither Prefect
-nor Dask (a Dask worker's event log is reached only from a Dask worker), and no page's bytes leave the worker; the
+This module is what a WARC's process imports (:mod:`selection_crawl.process` starts one per WARC, on a Dask worker
+or beside the coordinator): it imports neither Prefect nor Dask, and no page's bytes leave that process; the
 coordinator gets a :class:`WarcOutcome` of counts, and counts of pages while a WARC is being done.
 
 A WARC's work is cut into pieces of at most :data:`COMMIT_PAGES` pages or :data:`COMMIT_SECONDS` seconds. Each
