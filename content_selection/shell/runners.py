@@ -47,6 +47,9 @@ LOCAL_CLUSTER_KWARGS: Final[dict[str, Any]] = {
     "scheduler_port": 0,
     "dashboard_address": None,
     "scheduler_kwargs": {"dashboard_address": "127.0.0.1:0"},
+    # The cluster is the run's own: its worker processes' log lines (a heartbeat that meets the scheduler closing
+    # at the end of a run, with its traceback) are not the user's; a task's failure still reaches the run.
+    "silence_logs": logging.CRITICAL,
 }
 
 
