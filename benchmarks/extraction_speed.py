@@ -168,7 +168,7 @@ def in_process(manifest: Path, rounds: int) -> dict[str, Any]:
     quiet_libraries()
     adapters.prepare_worker()
     pages = []
-    for page in find_pages(manifest).pages:
+    for page in find_pages(manifest).entries:
         pages.append((page.id, decode_html(read_page(page), page.encoding).html, page.url))
     functions = {name: (getattr(adapters, lean), getattr(adapters, default)) for name, lean, default in PAIRS}
     # untimed warm-up: first-call caches (stop words, compiled expressions) on both sides

@@ -115,7 +115,8 @@ def main() -> None:
                 if not same:
                     for key in old:
                         if old[key] != new[key]:
-                            print(f"    {key}: before {str(old[key])[:300]!r}\n    {key}: after  {str(new[key])[:300]!r}")
+                            print(f"    {key}: before {str(old[key])[:300]!r}")
+                            print(f"    {key}: after  {str(new[key])[:300]!r}")
             results["fixtures"] = rows
             print(f"fixtures: {sum(r['same'] for r in rows)} of {len(rows)} the same", flush=True)
             if args.pages:

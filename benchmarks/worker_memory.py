@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         source = manifest(Path(tmp), args.pages)
         page_set = find_pages(source)
         print(
-            f"{len(page_set.pages)} pages per pass, {args.passes} passes, recycle_after={args.recycle_after}"
+            f"{len(page_set.entries)} pages per pass, {args.passes} passes, recycle_after={args.recycle_after}"
             f"{', distinct pages every pass' if args.distinct else ''}"
         )
         print("pass  pages  worker_pid  worker_rss_mib  worker_peak_mib  parent_rss_mib  parent_peak_mib")
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
             (pid,) = worker_pids()
             row = {
                 "pass": number,
-                "pages": number * len(page_set.pages),
+                "pages": number * len(page_set.entries),
                 "worker_pid": pid,
                 "worker_rss_mib": status_mib(pid, "VmRSS"),
                 "worker_peak_mib": status_mib(pid, "VmHWM"),

@@ -45,7 +45,8 @@ from selection_extraction import (
 )
 from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY, PageRows, progress_description
 from selection_extraction.extracted import ArticleSpool, StatsTotal, log_extraction
-from selection_extraction.page_chunks import ChunkProgress, extract_chunk, joined_root, plan_page_chunks, spool_chunk
+from selection_extraction.page_chunks import ChunkProgress, extract_chunk, joined_root, page_chunks, spool_chunk
+from selection_extraction.pages import PageReadings
 from selection_storage.atomic import WrittenFile
 
 
@@ -78,28 +79,22 @@ def extract_in_chunks(
     """Extract the pages chunk by chunk on the chosen runner, in order into ``spool``."""
     logger = run_logger()
     extractors = default_extractors()  # fails early, here, when the libraries are missing
+    readings = PageReadings(page_set, read_files=False)  # a page file is read where its chunk is extracted
     with chunk_runner(runner_name, dask_address, extract_chunk, extract_page_chunk) as (workers, map_chunks):
-        plan = plan_page_chunks(page_set, pages_per_chunk, workers, time_limit_seconds)
-        description = progress_description(page_set, plan.n_chunks)
+        description = progress_description(page_set, chunked=True)
         progress = ChunkProgress(
-            plan.pages, artifact_progress(EXTRACTION_PROGRESS_ARTIFACT_KEY, description, start=False)
+            readings, artifact_progress(EXTRACTION_PROGRESS_ARTIFACT_KEY, description, start=False)
         )
         progress.start()
         total = StatsTotal()
-        logger.info(
-            "Extracting %d pages in %d chunk(s) of up to %d on the %s task runner (%d worker(s))",
-            plan.pages,
-            plan.n_chunks,
-            plan.largest,
-            runner_name.value,
-            workers,
-        )
-        for index, part in enumerate(map_chunks(plan.chunks())):  # only the chunks in flight are held
+        logger.info("Extracting in chunks on the %s task runner (%d worker(s))", runner_name.value, workers)
+        chunks = page_chunks(readings, pages_per_chunk, workers, time_limit_seconds)
+        for index, part in enumerate(map_chunks(chunks)):  # only the chunks in flight are held
             progress.advance(index, part)
             spool_chunk(spool, part)
             total.add(part.stats)
-    progress.finish()
-    result = joined_root(page_set, total.stats(), extractors, time_limit_seconds)
+        progress.finish()
+    result = joined_root(readings, total.stats(), extractors, time_limit_seconds)
     log_extraction(logger, result.stats)
     return result
 

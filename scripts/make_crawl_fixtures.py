@@ -269,7 +269,7 @@ class WarcPlan:
         return counts
 
     def reader_records(self) -> dict[str, int]:
-        """The records by kind as selection_extraction's scan counts them (zero counts left out, as it does)."""
+        """The records by kind as selection_extraction's WARC reading counts them (zero counts left out, as it does)."""
         records = dict.fromkeys(READER_KINDS, 0)
         records["warcinfo"] = 1
         records["request"] = records["metadata"] = len(self.captures)
@@ -604,7 +604,7 @@ def expected_json(plans: list[WarcPlan], crawl: str) -> dict:
             "keys of 'warcs' in this (sorted) order. Per WARC: captures by kind (html: 200 text/html pages; "
             "not_found: 404; redirect: 301/302; not_html: 200 responses of other types), each capture being a "
             "request, a response and a metadata record after the file's warcinfo record; records: the records by "
-            "kind as selection_extraction's WARC scan counts them (PageSet.warc_records); html_urls: the "
+            "kind as selection_extraction's WARC reading counts them (PageSet.warc_records); html_urls: the "
             "WARC-Target-URI of the HTML pages in file order; html_sources: the file of tests/data/aeb-pages each "
             "page's HTTP body is (gunzipped). not_warcs: files named like WARCs that are not."
         ),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from content_selection.shell.params import MAX_TIME_LIMIT_SECONDS
@@ -104,18 +104,6 @@ def _pages_bar() -> ProgressBar:
     return ProgressBar(sys.stderr, "extracting", width=0, min_total=1, unit="pages")
 
 
-def _scan_bar() -> Callable[[int, int, int], None]:
-    """``reading WARC done/total MB, N records`` on a terminal (stderr) while web archives are scanned."""
-    bar = ProgressBar(sys.stderr, "reading WARC", width=0, min_total=1, unit="MB")
-
-    def report(done: int, total: int, records: int) -> None:
-        bar.unit = f"MB, {records} records"
-        total_mb = max(1, -(-total // 1_000_000))  # rounded up, so that the end shows as done/done
-        bar(total_mb if done >= total else min(done // 1_000_000, total_mb - 1), total_mb)
-
-    return report
-
-
 def format_extraction(pages: int, counts: Any, output: Any, warc_records: Mapping[str, int] | None) -> str:
     """The lines printed after an extraction; ``counts`` has ``unreadable_pages``, ``errors`` and ``timeouts``."""
     timed_out = sum(counts.timeouts.values())
@@ -131,7 +119,7 @@ def extract_command(args: argparse.Namespace) -> int:
     options = storage_options(args)
     pages = location(args.pages, options, "pages")
     output = None if args.output is None else location(args.output, options, "output")
-    page_set = find_pages(pages, label=args.pages, scan_progress=_scan_bar())
+    page_set = find_pages(pages, label=args.pages)
     settings = ExtractionSettings(time_limit_seconds=args.time_limit, workers=args.workers)
     run = extract_to_file(pages, output, settings, progress=_pages_bar(), page_set=page_set)
     stats = run.result.stats

@@ -18,10 +18,10 @@ EXTRACTION_PROGRESS_ARTIFACT_KEY: Final[str] = "extraction-progress"
 MAX_ERROR_CELL: Final[int] = 160
 
 
-def progress_description(page_set: PageSet, n_chunks: int | None = None) -> str:
-    """The description of the ``extraction-progress`` artifact (with the chunks when the run is cut in chunks)."""
-    text = f"Extracting {len(page_set.pages)} pages of {Path(page_set.source).name}"
-    return text if n_chunks is None else f"{text} in {n_chunks} chunk(s)"
+def progress_description(page_set: PageSet, chunked: bool = False) -> str:
+    """The description of the ``extraction-progress`` artifact (saying so when the run is cut in chunks)."""
+    pages = "the pages" if page_set.known_pages is None else f"{page_set.known_pages} pages"
+    return f"Extracting {pages} of {Path(page_set.source).name}{' in chunks' if chunked else ''}"
 
 
 def page_row(index: int, article: dict[str, Any]) -> dict[str, Any]:

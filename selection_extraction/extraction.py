@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
 from selection_core.batch import ProgressCallback
 from selection_core.config import EXTRACTORS
-from selection_core.errors import SelectionError
 from selection_extraction.decode import decode_html
 from selection_extraction.extracted import (
     ArticleSpool,
@@ -28,14 +27,7 @@ from selection_extraction.extractors import (
     check_extractors,
     default_extractors,
 )
-from selection_extraction.pages import (
-    UNREADABLE_PAGE_ERRORS,
-    Page,
-    PageReader,
-    PageSet,
-    find_pages,
-    read_error,
-)
+from selection_extraction.pages import Page, PageReadings, PageSet, Reading, find_pages, page_bytes, read_error
 from selection_extraction.paths import check_batch_paths, extracted_path
 from selection_extraction.pool import Outcome, PageJob, WorkerSetupError, default_workers, run_jobs
 from selection_extraction.settings import ExtractionSettings
@@ -79,10 +71,6 @@ def extract_to_spool(
     return _extract(page_set, settings, extractors, progress, spool.add)
 
 
-#: One page to extract: the page and its bytes, or why they cannot be read (its article has three error blocks).
-Reading = tuple[Page, "bytes | BaseException"]
-
-
 def _extract(
     page_set: PageSet,
     settings: ExtractionSettings | None,
@@ -93,19 +81,12 @@ def _extract(
     """Extract every page; hand each article to ``emit`` in page order as soon as those before it are done."""
     settings = settings or ExtractionSettings()
     extractors = tuple(extractors) if extractors is not None else default_extractors()
-
-    def readings() -> Iterator[Reading]:
-        with PageReader(settings.max_page_bytes) as reader:
-            for page in page_set.pages:
-                try:
-                    yield page, reader.read(page)
-                except SelectionError:  # the store failed, not the page: the run fails (its retries may cure it)
-                    raise
-                except UNREADABLE_PAGE_ERRORS as exc:
-                    yield page, exc
-
-    stats = extract_readings(readings(), emit, settings, extractors, progress, len(page_set.pages))
-    return ExtractionResult(build_batch(page_set, [], extractors, settings, stats), stats)
+    if page_set.known_pages is not None:  # no more worker processes than pages
+        settings = replace(settings, workers=min(settings.workers or default_workers(), max(page_set.known_pages, 1)))
+    readings = PageReadings(page_set, settings.max_page_bytes)
+    stats = extract_readings(readings, emit, settings, extractors, progress, readings.expected)
+    root = build_batch(readings.counted, [], extractors, settings, stats)
+    return ExtractionResult(root, stats)
 
 
 def extract_readings(
@@ -114,11 +95,11 @@ def extract_readings(
     settings: ExtractionSettings,
     extractors: Sequence[Extractor],
     progress: ProgressCallback | None = None,
-    total: int | None = None,
+    expected: Callable[[], int] | None = None,
 ) -> ExtractionStats:
-    """Extract the pages of ``readings`` (taken lazily: a few ahead of the extractors), handing each article to
-    ``emit`` in their order as soon as those before it are done; the run's counts. ``progress(done, total)`` in
-    pages, ``total`` when it is known (None: the pages come as they are found)."""
+    """Extract the pages of ``readings`` (taken lazily: a few ahead of the extractors; a page file's bytes None:
+    read here), handing each article to ``emit`` in their order as soon as those before it are done; the run's
+    counts. ``progress(done, total)`` in pages, ``total`` by ``expected()`` (None: the pages met so far)."""
     check_extractors(extractors)
     functions = {e.name: e.function for e in extractors}
     pages: dict[int, Page] = {}  # the pages out, by index
@@ -126,13 +107,13 @@ def extract_readings(
     encodings: dict[int, tuple[str | None, str | None]] = {}
     errors = dict.fromkeys(EXTRACTORS, 0)
     timeouts = dict.fromkeys(EXTRACTORS, 0)
-    unreadable = done = emitted = 0
+    unreadable = done = emitted = met = 0
 
     def page_done() -> None:
         nonlocal done, emitted
         done += 1
         if progress is not None:
-            progress(done, max(total or 0, done))
+            progress(done, max(expected() if expected is not None else met, done))
         while len(outcomes.get(emitted, ())) == len(EXTRACTORS):  # the next page to emit is done
             page_outcomes = outcomes.pop(emitted)
             for name, outcome in page_outcomes.items():
@@ -143,9 +124,12 @@ def extract_readings(
             emitted += 1
 
     def jobs() -> Iterator[PageJob]:
-        nonlocal unreadable
+        nonlocal unreadable, met
         for index, (page, data) in enumerate(readings):
+            met = index + 1
             pages[index] = page
+            if data is None:
+                data = page_bytes(page, settings.max_page_bytes)
             if isinstance(data, BaseException):
                 unreadable += 1
                 error = read_error(page, data)
@@ -164,10 +148,8 @@ def extract_readings(
             page_done()
 
     if progress is not None:
-        progress(0, total or 0)
+        progress(0, expected() if expected is not None else 0)
     workers = settings.workers or default_workers()
-    if total is not None:
-        workers = min(workers, max(total, 1))
     try:
         pool_stats = run_jobs(
             jobs(),

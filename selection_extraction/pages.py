@@ -1,5 +1,5 @@
 """The pages of an input: finding them in a folder, a manifest or web archives (on a disk, or in an object store:
-a prefix is a folder), and reading their bytes."""
+a prefix is a folder), and reading their bytes, each web archive once, as a stream."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import os
 import time
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, Final
 
@@ -21,14 +21,12 @@ from selection_extraction.settings import DEFAULT_MAX_PAGE_BYTES, PageTooLargeEr
 from selection_extraction.warc import (
     RECORD_KINDS,
     NotAWarcError,
-    ScanProgress,
-    WarcReader,
     WarcRecordRef,
+    WarcStream,
     arc_refusal,
     archive_kind,
     check_is_warc,
     is_warc_name,
-    scan_warc,
     strip_suffix,
 )
 from selection_storage.stores import (
@@ -75,14 +73,29 @@ class Page:
 
 
 @dataclass(frozen=True)
+class WarcFile:
+    """A web archive of an input: its pages are met as it is read (:class:`PageReadings`)."""
+
+    shown: str
+    file: Location
+
+
+@dataclass(frozen=True)
 class PageSet:
-    """The pages of one input, in batch order."""
+    """The pages and web archives of one input, in batch order (a web archive's pages in its place)."""
 
     source: str
     kind: str  # "directory" | "manifest" | "page" | "warc" | "chunk"
-    pages: tuple[Page, ...]
-    #: The records of the input's WARC files by kind, or None without a WARC file.
+    entries: tuple[Page | WarcFile, ...]
+    #: The records of the input's WARC files by kind once they are read, or None without a WARC file.
     warc_records: dict[str, int] | None = None
+
+    @property
+    def known_pages(self) -> int | None:
+        """How many pages the input has, or None while a web archive is not read (its pages are not counted)."""
+        if any(isinstance(entry, WarcFile) for entry in self.entries):
+            return None
+        return len(self.entries)
 
 
 def page_stem(name: str) -> str | None:
@@ -90,19 +103,18 @@ def page_stem(name: str) -> str | None:
     return strip_suffix(name, PAGE_SUFFIXES)
 
 
-def check_page_listing(source: str | os.PathLike[str] | ObjectPath) -> None:
-    """Refuse as :func:`find_pages` does an input whose listing is wrong, without reading a page or a web archive."""
-    _listing(source, "")
-
-
-def find_pages(
-    source: str | os.PathLike[str] | ObjectPath, label: str | None = None, scan_progress: ScanProgress | None = None
-) -> PageSet:
-    """The pages of a directory (or a prefix in a store), a manifest, a single page or a WARC file (each a file, or
-    an object in a store), in batch order; ``label`` names the input in the batch (default: ``source``).
+def find_pages(source: str | os.PathLike[str] | ObjectPath, label: str | None = None) -> PageSet:
+    """The pages and web archives of a directory (or a prefix in a store), a manifest, a single page or a WARC file
+    (each a file, or an object in a store), in batch order, each web archive's first bytes checked (its pages are
+    met as it is read: :class:`PageReadings`); ``label`` names the input in the batch (default: ``source``).
     InvalidPagesError when the input cannot be used."""
     name = str(source) if label is None else label
-    return _with_warcs(name, *_listing(source, name), scan_progress)
+    kind, entries = _listing(source, name)
+    for entry in entries:
+        if isinstance(entry, WarcFile):
+            with warc_refusals(entry.shown):
+                check_is_warc(entry.file, entry.shown)
+    return PageSet(name, kind, entries)
 
 
 def missing_pages(text: str, folder_noun: str = "directory") -> InvalidPagesError:
@@ -115,8 +127,8 @@ def missing_pages(text: str, folder_noun: str = "directory") -> InvalidPagesErro
     )
 
 
-def _listing(source: str | os.PathLike[str] | ObjectPath, name: str) -> tuple[str, tuple[Page | _WarcFile, ...]]:
-    """The input's kind and entries, its WARC files not scanned yet: a folder (or a prefix in a store), else a web
+def _listing(source: str | os.PathLike[str] | ObjectPath, name: str) -> tuple[str, tuple[Page | WarcFile, ...]]:
+    """The input's kind and entries: a folder (or a prefix in a store), else a web
     archive (by its name, else by its first bytes), a page (by its name), or a JSON Lines manifest."""
     path: Location
     if isinstance(source, ObjectPath) or is_url(source):
@@ -127,19 +139,16 @@ def _listing(source: str | os.PathLike[str] | ObjectPath, name: str) -> tuple[st
         path = Path(text)
     if _is_folder(path, text):
         return "directory", _directory_pages(path)
-    shown = name or text
     if is_warc_name(path.name):
-        with warc_refusals(shown):  # its first bytes only: refused before a run starts
-            check_is_warc(path, shown)
-        return "warc", (_WarcFile(name, path),)
+        return "warc", (WarcFile(name, path),)
     if page_stem(path.name) is not None:
         return "page", (Page(page_stem(path.name) or path.name, None, path.name, path),)
-    with warc_refusals(shown):  # a web archive named loosely is known by its first bytes
+    with warc_refusals(name):  # a web archive named loosely is known by its first bytes
         kind = archive_kind(path)
         if kind == "arc":
-            raise arc_refusal(shown)
+            raise arc_refusal(name)
     if kind == "warc":
-        return "warc", (_WarcFile(name, path),)
+        return "warc", (WarcFile(name, path),)
     return "manifest", _manifest_pages(path)
 
 
@@ -165,45 +174,6 @@ def warc_refusals(shown: str) -> Iterator[None]:
         raise InvalidPagesError(
             f"{shown}: cannot be read ({exc.strerror or exc}); check the path and its permissions"
         ) from None
-
-
-@dataclass(frozen=True)
-class _WarcFile:
-    """A WARC file of an input, standing for its pages until it is scanned."""
-
-    shown: str
-    file: Location
-
-
-def _with_warcs(name: str, kind: str, entries: tuple[Page | _WarcFile, ...], progress: ScanProgress | None) -> PageSet:
-    """The input's pages, each WARC file replaced by its HTML responses, with the records' counts."""
-    sizes = [_size(entry.file) for entry in entries if isinstance(entry, _WarcFile)]
-    if not sizes:
-        return PageSet(name, kind, tuple(entry for entry in entries if isinstance(entry, Page)))
-    total = sum(sizes)
-    counts = dict.fromkeys(RECORD_KINDS, 0)
-    pages: list[Page] = []
-    done = 0
-    for entry in entries:
-        if isinstance(entry, Page):
-            pages.append(entry)
-            continue
-
-        def report(read: int, _size: int, seen: int, before: int = done, earlier: int = sum(counts.values())) -> None:
-            if progress is not None:
-                progress(before + read, total, earlier + seen)
-
-        with warc_refusals(entry.shown):
-            found, kinds = scan_warc(entry.file, entry.shown, report)
-        done += sizes.pop(0)
-        for kind_name, count in kinds.items():
-            counts[kind_name] += count
-        pages.extend(
-            Page(record.id, record.url, entry.shown, entry.file, record.charset, record.ref) for record in found
-        )
-    if not pages:
-        raise no_pages_error(name, counts)
-    return PageSet(name, kind, tuple(pages), {k: v for k, v in counts.items() if v})
 
 
 def no_pages_error(name: str, counts: dict[str, int]) -> InvalidPagesError:
@@ -237,7 +207,7 @@ def _is_warc(file: Location) -> bool:
         return False
 
 
-def _directory_pages(root: Location) -> tuple[Page | _WarcFile, ...]:
+def _directory_pages(root: Location) -> tuple[Page | WarcFile, ...]:
     """The pages and web archives of a folder or a prefix, by relative path: pages and WARC files by their names,
     other files that start with a WARC record too."""
     folder = store(root)
@@ -261,7 +231,7 @@ def _directory_pages(root: Location) -> tuple[Page | _WarcFile, ...]:
             else "in this directory; check the path"
         )
         raise InvalidPagesError(f"{root}: no .html, .htm, .html.gz, .htm.gz page or .warc, .warc.gz file {where}")
-    return tuple(_WarcFile(rel, file) if warc else Page(_id_of(rel), None, rel, file) for rel, file, warc in found)
+    return tuple(WarcFile(rel, file) if warc else Page(_id_of(rel), None, rel, file) for rel, file, warc in found)
 
 
 def _id_of(relative: str) -> str:
@@ -270,7 +240,7 @@ def _id_of(relative: str) -> str:
     return f"{head}/{stem}" if head else stem
 
 
-def _manifest_pages(manifest: Location) -> tuple[Page | _WarcFile, ...]:
+def _manifest_pages(manifest: Location) -> tuple[Page | WarcFile, ...]:
     """The pages of a JSON Lines manifest (a file, or an object): one ``{"id", "url", "path", "encoding"}`` a line,
     each ``path`` relative to the manifest's folder (prefix), or absolute: a path on this disk for a manifest on it,
     an object's URL for a manifest in a store."""
@@ -286,7 +256,7 @@ def _manifest_pages(manifest: Location) -> tuple[Page | _WarcFile, ...]:
     except UnicodeDecodeError as exc:
         bad_line = data[: exc.start].count(b"\n") + 1
         raise InvalidPagesError(f"{manifest}: line {bad_line} is not UTF-8; save the manifest as UTF-8") from None
-    pages: list[Page | _WarcFile] = []
+    pages: list[Page | WarcFile] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -305,7 +275,7 @@ def _manifest_pages(manifest: Location) -> tuple[Page | _WarcFile, ...]:
                 raise InvalidPagesError(f'{where}: "{key}" must be a string or null')
         file = _entry_file(manifest.parent, page_path, where)
         if is_warc_name(file.name) or (page_stem(file.name) is None and _is_warc(file)):
-            pages.append(_WarcFile(page_path, file))
+            pages.append(WarcFile(page_path, file))
             continue
         page_id = entry.get("id")
         if page_id is None:
@@ -367,32 +337,85 @@ def read_page(page: Page, max_bytes: int = DEFAULT_MAX_PAGE_BYTES) -> bytes:
     return data
 
 
-class PageReader:
-    """Reads the pages of a run, in order, trying again after a transient I/O error."""
+#: A page and its bytes, or why they cannot be read (its article has three error blocks), or None: not read yet.
+Reading = tuple[Page, "bytes | BaseException | None"]
 
-    def __init__(self, max_bytes: int = DEFAULT_MAX_PAGE_BYTES) -> None:
+
+class PageReadings:
+    """The pages of a page set with their bytes, in batch order: each page file read (tried again after a transient
+    I/O error) unless ``read_files`` is False (its bytes None: :func:`page_bytes` where it is extracted),
+    each web archive read once, as a stream. Iterate once; then :attr:`warc_records` counts the records of the web
+    archives by kind (None without one). InvalidPagesError when the input's web archives hold no page."""
+
+    def __init__(self, page_set: PageSet, max_bytes: int = DEFAULT_MAX_PAGE_BYTES, read_files: bool = True) -> None:
+        self.page_set = page_set
         self.max_bytes = max_bytes
-        self._warc = WarcReader()
+        self.read_files = read_files
+        self.warc_records: dict[str, int] | None = None
+        self.met = 0  # pages met so far
+        self._warc_bytes = sum(_size(e.file) for e in page_set.entries if isinstance(e, WarcFile))
+        self._warc_pages = self._read_bytes = 0  # of the web archives: pages met, bytes read
 
-    def __enter__(self) -> PageReader:
-        return self
+    def __iter__(self) -> Iterator[Reading]:
+        counts = dict.fromkeys(RECORD_KINDS, 0)
+        before = 0  # bytes of the web archives read whole
+        for entry in self.page_set.entries:
+            if isinstance(entry, Page):
+                self.met += 1
+                yield entry, (page_bytes(entry, self.max_bytes) if self.read_files else None)
+                continue
+            stream = WarcStream(entry.file, entry.shown, self.max_bytes)
+            with warc_refusals(entry.shown):
+                for item in stream:
+                    self.met += 1
+                    self._warc_pages += 1
+                    self._read_bytes = before + stream.position
+                    record = item.page
+                    yield Page(record.id, record.url, entry.shown, entry.file, record.charset, record.ref), item.payload
+            before += stream.size
+            for kind, count in stream.kinds.items():
+                counts[kind] += count
+        if self.page_set.known_pages is None:
+            self.warc_records = {k: v for k, v in counts.items() if v}
+            if not self.met:
+                raise no_pages_error(self.page_set.source, counts)
 
-    def __exit__(self, *exc: object) -> None:
-        self._warc.close()
+    @property
+    def counted(self) -> PageSet:
+        """The page set with its web archives' records counted (once they are read)."""
+        return replace(self.page_set, warc_records=self.warc_records)
 
-    def read(self, page: Page) -> bytes:
-        """The page's bytes (a WARC page's payload decoded); :data:`UNREADABLE_PAGE_ERRORS` if unreadable."""
-        for delay in (*READ_RETRY_DELAYS, None):
-            try:
-                if page.warc is not None:
-                    return self._warc.read(page.file, page.warc, self.max_bytes)
-                return read_page(page, self.max_bytes)
-            except OSError as exc:
-                self._warc.close()
-                if delay is None or exc.errno not in TRANSIENT_ERRNOS or isinstance(exc, SelectionError):
-                    raise
-            time.sleep(delay)
-        raise AssertionError("unreachable")  # pragma: no cover
+    def input_bytes(self) -> int:
+        """The bytes of the input's pages and web archives (one size asked per page file)."""
+        return self._warc_bytes + sum(e.weight for e in self.page_set.entries if isinstance(e, Page))
+
+    def expected(self) -> int:
+        """The pages the input is expected to have: those met, and the web archives' rest by the bytes still to
+        read (for progress only; exact once every web archive is read)."""
+        known = self.page_set.known_pages
+        if known is not None:
+            return known
+        total, read = self._warc_bytes, min(self._read_bytes, self._warc_bytes)
+        files = sum(isinstance(e, Page) for e in self.page_set.entries)
+        rest = self._warc_pages * (total - read) // read if read else 0
+        return max(self.met, files + self._warc_pages + rest)
+
+
+def page_bytes(page: Page, max_bytes: int = DEFAULT_MAX_PAGE_BYTES) -> bytes | BaseException:
+    """The page file's bytes (tried again after a transient I/O error), or why they cannot be read
+    (:data:`UNREADABLE_PAGE_ERRORS`); a store's failure is raised (the run fails, its retries may cure it)."""
+    for delay in (*READ_RETRY_DELAYS, None):
+        try:
+            return read_page(page, max_bytes)
+        except SelectionError:
+            raise
+        except OSError as exc:
+            if delay is None or exc.errno not in TRANSIENT_ERRNOS:
+                return exc
+        except UNREADABLE_PAGE_ERRORS as exc:
+            return exc
+        time.sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def read_error(page: Page, exc: BaseException) -> str:

@@ -8,7 +8,7 @@ from typing import Any, Final
 
 from selection_core.dataset import BATCH
 from selection_core.jsonl import JSONL_SUFFIX, is_jsonl
-from selection_extraction.pages import check_page_listing, missing_pages, page_stem
+from selection_extraction.pages import find_pages, missing_pages, page_stem
 from selection_extraction.warc import warc_stem
 from selection_storage.paths import (
     DATA_ROOT_PARAMETER,
@@ -113,7 +113,7 @@ def check_pipeline_paths(
     output_format: str = BATCH,
 ) -> tuple[ExtractPaths, RunPaths]:
     """Every path of an extract-then-select run and the pages input's listing, checked as the flow
-    ``extract-and-select`` checks them, without reading a page.
+    ``extract-and-select`` checks them, without reading a page (a web archive's first bytes only).
 
     Raises:
         InvalidPagesError: the pages input does not exist.
@@ -122,7 +122,7 @@ def check_pipeline_paths(
     """
     extract = resolve_extract_paths(pages, extracted_path, data_root, option, "--extracted", storage_options)
     listed = extract.pages if extract.data_root is not None or is_url(extract.pages) else pages
-    check_page_listing(listed)  # a local path named as the user wrote it
+    find_pages(listed)  # a local path named as the user wrote it; a web archive's first bytes only
     output = str(extract.output)
     return extract, resolve_run_paths(
         output, output_path, report_path, data_root, False, option, storage_options, False, output_format

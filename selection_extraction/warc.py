@@ -1,10 +1,10 @@
-"""Pages from web archives: the HTML responses of WARC files, found in one streaming pass and read back in order."""
+"""Pages from web archives: the HTML responses of a WARC file with their payloads, read once, as a stream."""
 
 from __future__ import annotations
 
 import gzip
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Final, NamedTuple
 
@@ -27,9 +27,6 @@ RECORD_KINDS: Final[tuple[str, ...]] = (
 
 #: How a WARC file starts (after gunzipping).
 _MAGIC = b"WARC/"
-
-#: Called with (bytes read so far, bytes in all, records seen so far) while a scan runs.
-ScanProgress = Callable[[int, int, int], None]
 
 
 class NotAWarcError(ValueError):
@@ -59,7 +56,7 @@ class WarcRecordRef:
 
 @dataclass(frozen=True)
 class ScannedRecord:
-    """A page found by :func:`scan_warc`."""
+    """A page of a WARC file: its id, URL, transport charset and record."""
 
     id: str
     url: str | None
@@ -316,54 +313,6 @@ def _page_id(record_id: str, shown: str, ordinal: int) -> str:
     return record_id.strip() or f"{shown}#{ordinal}"
 
 
-def scan_warc(
-    path: Location, shown: str, progress: ScanProgress | None = None
-) -> tuple[list[ScannedRecord], dict[str, int]]:
-    """The pages of one WARC file (named ``shown``) in file order, and the count of each kind of record met;
-    NotAWarcError or OSError."""
-    check_is_warc(path, shown)
-    size = store(path).size()
-    kinds = dict.fromkeys(RECORD_KINDS, 0)
-    pages: list[ScannedRecord] = []
-    positions_rise = True  # each record's stream position after the one before (not so in a file gzipped whole)
-    position = -1
-    ordinal = -1
-    last_page: int | None = None  # index in pages of the record read just before a break
-    dump: str | None = None  # the isPartOf of the last warcinfo record
-    with store(path).open() as stream:
-        for record in _records(stream):
-            if isinstance(record, _Break):
-                _record_break(pages, kinds, last_page, record.error)
-                break
-            ordinal += 1
-            last_page = None
-            positions_rise = positions_rise and record.stream_pos > position
-            position = record.stream_pos
-            url = record.headers.get("WARC-Target-URI")
-            cut_off = record.headers.get("Content-Length") is None  # the record ends inside its own headers
-            kind = "broken" if cut_off else _kind(record)
-            kinds[kind] += 1
-            if progress is not None:
-                progress(min(record.stream_pos, size), size, ordinal + 1)
-            if kind == "warcinfo":
-                dump = _is_part_of(record)
-            if kind != "html" and not (cut_off and url is not None):
-                continue
-            expected = record.content_length
-            got = _payload_length(record)
-            broken = _truncation(cut_off, got, expected)
-            date = record.headers.get("WARC-Date")
-            ref = WarcRecordRef(ordinal, record.stream_pos, record.record_id or "", date, expected, broken, dump)
-            charset = charset_label(record.http_charset)
-            pages.append(ScannedRecord(_page_id(ref.record_id, shown, ordinal), url, charset, ref))
-            last_page = len(pages) - 1
-    if progress is not None:
-        progress(size, size, ordinal + 1)
-    if not (positions_rise and _offsets_start_records(path, pages)):
-        pages = [replace(p, ref=replace(p.ref, offset=None)) for p in pages]
-    return pages, {k: v for k, v in kinds.items() if v}
-
-
 def _truncation(cut_off: bool, got: int, expected: int) -> str | None:
     """Why a page's record is cut off (None: it is whole)."""
     if cut_off:
@@ -373,28 +322,12 @@ def _truncation(cut_off: bool, got: int, expected: int) -> str | None:
     return None
 
 
-def _record_break(pages: list[ScannedRecord], kinds: dict[str, int], last_page: int | None, exc: BaseException) -> None:
-    """Count the rest of a file that stops parsing as broken, and blame the page read just before."""
-    kinds["broken"] += 1
-    if last_page is not None and pages[last_page].ref.broken is None:
-        page = pages[last_page]
-        pages[last_page] = replace(page, ref=replace(page.ref, broken=_break_reason(exc)))
-
-
 def _break_reason(exc: BaseException) -> str:
     """Why the page read just before a record that does not parse is broken."""
     return (
         f"the next record does not start where this record's Content-Length says "
         f"({error_text(exc)}); its length or the next header is wrong"
     )
-
-
-def _offsets_start_records(path: Location, pages: list[ScannedRecord]) -> bool:
-    """Whether the first page after the file's start is read again from its offset (not so if gzipped whole)."""
-    for page in pages:
-        if page.ref.offset and page.ref.broken is None:
-            return _record_starts_at(path, page.ref.offset, page.ref.record_id)
-    return True
 
 
 def _record_starts_at(path: Location, offset: int, record_id: str) -> bool:
@@ -442,14 +375,12 @@ class StreamedPage:
 
 
 class WarcStream:
-    """The pages of one WARC file read in one pass, as a stream, each with its payload: what :func:`scan_warc`
-    finds, then what :class:`WarcReader` reads, without reading the file twice. Iterate once; then :attr:`kinds`
-    counts every record met (from the start, also before ``start``).
+    """The pages of one WARC file read in one pass, as a stream, each with its payload. Iterate once; then
+    :attr:`kinds` counts every record met (from the start, also before ``start``).
 
-    A page is given once the record after it has been read (that record may show it broken), so the pages and
-    their errors are the two-pass read's. Taken up at ``start`` (a page's :attr:`StreamedPage.after`), it goes on
-    with the pages after that one: the file is read from the cursor's offset, or from the start without taking
-    the records before it again.
+    A page is given once the record after it has been read (that record may show it broken). Taken up at
+    ``start`` (a page's :attr:`StreamedPage.after`), it goes on with the pages after that one: the file is read
+    from the cursor's offset, or from the start without taking the records before it again.
     """
 
     def __init__(self, path: Location, shown: str, max_bytes: int, start: WarcCursor | None = None) -> None:
@@ -542,70 +473,3 @@ class WarcStream:
             )
         except (EOFError, PageTooLargeError) as exc:
             return exc
-
-
-class WarcReader:
-    """Reads the payloads of pages' records, one open file at a time: from their offsets, or in a file gzipped whole
-    in one pass from the start."""
-
-    def __init__(self) -> None:
-        self._path: Location | None = None
-        self._stream: Any = None
-        self._records: Iterator[Any] | None = None
-        self._next_ordinal = 0
-
-    def close(self) -> None:
-        if self._stream is not None:
-            self._stream.close()
-        self._path = self._stream = self._records = None
-        self._next_ordinal = 0
-
-    def read(self, path: Location, ref: WarcRecordRef, max_bytes: int) -> bytes:
-        """The decoded payload of one record; EOFError when it is broken or no longer where the scan found it."""
-        if ref.broken is not None:
-            raise EOFError(ref.broken)
-        record = self._record_at(path, ref)
-        try:
-            stored = record.reader.read(max_bytes + 1)
-        except SelectionError:
-            self.close()
-            raise
-        except (OSError, ValueError) as exc:
-            self.close()
-            raise EOFError(f"the record's payload cannot be read ({error_text(exc)})") from None
-        if len(stored) > max_bytes:
-            raise PageTooLargeError.over(max_bytes)
-        headers = record.http_headers
-        return decoded_payload(
-            bytes(stored), headers.get("Transfer-Encoding"), headers.get("Content-Encoding"), max_bytes
-        )
-
-    def _record_at(self, path: Location, ref: WarcRecordRef) -> Any:
-        if ref.offset is not None or self._path != path or self._next_ordinal > ref.ordinal:
-            if self._path != path or self._stream is None:
-                self.close()
-                self._stream = store(path).open()  # closed by close(); kept open for the file's next pages, so
-                self._path = path  # that an object is read in ranges of 8 MiB, not one range per page
-            self._stream.seek(0 if ref.offset is None else ref.offset)
-            self._next_ordinal = 0 if ref.offset is None else ref.ordinal
-            self._records = iter(_iterate(self._stream))
-        assert self._records is not None
-        while True:
-            try:
-                record = next(self._records)
-            except StopIteration:
-                self.close()
-                raise EOFError("the record is no longer in the file (it changed since it was scanned)") from None
-            except SelectionError:
-                self.close()
-                raise
-            except (OSError, ValueError) as exc:
-                self.close()
-                raise EOFError(f"the file no longer parses there ({error_text(exc)})") from None
-            ordinal = self._next_ordinal
-            self._next_ordinal += 1
-            if ordinal == ref.ordinal:
-                if record.record_id != ref.record_id:
-                    self.close()
-                    raise EOFError("another record is where the scan found this one (the file changed)")
-                return record

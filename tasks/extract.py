@@ -12,7 +12,6 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from content_selection.shell.logs import run_logger
 from content_selection.shell.options import api_task_options, chunk_run_namer, io_task_options, local_task_options
 from content_selection.shell.progress_artifacts import artifact_progress
-from selection_core.evidence import counts_text
 from selection_extraction.artifacts import (
     EXTRACTION_PROGRESS_ARTIFACT_KEY,
     EXTRACTION_SUMMARY_ARTIFACT_KEY,
@@ -26,7 +25,7 @@ from selection_extraction.extracted import ArticleSpool, ExtractionResult, Extra
 from selection_extraction.extraction import extract_to_spool
 from selection_extraction.inbox import InboxScan, prepare_inbox, scan_inbox
 from selection_extraction.page_chunks import ChunkExtraction, PageChunk, extract_chunk
-from selection_extraction.pages import PageSet, find_pages
+from selection_extraction.pages import Page, PageSet, find_pages
 from selection_extraction.paths import ExtractPaths, resolve_extract_paths
 from selection_extraction.settings import ExtractionSettings
 from selection_storage.atomic import WrittenFile
@@ -48,10 +47,13 @@ def check_extract_paths(
 
 @task(name="find-pages", **io_task_options())
 def find_pages_task(pages: Location, label: str | None = None) -> PageSet:
-    """List the pages of ``pages`` (a directory, a manifest or WARC files); ``label``: the input as given."""
+    """List the pages and web archives of ``pages`` (a directory, a manifest or WARC files); ``label``: the input
+    as given."""
     page_set = find_pages(pages, label)
-    records = f"; WARC records: {counts_text(page_set.warc_records)}" if page_set.warc_records else ""
-    run_logger().info("Found %d pages in %s (%s)%s", len(page_set.pages), pages, page_set.kind, records)
+    warcs = sum(not isinstance(entry, Page) for entry in page_set.entries)
+    run_logger().info(
+        "Found %d pages and %d web archive(s) in %s (%s)", len(page_set.entries) - warcs, warcs, pages, page_set.kind
+    )
     return page_set
 
 

@@ -52,7 +52,7 @@ def test_the_keys() -> None:
 def test_progress_descriptions() -> None:
     pages = PageSet("/data/2024-05-01", "directory", (Page("a", None, "a.html", Path("a.html")),) * 3)
     assert progress_description(pages) == "Extracting 3 pages of 2024-05-01"
-    assert progress_description(pages, 4) == "Extracting 3 pages of 2024-05-01 in 4 chunk(s)"
+    assert progress_description(pages, chunked=True) == "Extracting 3 pages of 2024-05-01 in chunks"
 
 
 def test_rows_are_capped_and_long_errors_cut() -> None:

@@ -9,8 +9,7 @@ from selection_extraction.decode import declared_charset, decode_html, web_codec
 from selection_extraction.extracted import NO_STATS, ExtractionStats, dump_record
 from selection_extraction.extractors import library_version
 from selection_extraction.inbox import failure_line, failures_message, is_page_set_name
-from selection_extraction.page_chunks import balanced_bounds, capped_bounds
-from selection_extraction.pages import PageSet, page_stem
+from selection_extraction.pages import PageSet, WarcFile, page_stem
 from selection_extraction.paths import extracted_path, record_path
 from selection_extraction.pool import FunctionRef, error_text
 from selection_extraction.settings import PageTooLargeError
@@ -28,18 +27,6 @@ def test_error_text_is_one_line() -> None:
     assert error_text(ValueError("bad\n  value")) == "ValueError: bad value"
 
 
-def test_chunk_bounds_examples() -> None:
-    assert balanced_bounds([1, 1, 1, 1, 8, 1, 1, 1], 2) == [(0, 4), (4, 8)]
-    assert balanced_bounds([5, 5, 5], 5) == [(0, 1), (1, 2), (2, 3)]
-    assert balanced_bounds([], 2) == []
-    assert capped_bounds([(0, 5), (5, 6)], [1, 1, 1, 1, 1, 9], max_items=2, max_weight=10) == [
-        (0, 2),
-        (2, 4),
-        (4, 5),
-        (5, 6),
-    ]
-
-
 def test_the_counts_of_two_chunks_add_up_as_one_run() -> None:
     s = ExtractionStats(2, 1, {"readability": 1}, {}, 0, ("x",))
     both = NO_STATS + s + s
@@ -52,8 +39,10 @@ def test_the_record_of_a_jsonl_batch_is_its_root_without_articles() -> None:
 
 
 def test_artifact_examples() -> None:
-    description = progress_description(PageSet("data/pages", "directory", ()), 2)
-    assert description == "Extracting 0 pages of pages in 2 chunk(s)"
+    description = progress_description(PageSet("data/pages", "directory", ()), chunked=True)
+    assert description == "Extracting 0 pages of pages in chunks"
+    warc = PageSet("day.warc.gz", "warc", (WarcFile("day.warc.gz", Path("day.warc.gz")),))
+    assert progress_description(warc) == "Extracting the pages of day.warc.gz"
     assert page_row(0, {"id": "a"})["readability_chars"] == 0
     rows = PageRows(1)
     rows(0, {"id": "a"})

@@ -57,7 +57,7 @@ def test_hidden_entries_are_skipped_and_subfolders_searched(tmp_path: Path) -> N
     for rel in ("b.HTML", "sub/a.htm", ".hidden.html", ".cache/c.html", "notes.txt"):
         (folder / rel).write_text("<p>x</p>")
     page_set = find_pages(folder)
-    assert [(p.id, p.path) for p in page_set.pages] == [("b", "b.HTML"), ("sub/a", "sub/a.htm")]
+    assert [(p.id, p.path) for p in page_set.entries] == [("b", "b.HTML"), ("sub/a", "sub/a.htm")]
 
 
 def test_an_object_named_as_a_page_is_a_page_and_read_through_its_store() -> None:
@@ -68,7 +68,7 @@ def test_an_object_named_as_a_page_is_a_page_and_read_through_its_store() -> Non
     fs = fsspec.filesystem("memory")
     fs.pipe_file("/crawls/page.html", b"<html><body>not an archive</body></html>")
     page_set = find_pages("memory://crawls/page.html")
-    assert page_set.kind == "page" and [(p.id, p.path) for p in page_set.pages] == [("page", "page.html")]
-    assert read_page(page_set.pages[0]) == b"<html><body>not an archive</body></html>"
+    assert page_set.kind == "page" and [(p.id, p.path) for p in page_set.entries] == [("page", "page.html")]
+    assert read_page(page_set.entries[0]) == b"<html><body>not an archive</body></html>"
     paths = resolve_extract_paths("s3://crawls/day/x.warc.gz")  # nothing read yet
     assert str(paths.pages) == "s3://crawls/day/x.warc.gz" and str(paths.output) == "s3://crawls/day/x_extracted.json"

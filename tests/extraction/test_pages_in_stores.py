@@ -17,7 +17,7 @@ import pytest
 from selection_core.errors import ReadError
 from selection_extraction import InvalidPagesError, find_pages
 from selection_extraction.inbox import ignored_advice, scan_inbox
-from selection_extraction.pages import PageReader, check_page_listing, read_error, read_page
+from selection_extraction.pages import PageReadings, page_bytes, read_error, read_page
 from selection_storage.stores import ObjectPath
 from tests.support import DATA, PAGES
 from tests.support.object_stores import tree
@@ -40,8 +40,15 @@ def root(store_server, bucket: str) -> str:
 
 
 def listed(page_set) -> list[tuple]:
-    """What a page set says of each page but where its file is."""
-    return [(p.id, p.url, p.path, p.encoding, p.warc) for p in page_set.pages]
+    """What a page set says of each page (a web archive's pages as it is read) but where its file is."""
+    return [(p.id, p.url, p.path, p.encoding, p.warc) for p, _ in PageReadings(page_set, read_files=False)]
+
+
+def records(page_set) -> dict[str, int] | None:
+    """The records of a page set's web archives by kind, as reading them counts them."""
+    readings = PageReadings(page_set, read_files=False)
+    list(readings)
+    return readings.warc_records
 
 
 #: A folder with pages at two levels, hidden names, a note, web archives named and not, and an ARC-like file.
@@ -67,23 +74,22 @@ def test_a_prefix_is_listed_as_the_same_folder_on_a_disk(put: Put, root: str, tm
 
     assert remote.kind == local.kind == "directory" and remote.source == f"{root}/site"
     assert listed(remote) == listed(local)
-    assert [p.path for p in remote.pages[:4]] == [
+    assert [p[2] for p in listed(remote)[:4]] == [
         "b.HTML",
         "crawls/day.warc.gz",
         "crawls/day.warc.gz",
         "crawls/day.warc.gz",
     ]
-    assert {p.path for p in remote.pages} == {
+    assert {p[2] for p in listed(remote)} == {
         "b.HTML",
         "crawls/day.warc.gz",
         "crawls/loose.bin",
         "sub/a.html.gz",
         "sub/deeper/c.htm",
     }
-    assert remote.warc_records == local.warc_records and remote.warc_records
-    assert all(isinstance(p.file, ObjectPath) and str(p.file).startswith(f"{root}/site/") for p in remote.pages)
-    assert find_pages(f"{root}/site/").pages == remote.pages  # a trailing slash is the same prefix
-    check_page_listing(f"{root}/site")  # listed, not refused
+    assert records(remote) == records(local) and records(remote)
+    assert all(isinstance(p.file, ObjectPath) and str(p.file).startswith(f"{root}/site/") for p in remote.entries)
+    assert find_pages(f"{root}/site/").entries == remote.entries  # a trailing slash is the same prefix
 
 
 @pytest.mark.parametrize("what", ["missing", "empty-of-pages"])
@@ -91,16 +97,15 @@ def test_a_prefix_without_pages_is_refused_as_an_empty_folder_is(put: Put, root:
     if what == "empty-of-pages":
         put(f"{root}/site/notes.txt", b"not a page")
         put(f"{root}/site/.hidden.html", b"<p>hidden</p>")
-    for refused in (find_pages, check_page_listing):
-        with pytest.raises(InvalidPagesError) as info:
-            refused(f"{root}/site")
-        assert str(info.value) == (
-            f"{root}/site: no such object, and no object under this prefix; check the URL"
-            if what == "missing"
-            else f"{root}/site: no .html, .htm, .html.gz, .htm.gz page or .warc, .warc.gz file under this prefix; "
-            "check the URL"
-        )
-        assert info.value.exit_code == 65
+    with pytest.raises(InvalidPagesError) as info:
+        find_pages(f"{root}/site")
+    assert str(info.value) == (
+        f"{root}/site: no such object, and no object under this prefix; check the URL"
+        if what == "missing"
+        else f"{root}/site: no .html, .htm, .html.gz, .htm.gz page or .warc, .warc.gz file under this prefix; "
+        "check the URL"
+    )
+    assert info.value.exit_code == 65
     if what == "missing":  # a mistyped object's URL is said so, whatever it is named
         with pytest.raises(InvalidPagesError, match=r"crawl\.warc\.gz: no such object, and no object under this"):
             find_pages(f"{root}/crawl.warc.gz")
@@ -112,9 +117,9 @@ def test_a_gzip_page_object_is_read_through_its_store(put: Put, root: str, tmp_p
     page_set = find_pages(f"{root}/site/a.htm.gz")
 
     assert page_set.kind == "page" and listed(page_set) == [("a", None, "a.htm.gz", None, None)]
-    data = read_page(page_set.pages[0])
-    assert data == gzip.decompress(ANOTHER_PAGE.read_bytes()) == read_page(find_pages(tmp_path / "site").pages[0])
-    assert page_set.pages[0].weight == len(ANOTHER_PAGE.read_bytes())  # its size, from the store
+    data = read_page(page_set.entries[0])
+    assert data == gzip.decompress(ANOTHER_PAGE.read_bytes()) == read_page(find_pages(tmp_path / "site").entries[0])
+    assert page_set.entries[0].weight == len(ANOTHER_PAGE.read_bytes())  # its size, from the store
 
 
 def test_a_manifest_object_lists_its_pages_as_a_manifest_file_does(put: Put, root: str, tmp_path: Path) -> None:
@@ -137,13 +142,13 @@ def test_a_manifest_object_lists_its_pages_as_a_manifest_file_does(put: Put, roo
     remote, local = find_pages(f"{root}/in/list.jsonl"), find_pages(tmp_path / "in" / "list.jsonl")
 
     assert remote.kind == local.kind == "manifest" and listed(remote) == listed(local)
-    assert remote.warc_records == local.warc_records
-    assert [str(p.file) for p in remote.pages[:2]] == [f"{root}/in/pages/a.html.gz", f"{root}/in/pages/b.html"]
-    assert read_page(remote.pages[1]) == b"<p>b</p>"
+    assert records(remote) == records(local) and records(remote)
+    assert [str(p.file) for p in remote.entries[:2]] == [f"{root}/in/pages/a.html.gz", f"{root}/in/pages/b.html"]
+    assert read_page(remote.entries[1]) == b"<p>b</p>"
 
     # an entry may be an absolute URL of an object, anywhere the store reaches
     put(f"{root}/in/more.jsonl", f'{{"path": "{root}/elsewhere/c.html"}}\n'.encode())
-    (page,) = find_pages(f"{root}/in/more.jsonl").pages
+    (page,) = find_pages(f"{root}/in/more.jsonl").entries
     assert (page.id, page.path, str(page.file)) == ("c", f"{root}/elsewhere/c.html", f"{root}/elsewhere/c.html")
     assert read_page(page) == b"<p>c</p>"
 
@@ -159,29 +164,26 @@ def test_a_missing_object_of_a_manifest_is_an_unreadable_page_as_a_missing_file_
     assert (
         listed(remote) == listed(local) == [("gone", None, "gone.html", None, None), ("gone", None, "gone", None, None)]
     )
-    with PageReader() as reader:
-        for remote_page, local_page in zip(remote.pages, local.pages, strict=True):
-            with pytest.raises(FileNotFoundError) as on_store:
-                reader.read(remote_page)
-            with pytest.raises(FileNotFoundError) as on_disk:
-                reader.read(local_page)
-            assert read_error(remote_page, on_store.value) == read_error(local_page, on_disk.value)
-            assert read_error(remote_page, on_store.value) == (
-                f"FileNotFoundError: cannot read page {local_page.path}: No such file or directory"
-            )
+    for remote_page, local_page in zip(remote.entries, local.entries, strict=True):
+        on_store, on_disk = page_bytes(remote_page), page_bytes(local_page)
+        assert isinstance(on_store, FileNotFoundError) and isinstance(on_disk, FileNotFoundError)
+        assert read_error(remote_page, on_store) == read_error(local_page, on_disk)
+        assert read_error(remote_page, on_store) == (
+            f"FileNotFoundError: cannot read page {local_page.path}: No such file or directory"
+        )
 
 
 def test_a_store_that_fails_while_a_page_is_read_fails_the_read(store_server, put: Put, root: str, mocker) -> None:
     put(f"{root}/in/a.html", b"<p>a</p>")
-    (page,) = find_pages(f"{root}/in").pages
+    (page,) = find_pages(f"{root}/in").entries
 
     def dropped(self, start, end):
         raise OSError(errno.EIO, "connection reset by peer (injected)")
 
     mocker.patch.object(store_server.file_class, "_fetch_range", dropped)
     mocker.patch("selection_extraction.pages.READ_RETRY_DELAYS", ())
-    with PageReader() as reader, pytest.raises(ReadError, match=f"{root}/in/a.html: the store failed .*retry later"):
-        reader.read(page)  # a SelectionError: the run fails, the page is not made an error article
+    with pytest.raises(ReadError, match=f"{root}/in/a.html: the store failed .*retry later"):
+        page_bytes(page)  # a SelectionError: the run fails, the page is not made an error article
 
 
 def _refusal(put: Put, root: str, line: bytes) -> str:

@@ -26,10 +26,10 @@ from selection_core.batch import dump_batch
 from selection_core.config import EXTRACTORS, TEXT_FIELDS
 from selection_extraction import ExtractionSettings, InvalidPagesError, extract_pages, find_pages
 from selection_extraction.extractors import default_extractors
-from selection_extraction.page_chunks import extract_chunk, plan_page_chunks
-from selection_extraction.pages import UNREADABLE_PAGE_ERRORS, PageReader
+from selection_extraction.page_chunks import extract_chunk, page_chunks
+from selection_extraction.pages import Page, PageReadings
 from selection_extraction.settings import DEFAULT_MAX_PAGE_BYTES, PageTooLargeError
-from selection_extraction.warc import RECORD_KINDS, WarcStream, dechunk, decoded_payload, scan_warc
+from selection_extraction.warc import RECORD_KINDS, WarcStream, dechunk, decoded_payload
 from tests.support import DATA, PAGES, ROOT
 from tests.support.chunks import join_chunks
 
@@ -59,6 +59,16 @@ def texts(doc: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
     }
 
 
+def read_all(source: Path, label: str | None = None) -> tuple[list[tuple[Page, Any]], dict[str, int] | None]:
+    """The pages of ``source`` with their bytes (or why they cannot be read), read once; the records by kind."""
+    readings = PageReadings(find_pages(source, label))
+    return list(readings), readings.warc_records
+
+
+def pages_of(source: Path) -> list[Page]:
+    return [page for page, _ in read_all(source)[0]]
+
+
 @pytest.fixture(scope="module")
 def pages_doc() -> dict[str, Any]:
     return extract_pages(find_pages(WARCS / "pages.warc.gz"), ExtractionSettings(workers=2)).doc
@@ -69,14 +79,14 @@ def pages_doc() -> dict[str, Any]:
 
 @pytest.mark.parametrize("name", PAGES_FILES)
 def test_the_html_responses_become_the_pages_in_file_order(name: str) -> None:
-    page_set = find_pages(WARCS / name)
+    pages = pages_of(WARCS / name)
     written = EXPECTED[name]
-    assert page_set.kind == "warc"
-    assert [p.warc.record_id for p in page_set.pages if p.warc] == written["articles"]
-    assert [p.id for p in page_set.pages] == written["articles"]
+    assert find_pages(WARCS / name).kind == "warc"
+    assert [p.warc.record_id for p in pages if p.warc] == written["articles"]
+    assert [p.id for p in pages] == written["articles"]
     by_id = {r["record_id"]: r for r in written["records"]}
-    assert [p.url for p in page_set.pages] == [by_id[i]["target_uri"] for i in written["articles"]]
-    assert [p.warc.date for p in page_set.pages if p.warc] == [by_id[i]["date"] for i in written["articles"]]
+    assert [p.url for p in pages] == [by_id[i]["target_uri"] for i in written["articles"]]
+    assert [p.warc.date for p in pages if p.warc] == [by_id[i]["date"] for i in written["articles"]]
 
 
 @pytest.mark.parametrize("name", PAGES_FILES)
@@ -84,13 +94,13 @@ def test_every_record_is_counted_by_kind(name: str) -> None:
     counts = dict.fromkeys(RECORD_KINDS, 0)
     for record in EXPECTED[name]["records"]:
         counts[expected_kind(record)] += 1
-    assert find_pages(WARCS / name).warc_records == {k: v for k, v in counts.items() if v}
+    assert read_all(WARCS / name)[1] == {k: v for k, v in counts.items() if v}
 
 
 @pytest.mark.parametrize("name", PAGES_FILES)
 def test_the_offsets_are_where_the_records_start_or_null_in_a_file_gzipped_whole(name: str) -> None:
     by_id = {r["record_id"]: r for r in EXPECTED[name]["records"]}
-    offsets = [p.warc.offset for p in find_pages(WARCS / name).pages if p.warc]
+    offsets = [p.warc.offset for p in pages_of(WARCS / name) if p.warc]
     assert offsets == [by_id[p]["offset"] for p in EXPECTED[name]["articles"]]
     assert (None in offsets) == (name == "pages_whole.warc.gz")
 
@@ -99,17 +109,17 @@ def test_a_page_names_the_crawl_its_warcinfo_is_part_of() -> None:
     crawl = DATA / "crawl"
     expected = json.loads((crawl / "expected.json").read_text(encoding="utf-8"))
     key = next(iter(expected["warcs"]))
-    pages = find_pages(crawl / key).pages
+    pages = pages_of(crawl / key)
     assert pages and {p.warc.dump for p in pages if p.warc} == {expected["crawl"]}  # its isPartOf: CC-MAIN-2024-18
     # the test WARCs' warcinfo names no crawl
-    assert {p.warc.dump for p in find_pages(WARCS / "pages.warc.gz").pages if p.warc} == {None}
+    assert {p.warc.dump for p in pages_of(WARCS / "pages.warc.gz") if p.warc} == {None}
 
 
 def test_warcio_finds_each_record_again_at_its_offset() -> None:
     from warcio.archiveiterator import ArchiveIterator
 
     for name in ("pages.warc", "pages.warc.gz"):
-        for page in find_pages(WARCS / name).pages:
+        for page in pages_of(WARCS / name):
             assert page.warc is not None and page.warc.offset is not None
             with open(WARCS / name, "rb") as stream:
                 stream.seek(page.warc.offset)
@@ -122,20 +132,18 @@ def test_each_article_keeps_where_it_came_from(pages_doc: dict[str, Any]) -> Non
     assert list(first)[:7] == ["id", "url", "path", "warc_date", "warc_offset", "encoding", "encoding_source"]
     assert first["path"] == str(WARCS / "pages.warc.gz") and first["warc_date"] == "2024-05-01T12:00:02Z"
     assert pages_doc["extraction"]["input_kind"] == "warc"
-    assert pages_doc["extraction"]["warc_records"] == find_pages(WARCS / "pages.warc.gz").warc_records
+    assert pages_doc["extraction"]["warc_records"] == read_all(WARCS / "pages.warc.gz")[1]
 
 
 # --------------------------------------------------------------------------- the texts of the same bytes in a folder
 
 
 def test_a_warc_gives_the_texts_of_the_same_html_bytes_in_a_folder(tmp_path: Path, pages_doc: dict[str, Any]) -> None:
-    page_set = find_pages(WARCS / "pages.warc.gz")
     lines = []
-    with PageReader() as reader:
-        for number, page in enumerate(page_set.pages):
-            file = tmp_path / f"{number:02d}.html"
-            file.write_bytes(reader.read(page))
-            lines.append(json.dumps({"id": page.id, "url": page.url, "path": file.name, "encoding": page.encoding}))
+    for number, (page, data) in enumerate(read_all(WARCS / "pages.warc.gz")[0]):
+        file = tmp_path / f"{number:02d}.html"
+        file.write_bytes(data)
+        lines.append(json.dumps({"id": page.id, "url": page.url, "path": file.name, "encoding": page.encoding}))
     (tmp_path / "pages.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     folder_doc = extract_pages(find_pages(tmp_path / "pages.jsonl"), ExtractionSettings(workers=2)).doc
     assert texts(folder_doc) == texts(pages_doc)
@@ -143,15 +151,16 @@ def test_a_warc_gives_the_texts_of_the_same_html_bytes_in_a_folder(tmp_path: Pat
 
 
 def test_the_payloads_are_the_pages_bytes_with_every_encoding_undone() -> None:
-    page_set = find_pages(WARCS / "pages.warc.gz")
     by_id = {r["record_id"]: r for r in EXPECTED["pages.warc.gz"]["records"]}
     real = {json.loads(line)["id"]: json.loads(line) for line in (PAGES / "manifest.jsonl").read_text().splitlines()}
-    with PageReader() as reader:
-        for page in page_set.pages:
-            written = by_id[page.warc.record_id] if page.warc else {}
-            if written.get("page_id") in real:
-                expected = gzip.decompress((PAGES / real[written["page_id"]]["path"]).read_bytes())
-                assert reader.read(page) == expected, written["note"]
+    checked = 0
+    for page, data in read_all(WARCS / "pages.warc.gz")[0]:
+        written = by_id[page.warc.record_id] if page.warc else {}
+        if written.get("page_id") in real:
+            expected = gzip.decompress((PAGES / real[written["page_id"]]["path"]).read_bytes())
+            assert data == expected, written["note"]
+            checked += 1
+    assert checked == 7  # the six pages, and page 1 again
 
 
 def test_the_three_forms_of_one_archive_give_the_same_articles(pages_doc: dict[str, Any]) -> None:
@@ -174,10 +183,11 @@ def test_the_batch_is_the_same_whatever_the_workers_and_the_chunks(pages_doc: di
     assert dump_batch(one) == dump_batch(pages_doc)
     for name in ("pages.warc.gz", "pages_whole.warc.gz"):
         whole = find_pages(WARCS / name)
-        plan = plan_page_chunks(whole, 3, workers=2, time_limit_seconds=60.0)
-        joined = join_chunks(whole, [extract_chunk(c) for c in plan.chunks()], default_extractors(), 60.0)
+        readings = PageReadings(whole, read_files=False)
+        chunks = list(page_chunks(readings, 3, workers=2, time_limit_seconds=60.0))
+        joined = join_chunks(readings, [extract_chunk(c) for c in chunks], default_extractors(), 60.0)
         alone = extract_pages(whole, ExtractionSettings(workers=1)).doc
-        assert plan.n_chunks == 3 and dump_batch(joined.doc) == dump_batch(alone)
+        assert len(chunks) == 3 and dump_batch(joined.doc) == dump_batch(alone)
 
 
 # --------------------------------------------------------------------------- damaged archives and bad inputs
@@ -202,9 +212,8 @@ def _by_url(doc: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 def test_a_broken_record_is_an_error_article_and_the_good_ones_are_kept(
     name: str, counts: dict[str, int], broken_message: str, pages_doc: dict[str, Any]
 ) -> None:
-    page_set = find_pages(WARCS / name)
-    assert page_set.warc_records == counts
-    doc = extract_pages(page_set, ExtractionSettings(workers=1)).doc
+    doc = extract_pages(find_pages(WARCS / name), ExtractionSettings(workers=1)).doc
+    assert doc["extraction"]["warc_records"] == counts
     *good, broken = doc["articles"]
     errors = {broken[n]["error"] for n in EXTRACTORS}
     assert len(errors) == 1 and broken_message in errors.pop()
@@ -259,13 +268,13 @@ def test_a_folder_and_a_manifest_of_warcs_list_their_records_in_order(tmp_path: 
     shutil.copyfile(WARCS / "pages.warc.gz", tmp_path / "b" / "crawl.warc.gz")
     shutil.copyfile(PAGES / "manifest.jsonl", tmp_path / "ignored.jsonl")
     shutil.copyfile(next(PAGES.glob("*.html.gz")), tmp_path / "a.html.gz")
-    folder = find_pages(tmp_path)
-    assert [p.path for p in folder.pages] == ["a.html.gz"] + ["b/crawl.warc.gz"] * 8
-    assert folder.warc_records == find_pages(WARCS / "pages.warc.gz").warc_records
+    folder, records = read_all(tmp_path)
+    assert [p.path for p, _ in folder] == ["a.html.gz"] + ["b/crawl.warc.gz"] * 8
+    assert records == read_all(WARCS / "pages.warc.gz")[1]
     manifest = tmp_path / "warcs.jsonl"
     manifest.write_text('{"path": "b/crawl.warc.gz"}\n{"path": "a.html.gz", "id": "a"}\n', encoding="utf-8")
-    listed = find_pages(manifest)
-    assert [p.id for p in listed.pages] == [p.id for p in folder.pages[1:]] + ["a"]
+    listed = pages_of(manifest)
+    assert [p.id for p in listed] == [p.id for p, _ in folder[1:]] + ["a"]
 
 
 def test_the_page_size_limit_applies_to_each_record(tmp_path: Path) -> None:
@@ -436,12 +445,14 @@ def test_dechunk_keeps_the_body_and_drops_extensions_and_trailers() -> None:
     assert dechunk(b"3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\nTrailer: x\r\n\r\n") == b"abcde"
 
 
-def test_a_scan_reports_its_progress_in_bytes() -> None:
-    seen: list[tuple[int, int, int]] = []
-    scan_warc(WARCS / "pages.warc", "pages.warc", lambda done, total, records: seen.append((done, total, records)))
-    size = (WARCS / "pages.warc").stat().st_size
-    assert seen[-1] == (size, size, 20) and [r for _, _, r in seen[:-1]] == list(range(1, 21))
-    assert all(b[0] >= a[0] for a, b in zip(seen, seen[1:], strict=False))
+def test_the_pages_expected_of_a_warc_come_from_the_bytes_read_and_are_exact_at_the_end() -> None:
+    readings = PageReadings(find_pages(WARCS / "pages.warc"))
+    seen = []
+    for _ in readings:
+        seen.append((readings.met, readings.expected()))
+    assert [met for met, _ in seen] == list(range(1, 9)) and all(expected >= met for met, expected in seen)
+    assert seen[0][1] > 1  # the first page, early in the file, expects more
+    assert readings.expected() == 8
 
 
 #: The start of an ARC file (version 1): its version block, as the Internet Archive wrote them before WARC.
@@ -496,23 +507,11 @@ def _read(item: object) -> tuple[str, str] | bytes:
         "wrong_length_long.warc",
     ],  # fmt: skip
 )
-def test_one_streamed_read_gives_the_pages_and_payloads_of_the_scan_then_the_reads_and_from_every_cursor(
-    name: str,
-) -> None:
-    page_set = find_pages(WARCS / name, label=name)
-    two_pass = []
-    with PageReader() as reader:
-        for page in page_set.pages:
-            try:
-                data: object = reader.read(page)
-            except UNREADABLE_PAGE_ERRORS as exc:
-                data = exc
-            two_pass.append(((page.id, page.url, page.encoding, page.warc), _read(data)))
+def test_a_read_taken_up_after_any_page_gives_the_pages_after_it_and_the_same_counts(name: str) -> None:
     stream = WarcStream(WARCS / name, name, DEFAULT_MAX_PAGE_BYTES)
     items = list(stream)
     streamed = [((i.page.id, i.page.url, i.page.charset, i.page.ref), _read(i.payload)) for i in items]
-    assert streamed == two_pass
-    assert {k: v for k, v in stream.kinds.items() if v} == page_set.warc_records
+    assert [page.id for page, _ in read_all(WARCS / name, name)[0]] == [i.page.id for i in items]
     for k, item in enumerate(items):  # taken up after any page: the pages after it, and the same counts at the end
         again = WarcStream(WARCS / name, name, DEFAULT_MAX_PAGE_BYTES, item.after)
         rest = [((i.page.id, i.page.url, i.page.charset, i.page.ref), _read(i.payload)) for i in again]

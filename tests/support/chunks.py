@@ -7,16 +7,16 @@ from collections.abc import Sequence
 from selection_extraction.extracted import ExtractionResult, StatsTotal
 from selection_extraction.extractors import Extractor
 from selection_extraction.page_chunks import ChunkExtraction, joined_root
-from selection_extraction.pages import PageSet
+from selection_extraction.pages import PageReadings
 
 
 def join_chunks(
-    page_set: PageSet, parts: Sequence[ChunkExtraction], extractors: Sequence[Extractor], time_limit_seconds: float
+    readings: PageReadings, parts: Sequence[ChunkExtraction], extractors: Sequence[Extractor], time_limit_seconds: float
 ) -> ExtractionResult:
     """The batch of the whole input from its chunks' extractions, in page order."""
     total = StatsTotal()
     for part in parts:
         total.add(part.stats)
-    result = joined_root(page_set, total.stats(), extractors, time_limit_seconds)
+    result = joined_root(readings, total.stats(), extractors, time_limit_seconds)
     result.doc["articles"] = [article for part in parts for article in part.articles]
     return result
