@@ -21,8 +21,10 @@ import pytest
 
 from tests.support import PACKAGES, ROOT
 
-#: Modules the pure core may not import (the file system, processes, clock, randomness).
-FORBIDDEN_CORE_MODULES = frozenset({"os", "time", "secrets", "subprocess", "random", "shutil", "tempfile", "io"})
+#: Modules the pure core may not import (the file system, processes, clock, randomness, the installed modules).
+FORBIDDEN_CORE_MODULES = frozenset(
+    {"os", "time", "secrets", "subprocess", "random", "shutil", "tempfile", "io", "importlib"}
+)
 
 #: Names the pure core may not call.
 FORBIDDEN_CORE_CALLS = frozenset({"open", "getenv", "putenv"})
