@@ -16,7 +16,7 @@ from typing import Final
 
 from selection_cli.environment import apply_kernel_setting, release_large_buffers
 from selection_core import __version__
-from selection_core.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, SelectionError, missing_extra, require_extra
+from selection_core.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, SelectionError, missing_extra
 
 #: Each subcommand: the module whose ``add_<name>_arguments`` and ``<name>_command`` run it, and its help.
 COMMANDS: Final[dict[str, tuple[str, str]]] = {
@@ -53,6 +53,8 @@ def _command_named(argv: Sequence[str]) -> str | None:
 def _command_module(name: str):  # type: ignore[no-untyped-def]
     """The module that runs ``name``; a missing optional dependency is a :class:`MissingExtraError`."""
     if name in EXTRA_OF_COMMAND:
+        from selection_extraction.extractors import require_extra  # only a command that extracts loads the engine
+
         require_extra(EXTRA_OF_COMMAND[name], name)
     try:
         return importlib.import_module(COMMANDS[name][0])

@@ -122,20 +122,6 @@ def missing_extra(what: str, module: str | None) -> MissingExtraError | None:
     return MissingExtraError(f"{what} needs the {extra!r} extra, which is not installed ({module} is missing)", extra)
 
 
-def require_extra(extra: str, what: str) -> None:
-    """A :class:`MissingExtraError` for ``what`` (a command, a step) if a module of ``extra`` is not installed; its
-    modules are looked up, not imported."""
-    import importlib.util
-
-    for module in (m for m, needed_by in EXTRA_OF_MODULE.items() if needed_by == extra):
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):  # a finder that refuses it; a module set to None
-            found = False
-        if not found:
-            raise missing_extra(what, module)  # type: ignore[misc]
-
-
 def error_line(error: BaseException) -> str:
     """The one-line text of an error: a :class:`SelectionError`'s message as it is, a bug's with its type."""
     text = " ".join(str(error).split())

@@ -109,7 +109,7 @@ def build_marker_table() -> bytes:
 
 
 try:
-    from . import _kernel as _built  # type: ignore[attr-defined]
+    import selection_core._kernel as _built  # type: ignore[import-not-found]
 except ImportError:
     _built = None
 

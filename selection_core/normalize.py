@@ -9,7 +9,8 @@ import unicodedata
 import ftfy
 import ftfy.badness
 
-from . import kernel
+import selection_core.kernel as kernel
+
 from .tokens import MOJIBAKE_MARKERS, MOJIBAKE_MAX_WIDTH, TOKEN
 
 _MD_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from . import kernel
+import selection_core.kernel as kernel
+
 from .config import (
     CONSENSUS_MIN_VOTES,
     ERROR_FIELD,

@@ -1,4 +1,5 @@
-"""The three extractors as the engine sees them: how each is called and described, and its function by name."""
+"""The three extractors as the engine sees them: how each is called and described, its function by name, and
+whether an extra that a command or a step needs is installed."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from selection_core.config import EXTRACTORS
-from selection_core.errors import EXIT_INTERNAL, SelectionError, require_extra
+from selection_core.errors import EXIT_INTERNAL, EXTRA_OF_MODULE, SelectionError, missing_extra
 from selection_extraction.pool import ExtractorFunction, FunctionRef
 
 #: Keyword arguments of ``trafilatura.extract`` (besides the HTML).
@@ -50,6 +51,18 @@ class ExtractorsUnavailableError(SelectionError):
     """The extractor libraries are installed but a worker cannot load them (a broken install)."""
 
     exit_code = EXIT_INTERNAL
+
+
+def require_extra(extra: str, what: str) -> None:
+    """A :class:`MissingExtraError` for ``what`` (a command, a step) if a module of ``extra`` is not installed; its
+    modules are looked up, not imported."""
+    for module in (m for m, needed_by in EXTRA_OF_MODULE.items() if needed_by == extra):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # a finder that refuses it; a module set to None
+            found = False
+        if not found:
+            raise missing_extra(what, module)  # type: ignore[misc]
 
 
 @dataclass(frozen=True)

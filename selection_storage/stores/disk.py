@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from selection_core.errors import InvalidBatchError, OutputPathError
-from selection_storage import files
 from selection_storage.atomic import TMP_SUFFIX, Staged, StagedFile, remove_orphans, temporary_name, write_error
-from selection_storage.files import Version, open_input, read_error
+from selection_storage.files import Version, open_input, read_error, read_span
 from selection_storage.stores.backend import UPLOAD_PART_BYTES
 from selection_storage.stores.entries import Entry
 from selection_storage.stores.protocol import Store
@@ -54,7 +53,7 @@ class DiskStore:
             yield Version.of_file(os.fstat(fh.fileno())), read
 
     def read_span(self, version: Version, start: int, end: int, before: bytes = b"", after: bytes = b"") -> bytearray:
-        return files.read_span(self.path, version, start, end, before, after)
+        return read_span(self.path, version, start, end, before, after)
 
     def open(self, block_size: int = UPLOAD_PART_BYTES) -> BinaryIO:
         return open(self.path, "rb")  # noqa: SIM115 - the caller closes it

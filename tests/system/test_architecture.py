@@ -5,6 +5,8 @@
 * each package imports only the packages listed before it in ``tests.support.PACKAGES``,
   so the import graph has no cycle (imports inside functions count: a lazy import is
   still an import);
+* no module takes part in an import circle at module level (what runs on ``import``: not a
+  function's body, nor an ``if TYPE_CHECKING:`` block);
 * a function in ``tasks/`` (a task or a helper) is a thin shell: at most
   ``MAX_TASK_STATEMENTS`` statements.
 """
@@ -12,15 +14,17 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support import PACKAGES, ROOT
 
-#: Modules the pure core may not import (the file system, processes, clock, randomness).
-FORBIDDEN_CORE_MODULES = frozenset({"os", "time", "secrets", "subprocess", "random", "shutil", "tempfile", "io"})
+#: Modules the pure core may not import (the file system, processes, clock, randomness, the installed modules).
+FORBIDDEN_CORE_MODULES = frozenset(
+    {"os", "time", "secrets", "subprocess", "random", "shutil", "tempfile", "io", "importlib"}
+)
 
 #: Names the pure core may not call.
 FORBIDDEN_CORE_CALLS = frozenset({"open", "getenv", "putenv"})
@@ -46,12 +50,12 @@ def _package_of(module: str) -> str | None:
     return max(found, key=lambda f: len(PACKAGES[f]), default=None)
 
 
-def _imports(module: str, tree: ast.AST, is_package: bool) -> Iterator[tuple[str, int]]:
-    """Every module named by an import in ``tree`` (absolute), with its line."""
-    for node in ast.walk(tree):
+def _imports(module: str, nodes: Iterable[ast.AST], is_package: bool) -> Iterator[tuple[str, list[str], int]]:
+    """Every module named by an import among ``nodes`` (absolute), the names taken from it, and its line."""
+    for node in nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield alias.name, node.lineno
+                yield alias.name, [], node.lineno
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = module.split(".")
@@ -60,7 +64,21 @@ def _imports(module: str, tree: ast.AST, is_package: bool) -> Iterator[tuple[str
                 target = ".".join([*base, node.module] if node.module else base)
             else:
                 target = node.module or ""
-            yield target, node.lineno
+            yield target, [alias.name for alias in node.names], node.lineno
+
+
+def _run_on_import(node: ast.AST) -> Iterator[ast.AST]:
+    """The nodes under ``node`` run on import: not a function's body, nor an ``if TYPE_CHECKING:`` block."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        if isinstance(child, ast.If) and ast.unparse(child.test) in {"TYPE_CHECKING", "typing.TYPE_CHECKING"}:
+            for statement in child.orelse:
+                yield statement
+                yield from _run_on_import(statement)
+            continue
+        yield child
+        yield from _run_on_import(child)
 
 
 def _tree(path: Path) -> ast.Module:
@@ -72,7 +90,7 @@ def _package_graph() -> dict[str, dict[str, str]]:
     graph: dict[str, dict[str, str]] = {p: {} for p in PACKAGES}
     for package in PACKAGES:
         for module, path in _modules(package):
-            for target, line in _imports(module, _tree(path), path.name == "__init__.py"):
+            for target, _, line in _imports(module, ast.walk(_tree(path)), path.name == "__init__.py"):
                 top = _package_of(target)
                 if top is not None and top != package:
                     graph[package].setdefault(top, f"{path.relative_to(ROOT)}:{line}")
@@ -90,7 +108,7 @@ def test_the_core_imports_nothing_of_the_project_above_it() -> None:
     offending = [
         f"{path.relative_to(ROOT)}:{line} imports {target}"
         for module, path in _modules("selection_core")
-        for target, line in _imports(module, _tree(path), path.name == "__init__.py")
+        for target, _, line in _imports(module, ast.walk(_tree(path)), path.name == "__init__.py")
         if _package_of(target) not in (None, "selection_core")
     ]
     assert offending == []
@@ -100,7 +118,7 @@ def test_the_core_touches_no_file_process_clock_or_environment() -> None:
     offending = []
     for module, path in _modules("selection_core"):
         tree = _tree(path)
-        for target, line in _imports(module, tree, path.name == "__init__.py"):
+        for target, _, line in _imports(module, ast.walk(tree), path.name == "__init__.py"):
             if target.split(".")[0] in FORBIDDEN_CORE_MODULES:
                 offending.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
         for node in ast.walk(tree):
@@ -136,11 +154,14 @@ def _cycle(graph: dict[str, dict[str, str]]) -> list[str] | None:
     return None
 
 
-def test_the_package_import_graph_has_no_cycle() -> None:
-    graph = _package_graph()
+def _assert_no_cycle(graph: dict[str, dict[str, str]]) -> None:
     cycle = _cycle(graph)
     where = [] if cycle is None else [f"{a} -> {b} at {graph[a][b]}" for a, b in zip(cycle, cycle[1:])]
     assert cycle is None, "; ".join(where)
+
+
+def test_the_package_import_graph_has_no_cycle() -> None:
+    _assert_no_cycle(_package_graph())
 
 
 def test_each_package_imports_only_the_layers_below_it() -> None:
@@ -152,6 +173,43 @@ def test_each_package_imports_only_the_layers_below_it() -> None:
         if order.index(target) > order.index(package)
     ]
     assert upward == []
+
+
+def _module_graph() -> dict[str, dict[str, str]]:
+    """``graph[a][b]``: where module ``a`` imports module ``b`` at module level.
+
+    ``import a.b.c`` runs ``a``'s and ``a.b``'s ``__init__`` first, unless the importer is inside them (they are
+    under way); ``from a import c`` reads ``c`` from ``a``, whose ``__init__`` must have run, and imports the
+    submodule ``a.c`` if there is one."""
+    paths = {module: path for package in PACKAGES for module, path in _modules(package)}
+    graph: dict[str, dict[str, str]] = {module: {} for module in paths}
+    for module, path in paths.items():
+        is_package = path.name == "__init__.py"
+        own = {".".join(module.split(".")[:i]) for i in range(1, module.count(".") + 1 + is_package)}
+        for target, names, line in _imports(module, _run_on_import(_tree(path)), is_package):
+            parts = target.split(".")
+            imported = [".".join(parts[:i]) for i in range(1, len(parts))] + [target]
+            imported = [m for m in imported if m not in own or (names and m == target)]
+            imported += [f"{target}.{name}" for name in names]
+            for other in imported:
+                if other in paths and other != module:
+                    graph[module].setdefault(other, f"{path.relative_to(ROOT)}:{line}")
+    return graph
+
+
+def test_no_module_takes_part_in_an_import_circle() -> None:
+    _assert_no_cycle(_module_graph())
+
+
+def test_the_module_graph_follows_what_runs_on_import() -> None:
+    tree = ast.parse(
+        "import a\nif TYPE_CHECKING:\n    import b\nelse:\n    import c\ntry:\n    import d\nexcept ImportError:\n"
+        "    pass\ndef f():\n    import e\nclass K:\n    from .g import h\n"
+    )
+    assert [target for target, _, _ in _imports("p.m", _run_on_import(tree), False)] == ["a", "c", "d", "p.g"]
+    graph = _module_graph()
+    assert "selection_storage.stores.urls" in graph["selection_storage.stores"]
+    assert "selection_storage.stores" not in graph["selection_storage.stores.urls"]  # its own package, under way
 
 
 def test_the_cycle_check_finds_a_cycle() -> None:
