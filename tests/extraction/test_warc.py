@@ -516,3 +516,44 @@ def test_a_read_taken_up_after_any_page_gives_the_pages_after_it_and_the_same_co
         again = WarcStream(WARCS / name, name, DEFAULT_MAX_PAGE_BYTES, item.after)
         rest = [((i.page.id, i.page.url, i.page.charset, i.page.ref), _read(i.payload)) for i in again]
         assert rest == streamed[k + 1 :] and again.kinds == stream.kinds, (name, k)
+
+
+# --------------------------------------------------------------------------- web archives the project did not write
+
+WARCIO_FILES = sorted(p for p in (DATA / "warcio").iterdir() if p.name not in ("LICENSE", "README.md"))
+
+
+def _warcio_pages(path: Path) -> tuple[list[str], bool]:
+    """The ids of the HTML 200 responses warcio reads (ARC records as WARC), and whether it stopped on an error."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    found = []
+    try:
+        with open(path, "rb") as stream:
+            for record in ArchiveIterator(stream, arc2warc=True):
+                http = record.http_headers
+                if record.rec_type == "response" and http is not None and http.get_statuscode() == "200":
+                    mime = (http.get_header("Content-Type") or "").split(";")[0].strip().lower()
+                    if mime in ("text/html", "application/xhtml+xml"):
+                        found.append(record.rec_headers.get_header("WARC-Record-ID"))
+    except Exception:  # noqa: BLE001 - warcio gives up on a damaged file; what it read before counts
+        return found, True
+    return found, False
+
+
+@pytest.mark.parametrize("path", WARCIO_FILES, ids=lambda p: p.name)
+def test_warcio_s_own_files_give_the_pages_warcio_finds_or_one_line(path: Path) -> None:
+    expected, stopped = _warcio_pages(path)
+    if path.name.endswith((".arc", ".arc.gz")):  # an ARC file, which warcio converts: refused, saying what it is
+        with pytest.raises(InvalidPagesError, match="an ARC file") as caught:
+            read_all(path)
+        assert "\n" not in str(caught.value) and "warcio recompress" in str(caught.value)
+    elif not expected and not stopped:  # no HTML response at all
+        with pytest.raises(InvalidPagesError, match="no HTML response") as caught:
+            read_all(path)
+        assert "\n" not in str(caught.value) and str(path) in str(caught.value)
+    else:  # the same pages; past where warcio stops on damage, FastWARC may read one more
+        readings, records = read_all(path)
+        ids = [page.id for page, _ in readings]
+        assert ids[: len(expected)] == expected and (stopped or ids == expected)
+        assert records is not None and records["html"] == len(ids)
