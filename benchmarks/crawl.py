@@ -250,15 +250,15 @@ def resume(args: argparse.Namespace) -> dict[str, Any]:
             "before = peak(); t = time.perf_counter();"
             f"job = CrawlJob.plan({str(listing)!r}, {str(folder / 'out')!r}, {str(folder / 'in')!r}, 60.0);"
             "s = time.perf_counter() - t;"
-            "print(len(job.todo), job.resumed, s, before, peak())"
+            "print(len(job.todo), job.done_before, s, before, peak())"
         )
-        todo, resumed, seconds, before, after = subprocess.run(
+        todo, done_before, seconds, before, after = subprocess.run(
             [sys.executable, "-c", code], check=True, capture_output=True, text=True
         ).stdout.split()
         return {
             "lines": args.lines,
             "todo": int(todo),
-            "resumed": int(resumed),
+            "done_before": int(done_before),
             "seconds": float(seconds),
             "peak_mib_before_plan": int(before) / 1024,
             "peak_mib_after_plan": int(after) / 1024,

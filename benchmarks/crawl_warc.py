@@ -270,7 +270,7 @@ def main() -> None:
             results[f"{name}_kills_done"] = len(kills)
             results[f"{name}_killed_seconds"] = round(run.seconds, 1)
             results[f"{name}_seconds_lost_per_kill"] = round((run.seconds - after.seconds) / max(len(kills), 1), 1)
-            results[f"{name}_resumed_pages_at_last_start"] = line.get("resumed", 0)
+            results[f"{name}_pages_from_commits_at_last_try"] = line.get("from_commits", 0)
             output = line["output"]
             clean = server.get(server.url(bucket, f"out-after/{output}"))
             results[f"{name}_same_bytes_as_clean"] = (

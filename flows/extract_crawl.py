@@ -50,7 +50,14 @@ from selection_crawl.job import CrawlJob
 from selection_crawl.lease import DEFAULT_WAIT_SECONDS, CrawlLease
 from selection_crawl.listing import SUMMARY_NAME
 from selection_crawl.process import WarcProcessDied, crawl_warc_in_process, crawl_warc_on_dask
-from selection_crawl.unit import PROGRESS_SECONDS, PROGRESS_TOPIC, STORE_PATIENCE_SECONDS, WarcJob, WarcOutcome
+from selection_crawl.unit import (
+    MAX_DEATHS,
+    PROGRESS_SECONDS,
+    PROGRESS_TOPIC,
+    STORE_PATIENCE_SECONDS,
+    WarcJob,
+    WarcOutcome,
+)
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
 from selection_extraction.own_process import STOP_GRACE_SECONDS
 from selection_storage.stores.retries import patience
@@ -60,10 +67,6 @@ CRAWL_WARCS_ARTIFACT_KEY: Final[str] = "crawl-warcs"
 
 #: Least seconds between two updates of the progress artifact and the table artifact while WARCs are done.
 PUBLISH_INTERVAL_SECONDS: Final[float] = 5.0
-
-#: Most times one WARC is sent to a worker in a run: a backstop only, for workers that die before they start it
-#: (a WARC's starts are counted by its workers, :data:`MAX_TRIES` in a row without progress).
-MAX_SENDS: Final[int] = 50
 
 
 class CrawlRunSummary(BaseModel):
@@ -102,13 +105,7 @@ class _Workers:
 
 
 def _drained(events: deque[tuple[int, int, int]]) -> Callable[[], list[tuple[int, int, int]]]:
-    def reports() -> list[tuple[int, int, int]]:
-        got = []
-        while events:
-            got.append(events.popleft())
-        return got
-
-    return reports
+    return lambda: [events.popleft() for _ in range(len(events))]  # this thread alone takes from it
 
 
 @contextlib.contextmanager
@@ -177,48 +174,51 @@ def _handed_over(task: Any) -> concurrent.futures.Future[Any]:
     return ended
 
 
-def _dispatch(job: CrawlJob, workers: _Workers, progress: _Progress, lease: CrawlLease) -> None:
+def _dispatch(job: CrawlJob, workers: _Workers, publisher: _Publisher, lease: CrawlLease) -> None:
     """Do the WARCs to do, :data:`IN_FLIGHT_PER_WORKER` per worker in flight, the one way for local processes and
-    Dask: a WARC whose worker died (or whose process stalled) is sent again (the worker counts its tries, and fails
-    it alone after ``unit.MAX_TRIES`` in a row without progress); the pages the workers report go to ``progress``,
-    and the lease is checked, at least every :data:`PROGRESS_SECONDS`. On any exception (a stop, a lost lease),
-    the WARCs still running are stopped, and waited for (a bounded time), before it is raised."""
+    Dask; the pages the workers report go to ``publisher``, and the lease is checked, at least every
+    :data:`PROGRESS_SECONDS`. On any exception (a stop, a lost lease), the WARCs still running are stopped, and
+    waited for (a bounded time), before it is raised.
+
+    A WARC whose worker died (or whose process stalled) is sent again, up to :data:`~selection_crawl.unit.MAX_DEATHS`
+    deaths in a row without progress, counted where progress is seen: a worker that reported a page had counted its
+    try in the store, and fails the WARC itself after that many deaths before its next commit; the deaths before a
+    page are counted here. Dask's ``allowed-failures`` is no other bound: each of its re-runs is a try there."""
     todo = deque(job.todo)
     pending: dict[concurrent.futures.Future[WarcOutcome], int] = {}
-    sent: dict[int, int] = {}
-
-    def send(index: int) -> None:
-        sent[index] = sent.get(index, 0) + 1
-        pending[workers.submit(job.warc_job(index))] = index
+    deaths: dict[int, int] = {}  # WARC index: deaths in a row with no page reported
 
     try:
         while todo or pending:
             while todo and len(pending) < IN_FLIGHT_PER_WORKER * workers.count():
-                send(todo.popleft())
+                index = todo.popleft()
+                pending[workers.submit(job.warc_job(index))] = index
             done, _ = concurrent.futures.wait(
                 pending, timeout=PROGRESS_SECONDS, return_when=concurrent.futures.FIRST_COMPLETED
             )
             for event in workers.reports():
-                progress.pages(*event)
+                deaths.pop(event[0], None)
+                publisher.pages(*event)
             for future in sorted(done, key=pending.__getitem__):
                 index = pending.pop(future)
                 try:
                     outcome = future.result()
                 except workers.deaths as exc:
-                    if sent[index] < MAX_SENDS:
-                        send(index)  # its worker's next start counts the try
+                    deaths[index] = deaths.get(index, 0) + 1
+                    if deaths[index] < MAX_DEATHS:
+                        todo.appendleft(index)
                         continue
                     outcome = WarcOutcome.failed(
-                        f"{job.warcs[index].source}: its workers died {sent[index]} times ({type(exc).__name__}); "
-                        "run again to try it again",
+                        f"{job.warcs[index].source}: its workers died {deaths[index]} times in a row before a page was "
+                        f"done ({type(exc).__name__}); run again to try it again",
                         EXIT_IO_ERROR,
-                        tries=sent[index],
+                        tries=deaths[index],
                     )
                 except Exception as exc:  # noqa: BLE001 - one WARC's failure, in its line of crawl.json
                     reason = f"{job.warcs[index].source}: {type(exc).__name__}: {exc}"
                     outcome = WarcOutcome.failed(reason, EXIT_IO_ERROR)
-                progress(index, outcome)
-            progress.tick()
+                publisher(index, outcome)
+            publisher.tick()
             lease.check()
     except BaseException:
         workers.stop()
@@ -238,7 +238,7 @@ class Snapshot:
     seconds: float
 
 
-class _Progress:
+class _Publisher:
     """What the run shows as WARCs are done: the progress artifact and the table of WARCs (failures first, then the
     latest done), each at most every :data:`PUBLISH_INTERVAL_SECONDS`; the log; and the follower of a process that
     runs the flow itself (its progress bar), given a :class:`Snapshot` and the WARC that ended, if one did."""
@@ -255,7 +255,7 @@ class _Progress:
         self._published_at = self._tabled_at = float("-inf")
         self._changed = False
         self._ended = False  # a WARC ended since the table was last published
-        description = f"WARCs of {job.listing} done in this run ({job.resumed} of {len(job.warcs)} done before)"
+        description = f"WARCs of {job.listing} done in this run ({job.done_before} of {len(job.warcs)} done before)"
         self._percent = artifact_progress(CRAWL_PROGRESS_ARTIFACT_KEY, description)
         self._follower = follower(CRAWL_WARCS_ARTIFACT_KEY)
         self._started = time.monotonic()
@@ -398,19 +398,19 @@ def extract_crawl(
         job.fence = lease.fence
         where = f"the Dask cluster at {dask_address}" if dask_address else "local worker processes"
         logger.info(
-            "%d WARCs listed, %d done before: doing %d on %s", len(job.warcs), job.resumed, len(job.todo), where
+            "%d WARCs listed, %d done before: doing %d on %s", len(job.warcs), job.done_before, len(job.todo), where
         )
-        progress = _Progress(job, max_table_rows)
+        publisher = _Publisher(job, max_table_rows)
         job.write_summary()
         try:
             with _dask_workers(dask_address) if dask_address else _local_workers(workers) as on:
-                _dispatch(job, on, progress, lease)
+                _dispatch(job, on, publisher, lease)
         finally:
             if lease.holds():
                 job.close()
             else:
                 logger.warning("crawl.json is not rewritten, nor the prefix swept: its lease is not this run's")
-    progress.publish()
+    publisher.publish()
     totals = job.totals()
     summary = CrawlRunSummary(
         listing=listing,
@@ -418,7 +418,7 @@ def extract_crawl(
         summary_path=str(job.where(SUMMARY_NAME)),
         warcs=totals["warcs"],
         done=totals["done"],
-        done_before=job.resumed,
+        done_before=job.done_before,
         failed=totals["failed"],
         pages=totals["pages"],
         articles=totals["articles"],

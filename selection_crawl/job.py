@@ -94,10 +94,13 @@ class _Lines:
         self._end += len(line) + 1
 
     def get(self, index: int) -> bytes | None:
-        if self._at[index] < 0:
+        if index not in self:
             return None
         self._file.seek(self._at[index])
         return self._file.readline().rstrip(b"\n")
+
+    def __contains__(self, index: int) -> bool:
+        return self._at[index] >= 0
 
     def drop(self, index: int) -> None:
         self._at[index] = -1
@@ -124,7 +127,6 @@ class CrawlJob:
         self.listing = listing
         self.prefix = prefix
         self.warcs = warcs
-        self._written: set[str] | None = None
         self.fence: tuple[str, str] | None = None  # the lease its workers check before each write (set by its run)
         self.base = base
         self.time_limit_seconds = time_limit_seconds
@@ -137,7 +139,7 @@ class CrawlJob:
         self._failed: list[int] = []
         self._counts: dict[str, Any] = {"done": 0, "pages": 0, "articles": 0, "seconds": 0.0, "retried": 0}
         self._errors = dict.fromkeys(EXTRACTORS, 0)
-        self.resumed = 0
+        self.done_before = 0  # WARCs whose output was valid when the job was planned
         self.todo: list[int] = []
         self._written_at = float("-inf")
         self._write_seconds = 0.0
@@ -242,7 +244,7 @@ class CrawlJob:
                 outcome = read_record(record, warc.source)
             if current is not None and outcome is not None and _identity(outcome) == wanted:
                 self._keep(index, outcome)
-                self.resumed += 1
+                self.done_before += 1
                 for name in work_files(output.name, outputs.listed(output.parent)):  # its worker died as it ended
                     store(output.with_name(name)).remove()
             else:
@@ -263,7 +265,7 @@ class CrawlJob:
             "done": done,
             "failed": failed,
             "pending": len(self.warcs) - done - failed,
-            "done_before": self.resumed,
+            "done_before": self.done_before,
             "retried": self._counts["retried"],
             "pages": self._counts["pages"],
             "articles": self._counts["articles"],
@@ -297,23 +299,22 @@ class CrawlJob:
         return [(self.warcs[index], outcome) for index in self._failed if (outcome := self.outcome(index))]
 
     def close(self) -> None:
-        """Write the summary, and remove what killed writers left under the prefix: the unfinished uploads of this
-        job's files at any age (its writers have stopped), others only when over an hour old (a nested prefix's
-        crawl may be writing them). Only while this run holds the prefix's lease."""
+        """Write the summary, and remove what killed writers left under the prefix: the unfinished uploads of
+        ``crawl.json`` and of the files of the WARCs that have an outcome at any age (no writer of this run is at
+        them), others only when over an hour old (a WARC still running after a stop, a nested prefix's crawl). Only
+        while this run holds the prefix's lease."""
         self.write_summary()
-        store(location(self.prefix, self.storage_options, "output")).remove_orphans_under(stopped=self.writes)
-
-    def writes(self, relative: str) -> bool:
-        """Whether this job writes ``relative`` (under the prefix): ``crawl.json``, or a WARC's output, record,
-        commits or count of starts."""
-        if self._written is None:
-            self._written = {SUMMARY_NAME}
-            for warc in self.warcs:
+        ended = {SUMMARY_NAME}
+        for index, warc in enumerate(self.warcs):
+            if index in self._lines:
                 folder = posixpath.dirname(warc.relative)
-                self._written |= {warc.relative, posixpath.join(folder, record_of(self.where(warc.relative)).name)}
-        folder, name = posixpath.split(relative)
-        output = posixpath.join(folder, work_file_output(name) or name)
-        return relative in self._written or output in self._written
+                ended |= {warc.relative, posixpath.join(folder, record_of(self.where(warc.relative)).name)}
+
+        def stopped(relative: str) -> bool:  # a commit's or the tries' is its output's
+            folder, name = posixpath.split(relative)
+            return posixpath.join(folder, work_file_output(name) or name) in ended
+
+        store(location(self.prefix, self.storage_options, "output")).remove_orphans_under(stopped=stopped)
 
     def check(self) -> None:
         """A :class:`CrawlFailedError` when a WARC failed: 65 if one was bad input, else 74."""

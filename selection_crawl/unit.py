@@ -46,7 +46,7 @@ from selection_extraction.extraction import extract_readings
 from selection_extraction.extractors import library_version
 from selection_extraction.pages import Page, PageSet, missing_pages, no_pages_error, warc_refusals
 from selection_extraction.pool import stop_kept_workers
-from selection_extraction.warc import WarcCursor, WarcStream
+from selection_extraction.warc import StreamedPage, WarcCursor, WarcStream
 from selection_storage.files import Version
 from selection_storage.stores import Location, location, store, write_atomic
 from selection_storage.stores.retries import patience, retried
@@ -64,9 +64,9 @@ COMMIT_PAGES_VARIABLE: Final[str] = "CONTENT_SELECTION_COMMIT_PAGES"
 #: with backoff and jitter, before the WARC fails (:mod:`selection_storage.stores.retries`).
 STORE_PATIENCE_SECONDS: Final[float] = 180.0
 
-#: Starts of a WARC in a row, in one run, that find no new commit (their workers died before it) before it fails
-#: alone: a WARC that kills its workers. A start that finds a new commit is progress, and starts the count again.
-MAX_TRIES: Final[int] = 4
+#: Deaths of a WARC's worker in a row, in one run, without progress (a new commit; before a try is counted, a page
+#: reported to the coordinator), after which the WARC fails alone: the one bound (``_dispatch`` tells how).
+MAX_DEATHS: Final[int] = 4
 
 #: Least seconds between two reports of a WARC's pages to the coordinator.
 PROGRESS_SECONDS: Final[float] = 2.0
@@ -77,7 +77,7 @@ PROGRESS_TOPIC: Final[str] = "content-selection-crawl-pages"
 #: How a commit's name ends, after the output's name and its number.
 _COMMIT_SUFFIX: Final[str] = ".commit"
 
-#: How the object counting a WARC's starts is named, after the output's name.
+#: How the object counting a WARC's tries is named, after the output's name.
 _TRIES_SUFFIX: Final[str] = ".tries"
 
 #: The version of what an output holds for the same pages, settings and rule: raised whenever that changes, so
@@ -145,8 +145,9 @@ class WarcJob:
 @dataclass(frozen=True, slots=True)
 class WarcOutcome:
     """What became of one WARC: ``done`` (with its counts and the output's SHA-256 and size) or ``failed`` (with
-    its one-line ``reason`` and the exit status it stands for: 65 bad input, 74 the store or the machine), and how
-    many times it was started in the run that did it (more than once when its workers died).
+    its one-line ``reason`` and the exit status it stands for: 65 bad input, 74 the store or the machine), how
+    many times it was tried in the run that did it (more than once when its workers died), and the pages its last
+    try took from commits.
 
     :meth:`to_json` is its line of ``crawl.json`` and its record's ``crawl`` block; :meth:`from_json` reads either.
     """
@@ -163,7 +164,7 @@ class WarcOutcome:
     input_version: Version | None = None
     fingerprint: str | None = None
     tries: int = 1
-    resumed: int = 0  # pages taken from the commits of an earlier start (a worker that died, an earlier run)
+    from_commits: int = 0  # pages taken from the commits of an earlier try (a worker that died, an earlier run)
 
     @classmethod
     def failed(cls, reason: str, exit_code: int, seconds: float = 0.0, tries: int = 1) -> WarcOutcome:
@@ -190,8 +191,8 @@ class WarcOutcome:
             entry["seconds"] = self.seconds
             if self.tries > 1:
                 entry["tries"] = self.tries
-            if self.resumed:
-                entry["resumed"] = self.resumed
+            if self.from_commits:
+                entry["from_commits"] = self.from_commits
         return entry
 
     @classmethod
@@ -225,12 +226,8 @@ class WarcOutcome:
             input_version=None if version is None else Version(int(version["size"]), str(version["tag"])),
             fingerprint=shared.setdefault(fingerprint, fingerprint),
             tries=tries,
-            resumed=int(entry.get("resumed", 0)),
+            from_commits=int(entry.get("from_commits", 0)),
         )
-
-
-def _stats_json(stats: ExtractionStats) -> dict[str, Any]:
-    return dataclasses.asdict(stats)
 
 
 def _stats_of(value: Mapping[str, Any]) -> ExtractionStats:
@@ -246,7 +243,6 @@ class _Progress:
     stats: ExtractionStats = NO_STATS
     commits: int = 0
     begin: int = 0  # the byte offset of the next article in the extracted batch a run in one go would read
-    resumed: int = 0  # the articles taken from commits
 
 
 def read_record(record: Location, source: str) -> WarcOutcome | None:
@@ -260,7 +256,7 @@ def read_record(record: Location, source: str) -> WarcOutcome | None:
 
 
 def work_files(output_name: str, names: Iterable[str]) -> list[str]:
-    """The names among ``names`` (a folder's) of the commits and the count of starts of the WARC whose output is
+    """The names among ``names`` (a folder's) of the commits and the count of tries of the WARC whose output is
     ``output_name``, in order: what is left of its work while it is not done."""
     head = output_name + "."
     return sorted(
@@ -274,45 +270,50 @@ def work_files(output_name: str, names: Iterable[str]) -> list[str]:
 
 
 def work_file_output(name: str) -> str | None:
-    """The output name whose commit or count of starts ``name`` is (None: neither)."""
+    """The output name whose commit or count of tries ``name`` is (None: neither)."""
     if name.endswith(_TRIES_SUFFIX):
         return name[: -len(_TRIES_SUFFIX)]
     stem, dot, number = name.removesuffix(_COMMIT_SUFFIX).rpartition(".")
     return stem if name.endswith(_COMMIT_SUFFIX) and dot and number.isdigit() else None
 
 
-class _Commits:
-    """A WARC's commits beside its output, valid for one version of the WARC and one fingerprint; and the count of
-    its starts in this run."""
+class _Tries:
+    """A WARC's tries in one run, counted in the store beside its output: a try is one start by a worker."""
 
-    def __init__(self, target: Location, version: Version, fingerprint: str, run: str) -> None:
+    def __init__(self, target: Location, run: str) -> None:
+        self.where = target.with_name(target.name + _TRIES_SUFFIX)
+        self.run = run
+
+    def start(self, committed: int) -> tuple[int, int]:
+        """Count one more try of the WARC in this run, ``committed`` pieces being there: how many tries there were,
+        and the deaths in a row before it (the tries before it that found no piece that the one before had not)."""
+        tries = deaths = 0
+        if store(self.where).kind() == "file":
+            try:
+                with store(self.where).open() as fh:
+                    previous = orjson.loads(fh.read())
+                if previous.get("run") == self.run:
+                    tries = int(previous["tries"])
+                    deaths = int(previous["deaths"]) + 1 if committed <= int(previous["committed"]) else 0
+            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+                tries = deaths = 0
+        record = {"run": self.run, "tries": tries + 1, "deaths": deaths, "committed": committed}
+        write_atomic(self.where, orjson.dumps(record))
+        return tries + 1, deaths
+
+    def remove(self) -> None:
+        store(self.where).remove()
+
+
+class _Commits:
+    """A WARC's commits beside its output, valid for one version of the WARC and one fingerprint."""
+
+    def __init__(self, target: Location, version: Version, fingerprint: str) -> None:
         self.target = target
         self.identity = {"input_version": {"size": version.size, "tag": version.tag}, "fingerprint": fingerprint}
-        self.run = run
 
     def _name(self, number: int) -> Location:
         return self.target.with_name(f"{self.target.name}.{number:05d}{_COMMIT_SUFFIX}")
-
-    def _tries(self) -> Location:
-        return self.target.with_name(self.target.name + _TRIES_SUFFIX)
-
-    def start(self, committed: int) -> tuple[int, int]:
-        """Count one more start of the WARC in this run, ``committed`` pieces being there: how many starts there
-        were, and how many of them in a row found no piece that the one before had not (this one included)."""
-        starts = stuck = 0
-        where = self._tries()
-        if store(where).kind() == "file":
-            try:
-                with store(where).open() as fh:
-                    previous = orjson.loads(fh.read())
-                if previous.get("run") == self.run:
-                    starts = int(previous["starts"])
-                    stuck = int(previous["stuck"]) if committed <= int(previous["committed"]) else 0
-            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-                starts = stuck = 0
-        record = {"run": self.run, "starts": starts + 1, "stuck": stuck + 1, "committed": committed}
-        write_atomic(where, orjson.dumps(record))
-        return starts + 1, stuck + 1
 
     def names(self) -> list[str]:
         """The names of this WARC's commits (any version), in order."""
@@ -346,8 +347,7 @@ class _Commits:
                 number + 1,
                 int(head["begin"]),
             )
-        for name in names[progress.commits :]:
-            self._remove(name)
+        self.remove(names[progress.commits :])
         return progress
 
     def commit(self, start: WarcCursor | None, progress: _Progress, piece: bytes) -> None:
@@ -360,20 +360,15 @@ class _Commits:
             "start": _cursor_json(start),
             "cursor": progress.cursor.to_json(),
             "articles": progress.articles,
-            "stats": _stats_json(progress.stats),
+            "stats": dataclasses.asdict(progress.stats),
             "begin": progress.begin,
         }
         write_atomic(self._name(progress.commits - 1), [orjson.dumps(head) + b"\n", zlib.compress(piece, 1)])
 
-    def remove(self, done: bool) -> None:
-        """Remove the count of starts, and the commits once the WARC is ``done`` (its output and record written)."""
-        self._remove(self._tries().name)
-        if done:
-            for name in self.names():
-                self._remove(name)
-
-    def _remove(self, name: str) -> None:
-        store(self.target.with_name(name)).remove()
+    def remove(self, names: list[str] | None = None) -> None:
+        """Remove the commits (once the WARC's output and record are written), or those ``names``."""
+        for name in self.names() if names is None else names:
+            store(self.target.with_name(name)).remove()
 
 
 def _cursor_json(cursor: WarcCursor | None) -> dict[str, Any] | None:
@@ -387,27 +382,23 @@ def _commit_pages() -> int:
         return COMMIT_PAGES
 
 
-def _pieces_of(stream: WarcStream, shown: str, cursors: list[WarcCursor]) -> Iterator[Iterator[tuple[Page, Any]]]:
-    """The stream's pages cut into pieces of at most :data:`COMMIT_PAGES` pages or :data:`COMMIT_SECONDS` seconds;
-    ``cursors[0]`` is the cursor after the last page given."""
-    pages = iter(stream)
-    exhausted = False
-    most = _commit_pages()
+class _Piece:
+    """The next pages of a stream, at most :data:`COMMIT_PAGES` or :data:`COMMIT_SECONDS` seconds of them, as
+    ``(page, payload)``; once read, ``after`` is the cursor after its last page, and ``last`` whether the stream
+    ended in it."""
 
-    def piece() -> Iterator[tuple[Page, Any]]:
-        nonlocal exhausted
-        deadline = time.monotonic() + COMMIT_SECONDS
+    def __init__(self, stream: WarcStream, pages: Iterator[StreamedPage], after: WarcCursor) -> None:
+        self.stream, self.pages, self.after, self.last = stream, pages, after, False
+
+    def __iter__(self) -> Iterator[tuple[Page, Any]]:
+        deadline, most, shown = time.monotonic() + COMMIT_SECONDS, _commit_pages(), self.stream.shown
         with warc_refusals(shown):  # not a WARC, or unreadable: its pages cannot be used
-            for count, item in enumerate(pages, 1):
-                record = item.page
-                cursors[0] = item.after
-                yield Page(record.id, record.url, shown, stream.path, record.charset, record.ref), item.payload
+            for count, item in enumerate(self.pages, 1):
+                page, self.after = item.page, item.after
+                yield Page(page.id, page.url, shown, self.stream.path, page.charset, page.ref), item.payload
                 if count >= most or time.monotonic() >= deadline:
                     return
-        exhausted = True
-
-    while not exhausted:
-        yield piece()
+        self.last = True
 
 
 def crawl_warc(job: WarcJob, report: Callable[[int, int], None] | None = None) -> WarcOutcome:
@@ -434,6 +425,7 @@ def _crawl_warc(job: WarcJob, report: Callable[[int, int], None] | None) -> Warc
             f"(fingerprint {here[:12]}, not {job.fingerprint[:12]}); run the workers on the coordinator's image",
             EXIT_IO_ERROR,
         )
+    tries: _Tries | None = None
     commits: _Commits | None = None
     try:
         options = dict(job.storage_options)
@@ -443,14 +435,14 @@ def _crawl_warc(job: WarcJob, report: Callable[[int, int], None] | None) -> Warc
         if version is None:
             raise missing_pages(job.source, store(source).folder_noun)
         store(target.parent).make_folders()  # a folder of the prefix, on this machine's disk
-        commits = _Commits(target, version, job.fingerprint, job.run)
+        tries, commits = _Tries(target, job.run), _Commits(target, version, job.fingerprint)
         done = read_record(record_of(target), job.source)  # None when there is none
         if done and (done.input_version, done.fingerprint) == (version, job.fingerprint):
             listed = store(target).listed_version()
             if listed and listed.size == done.size:  # done meanwhile (the WARC sent twice): nothing to do...
-                commits.remove(done=True)  # ...but what a worker killed as it ended left behind
+                _clean_up(job, tries, commits, done=True)  # ...but what a worker killed as it ended left behind
                 return done
-        outcome = _crawl(job, source, target, version, commits, report or _silent)
+        outcome = _crawl(job, source, target, version, tries, commits, report or (lambda _done, _estimate: None))
     except CrawlLeaseLostError as exc:  # another run's prefix now: nothing more is written, not even a clean-up
         return WarcOutcome.failed(str(exc), exc.exit_code)
     except SelectionError as exc:  # first: a store's read and write errors are OSErrors too
@@ -458,18 +450,24 @@ def _crawl_warc(job: WarcJob, report: Callable[[int, int], None] | None) -> Warc
     except OSError as exc:  # the folder of the output could not be made
         outcome = WarcOutcome.failed(f"{job.output}: {exc.strerror or exc}", EXIT_IO_ERROR)
     except KeyboardInterrupt:  # stopped: its commits stay for the next run, a stop is not a try
-        if commits is not None:
-            with contextlib.suppress(SelectionError, OSError):  # a lost lease among them: nothing is removed
-                fenced(job)
-                commits.remove(done=False)
+        _clean_up(job, tries, commits, done=False)
         raise
     finally:
         stop_kept_workers()  # its extractor process lives as long as the WARC: a worker stopped later leaves none
-    if commits is not None:
-        with contextlib.suppress(SelectionError, OSError):
-            fenced(job)
-            commits.remove(done=outcome.state == "done")
+    _clean_up(job, tries, commits, done=outcome.state == "done")
     return dataclasses.replace(outcome, seconds=round(time.perf_counter() - started, 3))
+
+
+def _clean_up(job: WarcJob, tries: _Tries | None, commits: _Commits | None, done: bool) -> None:
+    """Remove the WARC's count of tries, and its commits once it is ``done``; nothing once its lease is lost, and
+    what a failing store keeps is left for the next run."""
+    if tries is None or commits is None:
+        return
+    with contextlib.suppress(SelectionError, OSError):  # a lost lease among them
+        fenced(job)
+        tries.remove()
+        if done:
+            commits.remove()
 
 
 def fenced(job: WarcJob) -> None:
@@ -479,30 +477,27 @@ def fenced(job: WarcJob) -> None:
         check_fence(*job.fence, dict(job.storage_options))
 
 
-def _silent(_done: int, _estimate: int) -> None:
-    pass
-
-
 def _crawl(
     job: WarcJob,
     source: Location,
     target: Location,
     version: Version,
+    tries: _Tries,
     commits: _Commits,
     report: Callable[[int, int], None],
 ) -> WarcOutcome:
-    tries = 1
+    number = 1  # of this try
     try:
         with tempfile.TemporaryFile() as pieces:  # anonymous: gone with this process, whatever kills it
             progress = commits.load(pieces)
             fenced(job)
-            tries, stuck = commits.start(progress.commits)
-            if stuck > MAX_TRIES:
+            number, deaths = tries.start(progress.commits)
+            if deaths >= MAX_DEATHS:
                 reason = (
-                    f"{job.source}: its workers died {stuck - 1} times in a row before its next commit; it fails "
+                    f"{job.source}: its workers died {deaths} times in a row before its next commit; it fails "
                     "alone (run again to try again)"
                 )
-                return WarcOutcome.failed(reason, EXIT_IO_ERROR, tries=tries - 1)
+                return WarcOutcome.failed(reason, EXIT_IO_ERROR, tries=number - 1)
             done, root = _extract_and_select(job, source, commits, pieces, progress, report)
 
             def write() -> tuple[str, int]:  # from the start of the pieces at each try
@@ -515,7 +510,7 @@ def _crawl(
     except CrawlLeaseLostError:
         raise
     except SelectionError as exc:
-        return WarcOutcome.failed(str(exc), exc.exit_code, tries=tries)
+        return WarcOutcome.failed(str(exc), exc.exit_code, tries=number)
     outcome = WarcOutcome(
         "done",
         pages=done.stats.pages,
@@ -525,8 +520,8 @@ def _crawl(
         size=size,
         input_version=version,
         fingerprint=job.fingerprint,
-        tries=tries,
-        resumed=done.resumed,
+        tries=number,
+        from_commits=progress.articles,  # the loaded commits' (one article a page)
     )
     crawl = {"format": job.output_format, **outcome.to_json(timed=False)}
     fenced(job)
@@ -552,11 +547,9 @@ def _extract_and_select(
     """Extract and select the WARC's pages after its last commit (``progress``, whose pieces ``pieces`` holds),
     appending each piece's selected articles (or rows) to ``pieces``, committing each; the progress at the end and
     the extraction record's root."""
-    progress.resumed = progress.articles
     settings = ExtractionSettings(time_limit_seconds=job.time_limit_seconds, workers=1, keep_workers=True)
     extractors = default_extractors()
     stream = WarcStream(source, job.source, settings.max_page_bytes, progress.cursor)
-    cursors: list[WarcCursor] = [progress.cursor or WarcCursor()]
     before = progress.articles
 
     def reported(pages: int) -> None:  # the pages estimated: as many again for each part of the WARC not read
@@ -567,7 +560,9 @@ def _extract_and_select(
         if done:
             reported(before + done)
 
-    for piece in _pieces_of(stream, job.source, cursors):
+    pages, piece = iter(stream), _Piece(stream, iter(()), stream.start)  # an empty piece, ending at the start
+    while not piece.last:
+        piece = _Piece(stream, pages, piece.after)
         articles: list[dict[str, Any]] = []
         stats = extract_readings(piece, articles.append, settings, extractors, pages_done)
         if not articles:
@@ -581,7 +576,7 @@ def _extract_and_select(
         start = progress.cursor
         progress = dataclasses.replace(
             progress,
-            cursor=cursors[0],
+            cursor=piece.after,
             articles=chunk.stop,
             stats=progress.stats + stats,
             commits=progress.commits + 1,

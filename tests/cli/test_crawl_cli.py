@@ -129,5 +129,5 @@ def test_a_local_worker_killed_mid_warc_is_replaced_and_only_its_warc_is_taken_u
     summary = orjson.loads((out / "crawl.json").read_bytes())
     assert summary["totals"]["done"] == len(keys) == 3 and summary["totals"]["failed"] == 0
     (taken_up,) = [w for w in summary["warcs"] if w.get("tries", 1) > 1]  # the dead worker's WARC alone
-    assert taken_up["tries"] == 2 and taken_up["resumed"] >= 5 and taken_up["resumed"] % 5 == 0
+    assert taken_up["tries"] == 2 and taken_up["from_commits"] >= 5 and taken_up["from_commits"] % 5 == 0
     assert not list(out.rglob("*.commit")) and not list(out.rglob("*.tries")) and not list(out.rglob("*.tmp*"))

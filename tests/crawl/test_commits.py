@@ -17,9 +17,7 @@ import pytest
 from selection_core.errors import WriteError
 from selection_crawl import unit
 from selection_crawl.job import CrawlJob
-from selection_crawl.unit import COMMIT_PAGES_VARIABLE, MAX_TRIES, crawl_warc
-from selection_storage.files import Version
-from selection_storage.stores import store
+from selection_crawl.unit import COMMIT_PAGES_VARIABLE, MAX_DEATHS, crawl_warc
 from tests.support import ROOT
 from tests.support.crawls import write_crawl
 from tests.support.faultkit import child_env
@@ -99,8 +97,8 @@ def test_a_worker_killed_mid_warc_is_taken_up_from_its_last_commit_with_the_byte
     job = _plan(folder / key, out)
     assert job.todo == [0]
     outcome = crawl_warc(job.warc_job(0))
-    assert outcome.state == "done" and outcome.resumed >= committed * EVERY and outcome.resumed % EVERY == 0
-    assert sum(extracted) == PAGES - outcome.resumed  # only the pages after the last commit were extracted again
+    assert outcome.state == "done" and outcome.from_commits >= committed * EVERY and outcome.from_commits % EVERY == 0
+    assert sum(extracted) == PAGES - outcome.from_commits  # only the pages after the last commit were extracted again
     assert _files(out) == clean  # the output and its record: the bytes of a clean run; no commit left
 
 
@@ -123,7 +121,7 @@ def test_commits_of_another_version_of_the_warc_are_not_used(
     os.utime(warc, (1, 1))  # another version of the WARC (its modification time is in its version's tag)
     extracted = _extracted_pages(mocker)
     outcome = crawl_warc(_plan(warc, out).warc_job(0))
-    assert outcome.state == "done" and outcome.resumed == 0 and sum(extracted) == PAGES
+    assert outcome.state == "done" and outcome.from_commits == 0 and sum(extracted) == PAGES
     mocker.stopall()
     assert crawl_warc(_plan(warc, tmp_path / "ref").warc_job(0)).state == "done"
     assert _files(out) == _files(tmp_path / "ref")  # the output and the record only, as a clean run's
@@ -160,33 +158,31 @@ def test_the_parquet_writers_version_is_in_a_datasets_fingerprint(monkeypatch: p
     assert unit.expected_fingerprint(30.0, "batch") == batch
 
 
-def test_a_warc_that_keeps_killing_its_workers_fails_alone_after_the_most_tries(
+def test_a_warc_that_keeps_killing_its_workers_fails_alone_after_the_most_deaths(
     crawl: tuple[Path, str], tmp_path: Path
 ) -> None:
     folder, key = crawl
     out = tmp_path / "out"
     job = _plan(folder / key, out)
     warc_job = job.warc_job(0)
-    version = store(folder / key).listed_version()
-    assert version is not None
-    commits = unit._Commits(Path(warc_job.output), version, warc_job.fingerprint, warc_job.run)  # noqa: SLF001
-    for _ in range(MAX_TRIES):  # started, then its worker died before its next commit, MAX_TRIES times
-        commits.start(0)
+    tries = unit._Tries(Path(warc_job.output), warc_job.run)  # noqa: SLF001
+    for _ in range(MAX_DEATHS):  # tried, then its worker died before its next commit, MAX_DEATHS times
+        tries.start(0)
     outcome = crawl_warc(warc_job)
-    assert (outcome.state, outcome.tries) == ("failed", MAX_TRIES)
+    assert (outcome.state, outcome.tries) == ("failed", MAX_DEATHS)
     assert outcome.reason == (
-        f"{folder / key}: its workers died {MAX_TRIES} times in a row before its next commit; it fails alone "
+        f"{folder / key}: its workers died {MAX_DEATHS} times in a row before its next commit; it fails alone "
         "(run again to try again)"
     )
     # a re-run is another run: it tries again
     assert crawl_warc(_plan(folder / key, out).warc_job(0)).state == "done"
 
 
-def test_a_start_that_finds_a_new_commit_counts_its_tries_in_a_row_again(tmp_path: Path) -> None:
-    commits = unit._Commits(tmp_path / "x.jsonl", Version(1, "t"), "f", "run")  # noqa: SLF001
-    assert [commits.start(0) for _ in range(3)] == [(1, 1), (2, 2), (3, 3)]
-    assert commits.start(1) == (4, 1) and commits.start(1) == (5, 2)  # (starts, in a row without a new commit)
-    assert unit._Commits(tmp_path / "x.jsonl", Version(1, "t"), "f", "a re-run").start(1) == (1, 1)  # noqa: SLF001
+def test_a_try_that_finds_a_new_commit_counts_the_deaths_in_a_row_again(tmp_path: Path) -> None:
+    tries = unit._Tries(tmp_path / "x.jsonl", "run")  # noqa: SLF001
+    assert [tries.start(0) for _ in range(3)] == [(1, 0), (2, 1), (3, 2)]
+    assert tries.start(1) == (4, 0) and tries.start(1) == (5, 1)  # (tries, deaths in a row before a new commit)
+    assert unit._Tries(tmp_path / "x.jsonl", "a re-run").start(1) == (1, 0)  # noqa: SLF001
 
 
 def _done_with_leftovers(warc: Path, out: Path) -> list[Path]:
@@ -208,7 +204,7 @@ def test_what_a_worker_killed_after_the_record_left_is_removed_by_the_next_plan(
     out = tmp_path / "out"
     left = _done_with_leftovers(folder / key, out)
     again = _plan(folder / key, out)
-    assert again.todo == [] and again.resumed == 1
+    assert again.todo == [] and again.done_before == 1
     assert not any(path.exists() for path in left)
 
 
@@ -259,5 +255,5 @@ def test_the_commits_of_two_workers_cut_at_other_pages_never_chain(
     monkeypatch.setenv(COMMIT_PAGES_VARIABLE, "7")
     extracted = _extracted_pages(mocker)
     outcome = crawl_warc(_plan(folder / key, out).warc_job(0))
-    assert outcome.state == "done" and outcome.resumed == 3 and sum(extracted) == PAGES - 3
+    assert outcome.state == "done" and outcome.from_commits == 3 and sum(extracted) == PAGES - 3
     assert _files(out) == clean

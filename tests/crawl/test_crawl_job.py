@@ -140,7 +140,7 @@ def test_a_rerun_does_only_what_is_left_and_leaves_valid_outputs_untouched(tmp_p
 
     # the listing grew by one WARC: only it is done
     grown = CrawlJob.plan(str(_listing(tmp_path, KEYS[:3])), str(out), str(bucket), 30.0)
-    assert grown.todo == [2] and grown.resumed == 2
+    assert grown.todo == [2] and grown.done_before == 2
     _run(grown)
     assert [(p.read_bytes(), p.stat().st_mtime_ns) for p in outputs] == stamps
 

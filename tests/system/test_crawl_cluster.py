@@ -269,8 +269,8 @@ def test_a_worker_killed_mid_warc_until_dask_gives_up_is_taken_up_from_its_last_
     summary = orjson.loads(s3_server.fs().cat_file(f"{bucket}/selected/crawl.json"))
     assert summary["totals"]["retried"] >= 1 and summary["totals"]["done"] == 2, summary["totals"]
     taken_up = [w for w in summary["warcs"] if w.get("tries", 1) == 2]  # the worker did both WARCs at once
-    assert taken_up and all(w.get("resumed", 0) % 5 == 0 for w in taken_up)  # from their last commits...
-    assert max(w.get("resumed", 0) for w in taken_up) >= 5  # ...not from their starts
+    assert taken_up and all(w.get("from_commits", 0) % 5 == 0 for w in taken_up)  # from their last commits...
+    assert max(w.get("from_commits", 0) for w in taken_up) >= 5  # ...not from their starts
 
 
 @pytest.mark.parametrize("cluster_kind", ["dask worker --nthreads 4", "LocalCluster()"])
