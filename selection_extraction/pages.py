@@ -85,7 +85,7 @@ class PageSet:
     """The pages and web archives of one input, in batch order (a web archive's pages in its place)."""
 
     source: str
-    kind: str  # "directory" | "manifest" | "page" | "warc" | "chunk"
+    kind: str  # "directory" | "manifest" | "page" | "warc"
     entries: tuple[Page | WarcFile, ...]
     #: The records of the input's WARC files by kind once they are read, or None without a WARC file.
     warc_records: dict[str, int] | None = None
@@ -128,8 +128,8 @@ def missing_pages(text: str, folder_noun: str = "directory") -> InvalidPagesErro
 
 
 def _listing(source: str | os.PathLike[str] | ObjectPath, name: str) -> tuple[str, tuple[Page | WarcFile, ...]]:
-    """The input's kind and entries: a folder (or a prefix in a store), else a web
-    archive (by its name, else by its first bytes), a page (by its name), or a JSON Lines manifest."""
+    """The input's kind and entries: a folder (or a prefix in a store), else a web archive (by its name, else by its
+    first bytes), a page (by its name), or a JSON Lines manifest."""
     path: Location
     if isinstance(source, ObjectPath) or is_url(source):
         path = location(source)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Final, NamedTuple
 
-from selection_core.errors import EXIT_INTERNAL, SelectionError
+from selection_core.errors import SelectionError, missing_extra
 from selection_extraction.pool import error_text
 from selection_extraction.settings import PageTooLargeError
 from selection_storage.stores import Location, store
@@ -31,12 +31,6 @@ _MAGIC = b"WARC/"
 
 class NotAWarcError(ValueError):
     """A file named like a WARC (or listed as one) is not a WARC file."""
-
-
-class WarcReaderMissingError(SelectionError):
-    """FastWARC, which reads web archives, is not installed."""
-
-    exit_code = EXIT_INTERNAL
 
 
 @dataclass(frozen=True)
@@ -91,18 +85,24 @@ _ARC_MAGIC = b"filedesc://"
 SNIFF_BYTES: Final[int] = 64 << 10
 
 
-def archive_kind(path: Location) -> str | None:
-    """What the file's first bytes (gunzipped if gzip) say it is: ``"warc"``, ``"arc"``, or None; whatever its
-    name (objects and crawl files are often named loosely)."""
+def _first_bytes(path: Location) -> bytes | None:
+    """The file's first bytes, gunzipped if gzip (None: gzip data that cannot be decompressed); a store's failure
+    is raised as it is."""
     with store(path).open(block_size=SNIFF_BYTES) as raw:
         head = raw.read(2)
         raw.seek(0)
         try:
-            start = (gzip.GzipFile(fileobj=raw) if head == b"\x1f\x8b" else raw).read(len(_ARC_MAGIC))
-        except SelectionError:  # the store failed, not the file: said as it is
+            return (gzip.GzipFile(fileobj=raw) if head == b"\x1f\x8b" else raw).read(len(_ARC_MAGIC))
+        except SelectionError:
             raise
         except (OSError, EOFError, zlib.error):
             return None
+
+
+def archive_kind(path: Location) -> str | None:
+    """What the file's first bytes (gunzipped if gzip) say it is: ``"warc"``, ``"arc"``, or None; whatever its
+    name (objects and crawl files are often named loosely)."""
+    start = _first_bytes(path) or b""
     if start.startswith(_MAGIC):
         return "warc"
     return "arc" if start == _ARC_MAGIC else None
@@ -118,24 +118,16 @@ def arc_refusal(shown: str) -> NotAWarcError:
 
 def check_is_warc(path: Location, shown: str) -> None:
     """Refuse (:class:`NotAWarcError`) a file that does not start with a WARC record (gunzipped if gzip)."""
-    with store(path).open(block_size=SNIFF_BYTES) as raw:
-        head = raw.read(2)
-        raw.seek(0)
-        if head == b"\x1f\x8b":
-            try:
-                with gzip.GzipFile(fileobj=raw) as unzipped:
-                    start = unzipped.read(len(_MAGIC))
-            except (OSError, EOFError, zlib.error):
-                raise NotAWarcError(
-                    f"{shown}: not a WARC file (gzip data that cannot be decompressed); give a .warc or .warc.gz file"
-                ) from None
-        else:
-            start = raw.read(len(_MAGIC))
+    start = _first_bytes(path)
+    if start is None:
+        raise NotAWarcError(
+            f"{shown}: not a WARC file (gzip data that cannot be decompressed); give a .warc or .warc.gz file"
+        )
     if not start:
         raise NotAWarcError(f"{shown}: empty file, not a WARC; give a .warc or .warc.gz file with records")
-    if start != _MAGIC:
-        if archive_kind(path) == "arc":
-            raise arc_refusal(shown)
+    if start == _ARC_MAGIC:
+        raise arc_refusal(shown)
+    if not start.startswith(_MAGIC):
         raise NotAWarcError(
             f"{shown}: not a WARC file (it does not start with a WARC/1.x record); "
             "give a .warc or .warc.gz file, a folder of pages or a manifest"
@@ -146,9 +138,7 @@ def _iterate(stream: Any) -> Any:
     try:
         from fastwarc.warc import ArchiveIterator
     except ImportError:
-        raise WarcReaderMissingError(
-            "reading web archives needs FastWARC; install it with: pip install 'content-selection[extract]'"
-        ) from None
+        raise missing_extra("reading web archives", "fastwarc") from None  # type: ignore[misc]
 
     # Payloads are decoded per record: FastWARC's decoding raises inside the iterator on a lying Content-Encoding.
     return ArchiveIterator(stream, parse_http=True, auto_decode="none", fsspec_args=False)
