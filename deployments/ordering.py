@@ -1,15 +1,6 @@
-"""The Prefect server's causal ordering of events, made to survive a restart of the server.
-
-A state-change event of a run names the state it follows, and the server's automations hold an event until the one
-it follows has been processed. Prefect's ordering (``prefect.server.events.ordering.memory``, the default) remembers
-the processed events in memory only, so after a restart the next state of every run that changed state shortly
-before (Running, then Crashed or Completed) would wait 15 minutes (``PRECEDING_EVENT_LOOKBACK``) for an event the
-new process will never see: the re-run automation would act on a crash 15 minutes late, and a held Completed would
-not close the crash automation's window (``docs/reliability.md`` has the measurements).
-
-This module is Prefect's memory ordering with one change: an event that follows a run's state stored by an earlier
-process of the server counts as following a processed event, since no process will ever process it again. Anything
-else waits as before. Run the server with it (the server must be able to import ``content_selection``)::
+"""Prefect's in-memory causal ordering of events, made to survive a restart of the server: the run states stored by
+an earlier process of the server count as processed (why: ``docs/reliability.md``). Run the server with it (the
+server must be able to import ``content_selection``)::
 
     PREFECT_SERVER_EVENTS_CAUSAL_ORDERING=content_selection.deployments.ordering prefect server start
 """

@@ -1,20 +1,5 @@
-"""How ``serve`` serves the stage: each run a fork of a fork server that has imported Prefect and the stage once.
-
-``prefect.serve`` starts each run of a deployment as a new interpreter (``python -m prefect.engine``) that imports
-Prefect and the flow's module before the run does anything: about 3 s on a busy core, most of a run's time in a
-burst of events (``docs/reliability.md``). A fork of a server that imported them once starts in a few
-milliseconds. The fork server is itself a fresh interpreter started by ``serve``
-(so no thread or event loop of ``serve`` is forked, unlike a plain ``fork``), in ``serve``'s process group (a SIGKILL
-of the group kills the runs too, as before).
-
-Prefect's runner starts a run of a flow it was given (as ``Runner.add_flow`` gives it) with
-``prefect.runner._starter_direct.run_flow_in_subprocess``, which Prefect names as the reference to replace to change
-how runs start. :func:`serve_stage` gives the runner each deployment's flow, and :func:`start_runs_as_forks` replaces
-that reference with Prefect's own function run under the fork server's context (its
-``multiprocessing.get_context("spawn")`` is given the fork server's), so every other step (the run's environment,
-settings, signals, control channel) stays Prefect's. ``tests/prefect/test_server_crashes.py`` checks that a served
-run is such a fork.
-"""
+"""How ``serve`` serves the stage: each run a fork of a fork server that has imported Prefect and the stage once,
+rather than a new interpreter that imports them again (why: ``docs/reliability.md``)."""
 
 from __future__ import annotations
 
@@ -35,7 +20,11 @@ if TYPE_CHECKING:
 def start_runs_as_forks(modules: Iterable[str]) -> None:
     """From now on, the flow runs this process serves start as forks of a fork server that has imported Prefect's
     engine and ``modules`` (the served flows' modules); the fork server starts now. Where there is no fork server
-    (not Linux or macOS), nothing changes."""
+    (not Linux or macOS), nothing changes.
+
+    Prefect names ``prefect.runner._starter_direct.run_flow_in_subprocess`` as the reference to replace to change how
+    runs start; it is replaced by Prefect's own function run under the fork server's context, so every other step
+    (the run's environment, settings, signals, control channel) stays Prefect's."""
     import prefect.flow_engine as engine
     import prefect.runner._starter_direct as starter
 
@@ -56,8 +45,7 @@ def start_runs_as_forks(modules: Iterable[str]) -> None:
     starter.run_flow_in_subprocess = run_flow_in_fork  # type: ignore[assignment]
 
 
-#: Seconds between two of ``serve``'s questions to the server for runs to start, unless
-#: ``PREFECT_RUNNER_POLL_FREQUENCY`` says otherwise: Prefect's 10 s added 5 s on average to each run of a burst.
+#: Seconds between two of ``serve``'s questions to the server for runs to start (Prefect's default: 10).
 POLL_SECONDS: Final[int] = 2
 
 
@@ -69,10 +57,7 @@ def poll_seconds() -> int:
 
 def runner_limit(deployments: Sequence[RunnerDeployment]) -> int:
     """The most runs ``serve`` starts at once by default: what the deployments' concurrency limits let run at once,
-    plus one run of each deployment without a limit (the manual ones; more of them wait their turn).
-
-    Without a limit of its own, Prefect's runner asks the server to start every run it finds waiting, at every poll,
-    and in a burst the server's refusals (no concurrency slot) take its time from the runs."""
+    plus one run of each deployment without a limit (the manual ones; more of them wait their turn)."""
     return sum(deployment.concurrency_limit or 1 for deployment in deployments)
 
 

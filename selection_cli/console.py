@@ -14,7 +14,7 @@ def errors_left_to_the_last_line() -> Iterator[None]:
     from prefect.logging.configuration import ensure_logging_setup
     from prefect.logging.handlers import PrefectConsoleHandler
 
-    from content_selection.shell.logs import RUN_LOGGERS, OneErrorLine
+    from content_selection.shell.logs import OneErrorLine
 
     ensure_logging_setup()
     loggers = [logging.getLogger()] + [
@@ -23,7 +23,7 @@ def errors_left_to_the_last_line() -> Iterator[None]:
     consoles = [h for logger in loggers for h in logger.handlers if isinstance(h, PrefectConsoleHandler)]
     for handler in consoles:
         if not any(isinstance(f, OneErrorLine) for f in handler.filters):
-            handler.addFilter(OneErrorLine(RUN_LOGGERS))
+            handler.addFilter(OneErrorLine())
     try:
         yield
     finally:

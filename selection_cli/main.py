@@ -51,15 +51,12 @@ def _command_named(argv: Sequence[str]) -> str | None:
 
 
 def _command_module(name: str):  # type: ignore[no-untyped-def]
-    """The module that runs ``name``; a missing optional dependency is a :class:`MissingExtraError`."""
+    """The module that runs ``name``, once the extra it needs is found installed."""
     if name in EXTRA_OF_COMMAND:
         from selection_extraction.extractors import require_extra  # only a command that extracts loads the engine
 
         require_extra(EXTRA_OF_COMMAND[name], name)
-    try:
-        return importlib.import_module(COMMANDS[name][0])
-    except ModuleNotFoundError as exc:
-        raise missing_extra(name, exc.name) or exc from None
+    return importlib.import_module(COMMANDS[name][0])
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:

@@ -31,11 +31,8 @@ from selection_core.select import Reason, State
 def component_versions() -> dict[str, str]:
     """Versions of the core and of the libraries that decide or run the selection."""
     versions = {"selection_core": sc.__version__}
-    for dist in ("ftfy", "regex", "prefect"):
-        try:
-            versions[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            versions[dist] = "not installed"
+    for dist in ("ftfy", "regex", "prefect"):  # dependencies: always installed
+        versions[dist] = importlib.metadata.version(dist)
     return versions
 
 

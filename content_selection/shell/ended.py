@@ -1,12 +1,7 @@
 """The end of a run, said by its own process: the event that closes the crash automation's last window.
 
-The crash automation (``deployments/automations.yaml``) opens a 90 s window at each heartbeat of a run and marks the
-run Crashed when nothing follows it. Prefect's heartbeat thread can send one last heartbeat while the run's final
-state is on its way to the server (it checks the state, then sends; the server's answer can take seconds under
-load). That heartbeat opens a window after the Completed event, which only this event closes; without it the
-automation would try to crash a completed run. Every flow of the stage runs
-:func:`emit_run_ended` as its hook on a final state: the event is sent after the client knows the state is final, so
-after any heartbeat the thread sends, on the same connection, stamped by the same clock.
+Prefect's heartbeat thread can send a last heartbeat while the run's final state is on its way; this event, sent by
+a final-state hook once the client knows the state is final, comes after it (``docs/prefect.md``, failure modes).
 """
 
 from __future__ import annotations

@@ -10,18 +10,6 @@ from prefect.events.schemas.events import Event, RelatedResource
 
 from selection_storage.stores import is_url
 
-__all__ = [
-    "BATCH_EXTRACTED_EVENT",
-    "BATCH_PATH_LABEL",
-    "BATCH_RESOURCE_PREFIX",
-    "EventNotDeliveredError",
-    "INPUT_PATH_TEMPLATE",
-    "TRIGGER_NAME",
-    "batch_extracted_resource",
-    "batch_extracted_trigger",
-    "emit_batch_extracted",
-]
-
 #: The event an upstream flow emits when a batch is written.
 BATCH_EXTRACTED_EVENT: Final[str] = "content-selection.batch.extracted"
 

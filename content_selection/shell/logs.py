@@ -54,12 +54,8 @@ class OneErrorLine(logging.Filter):
     """Leaves out the run-log lines that the command's last line says anyway (error lines without a traceback,
     "Finished in state" other than Completed); a bug's traceback is kept, and the API still gets every line."""
 
-    def __init__(self, run_loggers: tuple[str, ...]) -> None:
-        super().__init__()
-        self._run_loggers = run_loggers
-
     def filter(self, record: logging.LogRecord) -> bool:
-        if not record.name.startswith(self._run_loggers):
+        if not record.name.startswith(RUN_LOGGERS):
             return True
         if getattr(record, "user_error", False) or (record.levelno >= logging.ERROR and not record.exc_info):
             return False

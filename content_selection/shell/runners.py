@@ -97,17 +97,6 @@ def check_dask_scheduler(address: str) -> None:
         )
 
 
-def runner_parallelism(runner: Any) -> int:
-    """How many tasks ``runner`` runs at once (1 for the in-process thread pool)."""
-    try:
-        from prefect_dask import DaskTaskRunner
-    except ImportError:
-        return 1
-    if isinstance(runner, DaskTaskRunner):
-        return max(1, sum(runner.client.nthreads().values()))
-    return 1
-
-
 @contextlib.contextmanager
 def _api_reachable_from_workers() -> Iterator[None]:
     """Point ``PREFECT_API_URL`` at this process's ephemeral API, so that workers do not start their own."""
@@ -125,24 +114,22 @@ def _api_reachable_from_workers() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def open_task_runner(runner_name: TaskRunnerName, address: str | None) -> Iterator[Any]:
-    """The started runner a run's tasks go to: the flow run's own (``in-process``) or Dask; stopped on exit."""
-    if runner_name is TaskRunnerName.IN_PROCESS:
-        from prefect.context import FlowRunContext
-
-        context = FlowRunContext.get()
-        if context is None or context.task_runner is None:
-            raise RuntimeError("open_task_runner('in-process') must be called inside a flow run")
-        yield context.task_runner
-        return
-    if runner_name is not TaskRunnerName.DASK:
-        raise ValueError(f"the {runner_name.value} runner's workers are plain processes: use chunk_runner")
+def _dask_runner(address: str | None) -> Iterator[Any]:
+    """A started Dask runner (without an address, a local cluster of its own); stopped on exit."""
+    try:
+        from prefect_dask import DaskTaskRunner
+    except ImportError:
+        raise TaskRunnerConfigError(
+            "the dask task runner needs prefect-dask: pip install 'content-selection[dask]'"
+        ) from None
     with contextlib.ExitStack() as stack:
-        directory = None
+        stack.enter_context(_api_reachable_from_workers())
         if address is None:
             directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="content-selection-dask-"))
-        stack.enter_context(_api_reachable_from_workers())
-        runner = _new_dask_runner(address, directory)
+            runner = DaskTaskRunner(cluster_kwargs={**LOCAL_CLUSTER_KWARGS, "local_directory": directory})
+        else:
+            check_dask_scheduler(address)
+            runner = DaskTaskRunner(address=address)
         stack.enter_context(_quiet_dask_logs())  # left last: the cluster's shutdown logs too
         yield stack.enter_context(runner)
 
@@ -163,36 +150,20 @@ def _quiet_dask_logs() -> Iterator[None]:
         dask_logger.setLevel(level)
 
 
-def _new_dask_runner(address: str | None, local_directory: str | None) -> Any:
-    """A new, not yet started Dask runner (without an address, a local cluster)."""
-    try:
-        from prefect_dask import DaskTaskRunner
-    except ImportError:
-        raise TaskRunnerConfigError(
-            "the dask task runner needs prefect-dask: pip install 'content-selection[dask]'"
-        ) from None
-    if address is not None:
-        check_dask_scheduler(address)
-        return DaskTaskRunner(address=address)
-    return DaskTaskRunner(cluster_kwargs={**LOCAL_CLUSTER_KWARGS, "local_directory": local_directory})
-
-
 def process_workers() -> int:
     """How many worker processes the ``process`` runner uses: one per core."""
     return os.cpu_count() or 1
 
 
 @contextlib.contextmanager
-def worker_processes(
-    preload: str = "selection_engine.engine", workers: int | None = None
-) -> Iterator[tuple[int, Callable[..., concurrent.futures.Future[Any]]]]:
-    """``workers`` plain worker processes (None: one per core), for work that needs no Prefect; stopped on exit.
+def worker_processes(preload: str) -> Iterator[tuple[int, Callable[..., concurrent.futures.Future[Any]]]]:
+    """Plain worker processes, one per core, for work that needs no Prefect; stopped on exit.
 
     The workers are forks of a server that imported only the module ``preload``, so they start in a fraction of a
     second (a Prefect worker imports Prefect first); the server starts now, and imports it while the caller gets
     its first work ready. Yields the number of workers and ``submit(function, *args)``.
     """
-    workers = workers or process_workers()
+    workers = process_workers()
     context = forkserver_context(preload)
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
         if context.get_start_method() == "forkserver":
@@ -257,8 +228,14 @@ def chunk_runner(
             in_flight = IN_FLIGHT_PER_WORKER * workers
             yield workers, lambda chunks: map_in_order(partial(submit, function), chunks, in_flight)
         return
-    with open_task_runner(runner_name, address) as runner:
-        workers = runner_parallelism(runner)
+    with contextlib.ExitStack() as stack:
+        if runner_name is TaskRunnerName.IN_PROCESS:
+            from prefect.context import FlowRunContext
+
+            runner, workers = FlowRunContext.get().task_runner, 1  # type: ignore[union-attr]
+        else:
+            runner = stack.enter_context(_dask_runner(address))
+            workers = max(1, sum(runner.client.nthreads().values()))
         in_flight = IN_FLIGHT_PER_WORKER * workers
 
         def on_runner(chunks: Iterable[Any]) -> Iterator[Any]:

@@ -307,7 +307,7 @@ def _killed_after_the_first_chunk(job: ChunkJob) -> Any:
 
 def test_a_killed_worker_process_fails_the_selection_and_leaves_nothing(golden: Path, tmp_path: Path) -> None:
     output = tmp_path / "out.json"
-    with worker_processes() as (workers, submit):
+    with worker_processes("selection_engine.engine") as (workers, submit):
 
         def in_processes(jobs: Any) -> Iterator[Any]:
             return map_in_order(lambda job: submit(_killed_after_the_first_chunk, job), jobs, 2 * workers)
