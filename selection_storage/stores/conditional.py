@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from selection_core.errors import OutputPathError, SelectionError
-from selection_storage.atomic import StagedFile, write_error
+from selection_storage.atomic import StagedFile, sync_folder, write_error
 from selection_storage.files import read_error
 from selection_storage.stores.backend import Tagged
 from selection_storage.stores.failures import store_error
@@ -97,7 +97,7 @@ class ConditionalFile:
                 return None
             finally:
                 staged.discard()
-            _sync_folder(self.path.parent)
+            sync_folder(self.path.parent)
         return _digest(data)
 
     def replace_if(self, data: bytes, tag: str) -> str | None:
@@ -119,15 +119,6 @@ class ConditionalFile:
 
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _sync_folder(folder: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 class ConditionalObject:
