@@ -38,9 +38,7 @@ class Version:
 class InputChangedError(ReadError):
     """The input file changed while a run was reading it. Not transient: a retry would mix two versions."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.transient = False
+    transient = False
 
 
 def _changed(p: Path) -> InputChangedError:
