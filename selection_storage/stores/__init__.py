@@ -25,32 +25,22 @@ from collections.abc import Iterable, Sequence
 from selection_storage.atomic import Staged, commit_in_order
 from selection_storage.stores.disk import DiskStore
 from selection_storage.stores.endpoints import connection_refusal
-from selection_storage.stores.entries import Entry, modified, object_version
-from selection_storage.stores.failures import store_error
+from selection_storage.stores.entries import Entry
 from selection_storage.stores.objects import ObjectStore
 from selection_storage.stores.protocol import Store
 from selection_storage.stores.retries import retried
-from selection_storage.stores.uploads import STALE_UPLOAD_SECONDS, abort_stale_uploads
 from selection_storage.stores.urls import Location, ObjectPath, is_url, local_text, location
 
 __all__ = [
-    "STALE_UPLOAD_SECONDS",
-    "DiskStore",
     "Entry",
     "Location",
     "ObjectPath",
-    "ObjectStore",
-    "Store",
-    "abort_stale_uploads",
     "connection_refusal",
     "is_url",
     "local_text",
     "location",
-    "modified",
-    "object_version",
     "remove_orphans_beside",
     "store",
-    "store_error",
     "write_atomic",
     "write_atomic_group",
 ]
