@@ -93,13 +93,9 @@ def resolve_report_path(
     if report is None:
         return None
     checked = resolve_output_path(source, report, option)
-    if _same(checked, output):
+    if store(checked).resolve() == store(output).resolve():
         raise OutputPathError(f"{checked}: the report path is the output path; choose another {option}")
     return checked
-
-
-def _same(a: Location, b: Location) -> bool:
-    return store(a).resolve() == store(b).resolve()
 
 
 @dataclass(frozen=True)
