@@ -8,13 +8,6 @@ output object appears whole or not at all. Credentials come from where each back
 (environment, profiles, instance roles; ``AWS_ENDPOINT_URL`` for an S3-compatible store), and from the run's
 ``storage_options``, which are never put in a message; their credentials are masked (``secrets``) so that
 Prefect does not store them with the run's parameters.
-
-One module per concern: places and the kind of store of each URL (``urls``), what one kind of store does beyond
-fsspec (``backend``; one module each: ``s3``, ``gcs``, ``azure``, ``memory``), reachability (``endpoints``), the
-typed errors (``failures``), listings (``entries``), uploads and their sweep (``uploads``), credentials in options
-(``secrets``), the interface every store implements (``protocol``) and its two implementations (``objects``,
-``disk``), conditional writes (``conditional``). Adding a kind of store is one module and one line of
-:data:`~.urls.BACKENDS`.
 """
 
 from __future__ import annotations

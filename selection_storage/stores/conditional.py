@@ -140,16 +140,13 @@ class ConditionalObject:
             raise store_error(self.path, exc, writing) from None
 
     def read_tagged(self) -> Tagged | None:
-        result: Tagged | None = self._run("read_tagged", False)
-        return result
+        return self._run("read_tagged", False)
 
     def create_exclusive(self, data: bytes) -> str | None:
-        result: str | None = self._run("write_if", True, data, None)
-        return result
+        return self._run("write_if", True, data, None)
 
     def replace_if(self, data: bytes, tag: str) -> str | None:
-        result: str | None = self._run("write_if", True, data, tag)
-        return result
+        return self._run("write_if", True, data, tag)
 
     def delete_if(self, tag: str) -> bool:
         return bool(self._run("delete_if", True, tag))
