@@ -179,7 +179,7 @@ def layout(args: argparse.Namespace) -> dict[str, Any]:
                 if compression != COMPRESSION and rows != ROW_GROUP_ROWS:
                     continue
                 path = work / f"{compression}-{rows}.parquet"
-                pq.write_table(table, path, row_group_size=rows, **writer_options(compression))
+                pq.write_table(table, path, row_group_size=rows, **{**writer_options(), "compression": compression})
                 connection = duckdb.connect()
                 scan = f"SELECT sum(length(text)) FROM read_parquet('{path}')"
                 scan_s, _ = _median_seconds(lambda scan=scan, c=connection: c.sql(scan).fetchall())

@@ -62,7 +62,7 @@ class Counter:
     def installed(self) -> Iterator[None]:
         import aiohttp
 
-        from selection_storage.stores import ObjectStore
+        from selection_storage.stores.objects import ObjectStore
 
         send, read_span = aiohttp.ClientSession._request, ObjectStore.read_span
         counter = self

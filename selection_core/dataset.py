@@ -12,8 +12,8 @@ from typing import Any, Final, NamedTuple
 
 import orjson
 
-from .config import FLOAT_DIGITS, TEXT_FIELDS
-from .select import Selection
+from .config import TEXT_FIELDS
+from .select import Selection, fraction_float
 
 #: The output kinds: the selected batch (the default), or the dataset.
 BATCH: Final[str] = "batch"
@@ -71,13 +71,11 @@ def dataset_row(article: Mapping[str, Any], selection: Selection) -> dict[str, A
     >>> row["text"], row["id"], row["dump"], row["selected_extractor"], row["reason"], row["score"]
     ('Ships sail at dawn.', 'a1', None, 'trafilatura', 'single_candidate', None)
     """
-    score = selection.candidate(selection.selected).score
     computed = {
         "text": selected_text(article, selection.selected),
         "selected_extractor": selection.selected,
         "reason": selection.reason.value,
-        # float(Fraction) is correctly rounded and round() is exact on it: the same on every machine.
-        "score": None if score is None else round(float(score), FLOAT_DIGITS),
+        "score": fraction_float(selection.candidate(selection.selected).score),
     }
     row: dict[str, Any] = {}
     for column in COLUMNS:

@@ -17,14 +17,12 @@ class SelectionError(Exception):
     """Base class of every error the project reports to a user."""
 
     exit_code: int = EXIT_INTERNAL
+    #: Whether a retry may cure it.
+    transient: bool = False
 
     def __init__(self, message: str) -> None:
         # Messages are always a single line, whatever the input contained.
         super().__init__(" ".join(str(message).split()))
-
-    @property
-    def message(self) -> str:
-        return str(self)
 
 
 class InvalidBatchError(SelectionError, ValueError):
@@ -50,7 +48,7 @@ class ArticleNotFoundError(SelectionError, LookupError):
 
 
 class WriteError(SelectionError, OSError):
-    """Writing the output failed (disk full, I/O error); nothing was written. ``transient``: a retry may cure it."""
+    """Writing the output failed (disk full, I/O error); nothing was written."""
 
     exit_code = EXIT_IO_ERROR
 
@@ -64,11 +62,11 @@ class ReadError(SelectionError, OSError):
     """Reading the input failed for a machine reason that a retry may cure (EIO...)."""
 
     exit_code = EXIT_IO_ERROR
+    transient = True
 
     def __init__(self, message: str, errno_code: int | None = None) -> None:
         super().__init__(message)
         self.errno_code = errno_code
-        self.transient = True
 
 
 class ServiceUnavailableError(SelectionError, ConnectionError):
@@ -76,10 +74,7 @@ class ServiceUnavailableError(SelectionError, ConnectionError):
     nothing was written. Worth retrying once the service is back."""
 
     exit_code = EXIT_UNAVAILABLE
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.transient = True
+    transient = True
 
 
 class MissingExtraError(SelectionError):

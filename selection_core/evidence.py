@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from selection_core.config import EXTRACTORS
@@ -80,12 +80,6 @@ def score_cell(candidate: Candidate) -> float | str | None:
     return None if candidate.state is State.USABLE else candidate.state.value
 
 
-def score_rows(doc: dict[str, Any], selections: Sequence[Selection], max_rows: int) -> list[dict[str, Any]]:
-    """The table's rows: one per article (the first ``max_rows``), columns as :data:`TABLE_COLUMNS`."""
-    articles = doc["articles"]
-    return align_rows([article_row(articles[s.index], s) for s in selections[: max(max_rows, 0)]])
-
-
 def article_row(article: Mapping[str, Any], selection: Selection) -> dict[str, Any]:
     """The row of one article, before :func:`align_rows` drops the columns no shown row fills."""
     row: dict[str, Any] = {"index": selection.index, "selected": selection.selected, "reason": selection.reason.value}
@@ -129,19 +123,15 @@ def close_call_entries(
 class ShownEvidence:
     """What the artifacts show of the articles: the table's rows and the first closest calls."""
 
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    close_calls: list[dict[str, Any]] = field(default_factory=list)
-
-
-def batch_evidence(doc: dict[str, Any], selections: Sequence[Selection], max_rows: int) -> ShownEvidence:
-    """The shown evidence of a batch held whole."""
-    return ShownEvidence(score_rows(doc, selections, max_rows), close_call_entries(doc["articles"], selections))
+    rows: list[dict[str, Any]]
+    close_calls: list[dict[str, Any]]
 
 
 def merge_evidence(
     chunks: Iterable[tuple[Sequence[dict[str, Any]], Sequence[dict[str, Any]]]], max_rows: int
 ) -> ShownEvidence:
-    """:func:`batch_evidence` of a batch selected in chunks, from each chunk's ``(rows, close_calls)`` in order."""
+    """The shown evidence of a batch selected in chunks, from each chunk's ``(rows, close_calls)`` in order: the
+    first ``max_rows`` rows (:func:`align_rows`) and the first :data:`MAX_CLOSEST_CALLS` close calls."""
     rows: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
     for chunk_rows, chunk_calls in chunks:

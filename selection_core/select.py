@@ -56,7 +56,8 @@ def _fraction_text(value: Fraction | None) -> str | None:
     return None if value is None else f"{value.numerator}/{value.denominator}"
 
 
-def _fraction_float(value: Fraction | None) -> float | None:
+def fraction_float(value: Fraction | None) -> float | None:
+    """The informational float copy of an exact value, rounded to ``FLOAT_DIGITS`` places."""
     # float(Fraction) is correctly rounded and round() is exact on it: the same on every machine.
     return None if value is None else round(float(value), FLOAT_DIGITS)
 
@@ -86,9 +87,9 @@ class Candidate:
             "coverage": _fraction_text(self.coverage),
             "support": _fraction_text(self.support),
             "score": _fraction_text(self.score),
-            "coverage_float": _fraction_float(self.coverage),
-            "support_float": _fraction_float(self.support),
-            "score_float": _fraction_float(self.score),
+            "coverage_float": fraction_float(self.coverage),
+            "support_float": fraction_float(self.support),
+            "score_float": fraction_float(self.score),
         }
 
 

@@ -39,21 +39,13 @@ def require_pyarrow() -> Any:
     return pyarrow
 
 
-def writer_options(compression: str = COMPRESSION) -> dict[str, Any]:
-    """The options of Parquet's writer for the dataset (``compression`` other than :data:`COMPRESSION` only to
-    measure the choice)."""
+def writer_options() -> dict[str, Any]:
+    """The options of Parquet's writer for the dataset."""
     return {
-        "compression": compression,
+        "compression": COMPRESSION,
         "use_dictionary": list(_DICTIONARY_COLUMNS),
         "write_statistics": [name for name in COLUMN_NAMES if name not in _NO_STATISTICS],
     }
-
-
-def arrow_schema() -> Any:
-    """The dataset's Arrow schema (:data:`selection_core.dataset.COLUMNS`)."""
-    pa = require_pyarrow()
-    types = {"string": pa.string(), "float": pa.float64()}
-    return pa.schema([pa.field(c.name, types[c.type], metadata={"description": c.doc}) for c in COLUMNS])
 
 
 class _Sink:
@@ -87,7 +79,8 @@ class DatasetWriter:
         import pyarrow.parquet as pq
 
         self._pa = pa
-        self._schema = arrow_schema()
+        types = {"string": pa.string(), "float": pa.float64()}
+        self._schema = pa.schema([pa.field(c.name, types[c.type], metadata={"description": c.doc}) for c in COLUMNS])
         self._writer = pq.ParquetWriter(_Sink(write), self._schema, **writer_options())
         self._columns: dict[str, list[Any]] = {name: [] for name in COLUMN_NAMES}
         self._text_chars = 0

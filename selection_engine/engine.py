@@ -60,10 +60,6 @@ class Plan:
     layout: Layout
 
 
-def _identity_now(path: Location) -> Version:
-    return store(path).version()
-
-
 def plan_batch(
     input_path: str | os.PathLike[str] | Location, workers: int = 1, chunk_articles: int | None = None
 ) -> Plan:
@@ -94,7 +90,7 @@ def plan_batch(
         layout = scan(read, str(path), max_bytes, max_articles, fmt.lines)
         if hashing is not None:
             hashing.result()
-    if read_bytes != identity.size or _identity_now(path) != identity:
+    if read_bytes != identity.size or store(path).version() != identity:
         raise InputChangedError(f"{path}: the file changed while it was being read; run again once it is complete")
     envelope: dict[str, Any] = {}
     if not fmt.lines:  # the envelope's offsets past the empty array are the file's past the ']'

@@ -241,14 +241,7 @@ class StagedFile(Staged):
         with self._or_discard():
             os.replace(self.path, self.target)
         self.release()
-        try:
-            dfd = os.open(self.target.parent, os.O_RDONLY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
-        except OSError:
-            pass
+        sync_folder(self.target.parent)
 
     def _close_both(self) -> None:
         for fd in (self._fd, self._lock):
@@ -265,6 +258,16 @@ class StagedFile(Staged):
             os.unlink(self.path)
         except OSError:
             pass
+
+
+def sync_folder(folder: Path) -> None:
+    """Make the folder's entries (a rename, a link) durable; never raises."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def commit_in_order(files: Sequence[Staged]) -> None:

@@ -1,9 +1,8 @@
-"""Reading input files (never opened for writing), one span of a known version, and fingerprinting files."""
+"""Reading input files (never opened for writing), one span of a known version."""
 
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,9 +37,7 @@ class Version:
 class InputChangedError(ReadError):
     """The input file changed while a run was reading it. Not transient: a retry would mix two versions."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.transient = False
+    transient = False
 
 
 def _changed(p: Path) -> InputChangedError:
@@ -95,12 +92,3 @@ def read_error(p: Path, exc: OSError) -> SelectionError:
     if exc.errno in TRANSIENT_ERRNOS:
         return ReadError(f"{p}: read failed ({exc.strerror}); retry later", exc.errno)
     return InvalidBatchError(f"{p}: cannot be read ({exc.strerror or exc}); check the path")
-
-
-def sha256_file(path: str | os.PathLike[str]) -> str:
-    """The SHA-256 (hex) of a file's bytes, read 1 MiB at a time."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for data in iter(lambda: fh.read(1 << 20), b""):
-            h.update(data)
-    return h.hexdigest()

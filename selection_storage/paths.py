@@ -46,7 +46,12 @@ def resolve_selected_path(
     input's, or Parquet for the dataset), and first (with ``input_exists``) a local input that does not exist, so
     that the output's folder is not blamed."""
     if input_exists and isinstance(inp := location(input_path), Path):
-        check_input_exists(inp)
+        try:
+            os.stat(inp.expanduser())
+        except FileNotFoundError as exc:
+            raise read_error(inp, exc) from None
+        except OSError:  # a symbolic link loop, or unreadable: said when it is resolved or read
+            pass
     out = resolve_output_path(input_path, output_path, output_format=output_format)
     suffix = out.suffix.lower()
     if output_format == DATASET:
@@ -93,13 +98,9 @@ def resolve_report_path(
     if report is None:
         return None
     checked = resolve_output_path(source, report, option)
-    if _same(checked, output):
+    if store(checked).resolve() == store(output).resolve():
         raise OutputPathError(f"{checked}: the report path is the output path; choose another {option}")
     return checked
-
-
-def _same(a: Location, b: Location) -> bool:
-    return store(a).resolve() == store(b).resolve()
 
 
 @dataclass(frozen=True)
@@ -203,16 +204,6 @@ def confine_object(path: str | os.PathLike[str] | Location, root: ObjectPath, wh
             f"are processed (move the object there or change {source})"
         )
     return candidate
-
-
-def check_input_exists(path: Path) -> None:
-    """Refuse a local input that does not exist (the rest is found when it is read)."""
-    try:
-        os.stat(path.expanduser())
-    except FileNotFoundError as exc:
-        raise read_error(path, exc) from None
-    except OSError:  # a symbolic link loop, or unreadable: said when it is resolved or read
-        pass
 
 
 def resolve_run_paths(

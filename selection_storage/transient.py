@@ -25,5 +25,5 @@ def is_transient_io_error(exc: BaseException) -> bool:
     if not isinstance(exc, OSError):  # InvalidBatchError and OutputPathError among them
         return False
     if isinstance(exc, SelectionError):
-        return bool(getattr(exc, "transient", False))
+        return exc.transient
     return exc.errno in TRANSIENT_ERRNOS

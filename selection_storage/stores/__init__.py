@@ -8,13 +8,6 @@ output object appears whole or not at all. Credentials come from where each back
 (environment, profiles, instance roles; ``AWS_ENDPOINT_URL`` for an S3-compatible store), and from the run's
 ``storage_options``, which are never put in a message; their credentials are masked (``secrets``) so that
 Prefect does not store them with the run's parameters.
-
-One module per concern: places and the kind of store of each URL (``urls``), what one kind of store does beyond
-fsspec (``backend``; one module each: ``s3``, ``gcs``, ``azure``, ``memory``), reachability (``endpoints``), the
-typed errors (``failures``), listings (``entries``), uploads and their sweep (``uploads``), credentials in options
-(``secrets``), the interface every store implements (``protocol``) and its two implementations (``objects``,
-``disk``), conditional writes (``conditional``). Adding a kind of store is one module and one line of
-:data:`~.urls.BACKENDS`.
 """
 
 from __future__ import annotations
@@ -25,32 +18,22 @@ from collections.abc import Iterable, Sequence
 from selection_storage.atomic import Staged, commit_in_order
 from selection_storage.stores.disk import DiskStore
 from selection_storage.stores.endpoints import connection_refusal
-from selection_storage.stores.entries import Entry, modified, object_version
-from selection_storage.stores.failures import store_error
+from selection_storage.stores.entries import Entry
 from selection_storage.stores.objects import ObjectStore
 from selection_storage.stores.protocol import Store
 from selection_storage.stores.retries import retried
-from selection_storage.stores.uploads import STALE_UPLOAD_SECONDS, abort_stale_uploads
 from selection_storage.stores.urls import Location, ObjectPath, is_url, local_text, location
 
 __all__ = [
-    "STALE_UPLOAD_SECONDS",
-    "DiskStore",
     "Entry",
     "Location",
     "ObjectPath",
-    "ObjectStore",
-    "Store",
-    "abort_stale_uploads",
     "connection_refusal",
     "is_url",
     "local_text",
     "location",
-    "modified",
-    "object_version",
     "remove_orphans_beside",
     "store",
-    "store_error",
     "write_atomic",
     "write_atomic_group",
 ]

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from selection_core.errors import OutputPathError, SelectionError
-from selection_storage.atomic import StagedFile, write_error
+from selection_storage.atomic import StagedFile, sync_folder, write_error
 from selection_storage.files import read_error
 from selection_storage.stores.backend import Tagged
 from selection_storage.stores.failures import store_error
@@ -97,7 +97,7 @@ class ConditionalFile:
                 return None
             finally:
                 staged.discard()
-            _sync_folder(self.path.parent)
+            sync_folder(self.path.parent)
         return _digest(data)
 
     def replace_if(self, data: bytes, tag: str) -> str | None:
@@ -121,15 +121,6 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _sync_folder(folder: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 class ConditionalObject:
     """An object in a store that writes on a condition (S3, Google Cloud Storage, Azure Blob Storage)."""
 
@@ -149,16 +140,13 @@ class ConditionalObject:
             raise store_error(self.path, exc, writing) from None
 
     def read_tagged(self) -> Tagged | None:
-        result: Tagged | None = self._run("read_tagged", False)
-        return result
+        return self._run("read_tagged", False)
 
     def create_exclusive(self, data: bytes) -> str | None:
-        result: str | None = self._run("write_if", True, data, None)
-        return result
+        return self._run("write_if", True, data, None)
 
     def replace_if(self, data: bytes, tag: str) -> str | None:
-        result: str | None = self._run("write_if", True, data, tag)
-        return result
+        return self._run("write_if", True, data, tag)
 
     def delete_if(self, tag: str) -> bool:
         return bool(self._run("delete_if", True, tag))

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from selection_storage.files import Version
+from selection_storage.stores.backend import timestamp
 from selection_storage.stores.failures import store_error
 from selection_storage.stores.urls import Location, ObjectPath
 
@@ -39,12 +40,10 @@ def modified(info: Mapping[str, Any]) -> float:
     """An object's modification time (seconds since the epoch) from its listing entry."""
     for name in ("LastModified", "mtime", "updated", "last_modified", "modified", "created"):
         value = info.get(name)
-        if isinstance(value, datetime):
-            return value.timestamp()
         if isinstance(value, int | float):
             return float(value)
-        if isinstance(value, str) and value:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        if isinstance(value, datetime) or (isinstance(value, str) and value):
+            return timestamp(value)
     return 0.0
 
 

@@ -19,15 +19,14 @@ from selection_core.evidence import (
     align_rows,
     article_label,
     article_row,
-    batch_evidence,
     close_call_entries,
     display_url,
     merge_evidence,
     report_entry,
-    score_rows,
     shorten,
 )
 from tests.support import examples
+from tests.support.evidence import batch_evidence, score_rows
 from tests.support.prefect_fixtures import make_batch
 
 #: Texts that give each kind of decision (see tests/core/test_rule_cases.py for the rule's own cases).

@@ -19,12 +19,12 @@ import orjson
 import pytest
 
 import selection_core as sc
-from selection_core.evidence import batch_evidence, report_entry
+from selection_core.evidence import report_entry
 from selection_engine import engine, plan_batch, plan_jobs, select_file, select_job
 from selection_engine.engine import ChunkJob, chunk_limits, discard_parts
-from selection_storage import sha256_file
 from selection_storage.files import InputChangedError
-from tests.support import DATA
+from tests.support import DATA, sha256_file
+from tests.support.evidence import batch_evidence
 from tests.support.prefect_fixtures import leftover_files
 
 AEB = DATA / "aeb_batch_extracted.json"

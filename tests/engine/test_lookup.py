@@ -12,7 +12,7 @@ import selection_core as sc
 import selection_engine.lookup as lookup
 from selection_engine import engine, select_file
 from selection_engine.lookup import find_article
-from selection_storage import files
+from selection_storage.stores import disk
 from tests.support.prefect_fixtures import make_batch
 
 
@@ -30,7 +30,7 @@ def batch(tmp_path: Path) -> Path:
 def parsed(mocker) -> list[int]:
     """The sizes of the envelope and of every chunk read (to be parsed) while the test runs."""
     sizes: list[int] = []
-    real_parse, real_read = sc.parse_batch, files.read_span
+    real_parse, real_read = sc.parse_batch, disk.read_span
 
     def parse_spy(data: bytes, *args, **kwargs):
         sizes.append(len(data))
@@ -42,7 +42,7 @@ def parsed(mocker) -> list[int]:
         return data
 
     mocker.patch.object(engine.sc, "parse_batch", side_effect=parse_spy)  # the envelope
-    mocker.patch.object(files, "read_span", side_effect=read_spy)  # the chunks
+    mocker.patch.object(disk, "read_span", side_effect=read_spy)  # the chunks
     return sizes
 
 

@@ -15,7 +15,6 @@ from content_selection.tasks.artifacts import closest_calls_markdown, scores_des
 from selection_core.evidence import (
     CLOSEST_CALLS_ARTIFACT_KEY,
     MAX_CLOSEST_CALLS,
-    batch_evidence,
     close_call_entries,
     md_cell,
     md_code,
@@ -24,6 +23,7 @@ from selection_extraction import ExtractionStats
 from selection_extraction.artifacts import extraction_markdown
 from tests.core.test_evidence import KINDS, _selections
 from tests.support import DATA
+from tests.support.evidence import batch_evidence
 
 # --- the escaping rule --------------------------------------------------------------------------
 

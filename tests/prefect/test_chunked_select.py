@@ -34,9 +34,10 @@ import pytest
 import selection_core as sc
 from content_selection.flows.select_content import select_content
 from selection_cli.main import main as select_main
-from selection_core.evidence import article_label, close_call_entries, report_entry, score_rows
+from selection_core.evidence import article_label, close_call_entries, report_entry
 from selection_engine.engine import ChunkJob, discard_parts, plan_batch, plan_jobs, select_file, select_job
 from tests.support import ROOT
+from tests.support.evidence import score_rows
 from tests.support.faultkit import load_bad_corpus_script
 from tests.support.prefect_fixtures import expected_output, leftover_files
 

@@ -30,7 +30,6 @@ from selection_core.errors import UnsafePathError
 from selection_core.evidence import (
     SCORES_ARTIFACT_KEY,
     SUMMARY_ARTIFACT_KEY,
-    batch_evidence,
 )
 from selection_extraction import extract_pages, find_pages
 from selection_extraction.artifacts import (
@@ -39,6 +38,7 @@ from selection_extraction.artifacts import (
     PAGES_ARTIFACT_KEY,
 )
 from tests.support import DATA, PAGES
+from tests.support.evidence import batch_evidence
 from tests.support.prefect_fixtures import (
     artifacts_of,
     expected_output,

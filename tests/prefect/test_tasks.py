@@ -18,8 +18,8 @@ from selection_core.errors import InvalidBatchError
 from selection_core.evidence import report_entry
 from selection_engine.engine import discard_parts, plan_batch, plan_jobs
 from selection_storage.directory import find_stale_batches as storage_scan
-from selection_storage.files import sha256_file
 from selection_storage.paths import RunPaths
+from tests.support import sha256_file
 from tests.support.prefect_fixtures import expected_output
 
 pytestmark = pytest.mark.usefixtures("no_data_root_env")

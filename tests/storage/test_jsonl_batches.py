@@ -16,8 +16,7 @@ import selection_core as sc
 from selection_core.config import SELECTED_KEY
 from selection_engine import select_file
 from selection_storage import find_batches
-from selection_storage.files import sha256_file
-from tests.support import DATA
+from tests.support import DATA, sha256_file
 
 AEB = DATA / "aeb_batch_extracted.json"
 ARTICLES = orjson.loads(AEB.read_bytes())["articles"]

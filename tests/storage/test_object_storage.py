@@ -30,15 +30,10 @@ from selection_engine import select_file
 from selection_storage import find_stale_batches
 from selection_storage.files import InputChangedError
 from selection_storage.paths import resolve_run_paths
-from selection_storage.stores import (
-    STALE_UPLOAD_SECONDS,
-    ObjectPath,
-    ObjectStore,
-    abort_stale_uploads,
-    location,
-    object_version,
-    store,
-)
+from selection_storage.stores import ObjectPath, location, store
+from selection_storage.stores.entries import object_version
+from selection_storage.stores.objects import ObjectStore
+from selection_storage.stores.uploads import STALE_UPLOAD_SECONDS, abort_stale_uploads
 from tests.support import ROOT
 from tests.support.object_stores import AZURITE_KEY
 from tests.support.prefect_fixtures import make_batch

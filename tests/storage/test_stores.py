@@ -28,7 +28,9 @@ from selection_core.errors import (
 from selection_engine import select_file
 from selection_storage.files import InputChangedError, Version
 from selection_storage.paths import resolve_run_paths
-from selection_storage.stores import ObjectPath, is_url, location, modified, object_version, store_error
+from selection_storage.stores import ObjectPath, is_url, location
+from selection_storage.stores.entries import modified, object_version
+from selection_storage.stores.failures import store_error
 from selection_storage.transient import is_transient_io_error
 from tests.support import ROOT
 

@@ -5,6 +5,7 @@ The places every test finds its data from, whatever folder it lives in.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import sys
 from pathlib import Path
@@ -59,3 +60,8 @@ def examples(n: int) -> int:
 
 #: The default ``max_examples`` of the full Hypothesis profile.
 FULL_EXAMPLES = 100
+
+
+def sha256_file(path: str | Path) -> str:
+    """The SHA-256 (hex) of a file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
