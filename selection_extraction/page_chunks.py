@@ -1,4 +1,4 @@
-"""An extraction cut into chunks of consecutive pages (the plan never changes the written batch)."""
+"""An extraction cut into chunks of consecutive pages, as they are read (the cut never changes the written batch)."""
 
 from __future__ import annotations
 
