@@ -70,5 +70,6 @@ def test_an_object_named_as_a_page_is_a_page_and_read_through_its_store() -> Non
     page_set = find_pages("memory://crawls/page.html")
     assert page_set.kind == "page" and [(p.id, p.path) for p in page_set.entries] == [("page", "page.html")]
     assert read_page(page_set.entries[0]) == b"<html><body>not an archive</body></html>"
-    paths = resolve_extract_paths("s3://crawls/day/x.warc.gz")  # nothing read yet
-    assert str(paths.pages) == "s3://crawls/day/x.warc.gz" and str(paths.output) == "s3://crawls/day/x_extracted.json"
+    paths = resolve_extract_paths("memory://crawls/day/x.warc.gz")  # not there yet: nothing read
+    assert str(paths.pages) == "memory://crawls/day/x.warc.gz"
+    assert str(paths.output) == "memory://crawls/day/x_extracted.json"
