@@ -296,10 +296,6 @@ def run_jobs(
     Raises:
         WorkerSetupError: a worker's initializer failed or a function reference did not resolve.
     """
-    if workers < 1:
-        raise ValueError("workers must be at least 1")
-    if time_limit <= 0:
-        raise ValueError("time_limit must be positive")
     from pebble import ProcessExpired, ProcessPool
 
     key = (tuple(functions.items()), initializer, tuple(preload), workers, recycle_after)
