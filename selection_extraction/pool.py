@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from selection_extraction.own_process import death_reason
+from selection_extraction.settings import DEFAULT_RECYCLE_AFTER
 
 if TYPE_CHECKING:  # pebble is the 'extract' extra's: imported by the first run
     from pebble import ProcessPool
@@ -279,7 +280,7 @@ def run_jobs(
     *,
     workers: int,
     time_limit: float,
-    recycle_after: int = 500,
+    recycle_after: int = DEFAULT_RECYCLE_AFTER,
     preload: Sequence[str] = (),
     initializer: Callable[[], None] | None = None,
     keep_workers: bool = False,
