@@ -47,9 +47,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _batches import OUT, ROOT, machine  # noqa: E402
 
+sys.path.insert(0, str(ROOT))  # tests.support: the libraries' default calls
+
 PAGE_FOLDERS = (ROOT / "tests/data/aeb-pages", ROOT / "tests/data/pages")
 
-#: (extractor, "before" | "after") -> the function of ``selection_extraction.adapters``.
+#: (extractor, "before" | "after") -> the function of ``selection_extraction.adapters`` ("after") or of
+#: ``tests.support.reference_extractors`` ("before").
 FUNCTIONS: dict[tuple[str, str], str] = {
     ("trafilatura", "after"): "extract_trafilatura",
     ("newspaper4k", "before"): "newspaper4k_default",
@@ -104,6 +107,7 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     from selection_extraction import adapters
     from selection_extraction.decode import decode_html
     from selection_extraction.pages import Page, read_page
+    from tests.support import reference_extractors as reference
 
     _quiet()
     adapters.prepare_worker()
@@ -112,7 +116,7 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     for page_id, file, url, encoding in spec["pages"]:
         page = Page(page_id, url, file, Path(file), encoding)
         html[page_id] = (decode_html(read_page(page), encoding).html, url)
-    functions = {name: getattr(adapters, name) for name in spec["functions"]}
+    functions = {name: getattr(adapters, name, None) or getattr(reference, name) for name in spec["functions"]}
     calls = [
         (page_id, name)
         for page_id in html

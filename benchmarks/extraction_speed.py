@@ -6,9 +6,10 @@
 
 The lean side is what ``content-selection extract`` runs (``selection_extraction.adapters``:
 ``extract_trafilatura``, ``extract_newspaper4k``, ``extract_readability``); the default side is
-the libraries' default calls with the same options (``extract_trafilatura``, the same call:
-trafilatura has no lean path; ``newspaper4k_default``: ``newspaper.article(...)``, full
-``parse()``, unfixed tie order; ``readability_default``: ``summary()`` then ``title()``).
+the libraries' default calls with the same options (``tests.support.reference_extractors``:
+``trafilatura_default``, the same call: trafilatura has no lean path; ``newspaper4k_default``:
+``newspaper.article(...)``, full ``parse()``, unfixed tie order; ``readability_default``: ``summary()``
+then ``title()``).
 
 a. **In one process** (this one): every page read and decoded once
    (``selection_extraction.decode.decode_html``), then for each page and extractor the
@@ -53,11 +54,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _batches import OUT, ROOT, machine, prefect_env  # noqa: E402
 
+sys.path.insert(0, str(ROOT))  # tests.support: the libraries' default calls
+
 PAGES_DIR = ROOT / "tests/data/aeb-pages"
 
-#: (extractor, lean adapter, the library's default call), all in ``selection_extraction.adapters``.
+#: (extractor, lean adapter of ``selection_extraction.adapters``, the library's default call of
+#: ``tests.support.reference_extractors``).
 PAIRS = (
-    ("trafilatura", "extract_trafilatura", "extract_trafilatura"),
+    ("trafilatura", "extract_trafilatura", "trafilatura_default"),
     ("newspaper4k", "extract_newspaper4k", "newspaper4k_default"),
     ("readability", "extract_readability", "readability_default"),
 )
@@ -84,9 +88,10 @@ logging.getLogger().addHandler(logging.NullHandler())
 logging.getLogger().setLevel(logging.CRITICAL)
 from selection_extraction import adapters
 from selection_extraction.decode import decode_html
+from tests.support import reference_extractors as reference
 adapters.prepare_worker()  # offline tldextract, as the engine's workers have it
 calls = {
-    "default": (adapters.extract_trafilatura, adapters.newspaper4k_default, adapters.readability_default),
+    "default": (reference.trafilatura_default, reference.newspaper4k_default, reference.readability_default),
     "lean": (adapters.extract_trafilatura, adapters.extract_newspaper4k, adapters.extract_readability),
 }[sys.argv[2]]
 manifest = Path(sys.argv[1])
@@ -112,15 +117,16 @@ print(json.dumps({"pages": pages, "errors": errors}))
 ENGINE_DRIVER = """
 import dataclasses, json, sys, time
 from selection_extraction.extraction import extract_to_file
-from selection_extraction.extractors import ADAPTERS_MODULE, default_extractors
+from selection_extraction.extractors import default_extractors
 from selection_extraction.pool import FunctionRef
 from selection_extraction.settings import ExtractionSettings
 source, output, workers, variant = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 extractors = default_extractors()
+REFERENCE = "tests.support.reference_extractors"  # the workers resolve it from the working directory
 if variant == "before":
     defaults = {"newspaper4k": "newspaper4k_default", "readability": "readability_default"}
     extractors = tuple(
-        dataclasses.replace(e, function=FunctionRef(ADAPTERS_MODULE, defaults[e.name])) if e.name in defaults else e
+        dataclasses.replace(e, function=FunctionRef(REFERENCE, defaults[e.name])) if e.name in defaults else e
         for e in extractors
     )
 t0 = time.perf_counter()
@@ -164,13 +170,14 @@ def in_process(manifest: Path, rounds: int) -> dict[str, Any]:
     from selection_extraction.decode import decode_html
     from selection_extraction.pages import find_pages, read_page
     from selection_extraction.pool import quiet_libraries
+    from tests.support import reference_extractors as reference
 
     quiet_libraries()
     adapters.prepare_worker()
     pages = []
     for page in find_pages(manifest).entries:
         pages.append((page.id, decode_html(read_page(page), page.encoding).html, page.url))
-    functions = {name: (getattr(adapters, lean), getattr(adapters, default)) for name, lean, default in PAIRS}
+    functions = {name: (getattr(adapters, lean), getattr(reference, default)) for name, lean, default in PAIRS}
     # untimed warm-up: first-call caches (stop words, compiled expressions) on both sides
     for lean, default in functions.values():
         _call(lean, pages[0][1], pages[0][2])
@@ -211,7 +218,9 @@ def in_process(manifest: Path, rounds: int) -> dict[str, Any]:
         text_mismatch["newspaper4k"] | title_mismatch["newspaper4k"] | outcome_mismatch["newspaper4k"]
     ):
         html, url = html_of[page_id]
-        same = _call(adapters.extract_newspaper4k, html, url)[1] == _call(adapters.newspaper4k_full_parse, html, url)[1]
+        same = (
+            _call(adapters.extract_newspaper4k, html, url)[1] == _call(reference.newspaper4k_full_parse, html, url)[1]
+        )
         newspaper_vs_full_parse[page_id] = "lean == full parse with the tie fix" if same else "LEAN PATH DIFFERS"
     return {
         "pages": len(pages),

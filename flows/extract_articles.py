@@ -44,7 +44,7 @@ from selection_extraction import (
     record_path,
 )
 from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY, PageRows, progress_description
-from selection_extraction.extracted import ArticleSpool, StatsTotal, log_extraction
+from selection_extraction.extracted import NO_STATS, ArticleSpool, log_extraction
 from selection_extraction.page_chunks import ChunkProgress, extract_chunk, joined_root, page_chunks, spool_chunk
 from selection_extraction.pages import PageReadings
 from selection_storage.atomic import WrittenFile
@@ -86,15 +86,15 @@ def extract_in_chunks(
             readings, artifact_progress(EXTRACTION_PROGRESS_ARTIFACT_KEY, description, start=False)
         )
         progress.start()
-        total = StatsTotal()
+        total = NO_STATS
         logger.info("Extracting in chunks on the %s task runner (%d worker(s))", runner_name.value, workers)
         chunks = page_chunks(readings, pages_per_chunk, workers, time_limit_seconds)
         for index, part in enumerate(map_chunks(chunks)):  # only the chunks in flight are held
             progress.advance(index, part)
             spool_chunk(spool, part)
-            total.add(part.stats)
+            total += part.stats
         progress.finish()
-    result = joined_root(readings, total.stats(), extractors, time_limit_seconds)
+    result = joined_root(readings, total, extractors, time_limit_seconds)
     log_extraction(logger, result.stats)
     return result
 

@@ -22,7 +22,8 @@ from content_selection.shell.refusals import refusals_fail_the_run
 from content_selection.tasks.extract import find_new_page_sets
 from selection_core.errors import SelectionError, error_line
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
-from selection_extraction.inbox import failure_line, failures_message, ignored_advice
+from selection_extraction.inbox import failures_message, ignored_advice
+from selection_storage.paths import name_once
 
 
 class InboxRunSummary(BaseModel):
@@ -92,7 +93,7 @@ def extract_inbox(
             continue
         error = state.result(raise_on_failure=False)
         failures.append(
-            failure_line(page_set, error_line(error) if isinstance(error, BaseException) else str(state.message))
+            name_once(page_set, error_line(error) if isinstance(error, BaseException) else str(state.message))
         )
     if failures:  # each failed subflow run logged its own error
         raise PageSetsFailedError(failures_message(failures, len(scan.new) + len(scan.clashes)))

@@ -6,14 +6,15 @@ import argparse
 from collections.abc import Callable
 
 
-def whole_number(minimum: int, too_small: str) -> Callable[[str], int]:
-    """An ``argparse`` type: a whole number of at least ``minimum``; ``too_small`` may use ``{text}``, ``{value}``."""
+def whole_number(minimum: int, too_small: str, not_whole: str = "not a whole number: {text!r}") -> Callable[[str], int]:
+    """An ``argparse`` type: a whole number of at least ``minimum``; ``too_small`` may use ``{text}``, ``{value}``,
+    ``not_whole`` ``{text}``."""
 
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+            raise argparse.ArgumentTypeError(not_whole.format(text=text)) from None
         if value < minimum:
             raise argparse.ArgumentTypeError(too_small.format(text=text, value=value))
         return value

@@ -86,7 +86,6 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"{PROG}: error: --chunk-size must be 1 or more", file=sys.stderr)
         return 2
     parameters: dict[str, Any] = {
-        # Relative paths mean "from here" on a command line, whatever the data root.
         "input_path": command_line_path(args.input),
         "output_path": command_line_path(args.output),
         "report_path": command_line_path(args.report),

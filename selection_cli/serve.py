@@ -7,9 +7,12 @@ import os
 import sys
 
 from content_selection.deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
-from selection_cli.arguments import add_output_format, check_output_format
+from selection_cli.arguments import add_output_format, check_output_format, whole_number
 from selection_cli.environment import check_prefect_api
 from selection_storage.paths import DATA_ROOT_ENV, data_root_in_force
+
+_AT_LEAST_ONE = "must be a whole number of at least 1, got {text!r}"
+_positive = whole_number(1, _AT_LEAST_ONE, _AT_LEAST_ONE)
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -165,16 +168,6 @@ def _api_url_set(command: str = "serve") -> bool:
         )
         return False
     return True
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
-    return value
 
 
 def _error(message: str, command: str = "serve") -> None:

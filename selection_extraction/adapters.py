@@ -127,18 +127,6 @@ def extract_newspaper4k(html: str, url: str | None) -> tuple[str, str | None]:
     return article.text or "", article.title or None
 
 
-def newspaper4k_full_parse(html: str, url: str | None) -> tuple[str, str | None]:
-    """The reference of :func:`extract_newspaper4k`: the library's own full ``parse()``, with the same tie fix."""
-    article = newspaper4k_article(html, url).parse()
-    return article.text or "", article.title or None
-
-
-def newspaper4k_default(html: str, url: str | None) -> tuple[str, str | None]:
-    """The library's default call, without the fix: ``newspaper.article(url, input_html=html, config=...)``."""
-    article = newspaper.article(url or "", input_html=html, config=_newspaper_config())
-    return article.text or "", article.title or None
-
-
 class FirstParseTitleDocument(Document):
     """readability's ``Document``, which keeps the title of its first parse (the one ``title()`` would parse again)."""
 
@@ -165,14 +153,3 @@ def extract_readability(html: str, url: str | None) -> tuple[str, str | None]:
     document = FirstParseTitleDocument(html)
     text = _readability_text(document.summary(**READABILITY_SUMMARY_OPTIONS))
     return text, document.first_title
-
-
-def readability_default(html: str, url: str | None) -> tuple[str, str | None]:
-    """The reference of :func:`extract_readability`: ``summary()``, then ``title()`` (which parses the page again)."""
-    document = Document(html)
-    text = _readability_text(document.summary(**READABILITY_SUMMARY_OPTIONS))
-    try:
-        title = document.title()
-    except Exception:  # noqa: BLE001 - the title is informational; the text is what counts
-        title = None
-    return text, title

@@ -53,12 +53,11 @@ class DecodeSource(enum.StrEnum):
 
 @dataclass(frozen=True)
 class DecodedHtml:
-    """A page's text, its codec, the evidence that decided, and the charset label claimed (even when not used)."""
+    """A page's text, its codec, and the evidence that decided."""
 
     html: str
     encoding: str
     source: DecodeSource
-    declared: str | None = None
 
 
 def declared_charset(data: bytes) -> str | None:
@@ -100,8 +99,8 @@ def _claimed(data: bytes, label: str, source: DecodeSource) -> DecodedHtml | Non
         if codec != "utf-8" and not data.isascii():
             as_utf8 = _strict(data, "utf-8")
             if as_utf8 is not None:
-                return DecodedHtml(as_utf8, "utf-8", DecodeSource.VALID_UTF8, label)
-        return DecodedHtml(text, codec, source, label)
+                return DecodedHtml(as_utf8, "utf-8", DecodeSource.VALID_UTF8)
+        return DecodedHtml(text, codec, source)
     return None
 
 
@@ -117,8 +116,7 @@ def decode_html(data: bytes, transport_charset: str | None = None) -> DecodedHtm
         decoded = None if claim is None else _claimed(data, claim, source)
         if decoded is not None:
             return decoded
-    label = transport or declared
     text = _strict(data, "utf-8")
     if text is not None:
-        return DecodedHtml(text, "utf-8", DecodeSource.VALID_UTF8, label)
-    return DecodedHtml(data.decode("utf-8", errors="replace"), "utf-8", DecodeSource.REPLACED, label)
+        return DecodedHtml(text, "utf-8", DecodeSource.VALID_UTF8)
+    return DecodedHtml(data.decode("utf-8", errors="replace"), "utf-8", DecodeSource.REPLACED)

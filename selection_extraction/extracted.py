@@ -117,19 +117,6 @@ def build_article(
     return article
 
 
-class StatsTotal:
-    """The counts of a run added up chunk by chunk, in order."""
-
-    def __init__(self) -> None:
-        self._total = NO_STATS
-
-    def add(self, part: ExtractionStats) -> None:
-        self._total += part
-
-    def stats(self) -> ExtractionStats:
-        return self._total
-
-
 def build_batch(
     page_set: PageSet,
     articles: list[dict[str, Any]],

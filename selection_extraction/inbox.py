@@ -4,10 +4,10 @@ need extracting."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
 from selection_core.errors import UnsafePathError
+from selection_core.jsonl import JSONL_SUFFIX, is_jsonl
 from selection_extraction.pages import InvalidPagesError
 from selection_extraction.paths import extracted_path
 from selection_extraction.warc import is_warc_name
@@ -19,15 +19,11 @@ from selection_storage.paths import (
     SELECTED_LINES_SUFFIX,
     SELECTED_SUFFIX,
     data_root_in_force,
-    name_once,
 )
 from selection_storage.stores import Location, ObjectPath, store
 
 #: Name of the default inbox, directly under the data root.
 INBOX_DIR: Final[str] = "inbox"
-
-#: What the name of a manifest in the inbox ends with (matched case-insensitively).
-MANIFEST_SUFFIX: Final[str] = ".jsonl"
 
 #: Names of the batches this stage writes, never page sets.
 OUTPUT_SUFFIXES: Final[tuple[str, ...]] = (
@@ -80,7 +76,7 @@ def prepare_inbox(inbox: str | None, data_root: str | None, storage_options: dic
 
 def is_page_set_name(name: str) -> bool:
     """Whether a file directly in the inbox is a page set: a WARC file or a manifest."""
-    return is_warc_name(name) or (name.lower().endswith(MANIFEST_SUFFIX) and len(name) > len(MANIFEST_SUFFIX))
+    return is_warc_name(name) or (is_jsonl(name) and len(name) > len(JSONL_SUFFIX))
 
 
 def scan_inbox(inbox: Location) -> InboxScan:
@@ -137,11 +133,6 @@ def ignored_advice(inbox: Location) -> str:
     return "put pages in a folder inside the inbox, or list them in a .jsonl manifest there"
 
 
-def failure_line(page_set: Path, error: str) -> str:
-    """One failed page set and its error, the page set named once."""
-    return name_once(page_set, error)
-
-
 def failures_message(failures: list[str], page_sets: int) -> str:
-    """The message of an inbox run in which some page sets failed (:func:`failure_line` s and clashes)."""
+    """The message of an inbox run in which some page sets failed (each named once, and clashes)."""
     return f"{len(failures)} of {page_sets} page set(s) failed, the others were extracted: {'; '.join(failures)}"

@@ -85,7 +85,7 @@ def run_in_own_process(
     )
     assert child.stdin is not None
     try:
-        child.stdin.write(pickle.dumps((function.__module__, function.__qualname__, argument)))
+        child.stdin.write(pickle.dumps((function.__module__, function.__name__, argument)))
         child.stdin.flush()  # kept open: its end is the caller's end
         kind, payload = _watch(child, report, stopping, stall)
     except BaseException:
@@ -197,9 +197,7 @@ def main() -> int:
     module, name, argument = pickle.load(sys.stdin.buffer)  # noqa: S301 - from the caller that started this process
     threading.Thread(target=_exit_when_orphaned, name="content-selection-orphan-watch", daemon=True).start()
     signal.signal(signal.SIGTERM, _interrupted)
-    function = importlib.import_module(module)
-    for part in name.split("."):
-        function = getattr(function, part)
+    function = getattr(importlib.import_module(module), name)
     beat = [float("-inf")]
 
     def send(kind: bytes, payload: Any) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from selection_extraction.own_process import death_reason
+from selection_extraction.settings import DEFAULT_RECYCLE_AFTER
 
 if TYPE_CHECKING:  # pebble is the 'extract' extra's: imported by the first run
     from pebble import ProcessPool
@@ -279,7 +280,7 @@ def run_jobs(
     *,
     workers: int,
     time_limit: float,
-    recycle_after: int = 500,
+    recycle_after: int = DEFAULT_RECYCLE_AFTER,
     preload: Sequence[str] = (),
     initializer: Callable[[], None] | None = None,
     keep_workers: bool = False,
@@ -296,10 +297,6 @@ def run_jobs(
     Raises:
         WorkerSetupError: a worker's initializer failed or a function reference did not resolve.
     """
-    if workers < 1:
-        raise ValueError("workers must be at least 1")
-    if time_limit <= 0:
-        raise ValueError("time_limit must be positive")
     from pebble import ProcessExpired, ProcessPool
 
     key = (tuple(functions.items()), initializer, tuple(preload), workers, recycle_after)

@@ -19,6 +19,7 @@ import pytest
 
 from selection_extraction import adapters
 from selection_extraction.pool import call_extractor
+from tests.support import reference_extractors as reference
 from tests.support.library_sources import PINS_PATH, pins
 from tests.support.real_pages import TIE_PAGE, AllocationNoise, hostile_pages, real_pages
 
@@ -62,7 +63,7 @@ def test_the_tie_page_ties_for_the_top_gravity_score(mocker: Any) -> None:
 def test_the_library_alone_lets_memory_addresses_choose_the_text_of_the_tie_page() -> None:
     if "compute_gravity_scores" not in adapters.NEEDED_TIE_FIXES:
         pytest.skip("the installed newspaper4k dedupes its candidates in order: the fix is not applied")
-    texts = perturbed_texts(adapters.newspaper4k_default, TIE_PAGE, calls=100)
+    texts = perturbed_texts(reference.newspaper4k_default, TIE_PAGE, calls=100)
     assert len(texts) == 2, f"newspaper4k {texts}: if one text now, it may have fixed #738; see TIE_FIXES"
 
 
@@ -135,8 +136,8 @@ def _outcome(function: Adapter, html: str, url: str | None) -> tuple[str, str | 
 
 
 LEAN_AND_REFERENCE = [
-    pytest.param(adapters.extract_newspaper4k, adapters.newspaper4k_full_parse, id="newspaper4k"),
-    pytest.param(adapters.extract_readability, adapters.readability_default, id="readability"),
+    pytest.param(adapters.extract_newspaper4k, reference.newspaper4k_full_parse, id="newspaper4k"),
+    pytest.param(adapters.extract_readability, reference.readability_default, id="readability"),
 ]
 
 
@@ -151,10 +152,10 @@ def test_the_lean_path_gives_the_library_own_result_on_a_hostile_page(
 
 def test_the_hostile_pages_include_errors_of_the_libraries() -> None:
     errors = {
-        name: _outcome(adapters.newspaper4k_full_parse, html, TIE_URL)[2] for name, html in hostile_pages().items()
+        name: _outcome(reference.newspaper4k_full_parse, html, TIE_URL)[2] for name, html in hostile_pages().items()
     }
     readability_errors = {
-        name: _outcome(adapters.readability_default, html, TIE_URL)[2] for name, html in hostile_pages().items()
+        name: _outcome(reference.readability_default, html, TIE_URL)[2] for name, html in hostile_pages().items()
     }
     assert any(errors.values()) and any(readability_errors.values())
 

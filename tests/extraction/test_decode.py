@@ -160,11 +160,6 @@ def test_declaration_beyond_the_prescan_window_is_not_read() -> None:
     assert declared_charset(page[: PRESCAN_BYTES // 2] + b'<meta charset="koi8-r">') == "koi8-r"
 
 
-def test_the_label_in_the_page_is_kept_even_when_overridden() -> None:
-    decoded = decode_html((meta("iso-8859-1") + CAFE).encode())
-    assert decoded.declared == "iso-8859-1" and decoded.encoding == "utf-8"
-
-
 @pytest.mark.parametrize(
     ("label", "expected"),
     [

@@ -8,7 +8,7 @@ from selection_extraction.artifacts import PageRows, page_row, progress_descript
 from selection_extraction.decode import declared_charset, decode_html, web_codecs
 from selection_extraction.extracted import NO_STATS, ExtractionStats, dump_record
 from selection_extraction.extractors import library_version
-from selection_extraction.inbox import failure_line, failures_message, is_page_set_name
+from selection_extraction.inbox import failures_message, is_page_set_name
 from selection_extraction.pages import PageSet, WarcFile, page_stem
 from selection_extraction.paths import extracted_path, record_path
 from selection_extraction.pool import FunctionRef, error_text
@@ -72,8 +72,6 @@ def test_inbox_examples() -> None:
         True,
         False,
     )
-    assert failure_line(Path("/in/a.jsonl"), "/in/a.jsonl: line 1 is not JSON") == "/in/a.jsonl: line 1 is not JSON"
-    assert failure_line(Path("/in/b"), "TimeoutError") == "/in/b: TimeoutError"
     assert failures_message(["/in/a.jsonl: line 1 is not JSON"], 3) == (
         "1 of 3 page set(s) failed, the others were extracted: /in/a.jsonl: line 1 is not JSON"
     )

@@ -24,7 +24,7 @@ from selection_extraction import (
     find_pages,
     stop_kept_workers,
 )
-from selection_extraction.extracted import NO_STATS, StatsTotal
+from selection_extraction.extracted import NO_STATS
 from selection_extraction.extraction import extract_readings
 from selection_extraction.page_chunks import (
     MAX_PAGES_PER_CHUNK,
@@ -64,17 +64,6 @@ def test_chunk_counts_add_up() -> None:
     assert total.errors == {"trafilatura": 3, "newspaper4k": 0, "readability": 1}
     assert total.timeouts == {"trafilatura": 1, "newspaper4k": 0, "readability": 0}
     assert total.network_attempts == ("connect", "send")
-
-
-def test_a_running_total_gives_the_counts_of_all_chunks_and_moves_on() -> None:
-    a = ExtractionStats(2, 0, {"trafilatura": 1}, {"trafilatura": 1}, 1, ("connect",))
-    b = ExtractionStats(3, 1, {"trafilatura": 2, "readability": 1}, {}, 0, ("send",))
-    total = StatsTotal()
-    total.add(a)
-    first = total.stats()
-    total.add(b)
-    assert first == NO_STATS + a  # a snapshot, not changed by what is added after
-    assert total.stats() == NO_STATS + a + b
 
 
 def chunks_of(page_set: PageSet, pages_per_chunk: int | None, workers: int) -> list[tuple[int, int]]:
