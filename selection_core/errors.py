@@ -77,6 +77,11 @@ class ServiceUnavailableError(SelectionError, ConnectionError):
     transient = True
 
 
+def install_command(extra: str) -> str:
+    """The ``pip install`` that adds an extra of ``pyproject.toml``."""
+    return f"pip install 'content-selection[{extra}]'"
+
+
 class MissingExtraError(SelectionError):
     """A command needs an optional part of the project (an extra of ``pyproject.toml``) that is not installed;
     the message names the extra and the ``pip install`` that adds it."""
@@ -84,7 +89,7 @@ class MissingExtraError(SelectionError):
     exit_code = EXIT_UNAVAILABLE
 
     def __init__(self, what: str, extra: str) -> None:
-        super().__init__(f"{what}; install it with: pip install 'content-selection[{extra}]'")
+        super().__init__(f"{what}; install it with: {install_command(extra)}")
         self.extra = extra
 
 

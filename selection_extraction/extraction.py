@@ -10,6 +10,7 @@ from typing import Any, Final
 
 from selection_core.batch import ProgressCallback
 from selection_core.config import EXTRACTORS
+from selection_core.errors import install_command
 from selection_extraction.decode import decode_html
 from selection_extraction.extracted import (
     ArticleSpool,
@@ -19,7 +20,6 @@ from selection_extraction.extracted import (
     build_batch,
 )
 from selection_extraction.extractors import (
-    INSTALL_HINT,
     WORKER_INITIALIZER,
     WORKER_PRELOAD,
     Extractor,
@@ -163,7 +163,8 @@ def extract_readings(
             keep_workers=settings.keep_workers,
         )
     except WorkerSetupError as exc:
-        raise ExtractorsUnavailableError(f"{exc}; reinstall the extractor libraries with: {INSTALL_HINT}") from None
+        hint = install_command("extract")
+        raise ExtractorsUnavailableError(f"{exc}; reinstall the extractor libraries with: {hint}") from None
     assert not pages and not outcomes, "every page is an article"
     return ExtractionStats(
         pages=emitted,

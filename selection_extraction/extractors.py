@@ -43,9 +43,6 @@ WORKER_PRELOAD: Final[tuple[str, ...]] = (ADAPTERS_MODULE,)
 #: What every worker runs once before its first page: offline ``tldextract``.
 WORKER_INITIALIZER: Final[FunctionRef] = FunctionRef(ADAPTERS_MODULE, "prepare_worker")
 
-#: What to install when the extractor libraries are missing.
-INSTALL_HINT: Final[str] = "pip install 'content-selection[extract]'"
-
 
 class ExtractorsUnavailableError(SelectionError):
     """The extractor libraries are installed but a worker cannot load them (a broken install)."""

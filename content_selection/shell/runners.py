@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Any, Final
 
-from selection_core.errors import EXIT_USAGE, SelectionError, ServiceUnavailableError
+from selection_core.errors import EXIT_USAGE, SelectionError, ServiceUnavailableError, install_command
 from selection_storage.stores import connection_refusal
 
 #: Environment variables read when the ``task_runner`` and ``dask_address`` parameters are left empty.
@@ -119,9 +119,7 @@ def _dask_runner(address: str | None) -> Iterator[Any]:
     try:
         from prefect_dask import DaskTaskRunner
     except ImportError:
-        raise TaskRunnerConfigError(
-            "the dask task runner needs prefect-dask: pip install 'content-selection[dask]'"
-        ) from None
+        raise TaskRunnerConfigError(f"the dask task runner needs prefect-dask: {install_command('dask')}") from None
     with contextlib.ExitStack() as stack:
         stack.enter_context(_api_reachable_from_workers())
         if address is None:
