@@ -258,15 +258,7 @@ def read_record(record: Location, source: str) -> WarcOutcome | None:
 def work_files(output_name: str, names: Iterable[str]) -> list[str]:
     """The names among ``names`` (a folder's) of the commits and the count of tries of the WARC whose output is
     ``output_name``, in order: what is left of its work while it is not done."""
-    head = output_name + "."
-    return sorted(
-        name
-        for name in names
-        if name == output_name + _TRIES_SUFFIX
-        or (
-            name.startswith(head) and name.endswith(_COMMIT_SUFFIX) and name[len(head) : -len(_COMMIT_SUFFIX)].isdigit()
-        )
-    )
+    return sorted(name for name in names if work_file_output(name) == output_name)
 
 
 def work_file_output(name: str) -> str | None:
