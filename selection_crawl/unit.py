@@ -136,10 +136,10 @@ class WarcJob:
     time_limit_seconds: float
     fingerprint: str
     run: str
-    index: int = 0
-    storage_options: tuple[tuple[str, Any], ...] = ()
-    output_format: str = BATCH
-    fence: tuple[str, str] | None = None  # the crawl's lease and its token, checked before each write
+    index: int
+    storage_options: tuple[tuple[str, Any], ...]
+    output_format: str
+    fence: tuple[str, str] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,9 +167,9 @@ class WarcOutcome:
     from_commits: int = 0  # pages taken from the commits of an earlier try (a worker that died, an earlier run)
 
     @classmethod
-    def failed(cls, reason: str, exit_code: int, seconds: float = 0.0, tries: int = 1) -> WarcOutcome:
+    def failed(cls, reason: str, exit_code: int, tries: int = 1) -> WarcOutcome:
         code = exit_code if exit_code == EXIT_INVALID_INPUT else EXIT_IO_ERROR
-        return cls("failed", reason, code, seconds=seconds, tries=tries)
+        return cls("failed", reason, code, tries=tries)
 
     def to_json(self, timed: bool = True) -> dict[str, Any]:
         """The outcome as JSON: the state, then its reason or its counts, then (``timed``) the seconds and tries."""
