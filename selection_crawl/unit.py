@@ -393,6 +393,7 @@ class _Piece:
         self.last = True
 
 
+@patience(STORE_PATIENCE_SECONDS)
 def crawl_warc(job: WarcJob, report: Callable[[int, int], None] | None = None) -> WarcOutcome:
     """Do one WARC: read it once, as a stream; extract its pages (one extractor process, kept from piece to piece
     and stopped with the WARC, each call under the time limit) and select them piece by piece, committing each
@@ -404,11 +405,6 @@ def crawl_warc(job: WarcJob, report: Callable[[int, int], None] | None = None) -
     ``report(pages done, pages estimated)`` is called as each page is done, and as each piece of the output is
     written. It stops the extractor processes this process keeps (:func:`stop_kept_workers`): a WARC's process does
     one WARC (:mod:`selection_crawl.process`)."""
-    with patience(STORE_PATIENCE_SECONDS):
-        return _crawl_warc(job, report)
-
-
-def _crawl_warc(job: WarcJob, report: Callable[[int, int], None] | None) -> WarcOutcome:
     started = time.perf_counter()
     here = expected_fingerprint(job.time_limit_seconds, job.output_format)
     if here != job.fingerprint:
@@ -577,9 +573,9 @@ def _extract_and_select(
         fenced(job)
         commits.commit(start, progress, output)
         reported(progress.articles)  # alive: a commit may take as long as the piece's last pages
+    kinds = {k: v for k, v in stream.kinds.items() if v}
     if not progress.articles:
-        raise no_pages_error(job.source, {k: v for k, v in stream.kinds.items() if v})
-    page_set = PageSet(job.source, "warc", (), {k: v for k, v in stream.kinds.items() if v})
-    root = build_batch(page_set, [], extractors, settings, progress.stats)
+        raise no_pages_error(job.source, kinds)
+    root = build_batch(PageSet(job.source, "warc", (), kinds), [], extractors, settings, progress.stats)
     del root["articles"]
     return progress, root
