@@ -65,7 +65,7 @@ COMMIT_PAGES_VARIABLE: Final[str] = "CONTENT_SELECTION_COMMIT_PAGES"
 STORE_PATIENCE_SECONDS: Final[float] = 180.0
 
 #: Deaths of a WARC's worker in a row, in one run, without progress (a new commit; before a try is counted, a page
-#: reported to the coordinator), after which the WARC fails alone: the one bound (``_dispatch`` tells how).
+#: reported to the coordinator), after which the WARC fails alone: the one bound (docs/scaling.md tells how).
 MAX_DEATHS: Final[int] = 4
 
 #: Least seconds between two reports of a WARC's pages to the coordinator.
