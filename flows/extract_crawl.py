@@ -402,18 +402,8 @@ def extract_crawl(
                 logger.warning("crawl.json is not rewritten, nor the prefix swept: its lease is not this run's")
     publisher.publish_progress()  # the last update of both artifacts
     publisher.publish_table()
-    totals = job.totals()
-    summary = CrawlRunSummary(
-        listing=listing,
-        output_prefix=output_prefix,
-        summary_path=str(job.where(SUMMARY_NAME)),
-        warcs=totals["warcs"],
-        done=totals["done"],
-        done_before=job.done_before,
-        failed=totals["failed"],
-        pages=totals["pages"],
-        articles=totals["articles"],
-        errors=totals["errors"],
+    summary = CrawlRunSummary(  # the totals it has no field for are left out
+        listing=listing, output_prefix=output_prefix, summary_path=str(job.where(SUMMARY_NAME)), **job.totals()
     )
     logger.info(summary.one_line())
     job.check()
