@@ -295,9 +295,6 @@ class CrawlJob:
         self._written_at = time.monotonic()
         self._write_seconds = self._written_at - started
 
-    def failures(self) -> list[tuple[ListedWarc, WarcOutcome]]:
-        return [(self.warcs[index], outcome) for index in self._failed if (outcome := self.outcome(index))]
-
     def close(self) -> None:
         """Write the summary, and remove what killed writers left under the prefix: the unfinished uploads of
         ``crawl.json`` and of the files of the WARCs that have an outcome at any age (no writer of this run is at
@@ -318,7 +315,7 @@ class CrawlJob:
 
     def check(self) -> None:
         """A :class:`CrawlFailedError` when a WARC failed: 65 if one was bad input, else 74."""
-        failures = self.failures()
+        failures = [(self.warcs[index], outcome) for index in self._failed if (outcome := self.outcome(index))]
         if not failures:
             return
         codes = {o.exit_code for _, o in failures}
