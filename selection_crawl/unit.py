@@ -5,12 +5,8 @@ This module is what a WARC's process imports (:mod:`selection_crawl.process` sta
 or beside the coordinator): it imports neither Prefect nor Dask, and no page's bytes leave that process; the
 coordinator gets a :class:`WarcOutcome` of counts, and counts of pages while a WARC is being done.
 
-A WARC's work is cut into pieces of at most :data:`COMMIT_PAGES` pages or :data:`COMMIT_SECONDS` seconds. Each
-piece's selected articles (or dataset rows) are committed beside the output, in one object that also holds where
-the read of the WARC stands and the counts so far; a WARC taken up again (a worker killed, a re-run) starts after
-its last commit. The output is written from the pieces, so it has the bytes of a run in one go; the commits are
-removed once the output and its record are written. Nothing is written outside the store: the pieces this process
-made are kept in an anonymous temporary file, gone with the process.
+A WARC's work is cut into pieces, each committed beside its output; a WARC taken up again starts after its last
+commit, and its output has the bytes of a run in one go (docs/scaling.md, "Commits").
 """
 
 from __future__ import annotations
@@ -230,10 +226,6 @@ class WarcOutcome:
         )
 
 
-def _stats_of(value: Mapping[str, Any]) -> ExtractionStats:
-    return ExtractionStats(**{**value, "network_attempts": tuple(value["network_attempts"])})
-
-
 @dataclass
 class _Progress:
     """Where a WARC's work stands: the read's cursor, the articles and counts so far, the commits made."""
@@ -335,7 +327,7 @@ class _Commits:
             progress = _Progress(
                 WarcCursor.from_json(head["cursor"]),
                 int(head["articles"]),
-                _stats_of(head["stats"]),
+                ExtractionStats(**{**head["stats"], "network_attempts": tuple(head["stats"]["network_attempts"])}),
                 number + 1,
                 int(head["begin"]),
             )
