@@ -197,15 +197,10 @@ class WarcOutcome:
         one object each in ``shared``. KeyError, TypeError or ValueError when a key is missing or wrong."""
         shared = {} if shared is None else shared
         state = entry.get("state")
+        seconds = float(entry.get("seconds", 0.0))
         tries = int(entry.get("tries", 1))
         if state == "failed":
-            return cls(
-                "failed",
-                entry["reason"],
-                int(entry["exit_code"]),
-                seconds=float(entry.get("seconds", 0.0)),
-                tries=tries,
-            )
+            return cls("failed", entry["reason"], int(entry["exit_code"]), seconds=seconds, tries=tries)
         if state != "done":
             return None
         version = entry["input_version"]
@@ -218,7 +213,7 @@ class WarcOutcome:
             errors=shared.setdefault(tuple(sorted(errors.items())), errors),
             sha256=str(entry["sha256"]),
             size=int(entry["size"]),
-            seconds=float(entry.get("seconds", 0.0)),
+            seconds=seconds,
             input_version=None if version is None else Version(int(version["size"]), str(version["tag"])),
             fingerprint=shared.setdefault(fingerprint, fingerprint),
             tries=tries,
