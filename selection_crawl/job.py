@@ -7,12 +7,12 @@ so that a re-run lists the output folders instead of reading every record.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import tempfile
 import time
 import uuid
 from array import array
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
@@ -53,18 +53,10 @@ class _Listings:
     """``listed(folder)``: a folder's files and their versions, the last few folders kept."""
 
     def __init__(self) -> None:
-        self._kept: OrderedDict[str, dict[str, Version]] = OrderedDict()
+        self.listed = functools.lru_cache(maxsize=_LISTINGS_KEPT)(lambda folder: store(folder).listed())
 
     def version(self, where: Location) -> Version | None:
         return self.listed(where.parent).get(where.name)
-
-    def listed(self, folder: Location) -> dict[str, Version]:
-        key = str(folder)
-        if key not in self._kept:
-            self._kept[key] = store(folder).listed()
-            if len(self._kept) > _LISTINGS_KEPT:
-                self._kept.popitem(last=False)
-        return self._kept[key]
 
 
 def _entry(warc: ListedWarc, outcome: WarcOutcome | None) -> dict[str, Any]:
