@@ -92,20 +92,16 @@ class CrawlRunSummary(BaseModel):
 
 @dataclass(frozen=True)
 class _Workers:
-    """Where WARCs are done: ``submit(job)`` (a future of its :class:`WarcOutcome`), ``reports()`` (the pages
-    reported since the last call, as ``(index, done, estimate)``), ``count()`` (the WARCs done at once now),
+    """Where WARCs are done: ``submit(job)`` (a future of its :class:`WarcOutcome`), ``reports`` (the pages
+    reported, as ``(index, done, estimate)``, appended as they come), ``count()`` (the WARCs done at once now),
     ``stop()`` (every WARC still running stops where it is), and what a worker's death raises from its WARC's
     future."""
 
     submit: Callable[[WarcJob], concurrent.futures.Future[WarcOutcome]]
-    reports: Callable[[], list[tuple[int, int, int]]]
+    reports: deque[tuple[int, int, int]]
     count: Callable[[], int]
     stop: Callable[[], None]
     deaths: tuple[type[BaseException], ...]
-
-
-def _drained(events: deque[tuple[int, int, int]]) -> Callable[[], list[tuple[int, int, int]]]:
-    return lambda: [events.popleft() for _ in range(len(events))]  # this thread alone takes from it
 
 
 @contextlib.contextmanager
@@ -124,7 +120,7 @@ def _local_workers(workers: int | None) -> Iterator[_Workers]:
 
     with concurrent.futures.ThreadPoolExecutor(count, thread_name_prefix="content-selection-warc") as pool:
         try:
-            yield _Workers(submit, _drained(events), lambda: count, stop.set, (WarcProcessDied,))
+            yield _Workers(submit, events, lambda: count, stop.set, (WarcProcessDied,))
         finally:
             stop.set()  # the run ended: nothing still running goes on
             pool.shutdown(cancel_futures=True)
@@ -151,7 +147,7 @@ def _dask_workers(address: str) -> Iterator[_Workers]:
             return max(1, sum(client.nthreads().values()))
 
         try:
-            yield _Workers(submit, _drained(events), count, stop.set, (WarcProcessDied, KilledWorker))
+            yield _Workers(submit, events, count, stop.set, (WarcProcessDied, KilledWorker))
         finally:
             stop.set()
 
@@ -180,10 +176,8 @@ def _dispatch(job: CrawlJob, workers: _Workers, publisher: _Publisher, lease: Cr
     :data:`PROGRESS_SECONDS`. On any exception (a stop, a lost lease), the WARCs still running are stopped, and
     waited for (a bounded time), before it is raised.
 
-    A WARC whose worker died (or whose process stalled) is sent again, up to :data:`~selection_crawl.unit.MAX_DEATHS`
-    deaths in a row without progress, counted where progress is seen: a worker that reported a page had counted its
-    try in the store, and fails the WARC itself after that many deaths before its next commit; the deaths before a
-    page are counted here. Dask's ``allowed-failures`` is no other bound: each of its re-runs is a try there."""
+    A WARC whose worker died (or stalled) is sent again; :data:`~selection_crawl.unit.MAX_DEATHS` deaths in a row
+    before it reports a page fail it here (later deaths are counted by its tries: docs/scaling.md)."""
     todo = deque(job.todo)
     pending: dict[concurrent.futures.Future[WarcOutcome], int] = {}
     deaths: dict[int, int] = {}  # WARC index: deaths in a row with no page reported
@@ -196,7 +190,8 @@ def _dispatch(job: CrawlJob, workers: _Workers, publisher: _Publisher, lease: Cr
             done, _ = concurrent.futures.wait(
                 pending, timeout=PROGRESS_SECONDS, return_when=concurrent.futures.FIRST_COMPLETED
             )
-            for event in workers.reports():
+            for _ in range(len(workers.reports)):  # this thread alone takes from it
+                event = workers.reports.popleft()
                 deaths.pop(event[0], None)
                 publisher.pages(*event)
             for future in sorted(done, key=pending.__getitem__):
@@ -303,11 +298,6 @@ class _Publisher:
         if self._ended and now - self._tabled_at >= PUBLISH_INTERVAL_SECONDS:
             self.publish_table()
 
-    def publish(self) -> None:
-        """The last update of both artifacts."""
-        self.publish_progress()
-        self.publish_table()
-
     def publish_progress(self) -> None:
         """Update the progress artifact: WARCs finished, and the share done of those in flight."""
         self._published_at = time.monotonic()
@@ -410,19 +400,10 @@ def extract_crawl(
                 job.close()
             else:
                 logger.warning("crawl.json is not rewritten, nor the prefix swept: its lease is not this run's")
-    publisher.publish()
-    totals = job.totals()
-    summary = CrawlRunSummary(
-        listing=listing,
-        output_prefix=output_prefix,
-        summary_path=str(job.where(SUMMARY_NAME)),
-        warcs=totals["warcs"],
-        done=totals["done"],
-        done_before=job.done_before,
-        failed=totals["failed"],
-        pages=totals["pages"],
-        articles=totals["articles"],
-        errors=totals["errors"],
+    publisher.publish_progress()  # the last update of both artifacts
+    publisher.publish_table()
+    summary = CrawlRunSummary(  # the totals it has no field for are left out
+        listing=listing, output_prefix=output_prefix, summary_path=str(job.where(SUMMARY_NAME)), **job.totals()
     )
     logger.info(summary.one_line())
     job.check()

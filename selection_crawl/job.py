@@ -7,12 +7,12 @@ so that a re-run lists the output folders instead of reading every record.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import tempfile
 import time
 import uuid
 from array import array
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
@@ -53,18 +53,10 @@ class _Listings:
     """``listed(folder)``: a folder's files and their versions, the last few folders kept."""
 
     def __init__(self) -> None:
-        self._kept: OrderedDict[str, dict[str, Version]] = OrderedDict()
+        self.listed = functools.lru_cache(maxsize=_LISTINGS_KEPT)(lambda folder: store(folder).listed())
 
     def version(self, where: Location) -> Version | None:
         return self.listed(where.parent).get(where.name)
-
-    def listed(self, folder: Location) -> dict[str, Version]:
-        key = str(folder)
-        if key not in self._kept:
-            self._kept[key] = store(folder).listed()
-            if len(self._kept) > _LISTINGS_KEPT:
-                self._kept.popitem(last=False)
-        return self._kept[key]
 
 
 def _entry(warc: ListedWarc, outcome: WarcOutcome | None) -> dict[str, Any]:
@@ -295,9 +287,6 @@ class CrawlJob:
         self._written_at = time.monotonic()
         self._write_seconds = self._written_at - started
 
-    def failures(self) -> list[tuple[ListedWarc, WarcOutcome]]:
-        return [(self.warcs[index], outcome) for index in self._failed if (outcome := self.outcome(index))]
-
     def close(self) -> None:
         """Write the summary, and remove what killed writers left under the prefix: the unfinished uploads of
         ``crawl.json`` and of the files of the WARCs that have an outcome at any age (no writer of this run is at
@@ -318,7 +307,7 @@ class CrawlJob:
 
     def check(self) -> None:
         """A :class:`CrawlFailedError` when a WARC failed: 65 if one was bad input, else 74."""
-        failures = self.failures()
+        failures = [(self.warcs[index], outcome) for index in self._failed if (outcome := self.outcome(index))]
         if not failures:
             return
         codes = {o.exit_code for _, o in failures}

@@ -92,13 +92,9 @@ def store_now(where: Location) -> float:
     return written.modified
 
 
-def _now() -> float:
-    """This machine's clock, in seconds since the epoch."""
-    return time.time()
-
-
-def _iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _iso_now() -> str:
+    """This machine's clock, as the lease's body writes it (never to decide an age)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)
@@ -214,7 +210,7 @@ class CrawlLease:
     ) -> CrawlLease:
         where = location(prefix, storage_options, "output")
         lease = conditional(where / LEASE_NAME)
-        now = _iso(_now())
+        now = _iso_now()
         body = {
             "host": socket.gethostname(),
             "pid": os.getpid(),
@@ -258,7 +254,7 @@ class CrawlLease:
         with self._lock:
             if self._lost:
                 raise self._lost_error()
-            body = {**self._body, "renewed": _iso(_now())}
+            body = {**self._body, "renewed": _iso_now()}
             tag = self._lease.replace_if(orjson.dumps(body), self._tag)
             if tag is None:
                 current = self._lease.read_tagged()

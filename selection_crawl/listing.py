@@ -64,10 +64,6 @@ def record_of(output: Location) -> Location:
     return output.with_name(output.name + RECORD_SUFFIX)
 
 
-def _is_absolute(line: str) -> bool:
-    return is_url(line) or os.path.isabs(line)
-
-
 def joined(base: str, key: str) -> str:
     """``key`` under ``base`` (a URL's prefix or a folder), one ``/`` between them."""
     return base.rstrip("/") + "/" + key.lstrip("/")
@@ -132,7 +128,7 @@ def read_listing(
         line = text.strip()
         if not line:
             continue
-        if _is_absolute(line):
+        if is_url(line) or os.path.isabs(line):
             source, relative = line, _relative_of(line, base)
         elif base is None:
             raise CrawlListingError(

@@ -2,7 +2,7 @@
 that started it: a Dask worker's thread, or a thread of the local coordinator.
 
 So a worker's process-wide state is never touched (a Dask worker runs several WARCs at once in one daemonic
-process), a WARC with no page done for :func:`stall_seconds` is killed and sent again from its last commit, a stop
+process), a stalled WARC (:data:`STALL_MARGIN_SECONDS`) is killed and sent again from its last commit, a stop
 reaches every process of a WARC, and a WARC's processes never outlive the worker that started them.
 """
 
@@ -23,19 +23,13 @@ from selection_extraction.own_process import OwnProcessDied, Report, run_in_own_
 #: after which a WARC is taken as stalled.
 STALL_MARGIN_SECONDS: Final[float] = 120.0
 
+#: Seconds between two checks of the crawl's lease by a WARC's process, beside those before each write.
+FENCE_SECONDS: Final[float] = 5.0
+
 
 class WarcProcessDied(Exception):
     """A WARC's process ended without an outcome, or was killed as stalled; the message names the WARC. The crawl
     sends the WARC again."""
-
-
-def stall_seconds(time_limit_seconds: float) -> float:
-    """Seconds without a page done after which a WARC doing pages under ``time_limit_seconds`` is stalled."""
-    return 3 * time_limit_seconds + STALL_MARGIN_SECONDS
-
-
-#: Seconds between two checks of the crawl's lease by a WARC's process, beside those before each write.
-FENCE_SECONDS: Final[float] = 5.0
 
 
 def _crawl_fenced(job: WarcJob, report: Report) -> WarcOutcome:
@@ -76,7 +70,7 @@ def crawl_warc_in_process(
             last[0] = now
             report(done, estimate)
 
-    stall = stall_seconds(job.time_limit_seconds)
+    stall = 3 * job.time_limit_seconds + STALL_MARGIN_SECONDS
     try:
         return run_in_own_process(_crawl_fenced, job, report=forward, stopping=stopping, stall=stall)
     except OwnProcessDied as exc:

@@ -5,12 +5,8 @@ This module is what a WARC's process imports (:mod:`selection_crawl.process` sta
 or beside the coordinator): it imports neither Prefect nor Dask, and no page's bytes leave that process; the
 coordinator gets a :class:`WarcOutcome` of counts, and counts of pages while a WARC is being done.
 
-A WARC's work is cut into pieces of at most :data:`COMMIT_PAGES` pages or :data:`COMMIT_SECONDS` seconds. Each
-piece's selected articles (or dataset rows) are committed beside the output, in one object that also holds where
-the read of the WARC stands and the counts so far; a WARC taken up again (a worker killed, a re-run) starts after
-its last commit. The output is written from the pieces, so it has the bytes of a run in one go; the commits are
-removed once the output and its record are written. Nothing is written outside the store: the pieces this process
-made are kept in an anonymous temporary file, gone with the process.
+A WARC's work is cut into pieces, each committed beside its output; a WARC taken up again starts after its last
+commit, and its output has the bytes of a run in one go (docs/scaling.md, "Commits").
 """
 
 from __future__ import annotations
@@ -65,7 +61,7 @@ COMMIT_PAGES_VARIABLE: Final[str] = "CONTENT_SELECTION_COMMIT_PAGES"
 STORE_PATIENCE_SECONDS: Final[float] = 180.0
 
 #: Deaths of a WARC's worker in a row, in one run, without progress (a new commit; before a try is counted, a page
-#: reported to the coordinator), after which the WARC fails alone: the one bound (``_dispatch`` tells how).
+#: reported to the coordinator), after which the WARC fails alone: the one bound (docs/scaling.md tells how).
 MAX_DEATHS: Final[int] = 4
 
 #: Least seconds between two reports of a WARC's pages to the coordinator.
@@ -136,10 +132,10 @@ class WarcJob:
     time_limit_seconds: float
     fingerprint: str
     run: str
-    index: int = 0
-    storage_options: tuple[tuple[str, Any], ...] = ()
-    output_format: str = BATCH
-    fence: tuple[str, str] | None = None  # the crawl's lease and its token, checked before each write
+    index: int
+    storage_options: tuple[tuple[str, Any], ...]
+    output_format: str
+    fence: tuple[str, str] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,9 +163,9 @@ class WarcOutcome:
     from_commits: int = 0  # pages taken from the commits of an earlier try (a worker that died, an earlier run)
 
     @classmethod
-    def failed(cls, reason: str, exit_code: int, seconds: float = 0.0, tries: int = 1) -> WarcOutcome:
+    def failed(cls, reason: str, exit_code: int, tries: int = 1) -> WarcOutcome:
         code = exit_code if exit_code == EXIT_INVALID_INPUT else EXIT_IO_ERROR
-        return cls("failed", reason, code, seconds=seconds, tries=tries)
+        return cls("failed", reason, code, tries=tries)
 
     def to_json(self, timed: bool = True) -> dict[str, Any]:
         """The outcome as JSON: the state, then its reason or its counts, then (``timed``) the seconds and tries."""
@@ -201,15 +197,10 @@ class WarcOutcome:
         one object each in ``shared``. KeyError, TypeError or ValueError when a key is missing or wrong."""
         shared = {} if shared is None else shared
         state = entry.get("state")
+        seconds = float(entry.get("seconds", 0.0))
         tries = int(entry.get("tries", 1))
         if state == "failed":
-            return cls(
-                "failed",
-                entry["reason"],
-                int(entry["exit_code"]),
-                seconds=float(entry.get("seconds", 0.0)),
-                tries=tries,
-            )
+            return cls("failed", entry["reason"], int(entry["exit_code"]), seconds=seconds, tries=tries)
         if state != "done":
             return None
         version = entry["input_version"]
@@ -222,16 +213,12 @@ class WarcOutcome:
             errors=shared.setdefault(tuple(sorted(errors.items())), errors),
             sha256=str(entry["sha256"]),
             size=int(entry["size"]),
-            seconds=float(entry.get("seconds", 0.0)),
+            seconds=seconds,
             input_version=None if version is None else Version(int(version["size"]), str(version["tag"])),
             fingerprint=shared.setdefault(fingerprint, fingerprint),
             tries=tries,
             from_commits=int(entry.get("from_commits", 0)),
         )
-
-
-def _stats_of(value: Mapping[str, Any]) -> ExtractionStats:
-    return ExtractionStats(**{**value, "network_attempts": tuple(value["network_attempts"])})
 
 
 @dataclass
@@ -258,15 +245,7 @@ def read_record(record: Location, source: str) -> WarcOutcome | None:
 def work_files(output_name: str, names: Iterable[str]) -> list[str]:
     """The names among ``names`` (a folder's) of the commits and the count of tries of the WARC whose output is
     ``output_name``, in order: what is left of its work while it is not done."""
-    head = output_name + "."
-    return sorted(
-        name
-        for name in names
-        if name == output_name + _TRIES_SUFFIX
-        or (
-            name.startswith(head) and name.endswith(_COMMIT_SUFFIX) and name[len(head) : -len(_COMMIT_SUFFIX)].isdigit()
-        )
-    )
+    return sorted(name for name in names if work_file_output(name) == output_name)
 
 
 def work_file_output(name: str) -> str | None:
@@ -343,7 +322,7 @@ class _Commits:
             progress = _Progress(
                 WarcCursor.from_json(head["cursor"]),
                 int(head["articles"]),
-                _stats_of(head["stats"]),
+                ExtractionStats(**{**head["stats"], "network_attempts": tuple(head["stats"]["network_attempts"])}),
                 number + 1,
                 int(head["begin"]),
             )
@@ -401,6 +380,7 @@ class _Piece:
         self.last = True
 
 
+@patience(STORE_PATIENCE_SECONDS)
 def crawl_warc(job: WarcJob, report: Callable[[int, int], None] | None = None) -> WarcOutcome:
     """Do one WARC: read it once, as a stream; extract its pages (one extractor process, kept from piece to piece
     and stopped with the WARC, each call under the time limit) and select them piece by piece, committing each
@@ -412,11 +392,6 @@ def crawl_warc(job: WarcJob, report: Callable[[int, int], None] | None = None) -
     ``report(pages done, pages estimated)`` is called as each page is done, and as each piece of the output is
     written. It stops the extractor processes this process keeps (:func:`stop_kept_workers`): a WARC's process does
     one WARC (:mod:`selection_crawl.process`)."""
-    with patience(STORE_PATIENCE_SECONDS):
-        return _crawl_warc(job, report)
-
-
-def _crawl_warc(job: WarcJob, report: Callable[[int, int], None] | None) -> WarcOutcome:
     started = time.perf_counter()
     here = expected_fingerprint(job.time_limit_seconds, job.output_format)
     if here != job.fingerprint:
@@ -585,9 +560,9 @@ def _extract_and_select(
         fenced(job)
         commits.commit(start, progress, output)
         reported(progress.articles)  # alive: a commit may take as long as the piece's last pages
+    kinds = {k: v for k, v in stream.kinds.items() if v}
     if not progress.articles:
-        raise no_pages_error(job.source, {k: v for k, v in stream.kinds.items() if v})
-    page_set = PageSet(job.source, "warc", (), {k: v for k, v in stream.kinds.items() if v})
-    root = build_batch(page_set, [], extractors, settings, progress.stats)
+        raise no_pages_error(job.source, kinds)
+    root = build_batch(PageSet(job.source, "warc", (), kinds), [], extractors, settings, progress.stats)
     del root["articles"]
     return progress, root
