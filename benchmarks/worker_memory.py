@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _batches import ROOT  # noqa: E402
 
 from selection_extraction.extracted import ArticleSpool  # noqa: E402
-from selection_extraction.extraction import extract_to_spool  # noqa: E402
+from selection_extraction.extraction import extract_each  # noqa: E402
 from selection_extraction.pages import find_pages  # noqa: E402
 from selection_extraction.pool import stop_kept_workers  # noqa: E402
 from selection_extraction.settings import DEFAULT_RECYCLE_AFTER, ExtractionSettings  # noqa: E402
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.distinct:
                 page_set = find_pages(distinct_manifest(Path(tmp) / f"pass-{number}", source, number))
             with ArticleSpool(Path(tmp) / "batch.json") as spool:
-                extract_to_spool(page_set, spool, settings)
+                extract_each(page_set, spool.add, settings)
             gc.collect()
             (pid,) = worker_pids()
             row = {

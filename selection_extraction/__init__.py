@@ -4,7 +4,7 @@ Importing the package imports none of the extractor libraries (only the workers 
 """
 
 from selection_extraction.extracted import ArticleSpool, ExtractionResult, ExtractionStats
-from selection_extraction.extraction import ExtractRunResult, extract_pages, extract_to_file, extract_to_spool
+from selection_extraction.extraction import ExtractRunResult, extract_each, extract_pages, extract_to_file
 from selection_extraction.extractors import Extractor, ExtractorsUnavailableError, default_extractors
 from selection_extraction.pages import InvalidPagesError, Page, PageSet, find_pages
 from selection_extraction.paths import (
@@ -32,9 +32,9 @@ __all__ = [
     "PageSet",
     "check_pipeline_paths",
     "default_extractors",
+    "extract_each",
     "extract_pages",
     "extract_to_file",
-    "extract_to_spool",
     "extracted_path",
     "record_path",
     "find_pages",

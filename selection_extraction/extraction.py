@@ -55,30 +55,20 @@ def extract_pages(
 ) -> ExtractionResult:
     """Extract every page with the three extractors (default: the real ones); ``progress(done, total)`` in pages."""
     articles: list[dict[str, Any]] = []
-    result = _extract(page_set, settings, extractors, progress, articles.append)
+    result = extract_each(page_set, articles.append, settings, extractors, progress)
     result.doc["articles"] = articles
     return result
 
 
-def extract_to_spool(
+def extract_each(
     page_set: PageSet,
-    spool: ArticleSpool,
+    emit: Callable[[dict[str, Any]], None],
     settings: ExtractionSettings | None = None,
     extractors: Sequence[Extractor] | None = None,
     progress: ProgressCallback | None = None,
 ) -> ExtractionResult:
-    """:func:`extract_pages` handing each article to ``spool`` in page order; the root has an empty ``articles``."""
-    return _extract(page_set, settings, extractors, progress, spool.add)
-
-
-def _extract(
-    page_set: PageSet,
-    settings: ExtractionSettings | None,
-    extractors: Sequence[Extractor] | None,
-    progress: ProgressCallback | None,
-    emit: Callable[[dict[str, Any]], None],
-) -> ExtractionResult:
-    """Extract every page; hand each article to ``emit`` in page order as soon as those before it are done."""
+    """:func:`extract_pages` handing each article to ``emit`` (an :class:`ArticleSpool`'s ``add``) in page order as
+    soon as those before it are done; the root has an empty ``articles``."""
     settings = settings or ExtractionSettings()
     extractors = tuple(extractors) if extractors is not None else default_extractors()
     if page_set.known_pages is not None:  # no more worker processes than pages
@@ -201,7 +191,7 @@ def extract_to_file(
         where, location(output_path, None, "output") if output_path is not None else extracted_path(where)
     )
     with ArticleSpool(target) as spool:
-        result = extract_to_spool(page_set, spool, settings, extractors, progress)
+        result = extract_each(page_set, spool.add, settings, extractors, progress)
         written = spool.write(result.doc)
     del result.doc["articles"]
     return ExtractRunResult(target, written.sha256, written.size_bytes, result)

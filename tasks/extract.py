@@ -22,7 +22,7 @@ from selection_extraction.artifacts import (
     summary_description,
 )
 from selection_extraction.extracted import ArticleSpool, ExtractionResult, ExtractionStats, log_extraction
-from selection_extraction.extraction import extract_to_spool
+from selection_extraction.extraction import extract_each
 from selection_extraction.inbox import InboxScan, prepare_inbox, scan_inbox
 from selection_extraction.page_chunks import ChunkExtraction, PageChunk, extract_chunk
 from selection_extraction.pages import Page, PageSet, find_pages
@@ -65,7 +65,7 @@ def extract_pages_task(
     never retried, a failure is recorded in its article."""
     progress = artifact_progress(EXTRACTION_PROGRESS_ARTIFACT_KEY, progress_description(page_set), start=False)
     settings = ExtractionSettings(time_limit_seconds=time_limit_seconds, workers=workers)
-    result = extract_to_spool(page_set, spool, settings, progress=progress)
+    result = extract_each(page_set, spool.add, settings, progress=progress)
     log_extraction(run_logger(), result.stats)
     return result
 
