@@ -373,8 +373,8 @@ class _Piece:
         deadline, most, shown = time.monotonic() + COMMIT_SECONDS, _commit_pages(), self.stream.shown
         with warc_refusals(shown):  # not a WARC, or unreadable: its pages cannot be used
             for count, item in enumerate(self.pages, 1):
-                page, self.after = item.page, item.after
-                yield Page(page.id, page.url, shown, self.stream.path, page.charset, page.ref), item.payload
+                self.after = item.after
+                yield Page(item.id, item.url, shown, self.stream.path, item.charset, item.ref), item.payload
                 if count >= most or time.monotonic() >= deadline:
                     return
         self.last = True

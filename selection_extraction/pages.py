@@ -370,8 +370,7 @@ class PageReadings:
                     self.met += 1
                     self._warc_pages += 1
                     self._read_bytes = before + stream.position
-                    record = item.page
-                    yield Page(record.id, record.url, entry.shown, entry.file, record.charset, record.ref), item.payload
+                    yield Page(item.id, item.url, entry.shown, entry.file, item.charset, item.ref), item.payload
             before += stream.size
             for kind, count in stream.kinds.items():
                 counts[kind] += count

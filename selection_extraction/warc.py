@@ -48,16 +48,6 @@ class WarcRecordRef:
     dump: str | None = None
 
 
-@dataclass(frozen=True)
-class ScannedRecord:
-    """A page of a WARC file: its id, URL, transport charset and record."""
-
-    id: str
-    url: str | None
-    charset: str | None
-    ref: WarcRecordRef
-
-
 def strip_suffix(name: str, suffixes: tuple[str, ...]) -> str | None:
     """The name without the first of ``suffixes`` it ends with (any case), or None."""
     lower = name.lower()
@@ -356,10 +346,13 @@ class WarcCursor:
 
 @dataclass(frozen=True)
 class StreamedPage:
-    """A page met by :class:`WarcStream`: the page, its decoded payload or why it cannot be read, and the cursor
-    just after it (where a read taken up again starts)."""
+    """A page met by :class:`WarcStream`: its id, URL, transport charset and record, its decoded payload or why it
+    cannot be read, and the cursor just after it (where a read taken up again starts)."""
 
-    page: ScannedRecord
+    id: str
+    url: str | None
+    charset: str | None
+    ref: WarcRecordRef
     payload: bytes | BaseException
     after: WarcCursor
 
@@ -388,7 +381,7 @@ class WarcStream:
         start = self.start
         dump, offsets = start.dump, start.offsets
         kinds = self.kinds
-        pending: tuple[ScannedRecord, bytes | BaseException] | None = None
+        pending: StreamedPage | None = None  # its cursor set when it is given
         skip = start.ordinal if start.offset is None else 0  # records read again, not taken again
         ordinal = -1 if start.offset is None else start.ordinal - 1
 
@@ -403,11 +396,11 @@ class WarcStream:
                 if isinstance(record, _Break):
                     after = cursor(None)  # a read taken up there meets the break again
                     kinds["broken"] += 1
-                    if pending is not None and pending[0].ref.broken is None:
-                        page, reason = pending[0], _break_reason(record.error)
-                        pending = (replace(page, ref=replace(page.ref, broken=reason)), EOFError(reason))
+                    if pending is not None and pending.ref.broken is None:
+                        reason = _break_reason(record.error)
+                        pending = replace(pending, ref=replace(pending.ref, broken=reason), payload=EOFError(reason))
                     if pending is not None:
-                        yield StreamedPage(*pending, after)
+                        yield replace(pending, after=after)
                         pending = None
                     break
                 self.position = record.stream_pos
@@ -416,7 +409,7 @@ class WarcStream:
                     ordinal += 1
                     continue
                 if pending is not None:
-                    yield StreamedPage(*pending, cursor(record.stream_pos))
+                    yield replace(pending, after=cursor(record.stream_pos))
                     pending = None
                 ordinal += 1
                 url = record.headers.get("WARC-Target-URI")
@@ -444,11 +437,11 @@ class WarcStream:
                 date = record.headers.get("WARC-Date")
                 offset = record.stream_pos if offsets is not False else None
                 ref = WarcRecordRef(ordinal, offset, record.record_id or "", date, expected, broken, dump)
-                page = ScannedRecord(_page_id(ref.record_id, self.shown, ordinal), url,
-                                     charset_label(record.http_charset), ref)  # fmt: skip
-                pending = (page, failure or self._payload(record, stored, broken))
+                page_id, charset = _page_id(ref.record_id, self.shown, ordinal), charset_label(record.http_charset)
+                payload = failure or self._payload(record, stored, broken)
+                pending = StreamedPage(page_id, url, charset, ref, payload, start)
             if pending is not None:
-                yield StreamedPage(*pending, cursor(self.size))
+                yield replace(pending, after=cursor(self.size))
         self.position = self.size
 
     def _payload(self, record: Any, stored: bytes, broken: str | None) -> bytes | BaseException:

@@ -510,11 +510,11 @@ def _read(item: object) -> tuple[str, str] | bytes:
 def test_a_read_taken_up_after_any_page_gives_the_pages_after_it_and_the_same_counts(name: str) -> None:
     stream = WarcStream(WARCS / name, name, DEFAULT_MAX_PAGE_BYTES)
     items = list(stream)
-    streamed = [((i.page.id, i.page.url, i.page.charset, i.page.ref), _read(i.payload)) for i in items]
-    assert [page.id for page, _ in read_all(WARCS / name, name)[0]] == [i.page.id for i in items]
+    streamed = [((i.id, i.url, i.charset, i.ref), _read(i.payload)) for i in items]
+    assert [page.id for page, _ in read_all(WARCS / name, name)[0]] == [i.id for i in items]
     for k, item in enumerate(items):  # taken up after any page: the pages after it, and the same counts at the end
         again = WarcStream(WARCS / name, name, DEFAULT_MAX_PAGE_BYTES, item.after)
-        rest = [((i.page.id, i.page.url, i.page.charset, i.page.ref), _read(i.payload)) for i in again]
+        rest = [((i.id, i.url, i.charset, i.ref), _read(i.payload)) for i in again]
         assert rest == streamed[k + 1 :] and again.kinds == stream.kinds, (name, k)
 
 
