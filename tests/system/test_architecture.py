@@ -8,7 +8,8 @@
 * no module takes part in an import circle at module level (what runs on ``import``: not a
   function's body, nor an ``if TYPE_CHECKING:`` block);
 * a function in ``tasks/`` (a task or a helper) is a thin shell: at most
-  ``MAX_TASK_STATEMENTS`` statements.
+  ``MAX_TASK_STATEMENTS`` statements;
+* no module of the product is longer than ``MAX_MODULE_LINES`` lines.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ FORBIDDEN_CORE_CALLS = frozenset({"open", "getenv", "putenv"})
 
 #: Statements allowed in the body of a function of ``tasks/`` (the docstring aside).
 MAX_TASK_STATEMENTS = 15
+
+#: Lines a module of the product may have: a longer one is two concepts, or says too much.
+MAX_MODULE_LINES = 600
 
 
 def _modules(package: str) -> Iterator[tuple[str, Path]]:
@@ -257,3 +261,13 @@ def test_the_statement_count_sees_nested_blocks() -> None:
     function = tree.body[0]
     assert isinstance(function, ast.FunctionDef)
     assert _statements(function.body[1:]) == 4
+
+
+def test_no_module_is_over_the_most_lines() -> None:
+    long = {
+        str(path.relative_to(ROOT)): lines
+        for package in PACKAGES
+        for _, path in _modules(package)
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}, f"over {MAX_MODULE_LINES} lines: split the module by concept, or say less"
