@@ -21,7 +21,7 @@ import pytest
 
 import selection_core as sc
 import selection_engine.engine
-import selection_storage.files
+import selection_storage.stores.disk
 from content_selection.flows.select_content import SelectionRunSummary, select_content
 from content_selection.flows.select_directory import BatchesFailedError, DirectoryRunSummary, select_directory
 from content_selection.shell.params import STAGE_TAG
@@ -115,7 +115,7 @@ def test_artifacts_are_built_from_the_explanations(batch_factory, tmp_path: Path
 
 def test_a_transient_read_failure_is_retried_and_the_run_succeeds(batch_factory, tmp_path: Path, mocker) -> None:
     source = batch_factory(n_articles=2)
-    real_read = selection_storage.files.read_span
+    real_read = selection_storage.stores.disk.read_span
     calls: list[Path] = []
 
     def flaky_read(path: Path, *args: Any) -> bytearray:
@@ -124,7 +124,7 @@ def test_a_transient_read_failure_is_retried_and_the_run_succeeds(batch_factory,
             raise ReadError(f"{path}: read failed (Input/output error); retry later", errno.EIO)
         return real_read(path, *args)
 
-    mocker.patch("selection_storage.files.read_span", side_effect=flaky_read)
+    mocker.patch("selection_storage.stores.disk.read_span", side_effect=flaky_read)  # what the disk store calls
     state = select_content(input_path=str(source), return_state=True)
 
     assert state.is_completed()
