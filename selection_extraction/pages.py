@@ -97,6 +97,12 @@ class PageSet:
             return None
         return len(self.entries)
 
+    def contents(self) -> str:
+        """What the input holds, as a line says it: ``6 pages``, ``1 web archive``, ``2 pages and 3 web archives``."""
+        archives = sum(isinstance(entry, WarcFile) for entry in self.entries)
+        counts = ((len(self.entries) - archives, "page"), (archives, "web archive"))
+        return " and ".join(f"{n} {word}{'' if n == 1 else 's'}" for n, word in counts if n)
+
 
 def page_stem(name: str) -> str | None:
     """The name without its page suffix, or None when it is not a page."""

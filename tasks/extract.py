@@ -25,7 +25,7 @@ from selection_extraction.extracted import ArticleSpool, ExtractionResult, Extra
 from selection_extraction.extraction import extract_each
 from selection_extraction.inbox import InboxScan, prepare_inbox, scan_inbox
 from selection_extraction.page_chunks import ChunkExtraction, PageChunk, extract_chunk
-from selection_extraction.pages import Page, PageSet, find_pages
+from selection_extraction.pages import PageSet, find_pages
 from selection_extraction.paths import ExtractPaths, resolve_extract_paths
 from selection_extraction.settings import ExtractionSettings
 from selection_storage.atomic import WrittenFile
@@ -50,10 +50,7 @@ def find_pages_task(pages: Location, label: str | None = None) -> PageSet:
     """List the pages and web archives of ``pages`` (a directory, a manifest or WARC files); ``label``: the input
     as given."""
     page_set = find_pages(pages, label)
-    warcs = sum(not isinstance(entry, Page) for entry in page_set.entries)
-    run_logger().info(
-        "Found %d pages and %d web archive(s) in %s (%s)", len(page_set.entries) - warcs, warcs, pages, page_set.kind
-    )
+    run_logger().info("Found %s in %s (%s)", page_set.contents(), pages, page_set.kind)
     return page_set
 
 

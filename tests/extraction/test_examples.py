@@ -9,7 +9,7 @@ from selection_extraction.decode import declared_charset, decode_html, web_codec
 from selection_extraction.extracted import NO_STATS, ExtractionStats, dump_record
 from selection_extraction.extractors import library_version
 from selection_extraction.inbox import failures_message, is_page_set_name
-from selection_extraction.pages import PageSet, WarcFile, page_stem
+from selection_extraction.pages import Page, PageSet, WarcFile, page_stem
 from selection_extraction.paths import extracted_path, record_path
 from selection_extraction.pool import FunctionRef, error_text
 from selection_extraction.settings import PageTooLargeError
@@ -43,6 +43,11 @@ def test_artifact_examples() -> None:
     assert description == "Extracting 0 pages of pages in chunks"
     warc = PageSet("day.warc.gz", "warc", (WarcFile("day.warc.gz", Path("day.warc.gz")),))
     assert progress_description(warc) == "Extracting the pages of day.warc.gz"
+    assert warc.contents() == "1 web archive"
+    page = Page("a", None, "a.html", Path("a.html"))
+    assert PageSet("x", "directory", (page, page, warc.entries[0], warc.entries[0])).contents() == (
+        "2 pages and 2 web archives"
+    )
     assert page_row(0, {"id": "a"})["readability_chars"] == 0
     rows = PageRows(1)
     rows(0, {"id": "a"})
