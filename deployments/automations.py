@@ -14,11 +14,6 @@ AUTOMATIONS_FILE: Final[Path] = Path(__file__).with_name("automations.yaml")
 #: Seconds between a run's heartbeats; the crash automation waits three of them.
 HEARTBEAT_SECONDS: Final[int] = 30
 
-#: The server setting, and its value, under which the automations see a run's end or crash at once after a restart
-#: of the server (``ordering.py`` says why).
-ORDERING_SETTING: Final[str] = "PREFECT_SERVER_EVENTS_CAUSAL_ORDERING"
-ORDERING_MODULE: Final[str] = "content_selection.deployments.ordering"
-
 
 def load_automations(path: Path = AUTOMATIONS_FILE) -> list[AutomationCore]:
     """The automations of ``path``, validated as the server will (``ValueError`` for an invalid file)."""
@@ -31,8 +26,7 @@ def load_automations(path: Path = AUTOMATIONS_FILE) -> list[AutomationCore]:
 
 def apply_automations(path: Path = AUTOMATIONS_FILE) -> list[str]:
     """Create each automation of ``path`` on the server at ``PREFECT_API_URL``, or update the one of that name if
-    it differs; one line per automation, saying which, and a warning line if the server does not order events
-    with :data:`ORDERING_MODULE`.
+    it differs; one line per automation, saying which.
 
     An automation the same as the file's is left alone: updating it would make the server forget the runs it
     is watching (a restarted ``serve`` would leave the runs its killed predecessor ran Running for ever)."""
@@ -52,12 +46,6 @@ def apply_automations(path: Path = AUTOMATIONS_FILE) -> list[str]:
                 done.append(f"updated automation {automation.name}")
             else:
                 done.append(f"automation {automation.name} is up to date")
-        ordering = client.request("GET", "/admin/settings").json()["server"]["events"]["causal_ordering"]
-    if ordering != ORDERING_MODULE:
-        done.append(
-            f"warning: the server orders events with {ordering}: a run that crashes soon after the server restarts "
-            f"would be run again only 15 minutes later; start the server with {ORDERING_SETTING}={ORDERING_MODULE}"
-        )
     return done
 
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from prefect.deployments.runner import RunnerDeployment
 
 
-#: Every flow of the stage (what ``serve`` serves, and what its fork server imports once).
+#: Every flow of the stage (what ``serve`` serves).
 STAGE_FLOWS: Final = (
     select_content,
     select_directory,

@@ -1,49 +1,14 @@
-"""How ``serve`` serves the stage: each run a fork of a fork server that has imported Prefect and the stage once,
-rather than a new interpreter that imports them again (why: ``docs/reliability.md``)."""
+"""How ``serve`` serves the stage: Prefect's own runner, each run in a new interpreter as Prefect starts it, polling
+for runs every :func:`poll_seconds` and starting at most a bounded number at once."""
 
 from __future__ import annotations
 
-import multiprocessing
-import multiprocessing.forkserver
 import os
-import types
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Final
-
-from content_selection.shell.runners import forkserver_context
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from prefect.deployments.runner import RunnerDeployment
-    from prefect.flows import Flow
-
-
-def start_runs_as_forks(modules: Iterable[str]) -> None:
-    """From now on, the flow runs this process serves start as forks of a fork server that has imported Prefect's
-    engine and ``modules`` (the served flows' modules); the fork server starts now. Where there is no fork server
-    (not Linux or macOS), nothing changes.
-
-    Prefect names ``prefect.runner._starter_direct.run_flow_in_subprocess`` as the reference to replace to change how
-    runs start; it is replaced by Prefect's own function run under the fork server's context, so every other step
-    (the run's environment, settings, signals, control channel) stays Prefect's."""
-    import prefect.flow_engine as engine
-    import prefect.runner._starter_direct as starter
-
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return
-    context = forkserver_context("prefect.flow_engine", *modules)
-    multiprocessing.forkserver.ensure_running()  # the imports are paid now, not by the first run
-    spawn = types.SimpleNamespace(get_context=lambda method: context)
-    prefect_start = engine.run_flow_in_subprocess
-
-    def run_flow_in_fork(*args: Any, **kwargs: Any) -> Any:
-        engine.multiprocessing = spawn  # type: ignore[assignment] - the one use: get_context("spawn")
-        try:
-            return prefect_start(*args, **kwargs)
-        finally:
-            engine.multiprocessing = multiprocessing
-
-    starter.run_flow_in_subprocess = run_flow_in_fork  # type: ignore[assignment]
-
 
 #: Seconds between two of ``serve``'s questions to the server for runs to start (Prefect's default: 10).
 POLL_SECONDS: Final[int] = 2
@@ -61,31 +26,55 @@ def runner_limit(deployments: Sequence[RunnerDeployment]) -> int:
     return sum(deployment.concurrency_limit or 1 for deployment in deployments)
 
 
-def serve_stage(
-    deployments: Sequence[RunnerDeployment], flows: Sequence[Flow[..., Any]], limit: int | None, heartbeat_seconds: int
-) -> None:
-    """Serve ``deployments`` until stopped (SIGTERM or Ctrl-C end it quietly), as ``prefect.serve`` does, with three
-    changes: each run starts as a fork (:func:`start_runs_as_forks`; the runner is given the flow of each deployment,
-    one of ``flows``, by name), the runner polls every :func:`poll_seconds`, and it starts at most ``limit`` runs at
-    once (None: :func:`runner_limit`)."""
+#: How long ``serve`` goes on starting Prefect's runner again while the server keeps failing it.
+PATIENCE_SECONDS: Final[float] = 300.0
+
+#: The longest wait between two starts of the runner.
+MAX_BACKOFF_SECONDS: Final[float] = 30.0
+
+
+def serve_stage(deployments: Sequence[RunnerDeployment], limit: int | None, heartbeat_seconds: int) -> None:
+    """Serve ``deployments`` until stopped (SIGTERM or Ctrl-C end it quietly), as ``prefect.serve`` does, with
+    Prefect's :class:`~prefect.runner.Runner` polling every :func:`poll_seconds` and starting at most ``limit`` runs
+    at once (None: :func:`runner_limit`). Each run is a new interpreter that imports its flow by module path (the
+    deployments' entrypoints), so a run always runs the code installed when it starts.
+
+    Prefect's runner stops after three failed polls in a row (the server restarting, its Redis restarting): once it
+    has served, it is started again, after 1, 2, 4... up to :data:`MAX_BACKOFF_SECONDS` seconds, one line each
+    time; the error is raised once the server has failed it for :data:`PATIENCE_SECONDS` in a row. The deployments
+    are registered again at each start. A run the stopped runner was watching is left to the stage's automations
+    (no heartbeat for 90 s: Crashed, then run again)"""
     import asyncio
+    import time
 
     from prefect.exceptions import TerminationSignal
     from prefect.runner import Runner
     from prefect.settings import PREFECT_RUNNER_POLL_FREQUENCY, temporary_settings
 
-    by_name = {stage_flow.name: stage_flow for stage_flow in flows}
-    start_runs_as_forks(sorted({stage_flow.fn.__module__ for stage_flow in flows}))
     poll = poll_seconds()
+    names = ", ".join(f"{deployment.flow_name}/{deployment.name}" for deployment in deployments)
+    served, failing_since, backoff = False, None, 1.0
     with temporary_settings(updates={PREFECT_RUNNER_POLL_FREQUENCY: poll}):
-        runner = Runner(limit=limit or runner_limit(deployments), heartbeat_seconds=heartbeat_seconds)
-        for deployment in deployments:
-            deployment_id = runner.add_deployment(deployment)
-            # What Runner.add_flow does for a flow it is given: its runs start by run_flow_in_subprocess.
-            runner._deployment_registry.register_flow(deployment_id, by_name[deployment.flow_name])
-        names = ", ".join(f"{deployment.flow_name}/{deployment.name}" for deployment in deployments)
-        print(f"serving {names}; each run a fork of the fork server, polling every {poll} s", flush=True)
-        try:
-            asyncio.run(runner.start())
-        except (KeyboardInterrupt, TerminationSignal):
-            pass
+        while True:
+            runner = Runner(limit=limit or runner_limit(deployments), heartbeat_seconds=heartbeat_seconds)
+            try:
+                for deployment in deployments:
+                    runner.add_deployment(deployment)
+                print(f"serving {names}; polling every {poll} s" if not served else "serving again", flush=True)
+                served, failing_since, backoff = True, None, 1.0
+                asyncio.run(runner.start())
+                return
+            except (KeyboardInterrupt, TerminationSignal):
+                return
+            except Exception as exc:  # noqa: BLE001 - the server failed the runner: start it again, for a while
+                now = time.monotonic()
+                failing_since = now if failing_since is None else failing_since
+                if not served or now - failing_since > PATIENCE_SECONDS:
+                    raise
+                text = " ".join(str(exc).split())[:300]
+                print(
+                    f"the runner stopped ({type(exc).__name__}: {text}); starting it again in {backoff:.0f} s",
+                    flush=True,
+                )
+                time.sleep(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)

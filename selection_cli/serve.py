@@ -93,7 +93,7 @@ def serve_command(args: argparse.Namespace) -> int:
         _error(f"no data root; pass --data-root DIR or set {DATA_ROOT_ENV} (event paths are only accepted inside it)")
         return 2
 
-    from content_selection.deployments.definitions import STAGE_FLOWS, build_deployments, check_after_flow
+    from content_selection.deployments.definitions import build_deployments, check_after_flow
 
     upstream = None
     if args.after_flow is not None:
@@ -128,7 +128,7 @@ def serve_command(args: argparse.Namespace) -> int:
         for line in apply_automations():
             print(line, file=sys.stderr)
         os.environ[DATA_ROOT_ENV] = str(in_force.path)  # the served runs are subprocesses: they inherit it
-        serve_stage(deployments, STAGE_FLOWS, limit=args.limit, heartbeat_seconds=HEARTBEAT_SECONDS)
+        serve_stage(deployments, limit=args.limit, heartbeat_seconds=HEARTBEAT_SECONDS)
     except Exception as exc:  # noqa: BLE001 - e.g. the API cannot be reached; one line, no traceback
         text = " ".join(str(exc).split())
         _error(f"serving stopped: {type(exc).__name__}: {text} (is the server at PREFECT_API_URL running?)")

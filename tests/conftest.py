@@ -47,6 +47,7 @@ from tests.support.prefect_fixtures import (  # noqa: E402,F401 - fixtures, regi
     prefect_harness,
 )
 from tests.support.prefect_server import server  # noqa: E402,F401 - the session's real Prefect server
+from tests.support.redis import redis_server  # noqa: E402,F401 - its Redis (messaging, ordering, leases)
 
 
 def pytest_collection_modifyitems(items: list) -> None:

@@ -17,7 +17,6 @@ from content_selection import flow_completed_trigger
 from content_selection.deployments.automations import (
     AUTOMATIONS_FILE,
     HEARTBEAT_SECONDS,
-    ORDERING_MODULE,
     load_automations,
 )
 from content_selection.deployments.config import DEFAULT_CRON, DEFAULT_TIMEZONE
@@ -345,14 +344,6 @@ def test_the_automations_file_is_valid_and_acts_on_the_stages_runs_only() -> Non
     assert [(a.type, a.state.value, a.name) for a in rerun.actions] == [
         ("change-flow-run-state", "SCHEDULED", "AwaitingRetry")
     ]
-
-
-def test_the_ordering_the_operators_are_told_to_set_is_the_module_that_implements_it() -> None:
-    from prefect.server.events.ordering import CausalOrderingModule
-
-    import content_selection.deployments.ordering as ordering
-
-    assert ORDERING_MODULE == ordering.__name__ and isinstance(ordering, CausalOrderingModule)
 
 
 def test_prefect_yaml_runs_send_the_heartbeats_the_automation_waits_for() -> None:

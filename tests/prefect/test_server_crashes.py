@@ -108,6 +108,11 @@ def _descendants(pid: int) -> list[tuple[int, int, str]]:
     return lines
 
 
+def _flow_run_processes(serve: subprocess.Popen[bytes]) -> list[int]:
+    """The flow-run processes ``serve`` started: each a new interpreter running ``python -m prefect.engine``."""
+    return [pid for pid, _, line in _descendants(serve.pid) if "prefect.engine" in line]
+
+
 def _run_on(server: Server, path: Path) -> Any | None:
     runs = [r for r in server.flow_runs("select-content/triggered") if r.parameters.get("input_path") == str(path)]
     assert len(runs) <= 1, f"{len(runs)} runs for {path}: an event started more than one"
@@ -136,10 +141,7 @@ def test_a_run_killed_with_serve_is_marked_crashed_and_run_again_to_the_same_byt
         RECOVERY_SECONDS,
         interval=0.2,
     )
-    # The run is a fork of serve's fork server (deployments/serving.py), not a new interpreter.
-    under_serve = _descendants(serving[-1].pid)
-    fork_servers = {pid for pid, ppid, line in under_serve if ppid == serving[-1].pid and "forkserver" in line}
-    assert fork_servers and [pid for pid, ppid, _ in under_serve if ppid in fork_servers], under_serve
+    assert _flow_run_processes(serving[-1]), _descendants(serving[-1].pid)  # Prefect's: a new interpreter
     os.killpg(serving[-1].pid, signal.SIGKILL)  # serve and the flow-run process under it
     serving[-1].wait()
     killed = time.monotonic()
@@ -180,6 +182,58 @@ def test_a_run_killed_with_serve_is_marked_crashed_and_run_again_to_the_same_byt
     assert small_run.start_time.timestamp() >= crashed_at - 1, "the queued run ran while the dead run held the slot"
     outputs = {big, small, data_root / "big_extracted_selected.json", data_root / "small_extracted_selected.json"}
     assert leftover_files(data_root, outputs) == [], "the killed run's staged file must be gone"
+
+
+def test_a_run_across_a_restart_of_redis_then_its_process_killed_is_run_again_to_the_same_bytes(
+    server: Server, data_root: Path, serving: list[subprocess.Popen[bytes]]
+) -> None:
+    """Redis (the server's messaging, causal ordering and leases) is SIGKILLed and started again while a triggered
+    selection runs; then the run's own process is SIGKILLed (``serve`` lives on and reports it Crashed). The re-run
+    automation schedules the same run again, ``serve`` runs it to the right bytes; a batch announced after the
+    restart of Redis is selected once; no automation action failed."""
+    if server.redis is None:
+        pytest.skip("needs the server on Redis (CONTENT_SELECTION_REDIS=1)")
+    big, small = data_root / "redis_big_extracted.json", data_root / "redis_small_extracted.json"
+    big.write_bytes(synthetic_batch(BIG_BATCH_BYTES))
+    small.write_bytes(SMALL_BATCH.read_bytes())
+    serving.append(_serve(server, data_root, "redis-serve.log", limit=1))
+    _wait_registered(server, serving[-1], data_root, "redis-serve.log")
+    failed_before = _failed_actions(server)
+
+    run([sys.executable, "-c", EMIT_EACH_ARGUMENT, str(big)], server.env)
+    running = wait_until(
+        "the selection of the big batch to run",
+        lambda: (r := _run_on(server, big)) is not None and r.state.is_running() and r,
+        RECOVERY_SECONDS,
+        interval=0.2,
+    )
+    server.redis.kill_and_restart(down_seconds=2)
+    processes = wait_until("the run's process", lambda: _flow_run_processes(serving[-1]), 30, interval=0.1)
+    for pid in processes:
+        os.kill(pid, signal.SIGKILL)
+    run([sys.executable, "-c", EMIT_EACH_ARGUMENT, str(small)], server.env)
+
+    final = wait_until(
+        "the killed run to be run again to the end",
+        lambda: (r := _run_on(server, big)) is not None and r.state.is_final() and not r.state.is_crashed() and r,
+        RECOVERY_SECONDS,
+        interval=1,
+    )
+    states = _states(server, running.id)
+    crashed = [s for s in states if s.is_crashed()]
+    assert final.id == running.id and final.state.is_completed(), final.state.message
+    assert final.run_count == 2 and len(crashed) == 1, [(s.name, s.message) for s in states]
+    rerun_at = min(s.timestamp for s in states if s.is_running() and s.timestamp > crashed[0].timestamp)
+    print(f"\nCrashed -> running again in {(rerun_at - crashed[0].timestamp).total_seconds():.1f} s")
+    assert big.with_name("redis_big_extracted_selected.json").read_bytes() == expected_output(big)
+    small_run = wait_until(
+        "the batch announced after the restart to be selected",
+        lambda: (r := _run_on(server, small)) and r.state.is_final() and r,
+        RECOVERY_SECONDS,
+    )
+    assert small_run.state.is_completed() and small_run.run_count == 1, small_run.state.message
+    assert small.with_name("redis_small_extracted_selected.json").read_bytes() == expected_output(small)
+    assert _failed_actions(server) == failed_before
 
 
 def test_a_burst_of_events_runs_under_the_concurrency_limit_one_run_per_batch(
@@ -365,15 +419,16 @@ def test_a_heartbeat_sent_while_the_final_state_is_on_its_way_is_not_acted_on(se
 
 
 def test_a_run_crashed_after_a_restart_of_the_server_is_run_again_at_once(server: Server) -> None:
-    """The missed re-runs of the soak: a run's Crashed event follows its Running event, which the server processed
-    before it was killed. Prefect's ordering forgets what it processed when it restarts, so it would hold the Crashed
-    event for 15 minutes, waiting for the Running event; the stage's ordering (``deployments/ordering.py``) lets it
-    through, and the re-run automation schedules the run again at once."""
+    """A run's Crashed event follows its Running event, which the server processed before it was killed. Prefect's
+    in-memory ordering forgets what it processed when it restarts, so it would hold the Crashed event for 15 minutes,
+    waiting for the Running event; Prefect's Redis ordering (``prefect_redis.ordering``, as its production guide sets
+    it) remembers, and the re-run automation schedules the run again at once."""
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
     from prefect.states import Crashed, Pending, Running
 
-    applied = run([sys.executable, "-m", "selection_cli.main", "automations"], server.env)
-    assert "warning" not in applied.stdout  # the server runs with the stage's ordering
+    if server.redis is None:
+        pytest.skip("needs the server on Redis (CONTENT_SELECTION_REDIS=1): its in-memory ordering waits 15 minutes")
+    run([sys.executable, "-m", "selection_cli.main", "automations"], server.env)
     with server.client() as client:
         flow_id = client.create_flow_from_name("restart-probe")
         deployment_id = client.create_deployment(flow_id=flow_id, name="restart-probe", tags=["content-selection"])

@@ -1,11 +1,12 @@
 """A real ``prefect server start`` on 127.0.0.1 for the tests that need one, and the helpers to drive it.
 
 One server per test session (the ``server`` fixture, registered in ``tests/conftest.py``), on SQLite, or on
-PostgreSQL as production servers are (``CONTENT_SELECTION_POSTGRES=1``, ``tests/support/postgres.py``):
-it costs 10-15 s to start, so every server test module shares it. It runs in its own
-session with a temporary ``PREFECT_HOME``, its UI off and telemetry off; everything
-that talks to it (``content-selection serve``, workers, flows) runs in subprocesses
-given ``Server.env``. Every wait is bounded; no assertion depends on how long anything took.
+PostgreSQL as production servers are (``CONTENT_SELECTION_POSTGRES=1``, ``tests/support/postgres.py``), with its
+messaging, causal ordering and lease storage on Redis as Prefect's guide to production sets them
+(``CONTENT_SELECTION_REDIS=1``, ``tests/support/redis.py``): it costs 10-15 s to start, so every server test
+module shares it. It runs in its own session with a temporary ``PREFECT_HOME``, its UI off and telemetry off;
+everything that talks to it (``content-selection serve``, workers, flows) runs in subprocesses given
+``Server.env``. Every wait is bounded; no assertion depends on how long anything took.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pytest
 
 from tests.support import ROOT
 from tests.support.prefect_fixtures import free_port
+from tests.support.redis import RedisServer
 
 SERVER_START_SECONDS = 120
 SERVE_START_SECONDS = 90
@@ -84,11 +86,17 @@ class Server:
     """A running server, the environment to reach it, and a synchronous client."""
 
     def __init__(
-        self, api_url: str, env: dict[str, str], logs: Path, started: Callable[[], subprocess.Popen[bytes]]
+        self,
+        api_url: str,
+        env: dict[str, str],
+        logs: Path,
+        started: Callable[[], subprocess.Popen[bytes]],
+        redis: RedisServer | None,
     ) -> None:
         self.api_url = api_url
         self.env = env
         self.logs = logs
+        self.redis = redis
         self._started = started
         self.process = started()
 
@@ -145,11 +153,11 @@ class Server:
 
 
 @contextmanager
-def running_server(home: Path, logs: Path, port: int, database_url: str | None) -> Iterator[Server]:
-    """A ``prefect server start`` on ``port`` with its data in ``home`` (or ``database_url``), as the stage's
-    operators run it (the causal ordering of ``content_selection.deployments.ordering``), until the block ends."""
-    from content_selection.deployments.automations import ORDERING_MODULE, ORDERING_SETTING
-
+def running_server(
+    home: Path, logs: Path, port: int, database_url: str | None, redis: RedisServer | None = None
+) -> Iterator[Server]:
+    """A ``prefect server start`` on ``port`` with its data in ``home`` (or ``database_url``), on ``redis`` if
+    given, until the block ends."""
     api_url = f"http://127.0.0.1:{port}/api"
     base = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     base.update(
@@ -159,8 +167,9 @@ def running_server(home: Path, logs: Path, port: int, database_url: str | None) 
         # A run queued behind a concurrency limit asks for a slot again after this long (30 s by default).
         PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS="2",
         PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-        **{ORDERING_SETTING: ORDERING_MODULE},
     )
+    if redis is not None:
+        base.update(redis.settings)
     if database_url is not None:
         base["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = database_url
     log = logs / "server.log"  # a server started again on the same home goes on writing it
@@ -189,7 +198,7 @@ def running_server(home: Path, logs: Path, port: int, database_url: str | None) 
         "PREFECT_RUNNER_POLL_FREQUENCY": "1",
         "PREFECT_WORKER_QUERY_SECONDS": "1",
     }
-    running = Server(api_url, env, logs, started)
+    running = Server(api_url, env, logs, started, redis)
     try:
         yield running
     finally:
@@ -197,8 +206,11 @@ def running_server(home: Path, logs: Path, port: int, database_url: str | None) 
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory, postgres_url: str | None) -> Iterator[Server]:
-    """The session's server, on PostgreSQL (:mod:`tests.support.postgres`) when asked, else SQLite."""
+def server(
+    tmp_path_factory: pytest.TempPathFactory, postgres_url: str | None, redis_server: RedisServer | None
+) -> Iterator[Server]:
+    """The session's server, on PostgreSQL (:mod:`tests.support.postgres`) when asked, else SQLite, and on Redis
+    (:mod:`tests.support.redis`) when asked."""
     home, logs = tmp_path_factory.mktemp("prefect-home"), tmp_path_factory.mktemp("logs")
-    with running_server(home, logs, free_port(), postgres_url) as session_server:
+    with running_server(home, logs, free_port(), postgres_url, redis_server) as session_server:
         yield session_server

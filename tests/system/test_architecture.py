@@ -271,3 +271,113 @@ def test_no_module_is_over_the_most_lines() -> None:
         if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     }
     assert long == {}, f"over {MAX_MODULE_LINES} lines: split the module by concept, or say less"
+
+
+#: What the product may not do with Prefect: reach into its private names, or replace what its modules hold.
+PRIVATE_PREFECT_SAMPLE = '''
+import prefect.runner._starter_direct as starter
+from prefect.runner import _private_helper, Runner
+import prefect.flow_engine as engine
+from prefect import flow_engine
+import prefect
+
+def patch():
+    runner = Runner()
+    starter.run_flow_in_subprocess = None
+    engine.multiprocessing = None
+    flow_engine.multiprocessing += 1
+    prefect.flow_engine.multiprocessing = None
+    setattr(engine, "x", 1)
+    runner._deployment_registry.register_flow(1, 2)
+'''
+
+
+def _prefect_trespasses(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """Each use of Prefect beyond its public interface in ``tree``: an import of a private module or name of
+    ``prefect`` (a part starting with ``_``), an assignment (or ``setattr``) to an attribute of a Prefect module,
+    and a private attribute (``x._name``) of an object reached through a Prefect module or class."""
+    modules: set[str] = set()  # local names bound to a Prefect module
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] != "prefect":
+                    continue
+                if any(part.startswith("_") for part in alias.name.split(".")):
+                    yield node.lineno, f"import {alias.name}"
+                modules.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "prefect":
+            parts = node.module.split(".")
+            if any(part.startswith("_") for part in parts):
+                yield node.lineno, f"from {node.module} import ..."
+            for alias in node.names:
+                if alias.name.startswith("_"):
+                    yield node.lineno, f"from {node.module} import {alias.name}"
+                if alias.name.islower():  # a submodule (flow_engine) or a function: either way not to be replaced
+                    modules.add(alias.asname or alias.name)
+
+    def on_prefect_module(target: ast.AST) -> bool:
+        while isinstance(target, ast.Attribute):
+            target = target.value
+        return isinstance(target, ast.Name) and target.id in modules
+
+    for node in ast.walk(tree):
+        targets: list[ast.AST] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+            targets = [ast.Attribute(value=node.args[0], attr="?")] if node.args else []
+        for target in targets:
+            if isinstance(target, ast.Attribute) and on_prefect_module(target):
+                yield node.lineno, f"assignment to {ast.unparse(target)}"
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            if not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"}):
+                names = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+                if names & modules or _bound_to_prefect_class(tree, names):
+                    yield node.lineno, f"private attribute {ast.unparse(node)}"
+
+
+def _bound_to_prefect_class(tree: ast.Module, names: set[str]) -> bool:
+    """Whether one of ``names`` is assigned the result of calling a name imported from ``prefect``."""
+    imported = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "prefect"
+        for alias in node.names
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            called = func.id if isinstance(func, ast.Name) else None
+            bound = {t.id for t in node.targets if isinstance(t, ast.Name)}
+            if called in imported and bound & names:
+                return True
+    return False
+
+
+def test_the_trespass_check_finds_each_kind() -> None:
+    found = [what for _, what in _prefect_trespasses(ast.parse(PRIVATE_PREFECT_SAMPLE))]
+    for expected in (
+        "import prefect.runner._starter_direct",
+        "from prefect.runner import _private_helper",
+        "assignment to starter.run_flow_in_subprocess",
+        "assignment to engine.multiprocessing",
+        "assignment to flow_engine.multiprocessing",
+        "assignment to prefect.flow_engine.multiprocessing",
+        "assignment to engine.?",
+        "private attribute runner._deployment_registry",
+    ):
+        assert expected in found, (expected, found)
+
+
+def test_the_product_uses_prefect_through_its_public_interface_only() -> None:
+    """No private Prefect module or name is imported, nothing in a Prefect module is replaced, no private attribute
+    of a Prefect object is used: a Prefect release may change any of them (``prefect>=3,<4`` is a range)."""
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {what}"
+        for package in PACKAGES
+        for _, path in _modules(package)
+        for line, what in _prefect_trespasses(_tree(path))
+    ]
+    assert found == []
