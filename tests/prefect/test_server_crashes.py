@@ -187,10 +187,11 @@ def test_a_run_killed_with_serve_is_marked_crashed_and_run_again_to_the_same_byt
 def test_a_run_across_a_restart_of_redis_then_its_process_killed_is_run_again_to_the_same_bytes(
     server: Server, data_root: Path, serving: list[subprocess.Popen[bytes]]
 ) -> None:
-    """Redis (the server's messaging, causal ordering and leases) is SIGKILLed and started again while a triggered
-    selection runs; then the run's own process is SIGKILLed (``serve`` lives on and reports it Crashed). The re-run
-    automation schedules the same run again, ``serve`` runs it to the right bytes; a batch announced after the
-    restart of Redis is selected once; no automation action failed."""
+    """Redis (the server's messaging, causal ordering and leases) is SIGKILLed, left down 6 s and started again
+    while a triggered selection runs: the server fails ``serve``'s polls meanwhile, and Prefect's runner stops after
+    three; ``serve`` starts it again. Then the run's own process is SIGKILLed (``serve`` reports it Crashed). The
+    re-run automation schedules the same run again, ``serve`` runs it to the right bytes; a batch announced after the
+    restart of Redis is selected once; no automation action failed; ``serve`` is still serving."""
     if server.redis is None:
         pytest.skip("needs the server on Redis (CONTENT_SELECTION_REDIS=1)")
     big, small = data_root / "redis_big_extracted.json", data_root / "redis_small_extracted.json"
@@ -207,7 +208,7 @@ def test_a_run_across_a_restart_of_redis_then_its_process_killed_is_run_again_to
         RECOVERY_SECONDS,
         interval=0.2,
     )
-    server.redis.kill_and_restart(down_seconds=2)
+    server.redis.kill_and_restart(down_seconds=6)
     processes = wait_until("the run's process", lambda: _flow_run_processes(serving[-1]), 30, interval=0.1)
     for pid in processes:
         os.kill(pid, signal.SIGKILL)
@@ -234,6 +235,9 @@ def test_a_run_across_a_restart_of_redis_then_its_process_killed_is_run_again_to
     assert small_run.state.is_completed() and small_run.run_count == 1, small_run.state.message
     assert small.with_name("redis_small_extracted_selected.json").read_bytes() == expected_output(small)
     assert _failed_actions(server) == failed_before
+    assert serving[-1].poll() is None, (server.logs / "redis-serve.log").read_text()[-3000:]
+    restarts = (server.logs / "redis-serve.log").read_text().count("serving again")
+    print(f"serve started Prefect's runner again {restarts} time(s)")
 
 
 def test_a_burst_of_events_runs_under_the_concurrency_limit_one_run_per_batch(
