@@ -1,14 +1,18 @@
-"""Soak the deployed chain under crashes: a real server and ``content-selection serve`` for a given time, batches
-and page sets dropped into the data root, events emitted, and at random moments a SIGKILL of serve (its process
-group), of one flow-run process, or of the server itself, each restarted as a supervisor (systemd,
-``restart: always``) would. At the end it waits for the chain to settle and prints the table of
-``docs/reliability.md``: every batch checked byte for byte against ``content-selection select`` on it.
+"""Soak the deployed chain under crashes on Prefect's production topology ("How to scale self-hosted Prefect"):
+PostgreSQL and Redis, two API servers (``prefect server start --no-services``) and one background-services process
+(``prefect server services start``) behind HAProxy on loopback, and ``content-selection serve`` pointed at HAProxy.
+For a given time, batches and page sets are dropped into the data root and events emitted; at random moments one
+process is SIGKILLed (an API server, the services, ``serve`` with its process group, one flow-run process, Redis),
+each restarted as a supervisor (systemd, ``restart: always``) would. At the end it waits for the chain to settle
+and prints the table of ``docs/reliability.md``: every batch checked byte for byte against ``content-selection
+select`` on it.
 
-    python scripts/soak.py                  # one hour
+    python scripts/soak.py                  # 30 minutes
     python scripts/soak.py --minutes 5     # a quick look
 
-Not part of the tests: it takes the time it is given and all of the machine. Everything stays under
-``--workdir`` (a new temporary folder by default), the server on 127.0.0.1.
+Not part of the tests: it takes the time it is given and all of the machine. It needs Debian's ``postgresql``,
+``redis-server`` and ``haproxy`` (PostgreSQL runs as the ``postgres`` user when run as root). Everything stays
+under ``--workdir`` (a new temporary folder by default), every server on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -32,11 +36,34 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._batches import build_distinct, prefect_env  # noqa: E402
-from content_selection.deployments.automations import ORDERING_MODULE, ORDERING_SETTING  # noqa: E402
+from tests.support.postgres import postgres_cluster  # noqa: E402
+from tests.support.redis import prefect_redis_settings, redis_binary, redis_command  # noqa: E402
 
 PAGES = sorted((ROOT / "tests" / "data" / "aeb-pages").glob("*.html.gz"))
 EMIT = "import sys\nfrom content_selection import emit_batch_extracted\nemit_batch_extracted(sys.argv[1])"
-FAULTS = ("serve", "flow-run", "server")
+FAULTS = ("api-server", "services", "serve", "flow-run", "redis")
+
+#: HAProxy in front of the API servers: the API's health endpoint checked every second, a request that finds a
+#: dead server sent to the other, long-lived websockets (the events clients) kept.
+HAPROXY_CONFIG = """global
+    maxconn 2000
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 300s
+    timeout server 300s
+    timeout tunnel 3600s
+    retries 3
+    option redispatch
+frontend prefect
+    bind 127.0.0.1:{port}
+    default_backend api
+backend api
+    balance leastconn
+    option httpchk GET /api/health
+    default-server inter 1s fall 2 rise 1
+{servers}
+"""
 
 
 @dataclass
@@ -100,30 +127,91 @@ class Dropped:
         return self.path.with_name(self.path.name.removesuffix(suffix) + "_selected" + suffix)
 
 
-def stage_processes(
-    work: Path, serve_options: list[str], slot_wait: float, database: str | None = None
-) -> tuple[dict[str, str], Supervised, Supervised]:
-    """The environment, the server (on ``database``, a SQLAlchemy URL; None: SQLite in its home) and ``serve``
-    (on ``<work>/data``) of a run of the deployed chain, not started."""
-    data = work / "data"
-    data.mkdir(parents=True, exist_ok=True)
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Topology:
+    """The processes of the production topology, not started: Redis, the API servers, the services, HAProxy,
+    ``serve``; and the environment that reaches the API through HAProxy."""
+
+    env: dict[str, str]
+    redis: Supervised
+    api_servers: list[Supervised]
+    services: Supervised
+    balancer: Supervised
+    serve: Supervised
+
+    def supervise(self) -> None:
+        """Start again what is down and due (``serve`` once the API answers through HAProxy)."""
+        for process in (self.redis, *self.api_servers, self.services, self.balancer):
+            process.supervise()
+        if healthy(self.env["PREFECT_API_URL"]):
+            self.serve.supervise()
+
+    def stop(self) -> None:
+        for process in (self.serve, self.services, *self.api_servers, self.balancer, self.redis):
+            process.stop()
+
+
+def topology(work: Path, serve_options: list[str], slot_wait: float, database: str, servers: int = 2) -> Topology:
+    """Prefect's production topology on ``database`` (migrated here, once) and a Redis of its own in ``work``."""
+    data = work / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    binary = redis_binary()
+    if binary is None or shutil.which("haproxy") is None:
+        raise SystemExit("soak: needs redis-server and haproxy (apt-get install redis-server haproxy)")
+    redis_port, balancer_port = free_port(), free_port()
+    (work / "redis").mkdir(exist_ok=True)
     env = prefect_env(work / "home")
     env.update(
-        PREFECT_API_URL=f"http://127.0.0.1:{port}/api",
         PREFECT_LOGGING_LEVEL="INFO",
         PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS=str(slot_wait),
         PYTHONPATH=str(ROOT),
     )
-    env[ORDERING_SETTING] = ORDERING_MODULE  # the automations see a crash at once after a restart of the server
-    server_args = ["prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
-    server_env = env if database is None else {**env, "PREFECT_SERVER_DATABASE_CONNECTION_URL": database}
-    server = Supervised("server", [sys.executable, "-m", *server_args], server_env, work / "server.log")
+    server_env = {
+        **env,
+        **prefect_redis_settings("127.0.0.1", redis_port),
+        "PREFECT_SERVER_DATABASE_CONNECTION_URL": database,
+        "PREFECT_SERVER_DATABASE_MIGRATE_ON_START": "false",  # migrated once, below
+    }
+    subprocess.run([sys.executable, "-m", "prefect", "server", "database", "upgrade", "-y"], env=server_env,
+                   check=True, capture_output=True)  # fmt: skip
+    redis = Supervised("redis", redis_command(binary, "127.0.0.1", redis_port, work / "redis"), env, work / "redis.log")
+    ports = [free_port() for _ in range(servers)]
+    api_servers = [
+        Supervised(
+            f"api-{n}",
+            [
+                sys.executable,
+                "-m",
+                "prefect",
+                "server",
+                "start",
+                "--no-services",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+            ],
+            server_env,
+            work / f"api-{n}.log",
+        )  # fmt: skip
+        for n, port in enumerate(ports, 1)
+    ]
+    services = Supervised(
+        "services", [sys.executable, "-m", "prefect", "server", "services", "start"], server_env, work / "services.log"
+    )
+    servers_lines = "\n".join(f"    server api{n} 127.0.0.1:{port} check" for n, port in enumerate(ports, 1))
+    (work / "haproxy.cfg").write_text(HAPROXY_CONFIG.format(port=balancer_port, servers=servers_lines))
+    balancer = Supervised("haproxy", ["haproxy", "-db", "-f", str(work / "haproxy.cfg")], env, work / "haproxy.log")
+    env["PREFECT_API_URL"] = f"http://127.0.0.1:{balancer_port}/api"
     serve_args = ["selection_cli.main", "serve", "--data-root", str(data), *serve_options]
     serve = Supervised("serve", [sys.executable, "-m", *serve_args], env, work / "serve.log")
-    return env, server, serve
+    return Topology(env, redis, api_servers, services, balancer, serve)
 
 
 def rerun_figure(crashed: list[tuple[Any, list[Any]]]) -> str:
@@ -143,26 +231,20 @@ def rerun_figure(crashed: list[tuple[Any, list[Any]]]) -> str:
     return f"{crashes} / {again} / {longest:.0f}"
 
 
-def children(pid: int) -> list[int]:
-    """The direct children of ``pid`` (from /proc)."""
-    found = []
+def flow_run_processes(serve_pid: int) -> list[int]:
+    """The flow-run processes of ``serve``: its descendants running ``python -m prefect.engine``."""
+    parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                stat = (entry / "stat").read_text()
-            except OSError:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
                 continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
+    found, frontier = [], {serve_pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier}
+        found += [pid for pid in frontier if b"prefect.engine" in _cmdline(pid)]
     return sorted(found)
-
-
-def flow_run_processes(serve_pid: int) -> list[int]:
-    """The flow-run processes of ``serve``: the children of its fork server (deployments/serving.py), or its
-    own children where it has none."""
-    under = children(serve_pid)
-    fork_servers = [pid for pid in under if b"forkserver" in _cmdline(pid)]
-    return sorted(run for pid in fork_servers for run in children(pid)) if fork_servers else under
 
 
 def _cmdline(pid: int) -> bytes:
@@ -233,21 +315,26 @@ def right_bytes(item: Dropped, scratch: Path) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--minutes", type=float, default=60.0, help="how long to drop work and kill (default 60)")
+    parser.add_argument("--minutes", type=float, default=30.0, help="how long to drop work and kill (default 30)")
     parser.add_argument("--settle-minutes", type=float, default=20.0, help="most time to wait for the chain after")
     parser.add_argument("--seed", type=int, default=20261202)
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--drop-every", type=float, default=20.0, help="mean seconds between two drops")
     parser.add_argument("--fault-every", type=float, default=180.0, help="mean seconds between two SIGKILLs")
     parser.add_argument("--cron", default="*/5 * * * *", help="the scheduled scans' schedule (the safety net)")
-    parser.add_argument("--database", help="the server's database, postgresql+asyncpg://... (default: SQLite)")
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="soak-"))
+    with postgres_cluster() as database:
+        return soak(args, rng, work, database)
+
+
+def soak(args: argparse.Namespace, rng: random.Random, work: Path, database: str) -> int:
+    """The soak of :func:`main` on ``database``."""
     data = work / "data"
-    env, server, serve = stage_processes(work, ["--cron", args.cron], slot_wait=5.0, database=args.database)
-    port = env["PREFECT_API_URL"].split(":")[2].split("/")[0]
-    print(f"soak: {args.minutes:g} min in {work} (server on port {port}, seed {args.seed})", flush=True)
+    stack = topology(work, ["--cron", args.cron], slot_wait=5.0, database=database)
+    env, serve = stack.env, stack.serve
+    print(f"soak: {args.minutes:g} min in {work} (API at {env['PREFECT_API_URL']}, seed {args.seed})", flush=True)
     dropped: list[Dropped] = []
     kills: dict[str, int] = dict.fromkeys(FAULTS, 0)
     started = time.monotonic()
@@ -262,17 +349,18 @@ def main(argv: list[str] | None = None) -> int:
             if runs:
                 os.kill(rng.choice(runs), signal.SIGKILL)
             return bool(runs)
-        target = serve if fault == "serve" else server
+        if fault == "api-server":  # one of them: the balancer sends the requests to the other
+            target = rng.choice([api for api in stack.api_servers if api.alive()] or stack.api_servers)
+        else:
+            target = {"services": stack.services, "serve": serve, "redis": stack.redis}[fault]
         if not target.alive():
             return False
-        target.kill(restart_after=rng.uniform(1, 20 if fault == "serve" else 30))
+        target.kill(restart_after=rng.uniform(1, 10 if fault == "redis" else 20))
         return True
 
     def tick(producing: bool) -> None:
         nonlocal next_drop, next_fault
-        server.supervise()
-        if server.alive() and healthy(env["PREFECT_API_URL"]):
-            serve.supervise()
+        stack.supervise()
         now = time.monotonic()
         if producing and now >= next_drop:
             number = len(dropped)
@@ -315,8 +403,7 @@ def main(argv: list[str] | None = None) -> int:
                     break
         runs = stage_runs(env)
     finally:
-        serve.stop()
-        server.stop()
+        stack.stop()
     scratch = work / "scratch"
     scratch.mkdir(exist_ok=True)
     crashed = [
@@ -334,8 +421,12 @@ def main(argv: list[str] | None = None) -> int:
         "minutes": args.minutes,
         "batches dropped (page sets among them)": f"{len(dropped)} ({sum(i.kind == 'page set' for i in dropped)})",
         "events not confirmed (emitter failed)": sum(i.emitted is False for i in dropped),
-        "SIGKILLs (serve, flow-run process, server)": f"{sum(kills.values())} "
-        f"({kills['serve']}, {kills['flow-run']}, {kills['server']})",
+        f"SIGKILLs ({', '.join(FAULTS)})": f"{sum(kills.values())} ({', '.join(str(kills[f]) for f in FAULTS)})",
+        "restarts (API servers, services, serve, Redis)": f"{sum(a.restarts for a in stack.api_servers)}, "
+        f"{stack.services.restarts}, {serve.restarts}, {stack.redis.restarts}",
+        "serve starting Prefect's runner again": (work / "serve.log")
+        .read_text(errors="replace")
+        .count("serving again"),
         "batches selected with the right bytes": right,
         "deployment runs Crashed / of them run again to Completed": f"{len(crashed)} / "
         f"{sum(run.state.type.value == 'COMPLETED' for run, _ in crashed)}",
@@ -349,9 +440,9 @@ def main(argv: list[str] | None = None) -> int:
         ),
         "lost batches (no right output)": len(dropped) - right,
         "Crashed states / run again (AwaitingRetry) / longest s from Crashed to AwaitingRetry": rerun_figure(crashed),
-        "automation actions the server logged as failed": (work / "server.log")
-        .read_text(errors="replace")
-        .count("Action failed"),
+        "automation actions the server logged as failed": sum(
+            log.read_text(errors="replace").count("Action failed") for log in work.glob("*.log")
+        ),
     }
     not_rerun = [
         f"{run.name}: {' -> '.join(str(s.name) for s in sorted(states, key=lambda s: s.timestamp))}"

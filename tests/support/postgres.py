@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -43,15 +44,15 @@ def _as_owner(args: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
 
 
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str | None]:
-    """``postgresql+asyncpg://...`` of a new, empty cluster on loopback, or None where PostgreSQL is missing."""
-    if os.environ.get("CONTENT_SELECTION_POSTGRES") != "1":
-        yield None
-        return
+@contextmanager
+def postgres_cluster() -> Iterator[str]:
+    """``postgresql+asyncpg://...`` of a new, empty cluster on loopback, stopped and removed when the block ends
+    (``RuntimeError`` where PostgreSQL is missing or does not start)."""
     folder = postgres_bin()
     if folder is None:
-        pytest.fail("CONTENT_SELECTION_POSTGRES=1 asks for PostgreSQL, but initdb was not found")
+        raise RuntimeError(
+            "PostgreSQL was not found: apt-get install postgresql, or set CONTENT_SELECTION_POSTGRES_BIN"
+        )
     data = Path(tempfile.mkdtemp(prefix="content-selection-postgres-"))  # /tmp: reachable by the postgres user
     if os.geteuid() == 0:
         shutil.chown(data, "postgres", "postgres")
@@ -60,14 +61,28 @@ def postgres_url() -> Iterator[str | None]:
     run = {"check": True, "capture_output": True, "text": True, "timeout": 120}
     try:
         subprocess.run(_as_owner([str(folder / "initdb"), "-D", str(data / "db"), "-U", ROLE, "--auth=trust"]), **run)
-        options = f"-p {port} -k {data} -c listen_addresses=127.0.0.1 -c fsync=off"
+        options = f"-p {port} -k {data} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300"
         start = [str(folder / "pg_ctl"), "-D", str(data / "db"), "-l", str(log), "-o", options, "-w", "start"]
         subprocess.run(_as_owner(start), **run)
     except subprocess.CalledProcessError as exc:
         shutil.rmtree(data, ignore_errors=True)
-        pytest.fail(f"PostgreSQL did not start: {exc.stderr or exc.stdout}")
+        raise RuntimeError(f"PostgreSQL did not start: {exc.stderr or exc.stdout}") from None
     try:
         yield f"postgresql+asyncpg://{ROLE}@127.0.0.1:{port}/{DATABASE}"
     finally:
         subprocess.run(_as_owner([str(folder / "pg_ctl"), "-D", str(data / "db"), "-m", "fast", "stop"]), **run)
         shutil.rmtree(data, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str | None]:
+    """The session's cluster (:func:`postgres_cluster`), or None unless ``CONTENT_SELECTION_POSTGRES=1``."""
+    if os.environ.get("CONTENT_SELECTION_POSTGRES") != "1":
+        yield None
+        return
+    with ExitStack() as stack:
+        try:
+            url = stack.enter_context(postgres_cluster())
+        except RuntimeError as exc:
+            pytest.fail(f"CONTENT_SELECTION_POSTGRES=1 asks for PostgreSQL: {exc}")
+        yield url

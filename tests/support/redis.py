@@ -49,6 +49,20 @@ def redis_binary() -> str | None:
     return os.environ.get("CONTENT_SELECTION_REDIS_BIN") or shutil.which("redis-server")
 
 
+def redis_command(binary: str, host: str, port: int, folder: Path) -> list[str]:
+    """``redis-server`` on ``host:port`` with its data in ``folder``, the append-only file on: what it held is there
+    again after a restart."""
+    return [
+        binary,
+        "--bind", host,
+        "--port", str(port),
+        "--dir", str(folder),
+        "--appendonly", "yes",
+        "--save", "",
+        "--protected-mode", "no",
+    ]  # fmt: skip
+
+
 class RedisServer:
     """A ``redis-server`` on 127.0.0.1, its data in ``folder``; :meth:`kill_and_restart` as a machine's death would."""
 
@@ -62,15 +76,7 @@ class RedisServer:
         return prefect_redis_settings(self.host, self.port)
 
     def _start(self) -> subprocess.Popen[bytes]:
-        command = [
-            self.binary,
-            "--bind", self.host,
-            "--port", str(self.port),
-            "--dir", str(self.folder),
-            "--appendonly", "yes",  # what it held is there again after a restart
-            "--save", "",
-            "--protected-mode", "no",
-        ]  # fmt: skip
+        command = redis_command(self.binary, self.host, self.port, self.folder)
         log = open(self.folder / "redis.log", "ab")  # noqa: SIM115 - the server's output for its life
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
@@ -78,7 +84,7 @@ class RedisServer:
         while not self.answers():
             if process.poll() is not None or time.monotonic() > deadline:
                 process.kill()
-                pytest.fail(f"redis-server did not start: {(self.folder / 'redis.log').read_text()[-2000:]}")
+                raise RuntimeError(f"redis-server did not start: {(self.folder / 'redis.log').read_text()[-2000:]}")
             time.sleep(0.1)
         return process
 
