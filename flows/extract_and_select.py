@@ -9,11 +9,13 @@ from pydantic import BaseModel, Field
 
 from content_selection.flows.extract_articles import extract_and_write
 from content_selection.flows.select_content import publish_selection, select_on
+from content_selection.shell.credentials import with_credentials
 from content_selection.shell.ended import RUN_END_HOOKS
 from content_selection.shell.logs import run_logger
 from content_selection.shell.params import (
     DEFAULT_MAX_TABLE_ROWS,
     DEFAULT_OUTPUT_FORMAT,
+    CredentialsBlock,
     DaskAddress,
     OptionalCount,
     OptionalText,
@@ -76,6 +78,7 @@ def extract_and_select(
     dask_address: DaskAddress = None,
     pages_per_chunk: OptionalCount = None,
     storage_options: StorageOptions = None,
+    credentials_block: CredentialsBlock = None,
     output_format: OutputFormat = DEFAULT_OUTPUT_FORMAT,
 ) -> PipelineRunSummary:
     """Extract the article text of every page, then pick the best extractor of each article; no event is emitted.
@@ -95,10 +98,14 @@ def extract_and_select(
         dask_address: A Dask scheduler, `tcp://HOST:PORT`. Empty: CONTENT_SELECTION_DASK_ADDRESS, else a local cluster.
         pages_per_chunk: Pages per chunk (one task run each); 0 for one task in-process, else about 2 per worker.
         storage_options: Options of the object store of `s3://`, `gs://`, `az://` paths (an endpoint, a region);
-            credentials are best left to the environment or an instance role.
+            credentials are best left to the environment, an instance role or `credentials_block`.
+        credentials_block: A Prefect `Secret` block whose value, a JSON object of storage options (e.g. `{"key": ...,
+            "secret": ...}`), is merged into `storage_options` when the run starts (the block's value wins on a
+            clash); only its name is stored with the run. Empty: none.
         output_format: `batch`: the selected batch; `dataset`: Parquet, one row per article with the selected text.
     """
     logger = run_logger()
+    storage_options = with_credentials(storage_options, credentials_block)
     extract_paths = check_extract_paths(pages, extracted_path, data_root, storage_options)
     select_paths = check_paths(  # the extracted batch is written below, before it is read
         str(extract_paths.output),

@@ -8,12 +8,14 @@ from prefect import flow, task
 from prefect.utilities.annotations import opaque
 from pydantic import BaseModel, Field
 
+from content_selection.shell.credentials import with_credentials
 from content_selection.shell.ended import RUN_END_HOOKS
 from content_selection.shell.events import emit_batch_extracted
 from content_selection.shell.logs import run_logger
 from content_selection.shell.options import api_task_options
 from content_selection.shell.params import (
     DEFAULT_MAX_TABLE_ROWS,
+    CredentialsBlock,
     DaskAddress,
     OptionalCount,
     OptionalText,
@@ -156,6 +158,7 @@ def extract_articles(
     dask_address: DaskAddress = None,
     pages_per_chunk: OptionalCount = None,
     storage_options: StorageOptions = None,
+    credentials_block: CredentialsBlock = None,
 ) -> ExtractionRunSummary:
     """Extract the article text of every page with the three extractors and write the batch.
 
@@ -174,9 +177,13 @@ def extract_articles(
         dask_address: A Dask scheduler, `tcp://HOST:PORT`. Empty: CONTENT_SELECTION_DASK_ADDRESS, else a local cluster.
         pages_per_chunk: Pages per chunk (one task run each); 0 for one task in-process, else about 2 per worker.
         storage_options: Options of the object store of `s3://`, `gs://`, `az://` paths (an endpoint, a region);
-            credentials are best left to the environment or an instance role.
+            credentials are best left to the environment, an instance role or `credentials_block`.
+        credentials_block: A Prefect `Secret` block whose value, a JSON object of storage options (e.g. `{"key": ...,
+            "secret": ...}`), is merged into `storage_options` when the run starts (the block's value wins on a
+            clash); only its name is stored with the run. Empty: none.
     """
     logger = run_logger()
+    storage_options = with_credentials(storage_options, credentials_block)
     paths = check_extract_paths(pages, output_path, data_root, storage_options)
     runner = resolve_task_runner(task_runner, dask_address)
     result, written = extract_and_write(

@@ -23,11 +23,13 @@ from prefect.artifacts import create_table_artifact
 from prefect.runtime import flow_run
 from pydantic import BaseModel, Field
 
+from content_selection.shell.credentials import with_credentials
 from content_selection.shell.ended import RUN_END_HOOKS
 from content_selection.shell.logs import run_logger
 from content_selection.shell.params import (
     DEFAULT_MAX_TABLE_ROWS,
     DEFAULT_OUTPUT_FORMAT,
+    CredentialsBlock,
     DaskAddress,
     OptionalCount,
     OptionalText,
@@ -356,6 +358,7 @@ def extract_crawl(
     time_limit_seconds: TimeLimit = DEFAULT_TIME_LIMIT_SECONDS,
     wait_seconds: WaitSeconds = DEFAULT_WAIT_SECONDS,
     storage_options: StorageOptions = None,
+    credentials_block: CredentialsBlock = None,
     max_table_rows: TableRows = DEFAULT_MAX_TABLE_ROWS,
     output_format: OutputFormat = DEFAULT_OUTPUT_FORMAT,
 ) -> CrawlRunSummary:
@@ -374,11 +377,13 @@ def extract_crawl(
         wait_seconds: While another run holds the prefix, seconds to wait for it to end or go stale (a crashed
             run's lease does after 2 minutes: the crash automation's re-run waits for it) before failing.
         storage_options: Options of the object store of `s3://`, `gs://`, `az://` paths (an endpoint, a region).
+        credentials_block: A Prefect `Secret` block of the store's credentials, as in `select-content`.
         max_table_rows: Most rows of the `crawl-warcs` table artifact.
         output_format: `batch`: each WARC's selected batch (JSON Lines); `dataset`: Parquet, one row per article
             with the selected text, its id, URL, date, WARC and dump (the `dataset` extra).
     """
     logger = run_logger()
+    storage_options = with_credentials(storage_options, credentials_block)
     if dask_address is not None:
         check_dask_scheduler(dask_address)
     taking = CrawlLease.acquire(output_prefix, storage_options, flow_run.get_id(), wait_seconds, logger.info)

@@ -6,11 +6,13 @@ from prefect import flow, tags
 from pydantic import BaseModel, Field
 
 from content_selection.flows.extract_articles import extract_articles
+from content_selection.shell.credentials import with_credentials
 from content_selection.shell.ended import RUN_END_HOOKS
 from content_selection.shell.logs import run_logger
 from content_selection.shell.params import (
     DEFAULT_MAX_TABLE_ROWS,
     STAGE_TAG,
+    CredentialsBlock,
     OptionalCount,
     OptionalText,
     StorageOptions,
@@ -54,6 +56,7 @@ def extract_inbox(
     workers: OptionalCount = None,
     max_table_rows: TableRows = DEFAULT_MAX_TABLE_ROWS,
     storage_options: StorageOptions = None,
+    credentials_block: CredentialsBlock = None,
 ) -> InboxRunSummary:
     """Extract each new page set of the inbox into `<name>_extracted.json` beside it, and announce it.
 
@@ -65,9 +68,13 @@ def extract_inbox(
         max_table_rows: Most rows of each run's `extraction-pages` table artifact.
         storage_options: Options of the object store of an inbox in a store (`s3://BUCKET/PREFIX`), whose page
             sets are those of a folder: the prefixes of pages under it, its web archives and its manifests.
+        credentials_block: A Prefect `Secret` block of the store's credentials, as in `select-content`.
     """
     logger = run_logger()
-    scan = find_new_page_sets(inbox, data_root, storage_options)
+    store_options = with_credentials(
+        storage_options, credentials_block
+    )  # the subflows get the name: no credential stored
+    scan = find_new_page_sets(inbox, data_root, store_options)
     logger.info("%d new page set(s) in %s, %d up to date", len(scan.new), scan.inbox, len(scan.up_to_date))
     if scan.ignored:
         names = ", ".join(p.name for p in scan.ignored)
@@ -86,6 +93,7 @@ def extract_inbox(
                 workers=workers,
                 max_table_rows=max_table_rows,
                 storage_options=storage_options,
+                credentials_block=credentials_block,
                 return_state=True,
             )
         if state.is_completed():

@@ -9,11 +9,13 @@ from prefect.utilities.annotations import opaque
 from pydantic import BaseModel, Field
 
 import selection_core as sc
+from content_selection.shell.credentials import with_credentials
 from content_selection.shell.ended import RUN_END_HOOKS
 from content_selection.shell.logs import run_logger
 from content_selection.shell.params import (
     DEFAULT_MAX_TABLE_ROWS,
     DEFAULT_OUTPUT_FORMAT,
+    CredentialsBlock,
     DaskAddress,
     OptionalCount,
     OptionalText,
@@ -120,6 +122,7 @@ def select_content(
     dask_address: DaskAddress = None,
     chunk_size: OptionalCount = None,
     storage_options: StorageOptions = None,
+    credentials_block: CredentialsBlock = None,
     output_format: OutputFormat = DEFAULT_OUTPUT_FORMAT,
 ) -> SelectionRunSummary:
     """Select the best extractor of every article of one batch and write the result.
@@ -138,11 +141,15 @@ def select_content(
         dask_address: A Dask scheduler, `tcp://HOST:PORT`. Empty: CONTENT_SELECTION_DASK_ADDRESS, else a local cluster.
         chunk_size: Most articles per chunk (one task run each on `dask`); 0 for chunks bounded by bytes.
         storage_options: Options of the object store of `s3://`, `gs://`, `az://` paths (an endpoint, a region);
-            credentials are best left to the environment or an instance role.
+            credentials are best left to the environment, an instance role or `credentials_block`.
+        credentials_block: A Prefect `Secret` block whose value, a JSON object of storage options (e.g. `{"key": ...,
+            "secret": ...}`), is merged into `storage_options` when the run starts (the block's value wins on a
+            clash); only its name is stored with the run. Empty: none.
         output_format: `batch`: the selected batch (every article with `selected_extractor`); `dataset`: Parquet,
             one row per article with the selected text, its id, URL, date, file and dump (the `dataset` extra).
     """
     logger = run_logger()
+    storage_options = with_credentials(storage_options, credentials_block)
     paths = check_paths(
         input_path, output_path, report_path, data_root, require_data_root, storage_options, output_format=output_format
     )

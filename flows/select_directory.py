@@ -10,6 +10,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, Field
 
 from content_selection.flows.select_content import select_content
+from content_selection.shell.credentials import with_credentials
 from content_selection.shell.ended import RUN_END_HOOKS
 from content_selection.shell.logs import run_logger
 from content_selection.shell.options import local_task_options
@@ -17,6 +18,7 @@ from content_selection.shell.params import (
     DEFAULT_MAX_TABLE_ROWS,
     DEFAULT_OUTPUT_FORMAT,
     STAGE_TAG,
+    CredentialsBlock,
     DaskAddress,
     OptionalCount,
     OptionalText,
@@ -88,6 +90,7 @@ def select_directory(
     dask_address: DaskAddress = None,
     chunk_size: OptionalCount = None,
     storage_options: StorageOptions = None,
+    credentials_block: CredentialsBlock = None,
     output_format: OutputFormat = DEFAULT_OUTPUT_FORMAT,
 ) -> DirectoryRunSummary:
     """Select every batch under a directory that has no up-to-date `_selected.json` (or `.jsonl`); when any
@@ -103,13 +106,17 @@ def select_directory(
         dask_address: A Dask scheduler (`tcp://HOST:PORT`) shared by all batches, as in `select-content`.
         chunk_size: Articles per chunk (one task run each), as in `select-content`; 0 for chunks bounded by bytes.
         storage_options: Options of the object store of a prefix, as in `select-content`.
+        credentials_block: A Prefect `Secret` block of the store's credentials, as in `select-content`.
         output_format: `batch` (`_selected.json`) or `dataset` (`_selected.parquet`), as in `select-content`.
     """
     logger = run_logger()
+    store_options = with_credentials(
+        storage_options, credentials_block
+    )  # the subflows get the name: no credential stored
     folder = directory or configured_data_root(data_root)
     if not folder:
         raise SelectionError(f"no directory to scan: set the directory parameter or {DATA_ROOT_ENV}")
-    stale = find_stale_batches(location(folder, storage_options, "directory"), output_format)
+    stale = find_stale_batches(location(folder, store_options, "directory"), output_format)
     logger.info("%d batch(es) to select under %s", len(stale), folder)
 
     resolve_task_runner(task_runner, dask_address)  # a bad setting fails once, here, not per batch
@@ -120,6 +127,7 @@ def select_directory(
         "dask_address": dask_address,
         "chunk_size": chunk_size,
         "storage_options": storage_options,
+        "credentials_block": credentials_block,
         "output_format": output_format,
     }
     result = DirectoryRunSummary(directory=str(folder))

@@ -63,7 +63,8 @@ def add_storage_options(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="an option of the object store of s3://, gs://, az:// paths (fsspec's storage_options), repeatable; "
-        "credentials are better left to the environment, a profile or an instance role",
+        "credentials are better left to the environment, a profile or an instance role (a deployment's runs: a "
+        "Prefect Secret block named by the flows' credentials_block parameter)",
     )
 
 

@@ -66,13 +66,18 @@ DaskAddress = Annotated[
 ]
 
 #: The object store's options (fsspec ``storage_options``) for ``s3://``, ``gs://``, ``az://`` paths: an endpoint, a
-#: region, a profile. They are shown with the run's parameters: leave credentials to the environment or a role.
+#: region, a profile. They are shown with the run's parameters: leave credentials to the environment, a role or a
+#: :data:`CredentialsBlock`.
 StorageOptions = Annotated[
     dict[str, Any] | None,
     BeforeValidator(blank_is_unset),
     WithJsonSchema({"type": "object"}),
     Field(json_schema_extra={"default": {}}),
 ]
+
+#: The name of a Prefect ``Secret`` block whose value (a JSON object of storage options: the store's credentials) is
+#: merged into the ``storage_options`` when the run starts (``content_selection.shell.credentials``); empty: none.
+CredentialsBlock = OptionalText
 
 #: What an output is: the selected batch (``batch``, every article with ``selected_extractor``) or the dataset
 #: (``dataset``: Parquet, one row per article with its selected text); a drop-down in the UI.

@@ -76,8 +76,8 @@ def store_error(p: ObjectPath, exc: BaseException, writing: bool = False) -> Sel
         )
     if type(exc).__name__ in ("NoCredentialsError", "PartialCredentialsError"):
         return kind(
-            f"{p}: no credentials for the store were found; "
-            "set them in the environment, a profile or the storage options"
+            f"{p}: no credentials for the store were found; set them in the environment, a profile or the "
+            "storage options (a flow run: a Prefect Secret block named by credentials_block)"
         )
     reason = " ".join(str(exc).split())[:200] or type(exc).__name__
     if _named(exc, _UNREACHABLE):

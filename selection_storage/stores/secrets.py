@@ -5,6 +5,11 @@ JSON encoder, which writes pydantic's ``SecretStr`` as ``'**********'``. So ever
 ``storage_options`` (the command line) wraps each credential in one with :func:`masked`: the server and its database
 never receive it, while the run's code holds it (also on a process or Dask worker: it pickles whole), and
 :func:`revealed` hands it to the store's client, the one place it is needed.
+
+A run started from its stored parameters (a deployment's run from the UI or the API, a crashed run run again) gets
+:data:`PREFECT_MASK` in place of each such credential: :func:`revealed` refuses it, in one line, before any request.
+Such runs take their credentials from the worker's environment, or from a Prefect ``Secret`` block named by the
+flows' ``credentials_block`` (``content_selection.shell.credentials``).
 """
 
 from __future__ import annotations
@@ -16,10 +21,16 @@ from typing import Any, Final
 
 from pydantic import SecretStr
 
+from selection_core.errors import InvalidBatchError
+
 #: The option names that carry a credential, in any store's options or in a mapping inside them (``client_kwargs``):
 #: s3fs's ``key``, ``secret`` and ``token``; gcsfs's ``token``; adlfs's ``account_key``, ``sas_token``,
 #: ``connection_string``, ``client_secret`` and ``credential``; and any ``password``.
 SECRET_NAME: Final = re.compile(r"key|secret|token|passw(or)?d|sas|connection_string|credential", re.IGNORECASE)
+
+
+#: What the Prefect server stores, and gives back to a run started from stored parameters, for a masked value.
+PREFECT_MASK: Final = "**********"
 
 
 class SecretJSON(SecretStr):
@@ -33,8 +44,13 @@ def masked(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def revealed(options: Mapping[str, Any]) -> dict[str, Any]:
-    """``options`` as the store's client takes them: every masked credential as the value it was given."""
-    return {name: _revealed(value) for name, value in options.items()}
+    """``options`` as the store's client takes them: every masked credential as the value it was given.
+
+    Raises:
+        InvalidBatchError: a credential (a name of :data:`SECRET_NAME`, in a nested mapping too) is
+            :data:`PREFECT_MASK`, which no store accepts: the run was started from parameters the server stored.
+    """
+    return _revealed_mapping(options, "")
 
 
 def _masked(name: str, value: Any) -> Any:
@@ -47,11 +63,22 @@ def _masked(name: str, value: Any) -> Any:
     return value
 
 
-def _revealed(value: Any) -> Any:
+def _revealed_mapping(options: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``options`` revealed; ``where``: the path of the mapping that holds them (``client_kwargs.``), for a message."""
+    return {name: _revealed(name, value, where) for name, value in options.items()}
+
+
+def _revealed(name: str, value: Any, where: str) -> Any:
     if isinstance(value, SecretJSON):
-        return json.loads(value.get_secret_value())
-    if isinstance(value, SecretStr):
-        return value.get_secret_value()
-    if isinstance(value, Mapping):
-        return revealed(value)
+        value = json.loads(value.get_secret_value())
+    elif isinstance(value, SecretStr):
+        value = value.get_secret_value()
+    elif isinstance(value, Mapping):
+        return _revealed_mapping(value, f"{where}{name}.")
+    if value == PREFECT_MASK and SECRET_NAME.search(name):
+        raise InvalidBatchError(
+            f"storage option {where + name!r} is {PREFECT_MASK!r}, the mask the Prefect server stores instead of a "
+            "credential: a run started from stored parameters never has the credential; put it in a Prefect Secret "
+            "block and pass the block's name as credentials_block, or set it in the worker's environment"
+        )
     return value

@@ -65,6 +65,22 @@ def test_run_refuses_a_bad_input_once_without_starting_prefect(tmp_path: Path, c
     assert not (tmp_path / "prefect-home").exists()  # nothing of Prefect's was set up
 
 
+def test_the_servers_mask_given_as_a_credential_is_refused_before_the_store_and_prefect(tmp_path: Path) -> None:
+    """``'**********'``, what a run started from stored parameters gets for a masked credential, is no credential:
+    refused in one line, before Prefect and before any request to the store (its endpoint, port 9 of loopback, answers
+    nothing: a request would fail with another line)."""
+    mask = "**********"
+    args = ["run", "s3://no-bucket/b_extracted.json", "--storage-option", f"secret={mask}"]
+
+    run = _command([*args, "--storage-option", "endpoint_url=http://127.0.0.1:9"], tmp_path)
+
+    assert run.returncode == EXIT_INVALID_INPUT, run.stderr
+    assert run.stdout.splitlines() == ["prefect not imported"]
+    assert _message(run.stderr).startswith(
+        f"storage option 'secret' is '{mask}', the mask the Prefect server stores instead of a credential"
+    )
+
+
 @pytest.mark.slow
 def test_a_bad_article_is_refused_by_the_run_on_its_last_line_in_select_s_words(tmp_path: Path) -> None:
     # The check before Prefect is the first pass only (it reads the file once, without holding it,

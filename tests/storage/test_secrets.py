@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from fastapi.encoders import jsonable_encoder
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import SecretStr
 
-from selection_storage.stores.secrets import masked, revealed
+from selection_core.errors import EXIT_INVALID_INPUT, InvalidBatchError
+from selection_storage.stores.secrets import PREFECT_MASK, masked, revealed
 
 #: Names of real options of s3fs, gcsfs and adlfs, each with whether it carries a credential.
 NAMES = {
@@ -31,7 +34,13 @@ NAMES = {
     "use_ssl": False,
 }
 
-values = st.one_of(st.text(min_size=1), st.integers(), st.booleans(), st.dictionaries(st.text(), st.integers()))
+#: Any value but the server's mask, which is refused as a credential (below).
+values = st.one_of(
+    st.text(min_size=1).filter(lambda text: text != PREFECT_MASK),
+    st.integers(),
+    st.booleans(),
+    st.dictionaries(st.text(), st.integers()),
+)
 options = st.dictionaries(st.sampled_from(sorted(NAMES)), values)
 
 
@@ -56,3 +65,32 @@ def test_a_credential_that_is_not_text_is_masked_whole() -> None:
     kept = masked({"token": token, "project": "p"})
 
     assert "PRIVATE" not in json.dumps(jsonable_encoder(kept)) and revealed(kept) == {"token": token, "project": "p"}
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        pytest.param({"key": "k", "secret": PREFECT_MASK}, "'secret'", id="top-level"),
+        pytest.param(
+            {"client_kwargs": {"region_name": "us-east-1", "aws_secret_access_key": PREFECT_MASK}},
+            "'client_kwargs.aws_secret_access_key'",
+            id="nested",
+        ),
+        pytest.param({"token": SecretStr(PREFECT_MASK)}, "'token'", id="masked-mask"),
+    ],
+)
+def test_the_servers_mask_as_a_credential_is_refused_in_one_line(options: dict, named: str) -> None:
+    with pytest.raises(InvalidBatchError) as refused:
+        revealed(options)
+
+    message = str(refused.value)
+    assert refused.value.exit_code == EXIT_INVALID_INPUT and "\n" not in message
+    assert message.startswith(f"storage option {named} is '**********', the mask the Prefect server stores")
+    assert "pass the block's name as credentials_block, or set it in the worker's environment" in message
+
+
+def test_the_mask_as_another_option_is_kept() -> None:
+    assert revealed({"project": PREFECT_MASK, "client_kwargs": {"region_name": PREFECT_MASK}}) == {
+        "project": PREFECT_MASK,
+        "client_kwargs": {"region_name": PREFECT_MASK},
+    }
