@@ -7,7 +7,7 @@ measured in the same run. Prints the figures of ``docs/reliability.md``; exit 1 
     python scripts/burst.py                      # 300 events, a limit of 2
     python scripts/burst.py --events 60
 
-The suite runs the same check with 30 events (``tests/prefect/test_server_crashes.py``); this one runs the
+The suite runs the same check with 12 events (``tests/prefect/test_server_crashes.py``); this one runs the
 hundreds of the issue, which take many minutes. Everything stays under ``--workdir``, every server on 127.0.0.1.
 """
 

@@ -41,7 +41,7 @@ BIG_BATCH_BYTES = 60_000_000
 #: Heartbeats every 30 s, dead after 90 s without one, then re-run: the whole recovery takes 2-3 minutes.
 RECOVERY_SECONDS = 420
 
-BURST = 30
+BURST = 12
 BURST_LIMIT = 2
 
 EMIT_EACH_ARGUMENT = (
