@@ -274,7 +274,7 @@ def test_no_module_is_over_the_most_lines() -> None:
 
 
 #: What the product may not do with Prefect: reach into its private names, or replace what its modules hold.
-PRIVATE_PREFECT_SAMPLE = '''
+PRIVATE_PREFECT_SAMPLE = """
 import prefect.runner._starter_direct as starter
 from prefect.runner import _private_helper, Runner
 import prefect.flow_engine as engine
@@ -289,7 +289,7 @@ def patch():
     prefect.flow_engine.multiprocessing = None
     setattr(engine, "x", 1)
     runner._deployment_registry.register_flow(1, 2)
-'''
+"""
 
 
 def _prefect_trespasses(tree: ast.Module) -> Iterator[tuple[int, str]]:
