@@ -5,8 +5,12 @@ credentials of the block their ``credentials_block`` names, and ``serve`` has no
 
 1. One run on each store completes with the bytes a run on a disk writes; the server's stored parameters hold the
    block's name, neither the credential nor its mask; an S3 run without the block fails for lack of credentials.
-2. One run on each store, all three at once, is killed with ``serve``; the stage's automations mark them Crashed
-   and run them again (from their stored parameters) on a restarted ``serve``, and each completes, through the block.
+2. One run on each store and a triggered selection of a batch on a disk, all at once, are killed with ``serve``
+   (its whole process group: the flow-run processes die with it). The runs' heartbeats stop; the stage's
+   automation marks them Crashed, which frees the triggered deployment's one concurrency slot (a second batch,
+   queued behind it, then runs); the re-run automation schedules the same runs again (from their stored
+   parameters); a restarted ``serve`` runs each to the right bytes, through the block for the stores, and the
+   killed selection's staged file is removed.
 
 Every wait is bounded; the times are printed, no assertion depends on them.
 """
@@ -29,11 +33,12 @@ import pytest
 
 from selection_engine import select_file
 from selection_storage.stores.secrets import PREFECT_MASK
-from tests.prefect.test_server_crashes import BIG_BATCH_BYTES, RECOVERY_SECONDS
+from tests.prefect.test_server_crashes import BIG_BATCH_BYTES, EMIT_EACH_ARGUMENT, RECOVERY_SECONDS, SMALL_BATCH
 from tests.support import ROOT
 from tests.support.faultkit import synthetic_batch
 from tests.support.object_stores import PROTOCOLS, StoreServer, running
-from tests.support.prefect_server import RUN_SECONDS, SERVE_START_SECONDS, Server, start, stop, wait_until
+from tests.support.prefect_fixtures import expected_output, leftover_files
+from tests.support.prefect_server import RUN_SECONDS, SERVE_START_SECONDS, Server, run, start, stop, wait_until
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
@@ -85,16 +90,17 @@ def _credentials(server: StoreServer) -> tuple[dict[str, Any], dict[str, Any], s
 
 @dataclass
 class Serving:
-    """``serve`` without any store credential in its environment, started again after a kill."""
+    """``serve`` without any store credential in its environment, its data root on a disk (the store runs give
+    their bucket as theirs), one triggered run at once; started again after a kill."""
 
     server: Server
     env: dict[str, str]
+    data_root: Path
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def start(self) -> None:
         log = self.server.logs / f"credentials-serve-{len(self.processes) + 1}.log"
-        data_root = self.server.logs  # the runs give their bucket as the data root
-        args = ["serve", "--data-root", str(data_root), "--cron", "0 3 1 1 *"]
+        args = ["serve", "--data-root", str(self.data_root), "--cron", "0 3 1 1 *", "--concurrency-limit", "1"]
         process = start([sys.executable, "-m", "selection_cli.main", *args], self.env, log)
         self.processes.append(process)
 
@@ -128,11 +134,11 @@ def stores(server: Server, store_servers: dict[str, StoreServer]) -> dict[str, S
 
 
 @pytest.fixture(scope="module")
-def serving(server: Server, stores: dict[str, Store]) -> Iterator[Serving]:
+def serving(server: Server, stores: dict[str, Store], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serving]:
     """``serve`` with the server's environment, less every store setting."""
     env = {k: v for k, v in server.env.items() if not k.startswith(STORE_ENV_PREFIXES)}
     env.update(AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull, AWS_EC2_METADATA_DISABLED="true")
-    served = Serving(server, env)
+    served = Serving(server, env, tmp_path_factory.mktemp("credentials-root").resolve())
     try:
         served.start()
         yield served
@@ -193,41 +199,76 @@ def test_a_deployment_run_reaches_each_store_through_the_block_and_the_server_ne
     print(f"3 stores through their blocks, and the control, in {time.monotonic() - started:.0f} s")
 
 
-def test_runs_killed_with_serve_are_run_again_by_the_automations_and_reach_their_stores_through_the_block(
+def _triggered_run(server: Server, path: Path) -> Any | None:
+    """The run of ``select-content/triggered`` on ``path``, if the event has started one (never more than one)."""
+    runs = [r for r in server.flow_runs("select-content/triggered") if r.parameters.get("input_path") == str(path)]
+    assert len(runs) <= 1, f"{len(runs)} runs for {path}: an event started more than one"
+    return runs[0] if runs else None
+
+
+def test_runs_killed_with_serve_are_marked_crashed_and_run_again_to_the_same_bytes_through_the_block(
     server: Server, stores: dict[str, Store], serving: Serving, tmp_path: Path
 ) -> None:
-    """The crash case once for the three stores: three runs at once, one kill, three re-runs."""
+    """The crash case once for the three stores and a batch on a disk: four runs at once, one kill, four re-runs."""
     started = time.monotonic()
-    big = tmp_path / "big_extracted.json"
+    big = serving.data_root / "big_extracted.json"
     big.write_bytes(synthetic_batch(BIG_BATCH_BYTES))
+    small = serving.data_root / "small_extracted.json"
+    small.write_bytes(SMALL_BATCH.read_bytes())
     for store in stores.values():
         store.server.put(store.url("in/big_extracted.json"), big.read_bytes())
     prepared = time.monotonic()
     ids = [_create(server, s.parameters("in/big_extracted.json", "out/big_selected.json")).id for s in stores.values()]
+    run([sys.executable, "-c", EMIT_EACH_ARGUMENT, str(big)], server.env)
+    triggered = wait_until("the event's run", lambda: _triggered_run(server, big), RUN_SECONDS, interval=0.2)
+    ids.append(triggered.id)
 
     def all_running() -> list[Any] | None:
         runs = [_read(server, flow_run_id) for flow_run_id in ids]
         assert not [r for r in runs if r.state.is_final()], "a run ended before serve was killed: use a bigger batch"
         return runs if all(r.state.is_running() for r in runs) else None
 
-    running_runs = wait_until("the three runs to run", all_running, RUN_SECONDS, interval=0.2)
+    running_runs = wait_until("the four runs to run", all_running, RUN_SECONDS, interval=0.2)
     serving.kill()
     killed = time.monotonic()
+    assert not (serving.data_root / "big_extracted_selected.json").exists()
+    # The slot is held by a dead run (a limit of 1): this batch waits until the dead run is marked Crashed.
+    run([sys.executable, "-c", EMIT_EACH_ARGUMENT, str(small)], server.env)
     serving.start()
     expected = select_file(big, tmp_path / "big_selected.json").output_path.read_bytes()
 
     final = wait_until("the killed runs to be run again to the end", lambda: _ended(server, ids), RECOVERY_SECONDS, 1)
     recovered = time.monotonic()
-    for (protocol, store), before, flow_run in zip(stores.items(), running_runs, final):
+    crashed_at = []
+    for name, before, flow_run in zip([*stores, "disk"], running_runs, final):
         with server.client() as client:
             states = client.read_flow_run_states(flow_run.id)
-        assert flow_run.state.is_completed(), f"{protocol}: {flow_run.state.message}"
-        assert flow_run.run_count == 2 and flow_run.parameters == before.parameters, protocol
-        assert any(s.is_crashed() and "No heartbeat" in (s.message or "") for s in states), protocol
-        assert store.server.get(store.url("out/big_selected.json")) == expected, protocol
+        crashed = [s for s in states if s.is_crashed()]
+        assert flow_run.state.is_completed(), f"{name}: {flow_run.state.message}"
+        assert flow_run.run_count == 2 and flow_run.parameters == before.parameters, name
+        assert len(crashed) == 1 and "No heartbeat for 90 s" in (crashed[0].message or ""), name
+        assert any(
+            s.name == "AwaitingRetry" and "content-selection-rerun-crashed-runs" in (s.message or "") for s in states
+        ), name
+        crashed_at.append(crashed[0].timestamp.timestamp())
+    for store, flow_run in zip(stores.values(), final):
+        assert store.server.get(store.url("out/big_selected.json")) == expected, store.server.protocol
         _stores_nothing_secret(flow_run, store)
+    assert (serving.data_root / "big_extracted_selected.json").read_bytes() == expected_output(big) == expected
+
+    small_run = wait_until(
+        "the queued batch to be selected",
+        lambda: (r := _triggered_run(server, small)) and r.state.is_final() and r,
+        120,
+    )
+    assert small_run.state.is_completed(), small_run.state.message
+    assert (serving.data_root / "small_extracted_selected.json").read_bytes() == expected_output(small)
+    assert small_run.start_time.timestamp() >= crashed_at[-1] - 1, "the queued run ran while the dead run held the slot"
+    outputs = {big, small, *(big.with_name(f"{n}_extracted_selected.json") for n in ("big", "small"))}
+    assert leftover_files(serving.data_root, outputs) == [], "the killed run's staged file must be gone"
     print(
         f"\n3 batches of {BIG_BATCH_BYTES >> 20} MiB put in the stores in {prepared - started:.0f} s; killed "
         f"{killed - prepared:.0f} s after the runs were created; re-run to the end {recovered - killed:.0f} s after "
-        f"the kill; {time.monotonic() - started:.0f} s in all"
+        f"the kill; the queued batch started {small_run.start_time.timestamp() - crashed_at[-1]:+.0f} s after its "
+        f"slot was freed; {time.monotonic() - started:.0f} s in all"
     )

@@ -1,10 +1,8 @@
 """The deployed chain under crashes, on the session's real server: no stuck run, no orphaned file, bounded load.
 
-1. ``content-selection serve`` is SIGKILLed (its whole process group: the flow-run process dies with it)
-   while a triggered selection runs. The run's heartbeats stop; the stage's automation marks it Crashed,
-   which frees the deployment's one concurrency slot (a second batch, queued behind it, then runs); the
-   re-run automation schedules the same run again; a restarted ``serve`` runs it to the right bytes, and
-   removes the staged file the killed run left.
+1. (``serve`` SIGKILLed while runs run: ``tests/prefect/test_credentials_server.py``, with runs on the stores.)
+   Redis is SIGKILLed and restarted under a running selection, then the run's own process is killed: ``serve``
+   lives on, the run is run again to the right bytes.
 2. A burst of events for as many batches runs under the triggered deployment's concurrency limit: never
    more runs at once than the limit, one run per batch, every output right.
 3. ``emit_batch_extracted`` against a server that does not answer fails the emitter, in one line.
@@ -28,7 +26,7 @@ import pytest
 from content_selection.shell.events import BATCH_EXTRACTED_EVENT
 from tests.support import ROOT
 from tests.support.faultkit import TMP_NAME, synthetic_batch
-from tests.support.prefect_fixtures import expected_output, free_port, leftover_files
+from tests.support.prefect_fixtures import expected_output, free_port
 from tests.support.prefect_server import SERVE_START_SECONDS, Server, run, start, stop, wait_until
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
@@ -122,66 +120,6 @@ def _run_on(server: Server, path: Path) -> Any | None:
 def _states(server: Server, flow_run_id: Any) -> list[Any]:
     with server.client() as client:
         return client.read_flow_run_states(flow_run_id)
-
-
-def test_a_run_killed_with_serve_is_marked_crashed_and_run_again_to_the_same_bytes(
-    server: Server, data_root: Path, serving: list[subprocess.Popen[bytes]]
-) -> None:
-    big = data_root / "big_extracted.json"
-    big.write_bytes(synthetic_batch(BIG_BATCH_BYTES))
-    small = data_root / "small_extracted.json"
-    small.write_bytes(SMALL_BATCH.read_bytes())
-    serving.append(_serve(server, data_root, "crash-serve-1.log", limit=1))
-    _wait_registered(server, serving[-1], data_root, "crash-serve-1.log")
-
-    run([sys.executable, "-c", EMIT_EACH_ARGUMENT, str(big)], server.env)
-    running = wait_until(
-        "the selection of the big batch to run",
-        lambda: (r := _run_on(server, big)) is not None and r.state.is_running() and r,
-        RECOVERY_SECONDS,
-        interval=0.2,
-    )
-    assert _flow_run_processes(serving[-1]), _descendants(serving[-1].pid)  # Prefect's: a new interpreter
-    os.killpg(serving[-1].pid, signal.SIGKILL)  # serve and the flow-run process under it
-    serving[-1].wait()
-    killed = time.monotonic()
-    assert not (data_root / "big_extracted_selected.json").exists()
-
-    # The slot is held by a dead run (limit 1): this batch waits until the dead run is marked Crashed.
-    run([sys.executable, "-c", EMIT_EACH_ARGUMENT, str(small)], server.env)
-    serving.append(_serve(server, data_root, "crash-serve-2.log", limit=1))
-    _wait_registered(server, serving[-1], data_root, "crash-serve-2.log")
-
-    # Crashed is a final state too: the wait goes on through it, until the run run again has ended.
-    final = wait_until(
-        "the killed run to be marked Crashed and run again to the end",
-        lambda: (r := _run_on(server, big)) is not None and r.state.is_final() and not r.state.is_crashed() and r,
-        RECOVERY_SECONDS,
-        interval=1,
-    )
-    states = _states(server, running.id)
-    crashed = [s for s in states if s.is_crashed()]
-    assert final.id == running.id and final.state.is_completed(), final.state.message
-    assert final.run_count == 2 and final.parameters == running.parameters  # the same run, the same parameters
-    assert len(crashed) == 1 and "No heartbeat for 90 s" in (crashed[0].message or "")
-    assert any(
-        s.name == "AwaitingRetry" and "content-selection-rerun-crashed-runs" in (s.message or "") for s in states
-    )
-    assert (data_root / "big_extracted_selected.json").read_bytes() == expected_output(big)
-
-    small_run = wait_until(
-        "the queued batch to be selected", lambda: (r := _run_on(server, small)) and r.state.is_final() and r, 120
-    )
-    assert small_run.state.is_completed(), small_run.state.message
-    assert (data_root / "small_extracted_selected.json").read_bytes() == expected_output(small)
-    crashed_at = crashed[0].timestamp.timestamp()
-    print(
-        f"\nkilled -> Crashed in about {crashed_at - (time.time() - (time.monotonic() - killed)):.0f} s; "
-        f"the queued batch started {small_run.start_time.timestamp() - crashed_at:+.0f} s after the slot was freed"
-    )
-    assert small_run.start_time.timestamp() >= crashed_at - 1, "the queued run ran while the dead run held the slot"
-    outputs = {big, small, data_root / "big_extracted_selected.json", data_root / "small_extracted_selected.json"}
-    assert leftover_files(data_root, outputs) == [], "the killed run's staged file must be gone"
 
 
 def test_a_run_across_a_restart_of_redis_then_its_process_killed_is_run_again_to_the_same_bytes(
