@@ -71,9 +71,8 @@ def extract_inbox(
         credentials_block: A Prefect `Secret` block of the store's credentials, as in `select-content`.
     """
     logger = run_logger()
-    store_options = with_credentials(
-        storage_options, credentials_block
-    )  # the subflows get the name: no credential stored
+    # The subflows get the block's name, not the options it holds: no credential is stored with their runs.
+    store_options = with_credentials(storage_options, credentials_block)
     scan = find_new_page_sets(inbox, data_root, store_options)
     logger.info("%d new page set(s) in %s, %d up to date", len(scan.new), scan.inbox, len(scan.up_to_date))
     if scan.ignored:

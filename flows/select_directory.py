@@ -110,9 +110,8 @@ def select_directory(
         output_format: `batch` (`_selected.json`) or `dataset` (`_selected.parquet`), as in `select-content`.
     """
     logger = run_logger()
-    store_options = with_credentials(
-        storage_options, credentials_block
-    )  # the subflows get the name: no credential stored
+    # The subflows get the block's name, not the options it holds: no credential is stored with their runs.
+    store_options = with_credentials(storage_options, credentials_block)
     folder = directory or configured_data_root(data_root)
     if not folder:
         raise SelectionError(f"no directory to scan: set the directory parameter or {DATA_ROOT_ENV}")
