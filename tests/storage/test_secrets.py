@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pydantic import SecretStr
 
 from selection_core.errors import EXIT_INVALID_INPUT, InvalidBatchError
-from selection_storage.stores.secrets import PREFECT_MASK, masked, revealed
+from selection_storage.stores.secrets import PREFECT_MASK, SECRET_NAME, masked, revealed
 
 #: Names of real options of s3fs, gcsfs and adlfs, each with whether it carries a credential.
 NAMES = {
@@ -39,7 +39,8 @@ values = st.one_of(
     st.text(min_size=1).filter(lambda text: text != PREFECT_MASK),
     st.integers(),
     st.booleans(),
-    st.dictionaries(st.text(), st.integers()),
+    # a mapping of names that are not credentials' (one that is would be masked too, at any depth)
+    st.dictionaries(st.text().filter(lambda name: not SECRET_NAME.search(name)), st.integers()),
 )
 options = st.dictionaries(st.sampled_from(sorted(NAMES)), values)
 
