@@ -87,9 +87,9 @@ def check_output_format(args: argparse.Namespace) -> None:
     from selection_core.dataset import DATASET
 
     if args.output_format == DATASET:
-        from selection_engine.dataset import require_pyarrow
+        from selection_engine.dataset import require_dataset_extra
 
-        require_pyarrow()
+        require_dataset_extra()
 
 
 def storage_options(args: argparse.Namespace) -> dict[str, object]:

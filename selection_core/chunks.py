@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from .batch import Summary, apply_selections, summarize
-from .dataset import render_rows
+from .dataset import LanguageOf, render_rows
 from .evidence import article_row, close_call_entries, report_entry
 from .formats import BatchFormat
 from .layout import Chunk
@@ -36,11 +36,12 @@ def select_chunk(
     table_rows: int = 0,
     close_calls: int = 0,
     with_report: bool = False,
-    dataset: bool = False,
+    dataset: LanguageOf | None = None,
 ) -> SelectedChunk:
     """Parse, validate and select the articles of ``chunk``, from its bytes wrapped as ``fmt`` wraps a chunk; table
     rows for those among the batch's first ``table_rows`` articles, at most ``close_calls`` close calls. The output is
-    the articles rendered as ``fmt`` renders them, or with ``dataset`` their dataset rows (:func:`render_rows`).
+    the articles rendered as ``fmt`` renders them, or with ``dataset`` (a text's language: the engine's model) their
+    dataset rows (:func:`render_rows`).
 
     Raises:
         InvalidBatchError: the first invalid article, named with its place in the file.
@@ -55,7 +56,7 @@ def select_chunk(
     return SelectedChunk(
         chunk,
         summarize(selections),
-        render_rows(articles, selections) if dataset else fmt.render(articles),
+        fmt.render(articles) if dataset is None else render_rows(articles, selections, dataset),
         report,
         [article_row(articles[i], selections[i]) for i in range(shown)],
         close_call_entries(articles, selections, close_calls),

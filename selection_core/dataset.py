@@ -1,13 +1,14 @@
 """The dataset: one row per article, the selected extractor's text with the columns web datasets use.
 
 A selection's output is either the selected batch (every article with ``selected_extractor`` set: the evidence of
-every decision) or the dataset (what a user loads: the selected text and where it came from). This module turns
-selected articles into dataset rows, as plain values; the file format (Parquet) is the engine's.
+every decision) or the dataset (what a user loads: the selected text, its language and where it came from). This
+module turns selected articles into dataset rows, as plain values; the language model (a file the core does not
+read) and the file format (Parquet) are the engine's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
 import orjson
@@ -31,7 +32,11 @@ class Column(NamedTuple):
     doc: str
 
 
-#: The dataset's columns, in order (FineWeb's first: ``text``, ``id``, ``dump``, ``url``, ``date``, ``file_path``).
+#: A text's language and that language's score, or ``("und", None)`` (the engine's: ``selection_engine.language``).
+LanguageOf = Callable[[str], tuple[str, float | None]]
+
+#: The dataset's columns, in order (FineWeb's first: ``text``, ``id``, ``dump``, ``url``, ``date``, ``file_path``,
+#: ``language``, ``language_score``).
 COLUMNS: Final[tuple[Column, ...]] = (
     Column("text", "string", None, "the selected extractor's text as the batch holds it; '' where it has none"),
     Column("id", "string", ("id",), "the article's id (a WARC page's WARC-Record-ID)"),
@@ -39,6 +44,14 @@ COLUMNS: Final[tuple[Column, ...]] = (
     Column("url", "string", ("url",), "the page's URL"),
     Column("date", "string", ("warc_date", "date"), "a WARC page's WARC-Date, else the article's own date"),
     Column("file_path", "string", ("path",), "the page's file, or the WARC it is in (a path or a URL)"),
+    Column(
+        "language",
+        "string",
+        None,
+        "the text's language as fastText's lid.176 labels it (ISO 639-1 where the "
+        "language has a code); 'und' where the text has no letter",
+    ),
+    Column("language_score", "float", None, "the probability of that language, to 4 decimals; null for 'und'"),
     Column("selected_extractor", "string", None, "the extractor whose text was selected"),
     Column("reason", "string", None, "the reason code of the rule that decided (docs/rule.md)"),
     Column("score", "float", None, "the selected candidate's score (F1 against the consensus); null without one"),
@@ -62,17 +75,24 @@ def selected_text(article: Mapping[str, Any], extractor: str) -> str:
     return text if isinstance(text, str) else ""
 
 
-def dataset_row(article: Mapping[str, Any], selection: Selection) -> dict[str, Any]:
-    """The dataset's row of one selected article, its values in :data:`COLUMNS` order.
+def dataset_row(article: Mapping[str, Any], selection: Selection, language_of: LanguageOf) -> dict[str, Any]:
+    """The dataset's row of one selected article, its values in :data:`COLUMNS` order, its text's language given by
+    ``language_of``.
 
     >>> from selection_core.select import select_article
     >>> article = {"id": "a1", "url": "https://example.org/a1", "trafilatura": {"text": "Ships sail at dawn."}}
-    >>> row = dataset_row(article, select_article(article))
-    >>> row["text"], row["id"], row["dump"], row["selected_extractor"], row["reason"], row["score"]
-    ('Ships sail at dawn.', 'a1', None, 'trafilatura', 'single_candidate', None)
+    >>> row = dataset_row(article, select_article(article), lambda text: ("en", 0.75))
+    >>> row["text"], row["id"], row["dump"], row["language"], row["language_score"], row["selected_extractor"]
+    ('Ships sail at dawn.', 'a1', None, 'en', 0.75, 'trafilatura')
+    >>> row["reason"], row["score"]
+    ('single_candidate', None)
     """
+    text = selected_text(article, selection.selected)
+    language, language_score = language_of(text)
     computed = {
-        "text": selected_text(article, selection.selected),
+        "text": text,
+        "language": language,
+        "language_score": language_score,
         "selected_extractor": selection.selected,
         "reason": selection.reason.value,
         "score": fraction_float(selection.candidate(selection.selected).score),
@@ -87,6 +107,9 @@ def dataset_row(article: Mapping[str, Any], selection: Selection) -> dict[str, A
     return row
 
 
-def render_rows(articles: Sequence[Mapping[str, Any]], selections: Sequence[Selection]) -> bytes:
+def render_rows(
+    articles: Sequence[Mapping[str, Any]], selections: Sequence[Selection], language_of: LanguageOf
+) -> bytes:
     """The dataset rows of selected articles as JSON Lines (how a chunk's rows travel to the file's writer)."""
-    return b"".join([orjson.dumps(dataset_row(a, s)) + b"\n" for a, s in zip(articles, selections, strict=True)])
+    rows = [dataset_row(a, s, language_of) for a, s in zip(articles, selections, strict=True)]
+    return b"".join([orjson.dumps(row) + b"\n" for row in rows])

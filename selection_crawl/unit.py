@@ -36,6 +36,7 @@ from selection_core.layout import Chunk
 from selection_crawl.lease import CrawlLeaseLostError, check_fence
 from selection_crawl.listing import record_of
 from selection_engine.engine import write_output
+from selection_engine.language import identify, model_identity
 from selection_extraction import ExtractionSettings, default_extractors
 from selection_extraction.extracted import NO_STATS, ExtractionStats, build_batch
 from selection_extraction.extraction import extract_readings
@@ -99,7 +100,8 @@ def settings_fingerprint(root: Mapping[str, Any], output_format: str = BATCH) ->
     """The SHA-256 of what decides a WARC's output: in its extracted batch's root, what decides its articles
     (extractor and lxml versions, their settings, the time limit, the page size limit, the decoding policy); the
     selection rule's constants, the package's version and :data:`OUTPUT_LAYOUT`; and the output's format, with
-    the Parquet writer's version for a dataset: two runs with the same fingerprint write the same bytes."""
+    the Parquet writer's version and the language model's identity for a dataset: two runs with the same
+    fingerprint write the same bytes."""
     extraction = root["extraction"]
     decisive = {
         "extractor_versions": root["extractor_versions"],
@@ -108,8 +110,9 @@ def settings_fingerprint(root: Mapping[str, Any], output_format: str = BATCH) ->
         "output_layout": OUTPUT_LAYOUT,
         "output_format": output_format,
     }
-    if output_format == DATASET:  # pyarrow writes its version into the file's footer
+    if output_format == DATASET:  # pyarrow writes its version into the file's footer; the model decides a language
         decisive["pyarrow"] = library_version("pyarrow")
+        decisive["language_model"] = model_identity()
     return hashlib.sha256(orjson.dumps(decisive, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
@@ -544,7 +547,8 @@ def _extract_and_select(
             break
         data = render_lines(articles)
         chunk = Chunk(progress.articles, progress.articles + len(articles), progress.begin, progress.begin + len(data))
-        output = select_chunk(data, job.source, chunk, JSON_LINES, dataset=job.output_format == DATASET).output
+        language_of = identify if job.output_format == DATASET else None
+        output = select_chunk(data, job.source, chunk, JSON_LINES, dataset=language_of).output
         assert output is not None
         pieces.write(output)
         before = chunk.stop

@@ -15,6 +15,7 @@ import orjson
 
 from selection_core.dataset import COLUMN_NAMES, COLUMNS
 from selection_core.errors import missing_extra
+from selection_engine.language import require_detector
 
 #: Most rows of a row group (as datatrove writes FineWeb's), and most characters of text before one is cut.
 ROW_GROUP_ROWS: Final[int] = 1000
@@ -24,18 +25,20 @@ ROW_GROUP_TEXT_CHARS: Final[int] = 32 << 20
 COMPRESSION: Final[str] = "zstd"
 
 #: Columns of few distinct values, dictionary-encoded; the others (text, ids, URLs) are plain.
-_DICTIONARY_COLUMNS: Final[tuple[str, ...]] = ("dump", "file_path", "selected_extractor", "reason")
+_DICTIONARY_COLUMNS: Final[tuple[str, ...]] = ("dump", "file_path", "language", "selected_extractor", "reason")
 #: Columns without min/max statistics (a text's would copy two articles' texts into every row group's footer).
 _NO_STATISTICS: Final[frozenset[str]] = frozenset({"text"})
 
 
-def require_pyarrow() -> Any:
-    """The ``pyarrow`` module; a :class:`MissingExtraError` naming the ``dataset`` extra without it."""
+def require_dataset_extra() -> Any:
+    """The ``pyarrow`` module, the language detector loaded; a :class:`MissingExtraError` naming the ``dataset``
+    extra without either."""
     try:
         import pyarrow
         import pyarrow.parquet  # noqa: F401 - the writer's module
     except ModuleNotFoundError as exc:
         raise missing_extra("--format dataset", exc.name) or exc from None
+    require_detector()
     return pyarrow
 
 
@@ -75,7 +78,7 @@ class DatasetWriter:
     the rows left and the footer. ``write`` receives every byte of the file once, in order."""
 
     def __init__(self, write: Callable[[bytes], None]) -> None:
-        pa = require_pyarrow()
+        pa = require_dataset_extra()
         import pyarrow.parquet as pq
 
         self._pa = pa

@@ -20,7 +20,8 @@ from selection_core.dataset import BATCH, DATASET, OUTPUT_FORMATS
 from selection_core.evidence import MAX_CLOSEST_CALLS, ShownEvidence, merge_evidence
 from selection_core.formats import FORMATS, BatchFormat, format_of
 from selection_core.layout import Chunk, Layout, scan
-from selection_engine.dataset import DatasetWriter, require_pyarrow
+from selection_engine.dataset import DatasetWriter, require_dataset_extra
+from selection_engine.language import identify
 from selection_storage.atomic import Staged, StagedFile, commit_in_order, process_alive
 from selection_storage.files import InputChangedError, Version
 from selection_storage.paths import resolve_report_path, resolve_selected_path
@@ -179,7 +180,8 @@ def select_job(job: ChunkJob) -> SelectedChunk:
     path, chunk, fmt = location(job.input_path, job.storage_options), job.chunk, FORMATS[job.format_name]
     data = store(path).read_span(job.identity, chunk.begin, chunk.end, fmt.chunk_prefix, fmt.chunk_suffix)
     with_report = job.report_path is not None
-    selected = select_chunk(data, str(path), chunk, fmt, job.table_rows, job.close_calls, with_report, job.dataset)
+    language_of = identify if job.dataset else None
+    selected = select_chunk(data, str(path), chunk, fmt, job.table_rows, job.close_calls, with_report, language_of)
     del data
     if job.output_part is None:
         return selected
@@ -365,7 +367,7 @@ def select_file(
         raise ValueError(f"output_format must be one of {OUTPUT_FORMATS}, got {output_format!r}")
     dataset = output_format == DATASET
     if dataset:
-        require_pyarrow()
+        require_dataset_extra()
     inp = location(input_path, storage_options)
     wanted = None if output_path is None else location(output_path, storage_options, "output")
     out = resolve_selected_path(inp, wanted, output_format=output_format)

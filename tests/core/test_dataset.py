@@ -1,4 +1,7 @@
-"""The dataset's rows: the selected text and the metadata columns, from each article and its selection."""
+"""The dataset's rows: the selected text, its language and the metadata columns, from each article and its selection.
+
+The language here is a function of the test's (the core takes it; the real model's rows: tests/engine).
+"""
 
 from __future__ import annotations
 
@@ -13,8 +16,13 @@ from selection_core.select import Reason, select_article
 SHARED = "the committee approved the new budget for the city schools after a long public debate on monday evening"
 
 
+def _language_of(text: str) -> tuple[str, float | None]:
+    """A stand-in for the engine's model: the text's first word as its 'language', its length as the score."""
+    return (text.split()[0], float(len(text))) if text else ("und", None)
+
+
 def _row(article: dict[str, Any]) -> dict[str, Any]:
-    return dataset_row(article, select_article(article))
+    return dataset_row(article, select_article(article), _language_of)
 
 
 @pytest.mark.parametrize(
@@ -55,7 +63,7 @@ def test_the_score_is_the_selected_candidates_rounded_and_null_without_a_consens
     article = {"trafilatura": {"text": SHARED + " Share this story."}, "newspaper4k": {"text": SHARED}}
     selection = select_article(article)
     exact = selection.candidate(selection.selected).score
-    assert exact is not None and dataset_row(article, selection)["score"] == round(float(exact), 6)
+    assert exact is not None and dataset_row(article, selection, _language_of)["score"] == round(float(exact), 6)
     assert _row({"trafilatura": {"text": "alone"}})["score"] is None
 
 
@@ -86,6 +94,14 @@ def test_the_metadata_columns_and_where_they_come_from(fields: dict[str, Any], e
 def test_a_row_has_the_columns_in_order_and_the_lines_one_row_each() -> None:
     batch = [{"id": f"a{i}", "trafilatura": {"text": f"text {i}"}} for i in range(3)]
     selections = [select_article(a, i) for i, a in enumerate(batch)]
-    assert list(dataset_row(batch[0], selections[0])) == list(COLUMN_NAMES) == [c.name for c in COLUMNS]
-    lines = render_rows(batch, selections).splitlines()
-    assert [orjson.loads(line) for line in lines] == [dataset_row(a, s) for a, s in zip(batch, selections)]
+    assert list(dataset_row(batch[0], selections[0], _language_of)) == list(COLUMN_NAMES) == [c.name for c in COLUMNS]
+    lines = render_rows(batch, selections, _language_of).splitlines()
+    rows = [dataset_row(a, s, _language_of) for a, s in zip(batch, selections)]
+    assert [orjson.loads(line) for line in lines] == rows
+
+
+def test_the_language_columns_are_the_language_of_the_selected_text() -> None:
+    article = {"trafilatura": {"text": SHARED + " Share this."}, "newspaper4k": {"text": SHARED}}
+    row = _row(article)
+    assert row["text"] == SHARED and (row["language"], row["language_score"]) == ("the", float(len(SHARED)))
+    assert (_row({})["language"], _row({})["language_score"]) == ("und", None)

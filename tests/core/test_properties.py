@@ -499,12 +499,15 @@ def test_order_of_blocks_with_shared_lines_does_not_matter(article: dict[str, An
 def test_every_article_has_a_dataset_row_with_its_selected_text(article: dict[str, Any]) -> None:
     # The text column is the selected block's text field when it is a string, else "" (docs/rule.md, the dataset).
     selection = select_article(article)
-    row = dataset_row(article, selection)
+    seen: list[str] = []
+    row = dataset_row(article, selection, lambda text: (seen.append(text), ("xx", 0.5))[1])
     block = article.get(selection.selected)
     held = block.get(TEXT_FIELD[selection.selected]) if isinstance(block, dict) else None
-    assert row["text"] == (held if isinstance(held, str) else "")
+    assert row["text"] == (held if isinstance(held, str) else "") and seen == [row["text"]]  # the language of that text
     assert row["selected_extractor"] == selection.selected and row["reason"] == selection.reason.value
-    assert all(value is None or isinstance(value, str) for name, value in row.items() if name != "score")
+    assert (row["language"], row["language_score"]) == ("xx", 0.5)
+    floats = {"score", "language_score"}
+    assert all(value is None or isinstance(value, str) for name, value in row.items() if name not in floats)
     assert orjson.loads(orjson.dumps(row)) == row
 
 
