@@ -78,12 +78,12 @@ def add_output_format(parser: argparse.ArgumentParser) -> None:
         choices=OUTPUT_FORMATS,
         default=BATCH,
         help="batch: the selected batch, every article with selected_extractor (default); dataset: Parquet, one row "
-        "per article with the selected text, id, url, date, file_path and dump (needs the 'dataset' extra)",
+        "per article with the selected text, id, url, date, file_path, dump and language (needs the 'dataset' extra)",
     )
 
 
 def check_output_format(args: argparse.Namespace) -> None:
-    """Refuse, before anything runs, a dataset without pyarrow (:class:`MissingExtraError`, exit 69)."""
+    """Refuse, before anything runs, a dataset without the ``dataset`` extra (:class:`MissingExtraError`, exit 69)."""
     from selection_core.dataset import DATASET
 
     if args.output_format == DATASET:

@@ -19,6 +19,7 @@ from selection_crawl.job import CrawlFailedError, CrawlJob
 from selection_crawl.listing import CrawlListingError, read_listing
 from selection_crawl.unit import WarcOutcome, crawl_warc
 from selection_engine import select_file
+from selection_engine.language import identify
 from selection_extraction import ExtractionSettings, extract_to_file, stop_kept_workers
 from tests.support import DATA
 from tests.support.object_stores import StoreServer
@@ -249,6 +250,7 @@ def test_a_crawl_as_a_dataset_is_read_by_duckdb_over_its_glob_with_each_warcs_se
             chosen = article["selected_extractor"]
             assert row["text"] == article[chosen]["text" if chosen != "readability" else "cleaned_text"]
             assert (row["url"], row["date"], row["dump"]) == (article["url"], article["warc_date"], "CC-MAIN-2024-18")
+            assert (row["language"], row["language_score"]) == identify(row["text"])  # in the WARC's process
             expected += 1
     assert len(rows) == expected == summary["totals"]["pages"] == 24
 
