@@ -289,7 +289,9 @@ def run_jobs(
     call, in this thread, in completion order.
 
     Each call may take ``time_limit`` seconds; one that overruns is killed with its worker (a ``TimeoutError``
-    outcome), one whose worker dies gets a ``WorkerCrashedError`` outcome, and the worker is replaced. Jobs are
+    outcome). A call whose worker dies (killed from outside, out of memory) is run again in a fresh worker; only a
+    second death of the same call gives it a ``WorkerCrashedError`` outcome (so one kill changes no outcome, and a
+    page that kills its worker every time fails the same way every run). A dead worker is replaced. Jobs are
     taken lazily (``workers + 1`` in flight). A worker is replaced after ``recycle_after`` pages' worth of calls;
     ``preload`` is imported once by the fork server; ``initializer`` runs once per worker, after the network
     guard; ``keep_workers`` keeps the workers for the next run in this process with the same arguments.
@@ -318,7 +320,8 @@ def run_jobs(
     done: queue.SimpleQueue[tuple[PageJob, str, Future[Any]]] = queue.SimpleQueue()
     calls: dict[tuple[int, str], tuple[PageJob, Future[Any]]] = {}  # every call still out, and its future
     remaining: dict[int, int] = {}  # calls still out, by job index
-    retried: set[tuple[int, str]] = set()
+    retried: set[tuple[int, str]] = set()  # calls run again after a pool broke
+    died: set[tuple[int, str]] = set()  # calls whose worker died once under them
     source = iter(jobs)
 
     def schedule(job: PageJob, name: str) -> None:
@@ -335,7 +338,7 @@ def run_jobs(
                 return
 
     def outcome_of(job: PageJob, name: str, future: Future[Any]) -> Outcome | None:
-        """The call's outcome, or None when the pool broke and every call still out was run again."""
+        """The call's outcome, or None when it was run again (its worker died once, or the pool broke)."""
         try:
             result = future.result()
         except TimeoutError:
@@ -343,6 +346,10 @@ def run_jobs(
             message = f"{name} did not finish within {time_limit:g} s on this page; its worker process was killed"
             return Outcome("", None, f"TimeoutError: {message}")
         except ProcessExpired as exc:
+            if (job.index, name) not in died:
+                died.add((job.index, name))
+                schedule(job, name)
+                return None
             stats.crashes += 1
             reason = death_reason(exc.exitcode)
             return Outcome("", None, f"WorkerCrashedError: the worker process running {name} died ({reason})")

@@ -13,8 +13,10 @@ import dataclasses
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -72,7 +74,7 @@ def test_the_time_limit_runs_from_the_start_of_each_call() -> None:
     assert (stats.timeouts, stats.crashes) == (0, 0)
 
 
-def test_a_crash_fails_only_its_call_and_its_worker_is_replaced() -> None:
+def test_a_call_that_kills_its_worker_twice_fails_alone_and_its_worker_is_replaced() -> None:
     outcomes: dict[tuple[int, str], Outcome] = {}
     jobs = [PageJob(i, html, None, ["crashy", "probe"]) for i, html in enumerate(["fine", "crash", "fine"])]
     functions = {"crashy": pool_probes.crash_on_marker, "probe": pool_probes.report_pid}
@@ -91,6 +93,39 @@ def test_a_crash_fails_only_its_call_and_its_worker_is_replaced() -> None:
     assert all(o.error is None for o in others) and len(others) == 5
     assert others[0].text != others[-1].text  # the crashed worker was replaced
     assert (stats.crashes, stats.timeouts) == (1, 0)
+
+
+def test_a_worker_killed_from_outside_runs_its_call_again_in_a_fresh_process(tmp_path: Path) -> None:
+    """What the kernel's OOM killer does: one SIGKILL of the worker in the middle of a call. The call is run again
+    in a new worker and gives what a run without the kill gives; only a second death would be its error (above)."""
+    marker = tmp_path / "pid"
+    killed: list[int] = []
+
+    def kill_the_worker() -> None:
+        deadline = time.monotonic() + 30
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        killed.append(int(marker.read_text()))
+        os.kill(killed[0], signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_the_worker)
+    killer.start()
+    outcomes: dict[tuple[int, str], Outcome] = {}
+    jobs = [PageJob(0, "fine", None, ["probe"]), PageJob(1, str(marker), None, ["killable", "probe"])]
+    functions = {"killable": pool_probes.wait_to_be_killed, "probe": pool_probes.report_pid}
+    stats = run_jobs(
+        jobs,
+        functions,
+        lambda index, name, outcome: outcomes.setdefault((index, name), outcome),
+        workers=1,
+        time_limit=30.0,
+        preload=WORKER_PRELOAD,
+    )
+    killer.join()
+    assert outcomes[1, "killable"] == Outcome("survived", None, None)
+    assert all(outcome.error is None for outcome in outcomes.values()) and len(outcomes) == 3
+    assert killed and outcomes[1, "probe"].text != str(killed[0])  # the probe ran in the new worker
+    assert (stats.crashes, stats.timeouts) == (0, 0)
 
 
 def test_a_kept_worker_serves_the_next_run() -> None:

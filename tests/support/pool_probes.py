@@ -62,3 +62,15 @@ def fork_a_child_that_keeps_workers() -> None:
         grandchild.join()
         raise SystemExit(1)
     raise SystemExit(grandchild.exitcode)
+
+
+def wait_to_be_killed(html: str, url: str | None) -> tuple[str, str | None]:
+    """An "extractor" whose page is the path of a marker file: the first call writes its worker's pid there and
+    waits (up to 60 s) to be killed from outside; a call that finds the marker written returns ``survived``."""
+    if os.path.exists(html):
+        return "survived", None
+    with open(html + ".tmp", "w") as fh:
+        fh.write(str(os.getpid()))
+    os.replace(html + ".tmp", html)
+    time.sleep(60)
+    return "never killed", None
