@@ -1,8 +1,8 @@
-"""A WARC in a process of its own (:mod:`selection_crawl.process`), watched by a thread: the same bytes as a WARC
-done here; a WARC whose process is stopped (SIGSTOP) is killed and named once nothing moved for the stall bound; an
-extractor process stopped (SIGSTOP) never hangs it; a stop asked keeps the commits; a WARC whose watcher dies ends
-with it; a WARC whose crawl's lease was taken over writes nothing more. Real extractors on real pages, real
-processes and signals."""
+"""A WARC in a process of its own (:mod:`selection_crawl.process`), watched by a thread: the same bytes as a WARC done
+here; a WARC whose process is stopped (SIGSTOP) is killed and named once nothing moved for the stall bound; an
+extractor process stopped (SIGSTOP) never hangs it; extractor processes killed (SIGKILL) change no byte; a stop
+asked keeps the commits; a WARC whose watcher dies ends with it; a WARC whose crawl's lease was taken over writes
+nothing more. Real extractors on real pages, real processes and signals."""
 
 from __future__ import annotations
 
@@ -152,6 +152,31 @@ def test_an_extractor_process_stopped_never_hangs_the_warc(
         assert str(watched.error).startswith(f"{warc}: nothing moved for 20 s")
         print("\nthe stopped extractor hung the WARC's next page; the watchdog killed the WARC")
     _wait_for(lambda: not group_exists(child.pid), "the WARC's group to end")
+
+
+def test_extractor_processes_killed_from_outside_leave_the_bytes_of_a_clean_run(warc: Path, tmp_path: Path) -> None:
+    """What the kernel's OOM killer does to the biggest process: the WARC's extractor processes SIGKILLed while it
+    runs. Each call a killed process held is run again in a fresh one, so no page records the death."""
+    here = _job(warc, tmp_path / "here")
+    assert crawl_warc(here.warc_job(0)).state == "done"
+    job = _job(warc, tmp_path / "killed")
+    watched = _Watched(job.warc_job(0))
+    watched.start()
+    (child,) = _wait_for(_warc_processes, "the WARC's process")
+    killed: list[int] = []
+    while watched.is_alive() and len(killed) < 2:
+        time.sleep(2.0)  # far apart: a call run again after a kill is not killed again (a second death is its error)
+        try:  # an extractor process: a child of the fork server, itself a child of the WARC's process
+            extractors = [p for p in child.children(recursive=True) if p.ppid() != child.pid and p.pid not in killed]
+        except psutil.Error:  # the WARC ended meanwhile
+            break
+        if extractors:
+            os.kill(extractors[0].pid, signal.SIGKILL)
+            killed.append(extractors[0].pid)
+    watched.join(WAIT_SECONDS)
+    assert len(killed) == 2, "the WARC ended before two of its extractor processes could be killed"
+    assert watched.error is None and watched.outcome.state == "done" and watched.outcome.pages == PAGES
+    assert _files(tmp_path / "killed") == _files(tmp_path / "here")
 
 
 def test_a_stop_asked_stops_the_warc_where_it_is_and_keeps_its_commits(warc: Path, tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
