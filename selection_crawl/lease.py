@@ -38,8 +38,15 @@ STALE_SECONDS: Final[float] = 120.0
 RENEW_SECONDS: Final[float] = 30.0
 
 #: Seconds without a renewal after which a run takes its lease as lost: a renewal stuck longer could hide a
-#: takeover (:data:`STALE_SECONDS` less a renewal's period).
+#: takeover (:data:`STALE_SECONDS` less a renewal's period). A renewal counts from its call's start, before the
+#: store dated the write.
 RENEW_DEADLINE_SECONDS: Final[float] = STALE_SECONDS - RENEW_SECONDS
+
+#: Seconds between a renewal that failed on a transient error (a store throttling, restarting or not answering) and
+#: the next try: a store that comes back is written again within this, not a whole period later. The longest outage
+#: a lease outlives follows (docs/scaling.md): :data:`RENEW_DEADLINE_SECONDS` less the longer of this and the store
+#: client's own longest pause between two of its tries.
+RENEW_RETRY_SECONDS: Final[float] = 2.0
 
 #: Seconds between two tries of a run that waits for the lease (``--wait``).
 WAIT_POLL_SECONDS: Final[float] = 10.0
@@ -254,6 +261,7 @@ class CrawlLease:
         with self._lock:
             if self._lost:
                 raise self._lost_error()
+            started = time.monotonic()  # the store's write is later: the lease is at most this old once it returns
             body = {**self._body, "renewed": _iso_now()}
             tag = self._lease.replace_if(orjson.dumps(body), self._tag)
             if tag is None:
@@ -262,7 +270,7 @@ class CrawlLease:
                     self._lost = True
                     raise self._lost_error(current)
                 tag = current.tag  # this run's write, retried by the client after its reply was lost
-            self._body, self._tag, self._renewed = body, tag, time.monotonic()
+            self._body, self._tag, self._renewed = body, tag, started
 
     def _lost_error(self, current: Tagged | None = None) -> CrawlLeaseLostError:
         now = "removed" if current is None else f"taken over ({Holder.of(current, current.modified)})"
@@ -271,9 +279,9 @@ class CrawlLease:
         )
 
     def start_renewing(self, every: float = RENEW_SECONDS) -> None:
-        """Renew the lease every ``every`` seconds in a daemon thread until :meth:`release`. A renewal that fails is
-        tried again while the lease cannot yet be stale; a lost lease, or a failure that lasts, is kept for
-        :meth:`check` to raise (the thread never ends the process)."""
+        """Renew the lease every ``every`` seconds in a daemon thread until :meth:`release`. A renewal that fails on
+        a transient error is tried again every :data:`RENEW_RETRY_SECONDS` while the lease cannot yet be stale; a
+        lost lease, or a failure that lasts, is kept for :meth:`check` to raise (the thread never ends the process)."""
         if self._thread is None:
             self._thread = threading.Thread(
                 target=self._renew_until_released, args=(every,), name=f"crawl lease of {self.prefix}", daemon=True
@@ -281,14 +289,17 @@ class CrawlLease:
             self._thread.start()
 
     def _renew_until_released(self, every: float) -> None:
-        while not self._stop.wait(every):
+        pause = every
+        while not self._stop.wait(pause):
             try:
                 self.renew()
+                pause = every
             except Exception as exc:  # noqa: BLE001 - kept for check(), which the caller calls
                 waited = time.monotonic() - self._renewed
                 if getattr(exc, "transient", False):
-                    if waited + every < STALE_SECONDS:
-                        continue  # tried again at the next tick: the lease cannot be stale before
+                    if waited + RENEW_RETRY_SECONDS < STALE_SECONDS:
+                        pause = RENEW_RETRY_SECONDS  # tried again soon: the lease cannot be stale before
+                        continue
                     exc = CrawlLeaseLostError(
                         f"{self.prefix}: this crawl's lease could not be renewed for {round(waited)} s ({exc}); "
                         "another run may take the prefix over: stop this one, and run it again"

@@ -1,6 +1,7 @@
 """A crawl from and to S3 (moto's server) through a proxy that answers a few percent of requests ``503 SlowDown``
 or cuts them, and answers nothing but ``503`` for a whole minute in the middle of the crawl: every store call of the
-crawl is tried again (backoff and jitter, bounded), and the outputs are a clean run's, byte for byte."""
+crawl is tried again (backoff and jitter, bounded), and the outputs are a clean run's, byte for byte. The crawl's
+lease outlives an outage just shorter than its bound, in the worst phase, and is lost in one just longer."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import orjson
 import pytest
 
 from selection_crawl.job import CrawlJob
+from selection_crawl.lease import RENEW_DEADLINE_SECONDS, RENEW_RETRY_SECONDS, CrawlLease, CrawlLeaseLostError
 from selection_crawl.unit import COMMIT_PAGES_VARIABLE, crawl_warc
 from tests.support.crawls import write_crawl
 from tests.support.faultkit import child_env
@@ -74,3 +76,50 @@ def test_a_crawl_through_a_throttling_store_and_a_minute_of_outage_writes_a_clea
     assert not [k for k in fs.find(f"{bucket}/selected") if k.endswith(".commit")] and not [
         k for k in fs.find(f"{bucket}/selected") if k.endswith(".tries")
     ]
+
+
+#: The longest pause of S3's client (botocore's backoff, s3fs's) between two of its own tries of one call: once the
+#: store answers again, a renewal under way succeeds within it (docs/scaling.md).
+S3_CLIENT_PAUSE_SECONDS = 20.0
+
+
+def test_the_lease_outlives_an_outage_just_under_its_bound_and_is_lost_in_one_just_over(
+    s3_server: StoreServer, bucket: str
+) -> None:
+    """Two leases at once, each behind its own proxy, each outage starting as the lease is written (the worst phase:
+    its next renewal is a whole period away): one outage just shorter than the bound derived from the constants,
+    one just longer than the deadline. Every ``check`` of the first passes, and it is renewed after; the second's
+    raises before its outage ends."""
+    bound = RENEW_DEADLINE_SECONDS - max(RENEW_RETRY_SECONDS, S3_CLIENT_PAUSE_SECONDS)
+    outages = {"under": bound - 5.0, "over": RENEW_DEADLINE_SECONDS + 5.0}
+    assert outages["under"] >= 60.0  # a minute without the store costs no lease
+    found: dict[str, str] = {}
+
+    def hold(name: str, proxy: FaultProxy) -> None:
+        lease = CrawlLease.acquire(s3_server.url(bucket, name), {**s3_server.options, "endpoint_url": proxy.endpoint})
+        proxy.outage.set()
+        lease.start_renewing()
+        started = time.monotonic()
+        try:
+            while time.monotonic() - started < outages[name] + 30.0:
+                if time.monotonic() - started >= outages[name]:
+                    proxy.outage.clear()
+                lease.check()
+                time.sleep(0.5)
+            found[name] = "held" if lease.holds() else "not held"
+        except CrawlLeaseLostError as exc:
+            found[name] = f"lost after {time.monotonic() - started:.0f} s: {exc}"
+        finally:
+            proxy.outage.clear()
+            lease.release()
+
+    with FaultProxy(s3_server.endpoint) as under, FaultProxy(s3_server.endpoint) as over:
+        threads = [threading.Thread(target=hold, args=args) for args in (("under", under), ("over", over))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    print(f"\noutages {outages}: {found}")
+    assert found["under"] == "held" and under.counts["outage"] > 0
+    assert found["over"].startswith("lost after ") and "has not been renewed for" in found["over"]
+    assert float(found["over"].split()[2]) < outages["over"]  # found out while the store was still down
