@@ -146,7 +146,8 @@ def select_content(
             "secret": ...}`), is merged into `storage_options` when the run starts (the block's value wins on a
             clash); only its name is stored with the run. Empty: none.
         output_format: `batch`: the selected batch (every article with `selected_extractor`); `dataset`: Parquet,
-            one row per article with the selected text, its id, URL, date, file and dump (the `dataset` extra).
+            one row per article with the selected text, its language, id, URL, date, file and dump (the `dataset`
+            extra).
     """
     logger = run_logger()
     storage_options = with_credentials(storage_options, credentials_block)

@@ -28,7 +28,7 @@ CRAWL = "crawl-data/CC-MAIN-2024-18"
 OUTAGE_SECONDS = 60.0
 
 
-def test_a_crawl_through_a_throttling_store_and_a_minute_of_outage_writes_a_clean_runs_bytes(
+def test_a_crawl_through_a_throttling_store_and_a_minute_of_outage_writes_a_clean_runs_bytes_and_keeps_its_lease(
     s3_server: StoreServer, bucket: str, tmp_path: Path
 ) -> None:
     folder = tmp_path / "crawl"
@@ -50,6 +50,8 @@ def test_a_crawl_through_a_throttling_store_and_a_minute_of_outage_writes_a_clea
             command = subprocess.Popen([sys.executable, "-m", "selection_cli.main", *args], cwd=tmp_path, env=env,
                                        stdout=sink, stderr=subprocess.STDOUT)  # fmt: skip
         outage = threading.Timer(0, lambda: None)
+        holders: list[threading.Thread] = []
+        leases: dict[str, str] = {}
         try:
             deadline = time.monotonic() + 600
             while not [
@@ -60,12 +62,21 @@ def test_a_crawl_through_a_throttling_store_and_a_minute_of_outage_writes_a_clea
             proxy.outage.set()
             outage = threading.Timer(OUTAGE_SECONDS, proxy.outage.clear)
             outage.start()
+            for name in LEASE_OUTAGES:  # meanwhile, leases of their own through outages at the bound
+                holders.append(threading.Thread(target=_hold_through_an_outage, args=(s3_server, bucket, name, leases)))
+                holders[-1].start()
             assert command.wait(timeout=900) == 0, log.read_text()
         finally:
             outage.cancel()
             if command.poll() is None:
                 command.kill()
-    print(f"\nthrough the fault proxy: {proxy.counts}")
+            for holder in holders:
+                holder.join()
+    print(f"\nthrough the fault proxy: {proxy.counts}; leases through outages of {LEASE_OUTAGES}: {leases}")
+    assert LEASE_OUTAGES["under"] >= OUTAGE_SECONDS  # a minute without the store costs no lease
+    assert leases["under"] == "held"
+    assert leases["over"].startswith("lost after ") and "has not been renewed for" in leases["over"]
+    assert float(leases["over"].split()[2]) < LEASE_OUTAGES["over"]  # found out while the store was still down
     assert proxy.counts["slowdown"] and proxy.counts["cut"] and proxy.counts["outage"]
     fs = s3_server.fs()  # not the one that listed while the crawl ran: its listings are cached
     for warc in reference.warcs:
@@ -82,44 +93,31 @@ def test_a_crawl_through_a_throttling_store_and_a_minute_of_outage_writes_a_clea
 #: store answers again, a renewal under way succeeds within it (docs/scaling.md).
 S3_CLIENT_PAUSE_SECONDS = 20.0
 
+#: Outages of a lease's store, each starting as the lease is written (the worst phase: its next renewal is a period
+#: away): just shorter than the bound the constants give, and just longer than the deadline.
+LEASE_OUTAGES = {
+    "under": RENEW_DEADLINE_SECONDS - max(RENEW_RETRY_SECONDS, S3_CLIENT_PAUSE_SECONDS) - 5.0,
+    "over": RENEW_DEADLINE_SECONDS + 5.0,
+}
 
-def test_the_lease_outlives_an_outage_just_under_its_bound_and_is_lost_in_one_just_over(
-    s3_server: StoreServer, bucket: str
-) -> None:
-    """Two leases at once, each behind its own proxy, each outage starting as the lease is written (the worst phase:
-    its next renewal is a whole period away): one outage just shorter than the bound derived from the constants,
-    one just longer than the deadline. Every ``check`` of the first passes, and it is renewed after; the second's
-    raises before its outage ends."""
-    bound = RENEW_DEADLINE_SECONDS - max(RENEW_RETRY_SECONDS, S3_CLIENT_PAUSE_SECONDS)
-    outages = {"under": bound - 5.0, "over": RENEW_DEADLINE_SECONDS + 5.0}
-    assert outages["under"] >= 60.0  # a minute without the store costs no lease
-    found: dict[str, str] = {}
 
-    def hold(name: str, proxy: FaultProxy) -> None:
-        lease = CrawlLease.acquire(s3_server.url(bucket, name), {**s3_server.options, "endpoint_url": proxy.endpoint})
+def _hold_through_an_outage(server: StoreServer, bucket: str, name: str, found: dict[str, str]) -> None:
+    """A crawl's lease behind a proxy of its own, its store down for ``LEASE_OUTAGES[name]`` from the moment it is
+    written, checked every 0.5 s until the renewals that follow the outage are due: what became of it in ``found``."""
+    with FaultProxy(server.endpoint) as proxy:
+        lease = CrawlLease.acquire(server.url(bucket, name), {**server.options, "endpoint_url": proxy.endpoint})
         proxy.outage.set()
         lease.start_renewing()
         started = time.monotonic()
         try:
-            while time.monotonic() - started < outages[name] + 30.0:
-                if time.monotonic() - started >= outages[name]:
+            while time.monotonic() - started < RENEW_DEADLINE_SECONDS + 5.0:
+                if time.monotonic() - started >= LEASE_OUTAGES[name]:
                     proxy.outage.clear()
                 lease.check()
                 time.sleep(0.5)
-            found[name] = "held" if lease.holds() else "not held"
+            found[name] = "held" if lease.holds() and proxy.counts["outage"] else "not held"
         except CrawlLeaseLostError as exc:
             found[name] = f"lost after {time.monotonic() - started:.0f} s: {exc}"
         finally:
             proxy.outage.clear()
             lease.release()
-
-    with FaultProxy(s3_server.endpoint) as under, FaultProxy(s3_server.endpoint) as over:
-        threads = [threading.Thread(target=hold, args=args) for args in (("under", under), ("over", over))]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    print(f"\noutages {outages}: {found}")
-    assert found["under"] == "held" and under.counts["outage"] > 0
-    assert found["over"].startswith("lost after ") and "has not been renewed for" in found["over"]
-    assert float(found["over"].split()[2]) < outages["over"]  # found out while the store was still down
