@@ -53,21 +53,15 @@ def main() -> None:
     args = parser.parse_args()
 
     import psutil
-
-    from tests.support.crawls import write_crawl
+    from _crawls import one_warc, start_crawl
 
     work = Path(tempfile.mkdtemp(prefix="extractor-kills-bench-"))
     results: dict[str, Any] = {"pages": args.pages}
     try:
-        (key,) = write_crawl(work / "crawl", 1, args.pages)
-        listing = work / "listing.txt"
-        listing.write_text(f"{key}\n")
+        _, listing = one_warc(work, args.pages)
 
         def crawl(name: str, core: str) -> tuple[subprocess.Popen[bytes], float]:
-            command = ["taskset", "-c", core, sys.executable, "-m", "selection_cli.main", "crawl", str(listing)]
-            command += ["--base", str(work / "crawl"), "-o", str(work / name), "--workers", "1", "--time-limit", "60"]
-            log = (work / f"{name}.log").open("wb")
-            return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=work), time.monotonic()
+            return start_crawl(sys.executable, listing, work / name, core, work / f"{name}.log")
 
         runs = {"clean": crawl("clean", "0"), "killed": crawl("killed", "1")}
         process, started = runs["killed"]

@@ -34,14 +34,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def _start(python: str, args: list[str], core: str, log: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        ["taskset", "-c", core, python, "-m", "selection_cli.main", *args],
-        stdin=subprocess.DEVNULL, stdout=log.open("wb"), stderr=subprocess.STDOUT,
-        cwd=log.parent,  # not the repository: each interpreter imports its own code
-    )  # fmt: skip
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=5000, help="HTML pages of the WARC")
@@ -49,24 +41,20 @@ def main() -> None:
     args = parser.parse_args()
 
     import pyarrow.parquet as pq
+    from _crawls import one_warc, start_crawl
 
     from selection_engine.language import identify
-    from tests.support.crawls import write_crawl
 
     work = Path(tempfile.mkdtemp(prefix="language-cost-bench-"))
     results: dict[str, Any] = {"pages": args.pages}
     try:
-        (key,) = write_crawl(work / "crawl", 1, args.pages)
-        listing = work / "listing.txt"
-        listing.write_text(f"{key}\n")
-        results["warc_bytes"] = (work / "crawl" / key).stat().st_size
+        warc, listing = one_warc(work, args.pages)
+        results["warc_bytes"] = warc.stat().st_size
 
         def crawl(python: str, name: str, core: str) -> tuple[subprocess.Popen[bytes], float]:
-            out = work / f"out-{name}"
-            command = ["crawl", str(listing), "--base", str(work / "crawl"), "-o", str(out), "--format", "dataset"]
-            command += ["--workers", "1", "--time-limit", "60"]
-            (work / name).mkdir()
-            return _start(python, command, core, work / name / "crawl.log"), time.monotonic()
+            return start_crawl(
+                python, listing, work / f"out-{name}", core, work / name / "crawl.log", "--format", "dataset"
+            )
 
         runs = {"with": crawl(sys.executable, "with", "1")}
         if args.before_python:

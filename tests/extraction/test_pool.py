@@ -67,17 +67,9 @@ def run(
     return [texts[i] for i in range(n_pages)], stats
 
 
-def test_the_time_limit_runs_from_the_start_of_each_call() -> None:
-    """Calls waiting for a worker are not timed: 3 calls of 0.4 s one after the other, 1 s each."""
-    texts, stats = run(3, keep=False, functions={"probe": pool_probes.sleep_briefly}, time_limit=1.0)
-    assert texts == ["slept"] * 3
-    assert (stats.timeouts, stats.crashes) == (0, 0)
-
-
-def test_a_call_that_kills_its_worker_twice_fails_alone_and_its_worker_is_replaced() -> None:
+def run_each(jobs: list[PageJob], functions: dict) -> tuple[dict[tuple[int, str], Outcome], object]:
+    """Run ``jobs`` on one worker; each call's outcome by (page, extractor), and the run's stats."""
     outcomes: dict[tuple[int, str], Outcome] = {}
-    jobs = [PageJob(i, html, None, ["crashy", "probe"]) for i, html in enumerate(["fine", "crash", "fine"])]
-    functions = {"crashy": pool_probes.crash_on_marker, "probe": pool_probes.report_pid}
     stats = run_jobs(
         jobs,
         functions,
@@ -86,6 +78,20 @@ def test_a_call_that_kills_its_worker_twice_fails_alone_and_its_worker_is_replac
         time_limit=30.0,
         preload=WORKER_PRELOAD,
     )
+    return outcomes, stats
+
+
+def test_the_time_limit_runs_from_the_start_of_each_call() -> None:
+    """Calls waiting for a worker are not timed: 3 calls of 0.4 s one after the other, 1 s each."""
+    texts, stats = run(3, keep=False, functions={"probe": pool_probes.sleep_briefly}, time_limit=1.0)
+    assert texts == ["slept"] * 3
+    assert (stats.timeouts, stats.crashes) == (0, 0)
+
+
+def test_a_call_that_kills_its_worker_twice_fails_alone_and_its_worker_is_replaced() -> None:
+    jobs = [PageJob(i, html, None, ["crashy", "probe"]) for i, html in enumerate(["fine", "crash", "fine"])]
+    functions = {"crashy": pool_probes.crash_on_marker, "probe": pool_probes.report_pid}
+    outcomes, stats = run_each(jobs, functions)
     assert outcomes[1, "crashy"] == Outcome(
         "", None, "WorkerCrashedError: the worker process running crashy died (killed by signal 11 (SIGSEGV))"
     )
@@ -110,17 +116,9 @@ def test_a_worker_killed_from_outside_runs_its_call_again_in_a_fresh_process(tmp
 
     killer = threading.Thread(target=kill_the_worker)
     killer.start()
-    outcomes: dict[tuple[int, str], Outcome] = {}
     jobs = [PageJob(0, "fine", None, ["probe"]), PageJob(1, str(marker), None, ["killable", "probe"])]
     functions = {"killable": pool_probes.wait_to_be_killed, "probe": pool_probes.report_pid}
-    stats = run_jobs(
-        jobs,
-        functions,
-        lambda index, name, outcome: outcomes.setdefault((index, name), outcome),
-        workers=1,
-        time_limit=30.0,
-        preload=WORKER_PRELOAD,
-    )
+    outcomes, stats = run_each(jobs, functions)
     killer.join()
     assert outcomes[1, "killable"] == Outcome("survived", None, None)
     assert all(outcome.error is None for outcome in outcomes.values()) and len(outcomes) == 3
