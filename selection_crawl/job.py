@@ -7,6 +7,7 @@ so that a re-run lists the output folders instead of reading every record.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import posixpath
 import tempfile
@@ -14,6 +15,8 @@ import time
 import uuid
 from array import array
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Final
 
 import orjson
@@ -33,10 +36,17 @@ from selection_crawl.unit import (
 from selection_engine.dataset import require_dataset_extra
 from selection_extraction import ExtractionSettings
 from selection_storage.files import Version
-from selection_storage.stores import Location, location, store, write_atomic
+from selection_storage.stores import Location, ObjectPath, location, store, write_atomic
 
 #: Folder listings kept while a resume walks the listing (Common Crawl's lists each folder's WARCs together).
 _LISTINGS_KEPT: Final[int] = 8
+
+#: The WARCs a resume looks at together: their versions asked for at once, then each decided.
+_RESUMED_AT_ONCE: Final[int] = 1000
+
+#: Requests in flight when the versions of WARCs on a web server are asked for (one HEAD each): a resume of a
+#: whole crawl asks for as many as it has done WARCs.
+VERSIONS_AT_ONCE: Final[int] = 16
 
 #: Least seconds between two writes of ``crawl.json`` while WARCs finish (and at least 4x the last write's time).
 SUMMARY_INTERVAL_SECONDS: Final[float] = 5.0
@@ -50,13 +60,25 @@ class CrawlFailedError(SelectionError):
 
 
 class _Listings:
-    """``listed(folder)``: a folder's files and their versions, the last few folders kept."""
+    """``listed(folder)``: a folder's files and their versions, the last few folders kept; the versions of files
+    on a store that gives no listing (a web server), asked for :data:`VERSIONS_AT_ONCE` at a time."""
 
     def __init__(self) -> None:
         self.listed = functools.lru_cache(maxsize=_LISTINGS_KEPT)(lambda folder: store(folder).listed())
 
     def version(self, where: Location) -> Version | None:
+        if isinstance(where, ObjectPath) and not where.backend.listable:
+            return store(where).listed_version()
         return self.listed(where.parent).get(where.name)
+
+    def versions(self, places: list[Location]) -> list[Version | None]:
+        """Each place's :meth:`version`, in order: from its folder's listing, or asked for in parallel (each ask
+        tried again as any store call is, within the caller's patience)."""
+        if all(isinstance(p, Path) or p.backend.listable for p in places):
+            return [self.version(p) for p in places]
+        context = contextvars.copy_context()
+        with ThreadPoolExecutor(VERSIONS_AT_ONCE, thread_name_prefix="versions") as pool:
+            return list(pool.map(lambda p: context.copy().run(self.version, p), places))
 
 
 def _entry(warc: ListedWarc, outcome: WarcOutcome | None) -> dict[str, Any]:
@@ -218,29 +240,43 @@ class CrawlJob:
 
     def _resume(self) -> None:
         """Find the WARCs whose output is valid: listed with its record, the record (or ``crawl.json``'s copy of it)
-        naming this WARC at its current version and this run's settings, and the listed output's size."""
+        naming this WARC at its current version and this run's settings, and the listed output's size. The WARCs
+        are looked at :data:`_RESUMED_AT_ONCE` at a time, the versions of those with an output asked for together."""
         self._previous()
         inputs, outputs = _Listings(), _Listings()
-        for index, warc in enumerate(self.warcs):
-            output = self.where(warc.relative)
-            record = record_of(output)
-            listed = outputs.version(output)
-            outcome = self.outcome(index)
-            self._lines.drop(index)
-            if listed is None or outputs.version(record) is None:
-                self.todo.append(index)
-                continue
-            current = inputs.version(location(warc.source, self.storage_options))
-            wanted = (self.fingerprint, current, listed.size)
-            if outcome is None or _identity(outcome) != wanted:
-                outcome = read_record(record, warc.source)
-            if current is not None and outcome is not None and _identity(outcome) == wanted:
-                self._keep(index, outcome)
-                self.done_before += 1
-                for name in work_files(output.name, outputs.listed(output.parent)):  # its worker died as it ended
-                    store(output.with_name(name)).remove()
-            else:
-                self.todo.append(index)
+        for begin in range(0, len(self.warcs), _RESUMED_AT_ONCE):
+            indices = range(begin, min(begin + _RESUMED_AT_ONCE, len(self.warcs)))
+            listed = {}
+            for index in indices:
+                output = self.where(self.warcs[index].relative)
+                found = outputs.version(output)
+                if found is not None and outputs.version(record_of(output)) is not None:
+                    listed[index] = found
+            sources = [location(self.warcs[index].source, self.storage_options) for index in listed]
+            current = dict(zip(listed, inputs.versions(sources), strict=True))
+            for index in indices:
+                self._resume_one(index, listed.get(index), current.get(index), outputs)
+
+    def _resume_one(self, index: int, listed: Version | None, current: Version | None, outputs: _Listings) -> None:
+        """Keep WARC ``index`` as done, or put it in :attr:`todo`: ``listed`` is its output's version (None: no
+        output, or no record), ``current`` its WARC's."""
+        warc = self.warcs[index]
+        outcome = self.outcome(index)
+        self._lines.drop(index)
+        if listed is None or current is None:
+            self.todo.append(index)
+            return
+        output = self.where(warc.relative)
+        wanted = (self.fingerprint, current, listed.size)
+        if outcome is None or _identity(outcome) != wanted:
+            outcome = read_record(record_of(output), warc.source)
+        if outcome is not None and _identity(outcome) == wanted:
+            self._keep(index, outcome)
+            self.done_before += 1
+            for name in work_files(output.name, outputs.listed(output.parent)):  # its worker died as it ended
+                store(output.with_name(name)).remove()
+        else:
+            self.todo.append(index)
 
     def finish_warc(self, index: int, outcome: WarcOutcome) -> None:
         """Keep what became of WARC ``index``; ``crawl.json`` is replaced when the last write is old enough."""

@@ -124,7 +124,10 @@ def find_pages(source: str | os.PathLike[str] | ObjectPath, label: str | None = 
 
 
 def missing_pages(text: str, folder_noun: str = "directory") -> InvalidPagesError:
-    """The refusal of pages ``text`` that do not exist (on a disk, or in a store, whose folders are prefixes)."""
+    """The refusal of pages ``text`` that do not exist (on a disk, in a store, whose folders are prefixes, or on a web
+    server, which has no folders)."""
+    if folder_noun == "web server":
+        return InvalidPagesError(f"{text}: the server answered 404 (no such file); check the URL")
     if folder_noun == "prefix":  # nothing there: a mistyped URL, more likely than a prefix
         return InvalidPagesError(f"{text}: no such object, and no object under this prefix; check the URL")
     return InvalidPagesError(

@@ -39,6 +39,10 @@ class Backend:
     #: Whether it reads and writes an object on a condition (:meth:`read_range`, :meth:`read_tagged`,
     #: :meth:`write_if`, :meth:`delete_if`).
     conditional: bool = False
+    #: Whether an output can be written there (a web server's files are only read).
+    writable: bool = True
+    #: Whether its folders (prefixes) can be listed (a web server gives no listing: each file is asked for).
+    listable: bool = True
 
     def __init__(self, extra: str | None = None) -> None:
         if extra is not None:
@@ -53,6 +57,22 @@ class Backend:
         import fsspec
 
         return fsspec.get_filesystem_class(protocol)
+
+    def fs_path(self, protocol: str, key: str) -> str:
+        """The path its fsspec file system takes for the object ``protocol://key``."""
+        return key
+
+    def entry(self, fs: Any, path: str) -> dict[str, Any] | None:
+        """The store's entry of ``path`` (fsspec's ``info``): its type, size and version; None when nothing is
+        there."""
+        try:
+            return dict(fs.info(path))
+        except FileNotFoundError:
+            return None
+
+    def opened(self, fs: Any, path: str, entry: Mapping[str, Any], **how: Any) -> Any:
+        """``path`` opened for reading (fsspec's file, with ``how``), ``entry`` being what :meth:`entry` found."""
+        return fs.open(path, "rb", **how)
 
     async def read_range(self, fs: Any, key: str, name: str, value: str, start: int, into: memoryview) -> int | None:
         """Fill ``into`` from ``start`` by one ranged GET served only from the version whose tag is ``name:value``:

@@ -10,13 +10,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
+from selection_core.errors import InvalidBatchError
 from selection_storage.files import Version
 from selection_storage.stores.backend import timestamp
 from selection_storage.stores.failures import store_error
 from selection_storage.stores.urls import Location, ObjectPath
 
-#: The fields of a listing's entry that tell an object's version (a listing has no version id), by preference.
-_LISTED_TAGS: Final[tuple[str, ...]] = ("ETag", "generation", "etag")
+#: The fields of a listing's entry that tell an object's version (a listing has no version id), by preference (a web
+#: server's file without an ETag: its Last-Modified).
+_LISTED_TAGS: Final[tuple[str, ...]] = ("ETag", "generation", "etag", "Last-Modified")
 
 
 def _version_of(entry: Mapping[str, Any], tags: Sequence[str]) -> Version:
@@ -52,7 +54,9 @@ def modified_ns(entry: Mapping[str, Any]) -> int:
 
 
 def walk_objects(prefix: ObjectPath) -> Iterator[tuple[ObjectPath, dict[str, Any]]]:
-    """Every object under ``prefix`` (keys with a hidden segment skipped), sorted by key, with its entry."""
+    """Every object under ``prefix`` (keys with a hidden segment skipped), sorted by key, with its entry; an
+    ``InvalidBatchError`` on a store that gives no listing (a web server)."""
+    check_listable(prefix)
     fs = prefix.filesystem()
     try:
         found: dict[str, dict[str, Any]] = fs.find(prefix.key, detail=True)
@@ -63,6 +67,15 @@ def walk_objects(prefix: ObjectPath) -> Iterator[tuple[ObjectPath, dict[str, Any
         if any(part.startswith(".") for part in relative.split("/")):
             continue
         yield ObjectPath(prefix.protocol, key.strip("/"), prefix.options), found[key]
+
+
+def check_listable(prefix: ObjectPath) -> None:
+    """An ``InvalidBatchError`` when ``prefix``'s store gives no listing of its files (a web server)."""
+    if not prefix.backend.listable:
+        raise InvalidBatchError(
+            f"{prefix}: a web server gives no listing of its files; give the URL of each file, or a listing of "
+            "them (a text file of URLs, one per line, such as Common Crawl's warc.paths.gz)"
+        )
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from typing import Final
 
 from selection_core.errors import (
@@ -13,6 +14,7 @@ from selection_core.errors import (
     WriteError,
 )
 from selection_storage.files import InputChangedError
+from selection_storage.stores.http import TRANSIENT_STATUSES
 from selection_storage.stores.urls import ObjectPath
 from selection_storage.transient import TRANSIENT_ERRNOS
 
@@ -41,8 +43,13 @@ _CONNECTION_FAILURES: Final[frozenset[str]] = frozenset(
 
 
 def _status(exc: BaseException) -> int | None:
-    """The HTTP status of an Azure SDK error, which adlfs passes on as it is (None for any other error)."""
-    return getattr(exc, "status_code", None) if _named(exc, frozenset({"HttpResponseError"})) else None
+    """The HTTP status of an answer: an Azure SDK error's (adlfs passes it on as it is), or a web server's (aiohttp's
+    error, or :class:`HTTPStatusError`); None for any other error."""
+    if _named(exc, frozenset({"HttpResponseError"})):
+        return getattr(exc, "status_code", None)
+    if _named(exc, frozenset({"ClientResponseError", "HTTPStatusError"})):
+        return getattr(exc, "status", None)
+    return None
 
 
 def _named(exc: BaseException, names: frozenset[str]) -> bool:
@@ -64,8 +71,17 @@ def store_error(p: ObjectPath, exc: BaseException, writing: bool = False) -> Sel
     if isinstance(exc, SelectionError):
         return exc
     kind = OutputPathError if writing else InvalidBatchError
-    if type(exc).__name__ == "FileExpired" or (isinstance(exc, OSError) and "pre-condition" in str(exc).lower()):
+    status = _status(exc)
+    if (
+        type(exc).__name__ == "FileExpired"
+        or status == 412
+        or (isinstance(exc, OSError) and "pre-condition" in str(exc).lower())
+    ):
         return InputChangedError(f"{p}: the object changed while it was being read; run again once it is complete")
+    if status is not None and not p.backend.writable:  # a web server: its status says what to do
+        if status in TRANSIENT_STATUSES:
+            return ReadError(f"{p}: the server answered {status}; retry later", errno.EBUSY)
+        return InvalidBatchError(f"{p}: the server answered {status}; check the URL")
     if isinstance(exc, FileNotFoundError) or _status(exc) == 404:
         what = "the bucket does not exist" if writing else "no such object (or bucket)"
         return kind(f"{p}: {what}; check the URL")

@@ -16,7 +16,14 @@ from selection_core.errors import InvalidBatchError, OutputPathError
 from selection_storage.atomic import Staged
 from selection_storage.files import Version
 from selection_storage.stores.backend import UPLOAD_PART_BYTES, Changed
-from selection_storage.stores.entries import Entry, listed_version, modified_ns, object_version, walk_objects
+from selection_storage.stores.entries import (
+    Entry,
+    check_listable,
+    listed_version,
+    modified_ns,
+    object_version,
+    walk_objects,
+)
 from selection_storage.stores.failures import store_error
 from selection_storage.stores.protocol import Store
 from selection_storage.stores.retries import retried
@@ -38,7 +45,7 @@ def read_range(p: ObjectPath, version: Version, start: int, into: memoryview) ->
 
     def get() -> int | None:
         try:
-            return sync(fs.loop, p.backend.read_range, fs, p.key, name, value, start, into)
+            return sync(fs.loop, p.backend.read_range, fs, p.fs_path, name, value, start, into)
         except Changed:
             return -1
         except Exception as exc:  # noqa: BLE001 - every store failure becomes one typed line
@@ -97,11 +104,10 @@ class _ObjectStream(io.RawIOBase):
 class ObjectStore:
     """An object (or a prefix) in a store, behind the interface of :class:`Store`."""
 
-    folder_noun = "prefix"
-
     def __init__(self, path: ObjectPath) -> None:
         self.path = path
         self.options = path.options
+        self.folder_noun = "prefix" if path.backend.listable else "web server"  # a web server has no folders
 
     def _entry(self) -> dict[str, Any] | None:
         """The store's current entry here (not a cached listing), or None when nothing is here."""
@@ -110,8 +116,8 @@ class ObjectStore:
     def _entry_once(self) -> dict[str, Any] | None:
         fs = self.path.filesystem()
         try:
-            fs.invalidate_cache(self.path.key)
-            return dict(fs.info(self.path.key))
+            fs.invalidate_cache(self.path.fs_path)
+            return self.path.backend.entry(fs, self.path.fs_path)
         except FileNotFoundError:
             return None
         except Exception as exc:  # noqa: BLE001 - every store failure becomes one typed line
@@ -133,9 +139,9 @@ class ObjectStore:
     def _stream(self) -> Iterator[tuple[Version, _ObjectStream]]:
         """Opened without a read-ahead cache (each read one ranged GET: memory stays bounded), and the version."""
         entry = self._object()
-        fh = self._opened(cache_type="none", block_size=UPLOAD_PART_BYTES)
+        fh = self._opened(entry, cache_type="none", block_size=UPLOAD_PART_BYTES)
         with contextlib.closing(_ObjectStream(self.path, fh)) as stream:
-            yield object_version(getattr(fh, "details", None) or entry), stream
+            yield object_version({**entry, **(getattr(fh, "details", None) or {})}), stream
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[tuple[Version, Callable[[int], bytes]]]:
@@ -159,13 +165,14 @@ class ObjectStore:
 
     def open(self, block_size: int = UPLOAD_PART_BYTES) -> BinaryIO:
         # a read-ahead cache: a sequential reader (a web archive's) streams it in ranges with bounded memory
-        fh = self._opened(cache_type="readahead", block_size=block_size)
+        entry = self._object() if not self.path.backend.listable else {}  # a web server's: its size and version
+        fh = self._opened(entry, cache_type="readahead", block_size=block_size)
         return _ObjectStream(self.path, fh)  # type: ignore[return-value]
 
-    def _opened(self, **how: Any) -> Any:
+    def _opened(self, entry: dict[str, Any], **how: Any) -> Any:
         def call() -> Any:
             try:
-                return self.path.filesystem().open(self.path.key, "rb", **how)
+                return self.path.backend.opened(self.path.filesystem(), self.path.fs_path, entry, **how)
             except Exception as exc:  # noqa: BLE001
                 raise store_error(self.path, exc) from None
 
@@ -175,6 +182,7 @@ class ObjectStore:
         return int(self._object()["size"])
 
     def stage(self, token: str | None = None) -> Staged:
+        self.path.check_writable()
         return StagedObject(self.path)
 
     def part(self, token: str, number: int) -> str | None:
@@ -188,7 +196,7 @@ class ObjectStore:
 
     def _remove_once(self) -> None:
         try:
-            self.path.filesystem().rm_file(self.path.key)
+            self.path.filesystem().rm_file(self.path.fs_path)
         except FileNotFoundError:
             pass
         except Exception as exc:  # noqa: BLE001 - each backend's errors, mapped
@@ -198,6 +206,7 @@ class ObjectStore:
         pass  # a prefix is there as soon as an object is under it
 
     def check_output(self, source: Store, option: str) -> None:
+        self.path.check_writable(option)
         if self.path == source.path:
             raise OutputPathError(
                 f"{self.path}: is the input object itself; the input is never overwritten, choose another {option}"
@@ -231,12 +240,13 @@ class ObjectStore:
         return [found[name] for name in sorted(found)]
 
     def listed(self) -> dict[str, Version]:
+        check_listable(self.path)
         fs = self.path.filesystem()
 
         def call() -> list[dict[str, Any]]:
             try:
-                fs.invalidate_cache(self.path.key)
-                return list(fs.ls(self.path.key, detail=True))
+                fs.invalidate_cache(self.path.fs_path)
+                return list(fs.ls(self.path.fs_path, detail=True))
             except FileNotFoundError:
                 return []
             except Exception as exc:  # noqa: BLE001

@@ -21,7 +21,7 @@ class Store(Protocol):
 
     path: Location
     options: Mapping[str, Any]  # the run's storage options (none for a file)
-    folder_noun: str  # what a folder is called here: a "directory", a "prefix"
+    folder_noun: str  # what a folder is called here: a "directory", a "prefix" (a "web server": none)
 
     def version(self) -> Version: ...
 

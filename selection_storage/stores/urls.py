@@ -10,11 +10,18 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Final
 
-from selection_core.errors import InvalidBatchError, MissingExtraError, ServiceUnavailableError, UnsafePathError
+from selection_core.errors import (
+    InvalidBatchError,
+    MissingExtraError,
+    OutputPathError,
+    ServiceUnavailableError,
+    UnsafePathError,
+)
 from selection_storage.stores.azure import Azure
 from selection_storage.stores.backend import Backend
 from selection_storage.stores.endpoints import refusal_once
 from selection_storage.stores.gcs import GCS
+from selection_storage.stores.http import HTTP
 from selection_storage.stores.memory import Memory
 from selection_storage.stores.s3 import S3
 
@@ -26,8 +33,12 @@ BACKENDS: Final[dict[str, Backend]] = {
     **dict.fromkeys(("gs", "gcs"), GCS()),
     **dict.fromkeys(("az", "abfs", "abfss"), Azure()),
     "adl": Backend("azure"),  # Azure Data Lake Gen1: adlfs's other file system
+    **dict.fromkeys(("http", "https"), HTTP()),
     "memory": Memory(),
 }
+
+#: What a place is called where a run writes (refused on a store where nothing is written).
+_WRITTEN: Final[frozenset[str]] = frozenset({"output", "data root"})
 _OTHER: Final[Backend] = Backend()
 
 
@@ -71,7 +82,18 @@ class ObjectPath:
         key = "/".join(s for s in segments if s)
         if not key:
             raise UnsafePathError(f"{what} path {url!r} names no bucket; write it as {m[1]}://BUCKET/KEY")
-        return cls(m[1].lower(), key, dict(options or {}))
+        found = cls(m[1].lower(), key, dict(options or {}))
+        if what in _WRITTEN:
+            found.check_writable(what)
+        return found
+
+    def check_writable(self, what: str = "output") -> None:
+        """An ``OutputPathError`` when nothing can be written here (a web server's files are only read)."""
+        if not self.backend.writable:
+            raise OutputPathError(
+                f"{what} {self}: a web server's files are only read, never written; give the {what} as a folder, "
+                "or as an s3://, gs:// or az:// URL"
+            )
 
     def __str__(self) -> str:
         return f"{self.protocol}://{self.key}"
@@ -80,6 +102,11 @@ class ObjectPath:
     def backend(self) -> Backend:
         """What its kind of store does beyond fsspec's common interface."""
         return BACKENDS.get(self.protocol, _OTHER)
+
+    @property
+    def fs_path(self) -> str:
+        """The path its fsspec file system takes (the key; a web server's: the whole URL)."""
+        return self.backend.fs_path(self.protocol, self.key)
 
     @property
     def name(self) -> str:
