@@ -7,7 +7,6 @@ so that a re-run lists the output folders instead of reading every record.
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import posixpath
 import tempfile
@@ -15,8 +14,6 @@ import time
 import uuid
 from array import array
 from collections.abc import Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any, Final
 
 import orjson
@@ -36,17 +33,13 @@ from selection_crawl.unit import (
 from selection_engine.dataset import require_dataset_extra
 from selection_extraction import ExtractionSettings
 from selection_storage.files import Version
-from selection_storage.stores import Location, ObjectPath, location, store, write_atomic
+from selection_storage.stores import Location, ObjectPath, listed_versions, location, store, write_atomic
 
 #: Folder listings kept while a resume walks the listing (Common Crawl's lists each folder's WARCs together).
 _LISTINGS_KEPT: Final[int] = 8
 
 #: The WARCs a resume looks at together: their versions asked for at once, then each decided.
 _RESUMED_AT_ONCE: Final[int] = 1000
-
-#: Requests in flight when the versions of WARCs on a web server are asked for (one HEAD each): a resume of a
-#: whole crawl asks for as many as it has done WARCs.
-VERSIONS_AT_ONCE: Final[int] = 16
 
 #: Least seconds between two writes of ``crawl.json`` while WARCs finish (and at least 4x the last write's time).
 SUMMARY_INTERVAL_SECONDS: Final[float] = 5.0
@@ -60,25 +53,25 @@ class CrawlFailedError(SelectionError):
 
 
 class _Listings:
-    """``listed(folder)``: a folder's files and their versions, the last few folders kept; the versions of files
-    on a store that gives no listing (a web server), asked for :data:`VERSIONS_AT_ONCE` at a time."""
+    """``listed(folder)``: a folder's files and their versions, the last few folders kept."""
 
     def __init__(self) -> None:
         self.listed = functools.lru_cache(maxsize=_LISTINGS_KEPT)(lambda folder: store(folder).listed())
 
     def version(self, where: Location) -> Version | None:
-        if isinstance(where, ObjectPath) and not where.backend.listable:
-            return store(where).listed_version()
         return self.listed(where.parent).get(where.name)
 
     def versions(self, places: list[Location]) -> list[Version | None]:
-        """Each place's :meth:`version`, in order: from its folder's listing, or asked for in parallel (each ask
-        tried again as any store call is, within the caller's patience)."""
-        if all(isinstance(p, Path) or p.backend.listable for p in places):
-            return [self.version(p) for p in places]
-        context = contextvars.copy_context()
-        with ThreadPoolExecutor(VERSIONS_AT_ONCE, thread_name_prefix="versions") as pool:
-            return list(pool.map(lambda p: context.copy().run(self.version, p), places))
+        """Each place's version, in order: from its folder's listing, or (a web server's files) asked for together
+        (:func:`listed_versions`)."""
+        unlisted: dict[str, list[int]] = {}
+        for number, place in enumerate(places):
+            if isinstance(place, ObjectPath) and not place.backend.listable:
+                unlisted.setdefault(place.protocol, []).append(number)
+        found: dict[int, Version | None] = {}
+        for numbers in unlisted.values():
+            found |= zip(numbers, listed_versions([places[n] for n in numbers]), strict=True)
+        return [found[n] if n in found else self.version(p) for n, p in enumerate(places)]
 
 
 def _entry(warc: ListedWarc, outcome: WarcOutcome | None) -> dict[str, Any]:

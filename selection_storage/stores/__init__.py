@@ -19,7 +19,7 @@ from selection_storage.atomic import Staged, commit_in_order
 from selection_storage.stores.disk import DiskStore
 from selection_storage.stores.endpoints import connection_refusal
 from selection_storage.stores.entries import Entry
-from selection_storage.stores.objects import ObjectStore
+from selection_storage.stores.objects import ObjectStore, listed_versions
 from selection_storage.stores.protocol import Store
 from selection_storage.stores.retries import retried
 from selection_storage.stores.urls import Location, ObjectPath, is_url, local_text, location
@@ -30,6 +30,7 @@ __all__ = [
     "ObjectPath",
     "connection_refusal",
     "is_url",
+    "listed_versions",
     "local_text",
     "location",
     "remove_orphans_beside",

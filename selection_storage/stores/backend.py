@@ -70,6 +70,10 @@ class Backend:
         except FileNotFoundError:
             return None
 
+    async def entries(self, fs: Any, paths: list[str]) -> list[dict[str, Any] | None | BaseException]:
+        """:meth:`entry` of each path, asked for together (a store that gives no listing has it)."""
+        raise NotImplementedError
+
     def opened(self, fs: Any, path: str, entry: Mapping[str, Any], **how: Any) -> Any:
         """``path`` opened for reading (fsspec's file, with ``how``), ``entry`` being what :meth:`entry` found."""
         return fs.open(path, "rb", **how)

@@ -10,11 +10,16 @@ a folder of files cannot be read from it, and nothing is written to it. An answe
 
 from __future__ import annotations
 
+import asyncio
 import errno
 from collections.abc import Mapping
 from typing import Any, Final
 
 from selection_storage.stores.backend import Backend, Changed, fill
+
+#: HEADs in flight at once when many files' versions are asked for (:meth:`HTTP.entries`): a re-run of a whole
+#: crawl asks for one per WARC done.
+REQUESTS_AT_ONCE: Final[int] = 16
 
 #: The statuses another try may cure: Common Crawl's "SlowDown" (503), throttling (429) and the gateway's errors.
 TRANSIENT_STATUSES: Final[frozenset[int]] = frozenset({429, 500, 502, 503, 504})
@@ -85,6 +90,16 @@ class HTTP(Backend):
             if headers.get("Last-Modified"):
                 found["Last-Modified"] = headers["Last-Modified"]
             return found
+
+    async def entries(self, fs: Any, paths: list[str]) -> list[dict[str, Any] | None | BaseException]:
+        """:meth:`entry` of each path, :data:`REQUESTS_AT_ONCE` at a time; a failure is that path's result."""
+        limit = asyncio.Semaphore(REQUESTS_AT_ONCE)
+
+        async def one(path: str) -> dict[str, Any] | None:
+            async with limit:
+                return await self._head(fs, path)
+
+        return await asyncio.gather(*(one(path) for path in paths), return_exceptions=True)
 
     def opened(self, fs: Any, path: str, entry: Mapping[str, Any], **how: Any) -> Any:
         """Read in ranges of the version ``entry`` tells, each ranged GET conditioned on it."""

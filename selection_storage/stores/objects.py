@@ -8,7 +8,7 @@ import contextlib
 import errno
 import io
 import posixpath
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -57,6 +57,26 @@ def read_range(p: ObjectPath, version: Version, start: int, into: memoryview) ->
     if got != into.nbytes:
         raise store_error(p, OSError(errno.EINVAL, "pre-condition failed: the object changed or is shorter"))
     return True
+
+
+def listed_versions(paths: Sequence[ObjectPath]) -> list[Version | None]:
+    """Each file's version as :meth:`ObjectStore.listed_version` tells it, for files of one store that gives no
+    listing (a web server): their HEADs sent together, a few at a time (:meth:`HTTP.entries`); a file whose HEAD
+    failed is asked again alone, as any store call is (:func:`retried`, its typed error)."""
+    if not paths:
+        return []
+    fs = paths[0].filesystem()
+    from fsspec.asyn import sync
+
+    found = sync(fs.loop, paths[0].backend.entries, fs, [p.fs_path for p in paths])
+    return [
+        ObjectStore(p).listed_version()
+        if isinstance(entry, BaseException)
+        else None
+        if entry is None
+        else listed_version(entry)
+        for p, entry in zip(paths, found, strict=True)
+    ]
 
 
 class _ObjectStream(io.RawIOBase):
