@@ -20,8 +20,9 @@ from selection_storage.transient import is_transient_io_error
 
 T = TypeVar("T")
 
-#: The first wait, and the longest, between two tries (each drawn between half of it and all of it).
-FIRST_WAIT_SECONDS: Final[float] = 0.5
+#: The first wait, and the longest, between two tries (each drawn between half of it and all of it): never less
+#: than a second, as Common Crawl asks of the clients of its HTTPS service.
+FIRST_WAIT_SECONDS: Final[float] = 2.0
 MAX_WAIT_SECONDS: Final[float] = 20.0
 
 _patience: contextvars.ContextVar[float] = contextvars.ContextVar("content_selection_store_patience", default=0.0)
