@@ -18,11 +18,12 @@ from selection_storage.paths import (
     resolve_output_path,
     resolve_run_paths,
 )
-from selection_storage.stores import Location, is_url, location, store
+from selection_storage.stores import Location, beside, is_url, location, store
 
 
 def extracted_path(source: str | os.PathLike[str] | Location) -> Location:
-    """``<name>_extracted.json`` beside the input (a directory, a manifest, a page or a WARC file or object)."""
+    """``<name>_extracted.json`` beside the input (a directory, a manifest, a page or a WARC file or object; a web
+    server's: in the current folder)."""
     path = location(source)
     if not path.name or path.name in (".", ".."):
         path = store(path).resolve()
@@ -30,7 +31,7 @@ def extracted_path(source: str | os.PathLike[str] | Location) -> Location:
         stem = path.name
     else:
         stem = page_stem(path.name) or warc_stem(path.name) or path.stem
-    return path.with_name(f"{stem}{EXTRACTED_SUFFIX}")
+    return beside(path, f"{stem}{EXTRACTED_SUFFIX}")
 
 
 #: What the record of a JSON Lines batch is named with, in place of the batch's ``.jsonl``.

@@ -11,7 +11,7 @@ from selection_core.dataset import BATCH, DATASET
 from selection_core.errors import OutputPathError, UnsafePathError
 from selection_core.jsonl import is_jsonl
 from selection_storage.files import read_error
-from selection_storage.stores import Location, ObjectPath, is_url, local_text, location, store
+from selection_storage.stores import Location, ObjectPath, beside, is_url, local_text, location, store
 
 EXTRACTED_SUFFIX: Final[str] = "_extracted.json"
 SELECTED_SUFFIX: Final[str] = "_selected.json"
@@ -28,12 +28,12 @@ DATA_ROOT_PARAMETER: Final[str] = "the data_root parameter"
 
 
 def selected_path(input_path: str | os.PathLike[str] | Location, output_format: str = BATCH) -> Location:
-    """``<stem>_selected.json`` beside the input; ``<stem>_selected.jsonl`` for a JSON Lines batch;
-    ``<stem>_selected.parquet`` for the dataset."""
+    """``<stem>_selected.json`` beside the input (:func:`beside`: a web server's, in the current folder);
+    ``<stem>_selected.jsonl`` for a JSON Lines batch; ``<stem>_selected.parquet`` for the dataset."""
     p = location(input_path)
     if output_format == DATASET:
-        return p.with_name(p.stem + SELECTED_DATASET_SUFFIX)
-    return p.with_name(f"{p.stem}{SELECTED_LINES_SUFFIX if is_jsonl(p.name) else SELECTED_SUFFIX}")
+        return beside(p, p.stem + SELECTED_DATASET_SUFFIX)
+    return beside(p, f"{p.stem}{SELECTED_LINES_SUFFIX if is_jsonl(p.name) else SELECTED_SUFFIX}")
 
 
 def resolve_selected_path(

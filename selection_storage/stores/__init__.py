@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from selection_storage.atomic import Staged, commit_in_order
 from selection_storage.stores.disk import DiskStore
@@ -25,6 +26,7 @@ from selection_storage.stores.retries import retried
 from selection_storage.stores.urls import Location, ObjectPath, is_url, local_text, location
 
 __all__ = [
+    "beside",
     "Entry",
     "Location",
     "ObjectPath",
@@ -43,6 +45,14 @@ __all__ = [
 def store(p: Location) -> Store:
     """The store that holds ``p``, bound to it: where the implementation is chosen, once."""
     return ObjectStore(p) if isinstance(p, ObjectPath) else DiskStore(p)
+
+
+def beside(p: Location, name: str) -> Location:
+    """Where an output named ``name`` goes by default for the input ``p``: beside it, or in the current folder when
+    nothing is written where it is (a web server's file, as a download goes)."""
+    if isinstance(p, ObjectPath) and not p.backend.writable:
+        return Path(name)
+    return p.with_name(name)
 
 
 def write_atomic(target: str | os.PathLike[str] | ObjectPath, data: bytes | Iterable[bytes]) -> None:

@@ -78,7 +78,8 @@ def store_error(p: ObjectPath, exc: BaseException, writing: bool = False) -> Sel
         or (isinstance(exc, OSError) and "pre-condition" in str(exc).lower())
     ):
         return InputChangedError(f"{p}: the object changed while it was being read; run again once it is complete")
-    if status is not None and not p.backend.writable:  # a web server: its status says what to do
+    if not p.backend.writable and (status is not None or isinstance(exc, FileNotFoundError)):  # a web server
+        status = status or 404  # its HEAD said there is no such file
         if status in TRANSIENT_STATUSES:
             return ReadError(f"{p}: the server answered {status}; retry later", errno.EBUSY)
         return InvalidBatchError(f"{p}: the server answered {status}; check the URL")

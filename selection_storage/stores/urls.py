@@ -91,8 +91,8 @@ class ObjectPath:
         """An ``OutputPathError`` when nothing can be written here (a web server's files are only read)."""
         if not self.backend.writable:
             raise OutputPathError(
-                f"{what} {self}: a web server's files are only read, never written; give the {what} as a folder, "
-                "or as an s3://, gs:// or az:// URL"
+                f"{what} {self}: a web server's files are only read, never written; give another {what}: a path "
+                "on this machine, or an s3://, gs:// or az:// URL"
             )
 
     def __str__(self) -> str:
