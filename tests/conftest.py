@@ -32,6 +32,7 @@ settings.register_profile("full", max_examples=FULL_EXAMPLES)
 settings.register_profile("quick", max_examples=FULL_EXAMPLES // 10)
 settings.load_profile("full")
 
+from tests.support.https_server import https_server  # noqa: E402,F401 - nginx over HTTPS on loopback
 from tests.support.object_stores import (  # noqa: E402,F401 - real object stores on loopback
     bucket,
     s3_server,
