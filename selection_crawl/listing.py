@@ -133,7 +133,8 @@ def read_listing(
         elif base is None:
             raise CrawlListingError(
                 f"{listing}: line {number} ({line!r}) is relative and no base was given; give --base URL "
-                "(for Common Crawl's warc.paths.gz: --base s3://commoncrawl/)"
+                "(for Common Crawl's warc.paths.gz: --base https://data.commoncrawl.org/, or s3://commoncrawl/ inside "
+                "AWS's us-east-1)"
             )
         else:
             source, relative = joined(base, line), line

@@ -97,6 +97,13 @@ def store_error(p: ObjectPath, exc: BaseException, writing: bool = False) -> Sel
             "storage options (a flow run: a Prefect Secret block named by credentials_block)"
         )
     reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+    if _named(exc, frozenset({"ClientConnectorCertificateError", "SSLCertVerificationError"})):
+        refused = ServiceUnavailableError(
+            f"{p}: the server's certificate is not trusted ({reason}); give its CA's certificate in SSL_CERT_FILE, "
+            "or check the URL"
+        )
+        refused.transient = False  # no try will trust it
+        return refused
     if _named(exc, _UNREACHABLE):
         return ServiceUnavailableError(
             f"{p}: the store cannot be reached ({reason}); {'nothing was written; ' if writing else ''}"
