@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from selection_extraction import stop_kept_workers
 from tests.support.cluster import NamespaceCluster, require_namespaces
 from tests.support.crawls import write_crawl
 from tests.support.faultkit import child_env, run_command
+from tests.support.https_server import HttpsServer
 from tests.support.object_stores import StoreServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("crawl-cluster")]
@@ -130,6 +132,39 @@ def test_a_crawl_on_workers_that_share_no_disk_writes_each_warcs_output_and_resu
             assert [r["text"] for r in rows] == texts and {r["dump"] for r in rows} == {"CC-MAIN-2024-18"}, relative
         assert s3_server.uploads(bucket) == []
         assert all(w.alive for w in cluster.workers)
+
+
+def test_a_crawl_of_warcs_over_https_on_workers_that_share_no_disk_selects_what_the_folders_crawl_selects(
+    s3_server: StoreServer, bucket: str, https_server: HttpsServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Common Crawl as users outside us-east-1 read it: the listing and the WARCs over HTTPS (nginx), the outputs in
+    S3; the workers trust the server's CA through ``SSL_CERT_FILE``, as the coordinator does."""
+    require_namespaces()
+    name = f"cc-{uuid.uuid4().hex[:8]}"
+    write_crawl(https_server.root / name, warcs=3, pages=3)
+    folder = https_server.root / name
+    reference = CrawlJob.plan(str(folder / CRAWL / "warc.paths.gz"), str(tmp_path / "folder"), str(folder), 30.0)
+    for index in reference.todo:
+        assert crawl_warc(reference.warc_job(index)).state == "done"
+    stop_kept_workers()
+    monkeypatch.setenv("SSL_CERT_FILE", str(https_server.ca_file))  # the workers' environment is this process's
+    listing, base = https_server.url(f"{name}/{CRAWL}/warc.paths.gz"), https_server.url(f"{name}/")
+    with NamespaceCluster(log_dir=tmp_path / "cluster", extra_paths=[https_server.ca_file]) as cluster:
+        cluster.start_workers(["w1", "w2"])
+        args = ["crawl", listing, "--base", base, "-o", s3_server.url(bucket, "selected"),
+                "--dask-address", cluster.address, "--time-limit", "30"]  # fmt: skip
+        done = run_command(args, tmp_path, {"PREFECT_HOME": str(tmp_path / "home"), **https_server.env}, timeout=600)
+        assert done.returncode == 0, done.stderr
+        assert all(w.alive for w in cluster.workers)
+    fs = s3_server.fs()
+    for warc in reference.warcs:
+        over_https = [orjson.loads(line) for line in fs.cat_file(f"{bucket}/selected/{warc.relative}").splitlines()]
+        in_folder = [orjson.loads(line) for line in (tmp_path / "folder" / warc.relative).read_bytes().splitlines()]
+        assert {a.pop("path") for a in over_https} == {base + warc.relative.removesuffix(".jsonl") + ".warc.gz"}
+        assert over_https == [{k: v for k, v in a.items() if k != "path"} for a in in_folder], warc.relative
+    read = {r["uri"] for r in https_server.requests(under=f"/{name}/") if r["method"] == "GET"}
+    assert len([uri for uri in read if uri.endswith(".warc.gz")]) == 3  # every WARC read from the server
+    assert s3_server.uploads(bucket) == []
 
 
 def _popen(args: list[str], cwd: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
