@@ -370,7 +370,8 @@ def extract_crawl(
         listing: A text file of WARCs, one per line (gzip when named .gz, as Common Crawl's warc.paths.gz), a file or
             an object; or a folder (a prefix) of WARCs.
         output_prefix: The folder or prefix of the outputs, e.g. `s3://BUCKET/selected/CC-MAIN-2024-18`.
-        base: What relative lines of the listing are under, e.g. `s3://commoncrawl/`. Empty: every line is absolute.
+        base: What relative lines of the listing are under, e.g. `https://data.commoncrawl.org/` (`s3://commoncrawl/`
+            inside AWS's us-east-1). Empty: every line is absolute.
         dask_address: A Dask scheduler, `tcp://HOST:PORT`: each WARC is done on a worker. Empty: local processes.
         workers: Local worker processes (without a Dask address). Empty or 0: one per core.
         time_limit_seconds: Seconds one extractor may spend on one page before it is stopped (TimeoutError).
