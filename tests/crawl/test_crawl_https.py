@@ -6,6 +6,7 @@ status; an output on the server is refused before anything runs. (Faults and kil
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
 import uuid
 from pathlib import Path
@@ -73,6 +74,15 @@ def test_a_crawl_over_https_selects_what_a_crawl_of_the_same_warcs_in_a_folder_s
     assert again.returncode == 0, again.stderr
     totals = orjson.loads((out / "crawl.json").read_bytes())["totals"]
     assert totals["done_before"] == 4 and totals["done"] == 4
+    if output_format == "batch":  # a WARC the server has replaced (a new ETag) is done again, and it alone
+        changed = https_server.root / served / (first.removesuffix(".jsonl") + ".warc.gz")
+        os.utime(changed, (changed.stat().st_atime, changed.stat().st_mtime + 60))
+        third = _crawl(https_server, listing, base, out, tmp_path)
+        assert third.returncode == 0, third.stderr
+        summary = orjson.loads((out / "crawl.json").read_bytes())
+        assert summary["totals"]["done_before"] == 3 and summary["totals"]["done"] == 4
+        (entry,) = [w for w in summary["warcs"] if w["output"] == first]
+        assert entry["input_version"]["tag"] == f'ETag:"{int(changed.stat().st_mtime):x}-{changed.stat().st_size:x}"'
 
 
 def test_a_warc_the_server_does_not_have_fails_alone_named_with_its_status(
