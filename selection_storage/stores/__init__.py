@@ -26,10 +26,10 @@ from selection_storage.stores.retries import retried
 from selection_storage.stores.urls import Location, ObjectPath, is_url, local_text, location
 
 __all__ = [
-    "beside",
     "Entry",
     "Location",
     "ObjectPath",
+    "beside",
     "connection_refusal",
     "is_url",
     "listed_versions",
