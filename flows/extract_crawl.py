@@ -387,8 +387,10 @@ def extract_crawl(
     storage_options = with_credentials(storage_options, credentials_block)
     if dask_address is not None:
         check_dask_scheduler(dask_address)
-    taking = CrawlLease.acquire(output_prefix, storage_options, flow_run.get_id(), wait_seconds, logger.info)
-    with patience(STORE_PATIENCE_SECONDS), taking as lease:
+    with (
+        patience(STORE_PATIENCE_SECONDS),  # entered first: the lease's first calls are tried again too
+        CrawlLease.acquire(output_prefix, storage_options, flow_run.get_id(), wait_seconds, logger.info) as lease,
+    ):
         lease.start_renewing()
         job = CrawlJob.plan(listing, output_prefix, base, time_limit_seconds, storage_options, output_format)
         job.fence = lease.fence

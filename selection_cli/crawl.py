@@ -119,6 +119,8 @@ def crawl_command(args: argparse.Namespace) -> int:
     """Run the flow ``extract-crawl``; the listing and the scheduler are checked before Prefect starts."""
     from selection_crawl.lease import CrawlLease
     from selection_crawl.listing import read_listing
+    from selection_crawl.unit import STORE_PATIENCE_SECONDS
+    from selection_storage.stores.retries import patience
 
     check_output_format(args)
     if args.workers is not None and args.dask_address:
@@ -127,13 +129,14 @@ def crawl_command(args: argparse.Namespace) -> int:
     options = storage_options(args)
     base = args.base if args.base is None or "://" in args.base else command_line_path(args.base)
     listing = command_line_path(args.listing)
-    read_listing(listing, base, options, args.output_format)  # a relative line without --base is refused now
     output = command_line_path(args.output)
 
     def waiting(line: str) -> None:
         print(f"content-selection: {line}", file=sys.stderr, flush=True)
 
-    CrawlLease.acquire(output, options, wait=args.wait, waiting=waiting).release()  # another crawl is refused now
+    with patience(STORE_PATIENCE_SECONDS):  # a store that throttles or restarts is waited for, as by the crawl
+        read_listing(listing, base, options, args.output_format)  # a relative line without --base is refused now
+        CrawlLease.acquire(output, options, wait=args.wait, waiting=waiting).release()  # another crawl is refused now
     if args.dask_address:
         check_dask_scheduler(args.dask_address)
     parameters: dict[str, Any] = {
