@@ -15,6 +15,7 @@ import errno
 from collections.abc import Mapping
 from typing import Any, Final
 
+from selection_core.errors import InvalidBatchError
 from selection_storage.stores.backend import Backend, Changed, fill
 
 #: HEADs in flight at once when many files' versions are asked for (:meth:`HTTP.entries`): a re-run of a whole
@@ -82,7 +83,10 @@ class HTTP(Backend):
             headers = response.headers
             size = headers.get("Content-Length")
             if size is None or headers.get("Content-Encoding", "identity") != "identity":
-                raise HTTPStatusError(response.status, "without the file's size (no Content-Length)")
+                raise InvalidBatchError(
+                    f"{path}: the server gives no size of the file (no Content-Length, or a compressed answer), so "
+                    "it cannot be read in ranges; give the URL of a file served as it is"
+                )
             found: dict[str, Any] = {"name": path, "size": int(size), "type": "file"}
             etag = headers.get("ETag", "")
             if etag and not etag.startswith("W/"):  # a weak ETag matches no If-Match: the time is the version
@@ -114,7 +118,10 @@ class HTTP(Backend):
         headers = {"Range": f"bytes={start}-{start + into.nbytes - 1}", **_condition(name, value)}
         async with session.get(key, headers=headers) as response:
             if _checked(response).status != 206:
-                raise HTTPStatusError(response.status, "not a range of the file (the server ignores Range)")
+                raise InvalidBatchError(
+                    f"{key}: the server answered {response.status} to a Range request, not 206: it does not serve "
+                    "parts of a file; give the URL of a server that does"
+                )
 
             async def read(view: memoryview) -> int:
                 data = await response.content.read(view.nbytes)
