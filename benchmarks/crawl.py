@@ -6,6 +6,7 @@ resume pass over a long listing whose WARCs are all done.
     python benchmarks/crawl.py cluster --warcs 4 --pages 10    # smoke run
     python benchmarks/crawl.py cluster --part overhead         # the per-page ratio alone
     python benchmarks/crawl.py resume --lines 100000           # the resume pass over a 100,000-line listing
+    python benchmarks/crawl.py resume --over https --lines 1000 10000 100000   # the same over HTTPS (nginx)
 
 ``cluster`` (root: each worker is a ``dask worker`` in its own mount namespace with a private ``/tmp``, from
 ``tests/support/cluster.py``, pinned to one core with ``taskset -a``) measures, in one run:
@@ -21,6 +22,10 @@ The coordinator is ``flows.extract_crawl``'s own dispatch (``_dispatch``) withou
 start is a constant). moto's server answers every ranged GET by reading its whole object: store times are upper
 bounds. ``resume`` writes a listing of N WARC files on disk (empty: they are listed, not read), each with an output,
 a record and its line in ``crawl.json``, and times ``CrawlJob.plan`` in a child process with its peak memory.
+``resume --over https`` does it over HTTPS, from Debian's nginx on 127.0.0.1 (``tests/support/https_server.py``,
+trusted through ``SSL_CERT_FILE``): N tiny WARCs in Common Crawl's layout listed in a ``warc.paths.gz``, planned
+into an empty output folder ("pending") and into one where all but ten are done ("done but ten", each record naming
+the version nginx gives), with the HEADs and GETs nginx served during the plan, as a table and as JSON.
 """
 
 from __future__ import annotations
@@ -237,36 +242,252 @@ def _write_done_crawl(folder: Path, lines: int, fingerprint: str) -> Path:
     return listing
 
 
-def resume(args: argparse.Namespace) -> dict[str, Any]:
+#: The child that plans: argv is the listing, the output folder, the base and a profile's path (or ""); it prints
+#: the plan's figures as JSON. VmHWM is the peak of its own memory (ru_maxrss would carry the parent's over the exec).
+_PLAN_CHILD = """
+import json, re, sys, time
+from pathlib import Path
+from selection_crawl.job import CrawlJob
+
+listing, out, base, profile = sys.argv[1:5]
+peak = lambda: int(re.search(r"VmHWM:\\s+(\\d+)", Path("/proc/self/status").read_text()).group(1))
+before = peak()
+if profile:
+    import cProfile
+    profiler = cProfile.Profile()
+    profiler.enable()
+started = time.perf_counter()
+job = CrawlJob.plan(listing, out, base, 60.0)
+seconds = time.perf_counter() - started
+if profile:
+    profiler.disable()
+    profiler.dump_stats(profile)
+print(json.dumps({"todo": len(job.todo), "done_before": job.done_before, "seconds": seconds,
+                  "peak_mib_before_plan": before / 1024, "peak_mib_after_plan": peak() / 1024}))
+"""
+
+#: The child that asks the web server for one file's version as the crawl's store tells it (argv: its URL).
+_VERSION_CHILD = """
+import json, sys
+from selection_storage.stores import location, store
+version = store(location(sys.argv[1])).listed_version()
+print(json.dumps({"size": version.size, "tag": version.tag}))
+"""
+
+
+def _child(code: str, *argv: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run ``code`` in a fresh interpreter (with ``env`` added to this one's): the JSON of its last line."""
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        check=False,
+        cwd=ROOT,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the child failed ({done.returncode}): {done.stderr.strip()[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _load() -> list[float]:
+    return [round(value, 2) for value in os.getloadavg()]
+
+
+def _resume_on_disk(lines: int, profile: Path | None) -> dict[str, Any]:
     from selection_crawl.unit import expected_fingerprint
 
     folder = Path(tempfile.mkdtemp(prefix="crawl-resume-"))
     try:
-        listing = _write_done_crawl(folder, args.lines, expected_fingerprint(60.0))
-        # VmHWM, the peak of this process's own memory (ru_maxrss would carry the parent's over the exec)
-        code = (
-            "import re, time; from pathlib import Path; from selection_crawl.job import CrawlJob;"
-            "peak = lambda: int(re.search(r'VmHWM:\\s+(\\d+)', Path('/proc/self/status').read_text()).group(1));"
-            "before = peak(); t = time.perf_counter();"
-            f"job = CrawlJob.plan({str(listing)!r}, {str(folder / 'out')!r}, {str(folder / 'in')!r}, 60.0);"
-            "s = time.perf_counter() - t;"
-            "print(len(job.todo), job.done_before, s, before, peak())"
+        listing = _write_done_crawl(folder, lines, expected_fingerprint(60.0))
+        load = _load()
+        measured = _child(
+            _PLAN_CHILD,
+            str(listing),
+            str(folder / "out"),
+            str(folder / "in"),
+            str(profile / f"disk-{lines}.prof") if profile else "",
         )
-        todo, done_before, seconds, before, after = subprocess.run(
-            [sys.executable, "-c", code], check=True, capture_output=True, text=True
-        ).stdout.split()
         return {
-            "lines": args.lines,
-            "todo": int(todo),
-            "done_before": int(done_before),
-            "seconds": float(seconds),
-            "peak_mib_before_plan": int(before) / 1024,
-            "peak_mib_after_plan": int(after) / 1024,
+            "lines": lines,
+            **measured,
             "listing_mib": listing.stat().st_size / 2**20,
             "crawl_json_mib": (folder / "out" / "crawl.json").stat().st_size / 2**20,
+            "load_average_before": load,
+            "load_average_after": _load(),
         }
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+#: The WARCs of a benchmark's crawl left without an output in the case "done but ten".
+_NOT_DONE = 10
+
+
+def _served_crawl(root: Path, crawl: str, lines: int) -> tuple[str, list[str]]:
+    """N tiny WARC files under ``root`` in Common Crawl's layout (folders of 1,000, as its segments' ``warc/``
+    folders), and their listing ``crawl-data/<crawl>/warc.paths.gz``: the listing's path under ``root``, the keys."""
+    import gzip
+
+    keys = []
+    for i in range(lines):
+        key = f"crawl-data/{crawl}/segments/{i // 1000:04d}/warc/{crawl}-{i:06d}.warc.gz"
+        path = root / key
+        if i % 1000 == 0:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"WARC/1.0\r\n%d\r\n" % i)  # never read by the plan: listed, then asked for its version
+        keys.append(key)
+    listing = f"crawl-data/{crawl}/warc.paths.gz"
+    with gzip.open(root / listing, "wb") as out:
+        out.write("".join(f"{key}\n" for key in keys).encode())
+    return listing, keys
+
+
+def _nginx_version(path: Path) -> dict[str, Any]:
+    """A file's version as the crawl's store reads nginx's answer: the size, and its ETag (mtime-size, in hex)."""
+    stat = path.stat()
+    return {"size": stat.st_size, "tag": f'ETag:"{int(stat.st_mtime):x}-{stat.st_size:x}"'}
+
+
+def _write_done_outputs(out: Path, root: Path, keys: list[str], base: str, fingerprint: str) -> list[int]:
+    """The outputs, records and ``crawl.json`` of a crawl of ``keys`` (served under ``base``) done but for
+    :data:`_NOT_DONE` of them, spread over the listing: those (pending in ``crawl.json``, without an output)."""
+    import orjson
+
+    from selection_crawl.listing import joined, output_name
+
+    pending = {len(keys) * k // _NOT_DONE + len(keys) // (2 * _NOT_DONE) for k in range(_NOT_DONE)}
+    with open(out / "crawl.json", "wb") as summary:
+        summary.write(b'{"totals":{},\n"warcs": [\n')
+        for i, key in enumerate(keys):
+            relative = output_name(key)
+            entry: dict[str, Any] = {"warc": joined(base, key), "output": relative, "state": "pending"}
+            output = out / relative
+            if i % 1000 == 0:
+                output.parent.mkdir(parents=True, exist_ok=True)
+            if i not in pending:
+                output.write_bytes(b"{}\n")
+                output.with_name(output.name.replace(".jsonl", ".extraction.json")).write_bytes(b"{}\n")
+                entry |= {
+                    "state": "done",
+                    "pages": 1,
+                    "articles": 1,
+                    "errors": {},
+                    "sha256": "0" * 64,
+                    "size": 3,
+                    "input_version": _nginx_version(root / key),
+                    "settings_fingerprint": fingerprint,
+                    "seconds": 1.0,
+                }
+            summary.write((b",\n" if i else b"") + orjson.dumps(entry))
+        summary.write(b"\n]}\n")
+    return sorted(pending)
+
+
+def _resume_over_https(sizes: list[int], profile: Path | None) -> list[dict[str, Any]]:
+    """Each size's plan over nginx on loopback (HTTPS, a CA of its own): all pending, and done but ten."""
+    from selection_crawl.listing import joined
+    from selection_crawl.unit import expected_fingerprint
+    from tests.support.https_server import HttpsServer
+
+    fingerprint = expected_fingerprint(60.0)
+    work = Path(tempfile.mkdtemp(prefix="crawl-resume-https-"))
+    server = HttpsServer(folder=work / "nginx")
+    results = []
+    try:
+        server.start()
+        base = server.url("")
+        for number, lines in enumerate(sizes, 1):
+            crawl = f"CC-MAIN-2099-{number:02d}"
+            started = time.perf_counter()
+            listing, keys = _served_crawl(server.root, crawl, lines)
+            listing_url = server.url(listing)
+            # The version the crawl's store reads from nginx (one HEAD), as the records made here say it
+            first = _child(_VERSION_CHILD, joined(base, keys[0]), env=server.env)
+            if first != _nginx_version(server.root / keys[0]):
+                raise SystemExit(
+                    f"nginx's version of {keys[0]} is {first}, not {_nginx_version(server.root / keys[0])}"
+                )
+            for case in ("pending", "done but ten"):
+                out = work / "out" / f"{lines}-{case.replace(' ', '-')}"
+                out.mkdir(parents=True)
+                pending = _write_done_outputs(out, server.root, keys, base, fingerprint) if case != "pending" else []
+                setup = time.perf_counter() - started
+                logged = len(server.requests(f"crawl-data/{crawl}/"))
+                load = _load()
+                name = f"https-{lines}-{case.replace(' ', '-')}.prof"
+                measured = _child(
+                    _PLAN_CHILD, listing_url, str(out), base, str(profile / name) if profile else "", env=server.env
+                )
+                expected_heads = lines - len(pending) if case != "pending" else 0
+                served = server.requests(f"crawl-data/{crawl}/", at_least=logged + expected_heads + 1)[logged:]
+                methods: dict[str, int] = {}
+                for request in served:
+                    methods[request["method"]] = methods.get(request["method"], 0) + 1
+                results.append(
+                    {
+                        "lines": lines,
+                        "case": case,
+                        **measured,
+                        "heads": methods.get("HEAD", 0),
+                        "gets": methods.get("GET", 0),
+                        "requests": methods,
+                        "statuses": sorted({r["status"] for r in served}),
+                        "heads_of_done_warcs": len(
+                            {r["uri"] for r in served if r["method"] == "HEAD" and r["uri"].endswith(".warc.gz")}
+                            - {"/" + keys[i] for i in pending}
+                        ),
+                        "setup_seconds": setup,
+                        "load_average_before": load,
+                        "load_average_after": _load(),
+                    }
+                )
+                started = time.perf_counter()
+                shutil.rmtree(out, ignore_errors=True)
+            shutil.rmtree(server.root / "crawl-data" / crawl, ignore_errors=True)
+    finally:
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return results
+
+
+def _loads(result: dict[str, Any]) -> str:
+    return f"{result['load_average_before'][0]:.1f} → {result['load_average_after'][0]:.1f}"
+
+
+def _table(disk: list[dict[str, Any]], https: list[dict[str, Any]]) -> str:
+    rows = [
+        "| WARCs | over | case | plan (s) | peak MiB (imports → after plan) | HEADs | GETs | todo | done before "
+        "| load (1 min, before → after) |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in disk:
+        rows.append(
+            f"| {r['lines']:,} | disk | all done | {r['seconds']:.1f} | {r['peak_mib_before_plan']:.1f} → "
+            f"{r['peak_mib_after_plan']:.1f} | – | – | {r['todo']:,} | {r['done_before']:,} | {_loads(r)} |"
+        )
+    for r in https:
+        rows.append(
+            f"| {r['lines']:,} | https | {r['case']} | {r['seconds']:.1f} | {r['peak_mib_before_plan']:.1f} → "
+            f"{r['peak_mib_after_plan']:.1f} | {r['heads']:,} | {r['gets']:,} | {r['todo']:,} | {r['done_before']:,} "
+            f"| {_loads(r)} |"
+        )
+    return "\n".join(rows)
+
+
+def resume(args: argparse.Namespace) -> dict[str, Any]:
+    profile = Path(args.profile).resolve() if args.profile else None
+    if profile:
+        profile.mkdir(parents=True, exist_ok=True)
+    if args.over == ["disk"] and len(args.lines) == 1:  # the figures as they always were
+        return _resume_on_disk(args.lines[0], profile)
+    results: dict[str, Any] = {"load_average_at_start": _load(), "cores": os.cpu_count()}
+    results["https"] = _resume_over_https(args.lines, profile) if "https" in args.over else []
+    results["disk"] = [_resume_on_disk(lines, profile) for lines in args.lines] if "disk" in args.over else []
+    results["load_average_at_end"] = _load()
+    print(_table(results["disk"], results["https"]), end="\n\n")
+    return results
 
 
 def main() -> None:
@@ -277,7 +498,15 @@ def main() -> None:
     one.add_argument("--pages", type=int, default=125, help="pages per WARC")
     one.add_argument("--part", choices=("all", "overhead"), default="all", help="overhead: the per-page ratio alone")
     two = sub.add_parser("resume")
-    two.add_argument("--lines", type=int, default=100_000)
+    two.add_argument("--lines", type=int, nargs="+", default=[100_000], help="the listing's sizes")
+    two.add_argument(
+        "--over",
+        nargs="+",
+        choices=("disk", "https"),
+        default=["disk"],
+        help="disk: the WARCs in a folder; https: served by nginx on loopback over TLS (tests/support/https_server.py)",
+    )
+    two.add_argument("--profile", help="a folder: each plan's cProfile statistics (.prof) in it")
     args = parser.parse_args()
     results = cluster(args) if args.what == "cluster" else resume(args)
     print(json.dumps(results, indent=2))
