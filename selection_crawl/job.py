@@ -28,7 +28,6 @@ from selection_crawl.unit import (
     expected_fingerprint,
     read_record,
     work_file_output,
-    work_files,
 )
 from selection_engine.dataset import require_dataset_extra
 from selection_extraction import ExtractionSettings
@@ -57,6 +56,20 @@ class _Listings:
 
     def __init__(self) -> None:
         self.listed = functools.lru_cache(maxsize=_LISTINGS_KEPT)(lambda folder: store(folder).listed())
+        self._work = functools.lru_cache(maxsize=_LISTINGS_KEPT)(self._work_by_output)
+
+    def _work_by_output(self, folder: Location) -> dict[str, list[str]]:
+        """The work files (commits, counts of tries) of the folder, by the output they are of: one pass a folder."""
+        found: dict[str, list[str]] = {}
+        for name in self.listed(folder):
+            output = work_file_output(name)
+            if output is not None:
+                found.setdefault(output, []).append(name)
+        return {output: sorted(names) for output, names in found.items()}
+
+    def work_files(self, output: Location) -> list[str]:
+        """The names of the work files left beside ``output`` (:func:`work_files`'s), from its folder's listing."""
+        return self._work(output.parent).get(output.name, [])
 
     def version(self, where: Location) -> Version | None:
         return self.listed(where.parent).get(where.name)
@@ -266,7 +279,7 @@ class CrawlJob:
         if outcome is not None and _identity(outcome) == wanted:
             self._keep(index, outcome)
             self.done_before += 1
-            for name in work_files(output.name, outputs.listed(output.parent)):  # its worker died as it ended
+            for name in outputs.work_files(output):  # its worker died as it ended
                 store(output.with_name(name)).remove()
         else:
             self.todo.append(index)
