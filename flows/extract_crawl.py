@@ -404,8 +404,8 @@ def extract_crawl(
             with _dask_workers(dask_address) if dask_address else _local_workers(workers) as on:
                 _dispatch(job, on, publisher, lease)
         finally:
-            if lease.holds():
-                job.close()
+            if (held_at := lease.held_at()) is not None:
+                job.close(held_at)
             else:
                 logger.warning("crawl.json is not rewritten, nor the prefix swept: its lease is not this run's")
     publisher.publish_progress()  # the last update of both artifacts

@@ -21,6 +21,7 @@ import orjson
 from selection_core.config import EXTRACTORS
 from selection_core.dataset import BATCH, DATASET
 from selection_core.errors import EXIT_INVALID_INPUT, EXIT_IO_ERROR, OutputPathError, SelectionError
+from selection_crawl.lease import CrawlLeaseLostError
 from selection_crawl.listing import SUMMARY_NAME, ListedWarc, joined, read_listing, record_of
 from selection_crawl.unit import (
     WarcJob,
@@ -32,7 +33,8 @@ from selection_crawl.unit import (
 from selection_engine.dataset import require_dataset_extra
 from selection_extraction import ExtractionSettings
 from selection_storage.files import Version
-from selection_storage.stores import Location, ObjectPath, listed_versions, location, store, write_atomic
+from selection_storage.stores import Location, ObjectPath, listed_versions, location, store
+from selection_storage.stores.conditional import VersionChangedError, write_if
 
 #: Folder listings kept while a resume walks the listing (Common Crawl's lists each folder's WARCs together).
 _LISTINGS_KEPT: Final[int] = 8
@@ -163,6 +165,7 @@ class CrawlJob:
         self.todo: list[int] = []
         self._written_at = float("-inf")
         self._write_seconds = 0.0
+        self._summary_version: Version | None = None  # of crawl.json, as this run last read or wrote it
 
     @classmethod
     def plan(
@@ -226,9 +229,11 @@ class CrawlJob:
             self._errors[name] += outcome.errors.get(name, 0)
 
     def _previous(self) -> None:
-        """Take the ``done`` lines of the last ``crawl.json`` (if there is one, and it is ours), each as its WARC's."""
+        """Take the ``done`` lines of the last ``crawl.json`` (if there is one, and it is ours), each as its WARC's;
+        its version is the one the next write of ``crawl.json`` replaces."""
         summary = self.where(SUMMARY_NAME)
-        if store(summary).kind() != "file":
+        self._summary_version = store(summary).listed_version()  # before it is read: a later write changes it
+        if self._summary_version is None:
             return
         index_of = {warc.relative: index for index, warc in enumerate(self.warcs)}
         with store(summary).open() as fh:
@@ -309,6 +314,7 @@ class CrawlJob:
 
     def _summary_lines(self) -> Iterator[bytes]:
         head = {
+            "run": self.run,  # each run's writes differ: a store's tag of the bytes (S3's ETag) tells two runs apart
             "listing": self.listing,
             "base": self.base,
             "output_prefix": self.prefix,
@@ -323,17 +329,35 @@ class CrawlJob:
         yield b"\n]}\n"
 
     def write_summary(self) -> None:
-        """Replace ``crawl.json`` atomically: the totals, then one line per WARC in the listing's order."""
+        """Replace ``crawl.json`` atomically (the totals, then one line per WARC in the listing's order), only over
+        the version this run last read or wrote: a coordinator that lost the prefix's lease, even one frozen
+        between a check of its lease and this write, never overwrites the next holder's.
+
+        Raises:
+            CrawlLeaseLostError: another run wrote (or removed) ``crawl.json`` since; nothing was written.
+        """
         started = time.monotonic()
-        write_atomic(self.where(SUMMARY_NAME), self._summary_lines())
+        summary = self.where(SUMMARY_NAME)
+        try:
+            self._summary_version = write_if(summary, self._summary_lines(), self._summary_version)
+        except VersionChangedError:
+            raise CrawlLeaseLostError(
+                f"{summary}: another run has written it since this one last did; the prefix is not this run's any "
+                "more: stop this one"
+            ) from None
         self._written_at = time.monotonic()
         self._write_seconds = self._written_at - started
 
-    def close(self) -> None:
+    def close(self, held_at: float | None = None) -> None:
         """Write the summary, and remove what killed writers left under the prefix: the unfinished uploads of
-        ``crawl.json`` and of the files of the WARCs that have an outcome at any age (no writer of this run is at
-        them), others only when over an hour old (a WARC still running after a stop, a nested prefix's crawl). Only
-        while this run holds the prefix's lease."""
+        ``crawl.json`` and of the files of the WARCs that have an outcome, started before ``held_at`` (the store's
+        time at which this run last held the prefix's lease: no writer of this run is at them, and no later run's
+        upload is taken, whenever this runs; None: no lease, this run is alone on the prefix), others only when
+        over an hour old (a WARC still running after a stop, a nested prefix's crawl).
+
+        Raises:
+            CrawlLeaseLostError: another run has written ``crawl.json`` since this one last did; nothing is swept.
+        """
         self.write_summary()
         ended = {SUMMARY_NAME}
         for index, warc in enumerate(self.warcs):
@@ -345,7 +369,8 @@ class CrawlJob:
             folder, name = posixpath.split(relative)
             return posixpath.join(folder, work_file_output(name) or name) in ended
 
-        store(location(self.prefix, self.storage_options, "output")).remove_orphans_under(stopped=stopped)
+        prefix = store(location(self.prefix, self.storage_options, "output"))
+        prefix.remove_orphans_under(stopped=stopped, started_before=held_at)
 
     def check(self) -> None:
         """A :class:`CrawlFailedError` when a WARC failed: 65 if one was bad input, else 74."""

@@ -307,17 +307,18 @@ class CrawlLease:
                 self._failure = exc
                 return
 
-    def holds(self) -> bool:
-        """Whether the lease is this run's now, at the store (it is renewed to know): False once lost, released,
-        or when the store cannot say. What only the holder may do (rewrite ``crawl.json``, sweep the prefix) asks
-        this first."""
+    def held_at(self) -> float | None:
+        """The store's time at which the lease is this run's: that of a renewal made now (None once lost or
+        released, or when the store cannot say). What only the holder may do asks this first: rewrite
+        ``crawl.json`` (itself a conditional write), sweep the prefix of the uploads started before this time."""
         if self._lost or self._released:
-            return False
+            return None
         try:
             self.renew()
+            current = retried(self._lease.read_tagged)
         except Exception:  # noqa: BLE001 - not known to be held: not held
-            return False
-        return True
+            return None
+        return current.modified if current is not None and current.tag == self._tag else None
 
     def check(self) -> None:
         """Raise what made the renewing thread stop (a lost lease, a store's failure that lasted), or that no renewal

@@ -21,7 +21,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Final
+from typing import Any, BinaryIO, Final, TypeVar
 
 import orjson
 
@@ -46,7 +46,10 @@ from selection_extraction.pool import stop_kept_workers
 from selection_extraction.warc import StreamedPage, WarcCursor, WarcStream
 from selection_storage.files import Version
 from selection_storage.stores import Location, location, store, write_atomic
+from selection_storage.stores.conditional import Expected, VersionChangedError, write_if
 from selection_storage.stores.retries import patience, retried
+
+T = TypeVar("T")
 
 #: The key of the crawl's own block in a WARC's record (beside the extraction record's keys).
 CRAWL_KEY: Final[str] = "crawl"
@@ -70,6 +73,9 @@ PROGRESS_SECONDS: Final[float] = 2.0
 
 #: The Dask event topic of the pages done (a Dask worker's progress reports).
 PROGRESS_TOPIC: Final[str] = "content-selection-crawl-pages"
+
+#: Tries of an output's (or a record's) conditional write that another writer's refuses before the WARC fails.
+_WRITE_TRIES: Final[int] = 4
 
 #: How a commit's name ends, after the output's name and its number.
 _COMMIT_SUFFIX: Final[str] = ".commit"
@@ -478,13 +484,12 @@ def _crawl(
                 return WarcOutcome.failed(reason, EXIT_IO_ERROR, tries=number - 1)
             done, root = _extract_and_select(job, source, commits, pieces, progress, report)
 
-            def write() -> tuple[str, int]:  # from the start of the pieces at each try
-                fenced(job)
+            def write(expected: Expected) -> tuple[str, int]:  # from the start of the pieces at each try
                 pieces.seek(0)
                 lines = _whole_lines(pieces, lambda: report(done.articles, done.articles))
-                return write_output(target, lines, dataset=job.output_format == DATASET)
+                return write_output(target, lines, dataset=job.output_format == DATASET, expected=expected)
 
-            sha256, size = retried(write)
+            sha256, size = _fenced_write(job, target, lambda expected: retried(lambda: write(expected)))
     except CrawlLeaseLostError:
         raise
     except SelectionError as exc:
@@ -502,9 +507,26 @@ def _crawl(
         from_commits=progress.articles,  # the loaded commits' (one article a page)
     )
     crawl = {"format": job.output_format, **outcome.to_json(timed=False)}
-    fenced(job)
-    write_atomic(record_of(target), dump_batch({**root, CRAWL_KEY: crawl}))
+    record, data = record_of(target), dump_batch({**root, CRAWL_KEY: crawl})
+    _fenced_write(job, record, lambda expected: write_if(record, data, expected.version))
     return outcome
+
+
+def _fenced_write(job: WarcJob, where: Location, write: Callable[[Expected], T]) -> T:
+    """``write(expected)``, conditioned on the version of ``where`` found before the fence is checked: a process
+    frozen between its check and its write cannot publish once another run has taken the lease over and written
+    there (the write is refused); refused because another try of this run wrote there meanwhile (a WARC sent
+    twice: the same bytes), it is tried again over what is there then, after the fence is checked again."""
+    for _ in range(_WRITE_TRIES - 1):
+        expected = Expected(store(where).listed_version())
+        fenced(job)
+        try:
+            return write(expected)
+        except VersionChangedError:
+            continue
+    expected = Expected(store(where).listed_version())
+    fenced(job)
+    return write(expected)
 
 
 def _whole_lines(pieces: BinaryIO, beat: Callable[[], None], size: int = 8 << 20) -> Iterator[bytes]:

@@ -26,6 +26,7 @@ from selection_storage.atomic import Staged, StagedFile, commit_in_order, proces
 from selection_storage.files import InputChangedError, Version
 from selection_storage.paths import resolve_report_path, resolve_selected_path
 from selection_storage.stores import Location, location, remove_orphans_beside, store
+from selection_storage.stores.conditional import Expected, StagedIf
 
 #: Most bytes and articles of input in one chunk selected in this process.
 CHUNK_BYTES: Final[int] = 8 << 20
@@ -224,6 +225,7 @@ class _Joiner:
         dataset: bool,
         envelope: tuple[bytes, bytes] = (b"", b""),
         separator: bytes = b"",
+        expected: Expected | None = None,
     ) -> None:
         remove_orphans_beside(t for t in (output_path, report_path) if t is not None)
         self.token = secrets.token_hex(8)  # of both staged files: their parts are named after them
@@ -236,7 +238,7 @@ class _Joiner:
         self._rows: DatasetWriter | None = None
         try:
             self._report = None if report_path is None else self._open(report_path)
-            self._output = self._open(output_path)
+            self._output = self._open(output_path, expected)
             self._append(head)
             if dataset:
                 self._rows = DatasetWriter(self._append)
@@ -244,8 +246,8 @@ class _Joiner:
             self.discard()
             raise
 
-    def _open(self, target: Location) -> Staged:
-        staged = store(target).stage(self.token)
+    def _open(self, target: Location, expected: Expected | None = None) -> Staged:
+        staged = store(target).stage(self.token) if expected is None else StagedIf(target, expected.version)
         self._files.append(staged)
         return staged
 
@@ -304,11 +306,15 @@ def _copy(part: str, write: Callable[[memoryview], None], read_size: int = 8 << 
             write(view[:got])
 
 
-def write_output(target: Location, outputs: Iterable[bytes], dataset: bool = False) -> tuple[str, int]:
+def write_output(
+    target: Location, outputs: Iterable[bytes], dataset: bool = False, expected: Expected | None = None
+) -> tuple[str, int]:
     """Write the selected articles of a JSON Lines batch, given as written (or their dataset rows: a Parquet
     file), one piece after the other, as one output, atomically; its SHA-256 and size. The bytes are those of a
-    selection of the whole batch, however the articles are cut into pieces."""
-    joiner = _Joiner(target, None, dataset)
+    selection of the whole batch, however the articles are cut into pieces. With ``expected``, only over the
+    version expected (:class:`~selection_storage.stores.conditional.VersionChangedError` when another writer
+    changed it since)."""
+    joiner = _Joiner(target, None, dataset, expected=expected)
     try:
         for output in outputs:
             joiner.add_output(output)

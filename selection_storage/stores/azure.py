@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, BinaryIO
 
 from selection_storage.stores.backend import UPLOAD_PART_BYTES, Backend, Changed, Tagged, timestamp
 
@@ -80,6 +80,7 @@ class Azure(Backend):
     extra = "azure"
     endpoint_setting = "connection_string, AZURE_STORAGE_CONNECTION_STRING"
     conditional = True
+    tag_name = "etag"
 
     def endpoint(self, options: Mapping[str, Any]) -> str | None:
         text = str(options.get("connection_string") or os.environ.get("AZURE_STORAGE_CONNECTION_STRING") or "")
@@ -146,7 +147,9 @@ class Azure(Backend):
             data = await download.readall()
             return Tagged(data, str(download.properties.etag), timestamp(download.properties.last_modified))
 
-    async def write_if(self, fs: Any, key: str, data: bytes, tag: str | None) -> str | None:
+    async def write_if(
+        self, fs: Any, key: str, data: bytes | BinaryIO, tag: str | None, size: int | None = None
+    ) -> str | None:
         from azure.core import MatchConditions
         from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 
@@ -154,7 +157,8 @@ class Azure(Backend):
             "overwrite": True, "etag": tag, "match_condition": MatchConditions.IfNotModified}  # fmt: skip
         async with _blob(fs, key) as client:
             try:
-                response = await client.upload_blob(data, length=len(data), **condition)
+                length = len(data) if isinstance(data, bytes) else size  # a file is sent in blocks, then committed
+                response = await client.upload_blob(data, length=length, **condition)
             except (ResourceExistsError, ResourceModifiedError, ResourceNotFoundError):
                 return None
             return str(response["etag"])

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 #: The size of the parts an output object is uploaded in: S3's smallest part, as a part is held twice while it is
 #: sent (the writer's buffer and the part read from it).
@@ -36,6 +36,9 @@ class Backend:
 
     extra: str | None = None
     endpoint_setting: str = "endpoint_url"
+    #: The name of the field of a listing's entry whose value the conditional writes compare (``ETag``,
+    #: ``generation``, ``etag``): a :class:`~selection_storage.files.Version`'s tag is ``<name>:<value>``.
+    tag_name: str = ""
     #: Whether it reads and writes an object on a condition (:meth:`read_range`, :meth:`read_tagged`,
     #: :meth:`write_if`, :meth:`delete_if`).
     conditional: bool = False
@@ -95,9 +98,12 @@ class Backend:
         """The object's bytes and their version; None when nothing is there."""
         raise NotImplementedError
 
-    async def write_if(self, fs: Any, key: str, data: bytes, tag: str | None) -> str | None:
-        """Write ``data`` where nothing is (``tag`` None) or over the version ``tag``: the new tag, or None (nothing
-        written) if the condition does not hold."""
+    async def write_if(
+        self, fs: Any, key: str, data: bytes | BinaryIO, tag: str | None, size: int | None = None
+    ) -> str | None:
+        """Write ``data`` (bytes, or ``size`` bytes of a file from where it is) where nothing is (``tag`` None) or
+        over the version ``tag``, in one request: the new tag, or None (nothing written) if the condition does not
+        hold."""
         raise NotImplementedError
 
     async def delete_if(self, fs: Any, key: str, tag: str) -> bool:

@@ -9,6 +9,14 @@ A file on a disk is created by a hard link of a complete staged file (it appears
 and replaced or deleted under an exclusive ``flock`` of a hidden ``.<name>.lock`` beside it, which every writer here
 holds while it compares and writes. Where that lock does not reach from one machine to another (NFSv3 without a lock
 daemon, some FUSE mounts), two machines' replaces can interleave.
+
+:class:`StagedIf` (and :func:`write_if`) writes an output of any size only over the version its writer found (its listed
+:class:`~selection_storage.files.Version`; None: nothing there), so that a writer frozen between a check of its
+right to write and the write itself cannot publish once another has written: a file is staged beside its target and
+renamed under the folder's lock (``.content-selection-writes.lock``) after the version is compared; an object is
+staged on this machine's disk, then sent in one request the store evaluates the condition on (S3 ``PutObject``, at
+most 5 GiB; Azure's blocks committed ``If-Match``; Google Cloud Storage's multipart upload, which holds the object in
+memory while it is sent).
 """
 
 from __future__ import annotations
@@ -17,16 +25,36 @@ import contextlib
 import fcntl
 import hashlib
 import os
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
 
-from selection_core.errors import OutputPathError, SelectionError
-from selection_storage.atomic import StagedFile, sync_folder, write_error
-from selection_storage.files import read_error
+from selection_core.errors import EXIT_TEMPFAIL, OutputPathError, SelectionError
+from selection_storage.atomic import Staged, StagedFile, sync_folder, write_error
+from selection_storage.files import Version, read_error
 from selection_storage.stores.backend import Tagged
 from selection_storage.stores.failures import store_error
+from selection_storage.stores.objects import ObjectStore
+from selection_storage.stores.retries import retried
 from selection_storage.stores.urls import Location, ObjectPath
+from selection_storage.transient import is_transient_io_error
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What a conditional write expects to find where it writes: the version its writer found (None: nothing)."""
+
+    version: Version | None
+
+
+class VersionChangedError(SelectionError):
+    """A write conditioned on the version its writer found was refused: another writer wrote (or removed) the file
+    or object since. Nothing was written."""
+
+    exit_code = EXIT_TEMPFAIL
+    transient = False
 
 
 class Conditional(Protocol):
@@ -131,6 +159,14 @@ class ConditionalObject:
             )
         self.path, self._fs = path, path.filesystem()
 
+    def write_file(self, fh: BinaryIO, size: int, expected: Version | None) -> Version | None:
+        """Send ``size`` bytes of ``fh`` (from its start) over the version ``expected`` (None: where nothing is):
+        the new version, or None (nothing written) when the condition does not hold."""
+        tag = None if expected is None else expected.tag.partition(":")[2]
+        fh.seek(0)
+        new = self._run("write_if", True, fh, tag, size)
+        return None if new is None else Version(size, f"{self.path.backend.tag_name}:{new}")
+
     def _run(self, operation: str, writing: bool, *args: Any) -> Any:
         from fsspec.asyn import sync
 
@@ -138,6 +174,9 @@ class ConditionalObject:
             return sync(self._fs.loop, getattr(self.path.backend, operation), self._fs, self.path.key, *args)
         except Exception as exc:  # noqa: BLE001 - every store failure becomes one typed line
             raise store_error(self.path, exc, writing) from None
+        finally:
+            if writing:  # the file system's listings of it, made before, are stale now
+                self._fs.invalidate_cache(self.path.fs_path)
 
     def read_tagged(self) -> Tagged | None:
         return self._run("read_tagged", False)
@@ -150,3 +189,124 @@ class ConditionalObject:
 
     def delete_if(self, tag: str) -> bool:
         return bool(self._run("delete_if", True, tag))
+
+
+class StagedIf(Staged):
+    """An output staged as :class:`~selection_storage.atomic.Staged` says, whose :meth:`commit` writes it only over
+    the version ``expected`` (None: only where nothing is), else raises :class:`VersionChangedError` (the module's
+    note); :attr:`version` is the version it wrote."""
+
+    def __init__(self, target: Location, expected: Version | None) -> None:
+        self.target, self.expected = target, expected
+        self.version: Version | None = None
+        self._digest, self._size = hashlib.sha256(), 0
+        if isinstance(target, ObjectPath):
+            target.check_writable()
+            self._object: ConditionalObject | None = ConditionalObject(target)
+            self._file: Any = tempfile.TemporaryFile()  # noqa: SIM115 - closed by commit or discard
+        else:
+            self._object, self._file = None, StagedFile(target)
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self._digest.update(data)
+        self._size += len(data)
+        if self._object is None:
+            self._file.write(data)
+            return
+        try:
+            self._file.write(data)
+        except OSError as exc:
+            self.discard()
+            raise write_error(Path(tempfile.gettempdir()), exc) from None
+
+    def finish(self) -> None:
+        if self._object is None:
+            self._file.finish()
+        else:
+            self._file.flush()
+
+    def commit(self) -> None:
+        try:
+            self.version = self._commit_file() if self._object is None else self._send(self._object)
+        finally:
+            self.discard()
+        if self.version is None:
+            raise VersionChangedError(
+                f"{self.target}: another writer changed it since it was read; nothing was written over it"
+            )
+
+    def _commit_file(self) -> Version | None:
+        target = Path(self.target)
+        with _folder_locked(target):
+            try:
+                current: Version | None = Version.of_file(os.stat(target))
+            except FileNotFoundError:
+                current = None
+            if current != self.expected:
+                return None
+            self._file.commit()
+            return Version.of_file(os.stat(target))
+
+    def _send(self, writer: ConditionalObject) -> Version | None:
+        """Sent, tried again on a transient failure; a refusal after a failed try may be that try's own write (its
+        reply lost): the object is then read back, and taken as written if its bytes are these."""
+        failed = False
+
+        def send() -> Version | None:
+            nonlocal failed
+            try:
+                return writer.write_file(self._file, self._size, self.expected)
+            except Exception as exc:
+                failed = failed or is_transient_io_error(exc)
+                raise
+
+        written = retried(send)
+        if written is None and failed:
+            return self._read_back()
+        return written
+
+    def _read_back(self) -> Version | None:
+        assert isinstance(self.target, ObjectPath)
+        found = ObjectStore(self.target)
+        version = found.listed_version()
+        digest = hashlib.sha256()
+        with found.open() as fh:
+            while block := fh.read(1 << 20):
+                digest.update(block)
+        same = version is not None and version.size == self._size and digest.digest() == self._digest.digest()
+        return version if same else None
+
+    def discard(self) -> None:
+        if self._object is None:
+            self._file.discard()
+        else:
+            self._file.close()
+
+
+@contextlib.contextmanager
+def _folder_locked(target: Path) -> Iterator[None]:
+    """The lock of the conditional writes of ``target``'s folder held (released when closed, or its holder dies)."""
+    try:
+        fd = os.open(target.parent / ".content-selection-writes.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise write_error(target, exc) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def write_if(target: Location, data: bytes | Iterable[bytes], expected: Version | None) -> Version:
+    """Write ``data`` to ``target`` atomically, only over the version ``expected`` (None: only where nothing is):
+    the version written.
+
+    Raises:
+        VersionChangedError: another writer changed it since ``expected`` was read; nothing was written.
+        OutputPathError, WriteError: as :func:`~selection_storage.stores.write_atomic`.
+    """
+    staged = StagedIf(target, expected)
+    staged.write_all([data] if isinstance(data, bytes) else data)
+    staged.commit()
+    assert staged.version is not None
+    return staged.version

@@ -145,7 +145,9 @@ class DiskStore:
         except FileNotFoundError:
             return None
 
-    def remove_orphans_under(self, stopped: Callable[[str], bool] | None = None) -> list[Location]:
+    def remove_orphans_under(
+        self, stopped: Callable[[str], bool] | None = None, started_before: float | None = None
+    ) -> list[Location]:
         removed: list[Location] = []
         for dirpath, dirnames, filenames in os.walk(self.path, followlinks=False):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -23,6 +23,7 @@ class GCS(Backend):
     extra = "gcs"
     endpoint_setting = "endpoint_url, STORAGE_EMULATOR_HOST"
     conditional = True
+    tag_name = "generation"
 
     def endpoint(self, options: Mapping[str, Any]) -> str | None:
         return options.get("endpoint_url") or os.environ.get("STORAGE_EMULATOR_HOST") or None
@@ -86,8 +87,13 @@ class GCS(Backend):
                 continue
             return Tagged(bytes(data), generation, timestamp(metadata["updated"]))
 
-    async def write_if(self, fs: Any, key: str, data: bytes, tag: str | None) -> str | None:
+    async def write_if(
+        self, fs: Any, key: str, data: bytes | BinaryIO, tag: str | None, size: int | None = None
+    ) -> str | None:
         from urllib.parse import quote
+
+        if not isinstance(data, bytes):  # one multipart request: the object is held while it is sent
+            data = data.read(size)
 
         bucket, name, _ = fs.split_path(key)
         boundary = f"cs-{secrets.token_hex(16)}"

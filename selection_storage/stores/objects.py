@@ -284,8 +284,10 @@ class ObjectStore:
         entry = self._entry()
         return None if entry is None or entry.get("type") == "directory" else listed_version(entry)
 
-    def remove_orphans_under(self, stopped: Callable[[str], bool] | None = None) -> list[Location]:
-        return list(abort_stale_uploads(self.path, stopped=stopped))
+    def remove_orphans_under(
+        self, stopped: Callable[[str], bool] | None = None, started_before: float | None = None
+    ) -> list[Location]:
+        return list(abort_stale_uploads(self.path, stopped=stopped, started_before=started_before))
 
     def resolve(self) -> Location:
         return self.path

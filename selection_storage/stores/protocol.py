@@ -77,9 +77,12 @@ class Store(Protocol):
         """This file's version as its folder's :meth:`listed` tells it (an object's ETag or generation, not its
         version id, which a listing omits); None when nothing is here."""
 
-    def remove_orphans_under(self, stopped: Callable[[str], bool] | None = None) -> list[Location]:
-        """Remove what killed writers left under this folder (staged files; a store's unfinished uploads over an
-        hour old, or of any age when ``stopped(key under the folder)`` says the caller knows its writer stopped);
+    def remove_orphans_under(
+        self, stopped: Callable[[str], bool] | None = None, started_before: float | None = None
+    ) -> list[Location]:
+        """Remove what killed writers left under this folder (staged files, whose writer's lock is free; a store's
+        unfinished uploads over an hour old, or of any age when ``stopped(key under the folder)`` says the caller
+        knows its writer stopped and the upload started before ``started_before``, the store's time, when given);
         what they were for."""
 
     def resolve(self) -> Location:

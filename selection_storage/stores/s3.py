@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 from selection_storage.stores.backend import Backend, Changed, Tagged, fill, timestamp
 
@@ -23,6 +23,7 @@ class S3(Backend):
     extra = "s3"
     endpoint_setting = "endpoint_url, AWS_ENDPOINT_URL"
     conditional = True
+    tag_name = "ETag"
 
     def endpoint(self, options: Mapping[str, Any]) -> str | None:
         kwargs = options.get("client_kwargs") or {}
@@ -69,8 +70,10 @@ class S3(Backend):
             body.close()
         return Tagged(data, response["ETag"], timestamp(response["LastModified"]))
 
-    async def write_if(self, fs: Any, key: str, data: bytes, tag: str | None) -> str | None:
-        bucket, name, _ = fs.split_path(key)
+    async def write_if(
+        self, fs: Any, key: str, data: bytes | BinaryIO, tag: str | None, size: int | None = None
+    ) -> str | None:
+        bucket, name, _ = fs.split_path(key)  # a file is streamed by the client (one PutObject: 5 GiB at most)
         condition = {"IfNoneMatch": "*"} if tag is None else {"IfMatch": tag}
         try:
             response = await fs._call_s3("put_object", Bucket=bucket, Key=name, Body=data, **condition)

@@ -62,10 +62,12 @@ def abort_stale_uploads(
     now: float | None = None,
     older_than: float = STALE_UPLOAD_SECONDS,
     stopped: Callable[[str], bool] | None = None,
+    started_before: float | None = None,
 ) -> list[ObjectPath]:
     """Abort the unfinished uploads under ``prefix`` started ``older_than`` seconds or more ago (a killed writer's:
     never an object, but stored and billed), and those of any age whose key under the prefix ``stopped`` says the
-    caller knows the writer of (it has stopped); the objects they were for. Never raises. (S3: its multipart
+    caller knows the writer of (it has stopped), if started before ``started_before`` (the store's time; None: any
+    time); the objects they were for. Never raises. (S3: its multipart
     uploads; Azure: the blobs that have uncommitted blocks only; Google Cloud Storage cannot list its resumable
     uploads.)"""
     fs = prefix.filesystem()
@@ -77,9 +79,9 @@ def abort_stale_uploads(
     def stale(key: str, started: Any) -> bool:
         if key != key_prefix and not key.startswith(head):
             return False
-        return now - modified({"LastModified": started}) >= older_than or (
-            stopped is not None and stopped(key[len(head) :])
-        )
+        at = modified({"LastModified": started})
+        known = started_before is None or at < started_before
+        return now - at >= older_than or (stopped is not None and known and stopped(key[len(head) :]))
 
     try:
         keys = prefix.backend.abort_uploads(fs, bucket, key_prefix, stale)

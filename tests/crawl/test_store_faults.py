@@ -115,7 +115,7 @@ def _hold_through_an_outage(server: StoreServer, bucket: str, name: str, found: 
                     proxy.outage.clear()
                 lease.check()
                 time.sleep(0.5)
-            found[name] = "held" if lease.holds() and proxy.counts["outage"] else "not held"
+            found[name] = "held" if lease.held_at() is not None and proxy.counts["outage"] else "not held"
         except CrawlLeaseLostError as exc:
             found[name] = f"lost after {time.monotonic() - started:.0f} s: {exc}"
         finally:

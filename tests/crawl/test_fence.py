@@ -1,0 +1,188 @@
+"""A run that lost its prefix changes nothing there, even when frozen between a check of its lease and a write: every
+write of ``crawl.json`` replaces only the version the run last read or wrote; a WARC's output and record are written
+only over the version found before its fence was checked; the sweep aborts only the uploads started while the run
+held the lease. On a disk and on moto's S3 server; the other run's moves are made in the window the fault opens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from pytest_mock import MockerFixture
+
+import selection_crawl.unit as unit
+from selection_crawl.job import CrawlJob
+from selection_crawl.lease import CrawlLease, CrawlLeaseLostError
+from selection_crawl.listing import SUMMARY_NAME
+from selection_crawl.unit import WarcOutcome, crawl_warc
+from selection_extraction import stop_kept_workers
+from selection_storage.stores import location, store
+from selection_storage.stores.conditional import conditional
+from tests.support.crawls import write_crawl
+from tests.support.object_stores import StoreServer, running
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _stop_workers():
+    yield
+    stop_kept_workers()
+
+
+@pytest.fixture(scope="module")
+def warcs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("crawl")
+    write_crawl(folder, 2, 4)
+    return folder
+
+
+@pytest.fixture(params=["disk", "s3"])
+def prefix(request: pytest.FixtureRequest, tmp_path: Path, store_servers: dict[str, StoreServer]) -> str:
+    if request.param == "disk":
+        return str(tmp_path / "selected")
+    server = running(store_servers, request.param)
+    return server.url(server.new_bucket(), "selected")
+
+
+def _listing(warcs: Path) -> str:
+    return str(next(p for p in warcs.rglob("*") if p.is_dir() and any(p.glob("*.warc.gz"))))
+
+
+def _snapshot(prefix: str) -> dict[str, str]:
+    """Every file under the prefix (hidden ones aside) and the SHA-256 of its bytes."""
+    found = {}
+    for entry in store(location(prefix, None, "output")).files():
+        with store(entry.where).open() as fh:
+            found[entry.relative] = hashlib.sha256(fh.read()).hexdigest()
+    return found
+
+
+def _take_over(lease: CrawlLease) -> None:
+    """Another run takes the lease over, as a run does: a conditional replace of the version read."""
+    where = conditional(location(lease.fence[0], None, "output"))
+    current = where.read_tagged()
+    assert current is not None and where.replace_if(b'{"token": "another run"}', current.tag) is not None
+
+
+def test_crawl_json_is_never_written_over_the_next_runs(warcs: Path, prefix: str) -> None:
+    """Run A planned (and wrote), then froze; run B planned and wrote: A's late writes, of the summary as a WARC
+    ends and of its close, are refused, and crawl.json is B's."""
+    listing = _listing(warcs)
+    a = CrawlJob.plan(listing, prefix)
+    a.write_summary()
+    b = CrawlJob.plan(listing, prefix)
+    b.finish_warc(0, WarcOutcome.failed("x: B's own line", 65))
+    b.close()
+    written = _snapshot(prefix)
+    with pytest.raises(CrawlLeaseLostError, match=r"crawl\.json: another run has written it since this one last did"):
+        a.write_summary()
+    with pytest.raises(CrawlLeaseLostError):
+        a.close()
+    assert _snapshot(prefix) == written
+
+
+def test_a_first_crawl_json_is_not_written_over_one_another_run_wrote_first(warcs: Path, prefix: str) -> None:
+    listing = _listing(warcs)
+    a, b = CrawlJob.plan(listing, prefix), CrawlJob.plan(listing, prefix)  # neither found a crawl.json
+    b.write_summary()
+    written = _snapshot(prefix)
+    with pytest.raises(CrawlLeaseLostError):
+        a.write_summary()
+    assert _snapshot(prefix) == written and SUMMARY_NAME in written
+
+
+@pytest.mark.slow  # real extractors
+@pytest.mark.parametrize("moment", ["output", "record"])
+def test_a_warcs_process_frozen_between_its_fence_and_its_write_publishes_nothing(
+    warcs: Path, prefix: str, moment: str, mocker: MockerFixture
+) -> None:
+    """The fault: just after the WARC's process checked its fence and before its write of the output (or of the
+    record), another run takes the lease over and writes that file. The late write is refused, the file keeps the
+    other run's bytes, and the WARC fails as its lease is lost."""
+    lease = CrawlLease.acquire(prefix, None)
+    job = CrawlJob.plan(_listing(warcs), prefix)
+    job.fence = lease.fence
+    target = job.where(job.warcs[0].relative)
+    where = target if moment == "output" else unit.record_of(target)
+    theirs = b'{"written by": "the run that took the prefix over"}\n'
+    real_write = unit.write_output if moment == "output" else unit.write_if
+    frozen = []
+
+    def frozen_then_continued(*args: object, **kwargs: object) -> object:
+        if not frozen:  # the other run's moves, while this process is frozen
+            frozen.append(True)
+            _take_over(lease)
+            conditional(where).create_exclusive(theirs)
+        return real_write(*args, **kwargs)
+
+    mocker.patch.object(unit, "write_output" if moment == "output" else "write_if", frozen_then_continued)
+    outcome = crawl_warc(job.warc_job(0))
+    assert frozen and outcome.state == "failed"
+    assert outcome.reason is not None and "the crawl's lease was taken over" in outcome.reason
+    with store(where).open() as fh:
+        assert fh.read() == theirs
+    lease.release()
+
+
+@pytest.mark.parametrize("write", ["output", "record"])
+def test_a_warc_done_twice_by_one_run_writes_over_its_other_tries_write(
+    warcs: Path, tmp_path: Path, write: str, mocker: MockerFixture
+) -> None:
+    """Another try of the same run (a WARC sent twice) wrote the file between this one's look and its write: the
+    refused write is tried again over it, after the fence is checked again, and the WARC is done."""
+    lease = CrawlLease.acquire(tmp_path / "out", None)
+    job = CrawlJob.plan(_listing(warcs), str(tmp_path / "out"))
+    job.fence = lease.fence
+    clean = crawl_warc(job.warc_job(0))
+    target = job.where(job.warcs[0].relative)
+    where = Path(target if write == "output" else unit.record_of(target))
+    done = where.read_bytes()
+    where.unlink()
+    real_write: Callable[..., object] = unit.write_output if write == "output" else unit.write_if
+    raced = []
+
+    def raced_by_the_other_try(*args: object, **kwargs: object) -> object:
+        if not raced:
+            raced.append(True)
+            where.write_bytes(done)  # the other try's write: the same bytes
+        return real_write(*args, **kwargs)
+
+    mocker.patch.object(unit, "write_output" if write == "output" else "write_if", raced_by_the_other_try)
+    outcome = crawl_warc(job.warc_job(0))
+    assert raced and outcome.state == "done" and outcome.sha256 == clean.sha256
+    assert where.read_bytes() == done
+    lease.release()
+
+
+@pytest.mark.slow  # Azurite: moto's S3 server dates every multipart upload 2010-11-10, S3 itself the real time
+def test_the_sweep_aborts_only_uploads_started_while_the_run_held_the_lease(
+    warcs: Path, store_servers: dict[str, StoreServer]
+) -> None:
+    """A run frozen before its sweep, continued after another run started an upload under the prefix: that one is
+    kept; its own killed writer's is aborted."""
+    server = running(store_servers, "az")
+    bucket = server.new_bucket()
+    prefix = server.url(bucket, "selected")
+    lease = CrawlLease.acquire(prefix, None)
+    job = CrawlJob.plan(_listing(warcs), prefix)
+    job.finish_warc(0, WarcOutcome.failed("0: failed", 74))
+    ours = job.where(job.warcs[0].relative)
+    theirs = unit.record_of(ours)  # (not crawl.json: a blob's commit drops its uncommitted blocks)
+
+    def start_upload(where: object) -> None:  # a writer killed after it sent a part: never committed
+        staged = store(where).stage()  # type: ignore[arg-type]
+        staged.write(b"part of an output\n")
+        staged.finish()
+
+    start_upload(ours)  # a killed writer of this run's
+    time.sleep(1.5)  # the store's times are whole seconds apart
+    held_at = lease.held_at()
+    assert held_at is not None
+    time.sleep(1.5)
+    start_upload(theirs)  # the next run's, while this one was frozen
+    job.close(held_at)
+    assert [key for key, _ in server.uploads(bucket)] == [str(theirs).removeprefix(f"az://{bucket}/")]
+    lease.release()
