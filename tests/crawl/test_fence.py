@@ -7,10 +7,15 @@ held the lease. On a disk and on moto's S3 server; the other run's moves are mad
 from __future__ import annotations
 
 import hashlib
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 import pytest
 from pytest_mock import MockerFixture
 
@@ -18,11 +23,13 @@ import selection_crawl.unit as unit
 from selection_crawl.job import CrawlJob
 from selection_crawl.lease import CrawlLease, CrawlLeaseLostError
 from selection_crawl.listing import SUMMARY_NAME
-from selection_crawl.unit import WarcOutcome, crawl_warc
+from selection_crawl.unit import COMMIT_PAGES_VARIABLE, WarcOutcome, crawl_warc
 from selection_extraction import stop_kept_workers
 from selection_storage.stores import location, store
 from selection_storage.stores.conditional import conditional
 from tests.support.crawls import write_crawl
+from tests.support.faultkit import child_env
+from tests.support.faultproxy import FaultProxy
 from tests.support.object_stores import StoreServer, running
 
 
@@ -186,3 +193,99 @@ def test_the_sweep_aborts_only_uploads_started_while_the_run_held_the_lease(
     job.close(held_at)
     assert [key for key, _ in server.uploads(bucket)] == [str(theirs).removeprefix(f"az://{bucket}/")]
     lease.release()
+
+
+# --- the command, frozen (SIGSTOP) at a moment, then continued once the next run has ended ---------------------
+
+#: Pages of each of the two WARCs of a frozen crawl, and the pages of each commit.
+FROZEN_PAGES, FROZEN_EVERY = 12, 3
+
+#: Bounded waits (a loaded two-core machine): a guard against a hang, never a timing assertion.
+WAIT_SECONDS = 900
+
+
+def _tree(prefix: str) -> dict[str, str]:
+    """Every file under the prefix, hidden ones too on a disk (a staged file left, a lock), and its bytes' SHA-256."""
+    if "://" in prefix:
+        return _snapshot(prefix)
+    root = Path(prefix)
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*") if p.is_file()
+    }
+
+
+def _command(listing: Path, prefix: str, env: dict[str, str], log: Path, *extra: str) -> subprocess.Popen[bytes]:
+    args = ["crawl", str(listing), "-o", prefix, "--workers", "1", *extra]
+    with open(log, "wb") as sink:
+        return subprocess.Popen([sys.executable, "-m", "selection_cli.main", *args], cwd=log.parent, env=env,
+                                stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+
+
+def _ended(command: subprocess.Popen[bytes]) -> int:
+    try:
+        return command.wait(timeout=WAIT_SECONDS)
+    finally:
+        if command.poll() is None:
+            os.killpg(command.pid, signal.SIGKILL)
+            command.wait()
+
+
+@pytest.mark.slow  # two crawls, and the 2 minutes a frozen run's lease takes to go stale
+@pytest.mark.parametrize("moment", ["in its second write of crawl.json (S3)", "after a commit (a disk)"])
+def test_a_crawl_frozen_then_continued_changes_nothing_once_the_next_run_has_ended(
+    moment: str, tmp_path: Path, store_servers: dict[str, StoreServer]
+) -> None:
+    """Crawl A (the command, its WARC's process and extractors) is SIGSTOPped: while its request writing crawl.json
+    is in flight (a proxy holds it, then lets the store evaluate it), or once a WARC has a commit. Crawl B waits
+    for A's lease to go stale, takes the prefix over and ends. A, continued, ends with exit 75, and every file
+    under the prefix has B's bytes: A wrote, removed and left nothing."""
+    keys = write_crawl(tmp_path / "warcs", 2, FROZEN_PAGES)
+    listing = tmp_path / "warcs.txt"
+    listing.write_text("".join(f"{tmp_path / 'warcs' / key}\n" for key in keys))
+    on_s3 = "S3" in moment
+    server = running(store_servers, "s3") if on_s3 else None
+    prefix = server.url(server.new_bucket(), "selected") if server else str(tmp_path / "selected")
+    env = {k: v for k, v in child_env().items() if not k.startswith("PREFECT_")}  # the store's settings among them
+    env[COMMIT_PAGES_VARIABLE] = str(FROZEN_EVERY)
+    with FaultProxy(server.endpoint if server else "http://127.0.0.1:9") as proxy:
+        puts: list[str] = []
+        if on_s3:
+            summary = f"/{prefix.removeprefix('s3://')}/{SUMMARY_NAME}"
+            proxy.hold(lambda method, path: method == "PUT" and path.split("?")[0] == summary and
+                       (puts.append(path) or len(puts) == 2))  # fmt: skip
+        a_env = (
+            env | {"PREFECT_HOME": str(tmp_path / "home-a")} | ({"AWS_ENDPOINT_URL": proxy.endpoint} if on_s3 else {})
+        )
+        a = _command(listing, prefix, a_env, tmp_path / "a.log")
+        try:
+            deadline = time.monotonic() + WAIT_SECONDS
+            while not (proxy.held.is_set() if on_s3 else list(Path(prefix).rglob("*.commit"))):
+                assert a.poll() is None and time.monotonic() < deadline, (tmp_path / "a.log").read_text()
+                time.sleep(0.02)
+            os.killpg(a.pid, signal.SIGSTOP)
+            stopped = time.monotonic()
+            b = _command(listing, prefix, env | {"PREFECT_HOME": str(tmp_path / "home-b")}, tmp_path / "b.log",
+                         "--wait", "600")  # fmt: skip
+            assert _ended(b) == 0, (tmp_path / "b.log").read_text()
+            took_over = time.monotonic() - stopped
+            theirs = _tree(prefix)
+        finally:
+            proxy.release.set()
+            os.killpg(a.pid, signal.SIGCONT)
+        code = _ended(a)
+    lines = (tmp_path / "a.log").read_text().splitlines()
+    print(f"\nfrozen {moment}: B took over and ended {took_over:.0f} s after; A continued: exit {code}, {lines[-1:]}")
+    assert code == 75, "\n".join(lines)
+    assert _tree(prefix) == theirs  # nothing written, removed or left by A after B ended
+    summary = orjson.loads(_read(prefix, SUMMARY_NAME))
+    assert summary["totals"]["done"] == 2 and summary["run"] != "", summary["totals"]
+    if on_s3:
+        deadline = time.monotonic() + WAIT_SECONDS  # forwarded as soon as released: a guard against a hang
+        while proxy.held_status is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert proxy.held_status == 412  # the store refused A's write of crawl.json: B's version is there
+
+
+def _read(prefix: str, name: str) -> bytes:
+    with store(location(f"{prefix}/{name}", None, "output")).open() as fh:
+        return fh.read()

@@ -18,6 +18,10 @@ Point a client at :attr:`FaultProxy.endpoint` instead of the server's (``AWS_END
 upstream: the TLS-terminating proxy of the HTTPS tests (``tests/support/https_server.py``: ``tls=server.tls``,
 upstream ``server.plain_endpoint``). :attr:`FaultProxy.counts` says what it did to how many requests and
 :attr:`FaultProxy.requests` lists each one.
+
+:meth:`FaultProxy.hold` keeps the next request that matches (its body received) from the upstream until
+:attr:`FaultProxy.release` is set, then forwards it as it is (the upstream's status in :attr:`FaultProxy.held_status`):
+a client frozen in the middle of that request, whose request the store evaluates only when it goes on.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import socket
 import ssl
 import sys
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -96,6 +101,10 @@ class FaultProxy:
         self.outage = threading.Event()
         self.counts = {"forwarded": 0, **dict.fromkeys(FAULTS, 0), "outage": 0}
         self.requests: list[dict[str, Any]] = []
+        self.held = threading.Event()  # set once a request is being held
+        self.release = threading.Event()
+        self.held_status: int | None = None  # the upstream's answer to it, once forwarded
+        self._hold: Callable[[str, str], bool] | None = None
         self._random = random.Random(seed)
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), self._handler())
@@ -113,6 +122,19 @@ class FaultProxy:
     def url(self, path: str) -> str:
         """The proxy's URL of an upstream path (``/crawl-data/...``)."""
         return f"{self.endpoint}/{path.lstrip('/')}"
+
+    def hold(self, matches: Callable[[str, str], bool]) -> None:
+        """Hold the next request for which ``matches(method, path)`` until :attr:`release` is set."""
+        self._hold = matches
+
+    def _held(self, method: str, path: str) -> bool:
+        with self._lock:
+            if self._hold is None or not self._hold(method, path):
+                return False
+            self._hold = None
+        self.held.set()
+        self.release.wait()
+        return True
 
     def __enter__(self) -> FaultProxy:
         self._thread.start()
@@ -181,9 +203,10 @@ class FaultProxy:
 
             def _any(self) -> None:
                 body = self._body()
-                fate = proxy._fate()
+                held = proxy._held(self.command, self.path)
+                fate = "forwarded" if held else proxy._fate()
                 entry = {"method": self.command, "path": self.path, "range": self.headers.get("Range"),
-                         "fate": fate, "status": None, "body_bytes": 0}  # fmt: skip
+                         "fate": fate, "status": None, "body_bytes": 0, "held": held}  # fmt: skip
                 if fate == "cut":
                     self._cut()
                     proxy._record(entry)
@@ -198,6 +221,8 @@ class FaultProxy:
                     upstream.request(self.command, self.path, body=body, headers=headers)
                     answer = upstream.getresponse()
                     entry["status"] = answer.status
+                    if held:  # its client may have gone meanwhile: known before it is answered
+                        proxy.held_status = answer.status
                     if self.command == "HEAD" or answer.length is None:  # no body, or a chunked one: as it is
                         data = answer.read()
                         self._answer(answer.status, answer.getheaders(), data)
