@@ -392,7 +392,9 @@ def extract_crawl(
         CrawlLease.acquire(output_prefix, storage_options, flow_run.get_id(), wait_seconds, logger.info) as lease,
     ):
         lease.start_renewing()
-        job = CrawlJob.plan(listing, output_prefix, base, time_limit_seconds, storage_options, output_format)
+        job = CrawlJob.plan(
+            listing, output_prefix, base, time_limit_seconds, storage_options, output_format, held=lease.renew
+        )
         job.fence = lease.fence
         where = f"the Dask cluster at {dask_address}" if dask_address else "local worker processes"
         logger.info(

@@ -13,7 +13,7 @@ import tempfile
 import time
 import uuid
 from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 import orjson
@@ -34,7 +34,7 @@ from selection_engine.dataset import require_dataset_extra
 from selection_extraction import ExtractionSettings
 from selection_storage.files import Version
 from selection_storage.stores import Location, ObjectPath, listed_versions, location, store
-from selection_storage.stores.conditional import VersionChangedError, write_if
+from selection_storage.stores.conditional import VersionChangedError, remove_if, write_if
 
 #: Folder listings kept while a resume walks the listing (Common Crawl's lists each folder's WARCs together).
 _LISTINGS_KEPT: Final[int] = 8
@@ -166,6 +166,7 @@ class CrawlJob:
         self._written_at = float("-inf")
         self._write_seconds = 0.0
         self._summary_version: Version | None = None  # of crawl.json, as this run last read or wrote it
+        self._leftovers: list[tuple[Location, Version]] = []  # work files of done WARCs, as listed by the plan
 
     @classmethod
     def plan(
@@ -176,10 +177,14 @@ class CrawlJob:
         time_limit_seconds: float = ExtractionSettings.time_limit_seconds,
         storage_options: Mapping[str, Any] | None = None,
         output_format: str = BATCH,
+        held: Callable[[], None] | None = None,
     ) -> CrawlJob:
         """The job of ``listing`` into ``prefix``, its done WARCs found (refusals before anything runs); its outputs
         are selected batches, or with ``output_format`` ``"dataset"`` Parquet datasets (pyarrow is checked here,
-        not by every WARC)."""
+        not by every WARC). ``held()`` (the run's lease renewed: raising once it is lost) is called once all is
+        read, before the work files that killed workers left beside done outputs are removed, each only while it is
+        the version listed: what the plan read was read while the run held the prefix, and a run frozen in its plan
+        removes nothing another run wrote since."""
         if output_format == DATASET:
             require_dataset_extra()
         where = location(prefix, storage_options, "output")  # a bad URL is refused here
@@ -191,6 +196,11 @@ class CrawlJob:
         fingerprint = expected_fingerprint(time_limit_seconds, output_format)
         job = cls(listing, prefix, warcs, base, time_limit_seconds, storage_options, fingerprint, output_format)
         job._resume()
+        if held is not None:
+            held()
+        for where, version in job._leftovers:
+            remove_if(where, version)
+        job._leftovers = []
         return job
 
     def where(self, relative: str) -> Location:
@@ -284,8 +294,10 @@ class CrawlJob:
         if outcome is not None and _identity(outcome) == wanted:
             self._keep(index, outcome)
             self.done_before += 1
-            for name in outputs.work_files(output):  # its worker died as it ended
-                store(output.with_name(name)).remove()
+            for name in outputs.work_files(output):  # its worker died as it ended: removed once the lease is checked
+                version = outputs.version(output.with_name(name))
+                if version is not None:
+                    self._leftovers.append((output.with_name(name), version))
         else:
             self.todo.append(index)
 

@@ -46,7 +46,7 @@ from selection_extraction.pool import stop_kept_workers
 from selection_extraction.warc import StreamedPage, WarcCursor, WarcStream
 from selection_storage.files import Version
 from selection_storage.stores import Location, location, store, write_atomic
-from selection_storage.stores.conditional import Expected, VersionChangedError, write_if
+from selection_storage.stores.conditional import Expected, VersionChangedError, remove_if, write_if
 from selection_storage.stores.retries import patience, retried
 
 T = TypeVar("T")
@@ -289,8 +289,12 @@ class _Tries:
         write_atomic(self.where, orjson.dumps(record))
         return tries + 1, deaths
 
-    def remove(self) -> None:
-        store(self.where).remove()
+    def remove(self, job: WarcJob) -> None:
+        """Remove the count (as listed before the fence is checked, and only while it is that version)."""
+        version = store(self.where).listed_version()
+        fenced(job)
+        if version is not None:
+            remove_if(self.where, version)
 
 
 class _Commits:
@@ -303,16 +307,17 @@ class _Commits:
     def _name(self, number: int) -> Location:
         return self.target.with_name(f"{self.target.name}.{number:05d}{_COMMIT_SUFFIX}")
 
-    def names(self) -> list[str]:
-        """The names of this WARC's commits (any version), in order."""
+    def listed(self) -> dict[str, Version]:
+        """This WARC's commits (any version) and their versions, by name, in order."""
         listed = store(self.target.parent).listed()
-        return [name for name in work_files(self.target.name, listed) if name.endswith(_COMMIT_SUFFIX)]
+        return {name: listed[name] for name in work_files(self.target.name, listed) if name.endswith(_COMMIT_SUFFIX)}
 
-    def load(self, pieces: BinaryIO) -> _Progress:
+    def load(self, pieces: BinaryIO) -> tuple[_Progress, dict[str, Version]]:
         """The progress of the valid commits (numbered from 0, without a gap), their pieces appended to ``pieces``;
-        the others are removed."""
+        and the others, to be removed (:meth:`remove`) once the fence is checked."""
         progress = _Progress()
-        names = self.names()
+        listed = self.listed()
+        names = list(listed)
         for number, name in enumerate(names):
             where = self.target.with_name(name)
             if name != self._name(number).name:
@@ -335,8 +340,7 @@ class _Commits:
                 number + 1,
                 int(head["begin"]),
             )
-        self.remove(names[progress.commits :])
-        return progress
+        return progress, {name: listed[name] for name in names[progress.commits :]}
 
     def commit(self, start: WarcCursor | None, progress: _Progress, piece: bytes) -> None:
         """Commit ``piece`` (the articles from the cursor ``start`` to ``progress``'s, selected) with ``progress``
@@ -353,10 +357,14 @@ class _Commits:
         }
         write_atomic(self._name(progress.commits - 1), [orjson.dumps(head) + b"\n", zlib.compress(piece, 1)])
 
-    def remove(self, names: list[str] | None = None) -> None:
-        """Remove the commits (once the WARC's output and record are written), or those ``names``."""
-        for name in self.names() if names is None else names:
-            store(self.target.with_name(name)).remove()
+    def remove(self, job: WarcJob, listed: dict[str, Version] | None = None) -> None:
+        """Remove the commits (once the WARC's output and record are written), or those ``listed``: each only while
+        it is the version listed before the fence was checked (a process frozen between its check and a removal
+        never removes what another run wrote since)."""
+        listed = self.listed() if listed is None else listed
+        fenced(job)
+        for name, version in listed.items():
+            remove_if(self.target.with_name(name), version)
 
 
 def _cursor_json(cursor: WarcCursor | None) -> dict[str, Any] | None:
@@ -448,10 +456,9 @@ def _clean_up(job: WarcJob, tries: _Tries | None, commits: _Commits | None, done
     if tries is None or commits is None:
         return
     with contextlib.suppress(SelectionError, OSError):  # a lost lease among them
-        fenced(job)
-        tries.remove()
+        tries.remove(job)
         if done:
-            commits.remove()
+            commits.remove(job)
 
 
 def fenced(job: WarcJob) -> None:
@@ -473,8 +480,8 @@ def _crawl(
     number = 1  # of this try
     try:
         with tempfile.TemporaryFile() as pieces:  # anonymous: gone with this process, whatever kills it
-            progress = commits.load(pieces)
-            fenced(job)
+            progress, invalid = commits.load(pieces)
+            commits.remove(job, invalid)  # fenced
             number, deaths = tries.start(progress.commits)
             if deaths >= MAX_DEATHS:
                 reason = (

@@ -13,7 +13,7 @@ daemon, some FUSE mounts), two machines' replaces can interleave.
 :class:`StagedIf` (and :func:`write_if`) writes an output of any size only over the version its writer found (its listed
 :class:`~selection_storage.files.Version`; None: nothing there), so that a writer frozen between a check of its
 right to write and the write itself cannot publish once another has written: a file is staged beside its target and
-renamed under the folder's lock (``.content-selection-writes.lock``) after the version is compared; an object is
+renamed under the folder's lock (a ``flock`` of the folder) after the version is compared; an object is
 staged on this machine's disk, then sent in one request the store evaluates the condition on (S3 ``PutObject``, at
 most 5 GiB; Azure's blocks committed ``If-Match``; Google Cloud Storage's multipart upload, which holds the object in
 memory while it is sent).
@@ -285,13 +285,25 @@ class StagedIf(Staged):
 
 @contextlib.contextmanager
 def _folder_locked(target: Path) -> Iterator[None]:
-    """The lock of the conditional writes of ``target``'s folder held (released when closed, or its holder dies)."""
+    """The lock of the conditional writes of ``target``'s folder held: an exclusive ``flock`` of the folder itself
+    (nothing is written beside the outputs), or, where a folder cannot be locked (NFS emulates ``flock`` with
+    POSIX locks, which need a file open for writing), of a hidden ``.content-selection-writes.lock`` in it.
+    Released when closed, or when its holder dies."""
+    fd = -1
     try:
-        fd = os.open(target.parent / ".content-selection-writes.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            os.close(fd)
+            fd = -1
+            fd = os.open(target.parent / ".content-selection-writes.lock", os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_EX)
     except OSError as exc:
+        if fd >= 0:
+            os.close(fd)
         raise write_error(target, exc) from None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)
@@ -310,3 +322,23 @@ def write_if(target: Location, data: bytes | Iterable[bytes], expected: Version 
     staged.commit()
     assert staged.version is not None
     return staged.version
+
+
+def remove_if(where: Location, version: Version) -> bool:
+    """Remove ``where`` only while it is still ``version`` (as its folder's listing told it): False, nothing removed,
+    when another writer has changed or removed it since. On a disk the version is compared and the file unlinked
+    under the folder's lock (a writer that does not take it, a rename of :func:`write_atomic`'s, is not held off)."""
+    if isinstance(where, ObjectPath):
+        tag = version.tag.partition(":")[2]
+        return bool(retried(lambda: ConditionalObject(where).delete_if(tag)))
+    path = Path(where)
+    with _folder_locked(path):
+        try:
+            if Version.of_file(os.stat(path)) != version:
+                return False
+            os.unlink(path)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise write_error(path, exc) from None
+    return True

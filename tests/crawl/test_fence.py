@@ -195,6 +195,56 @@ def test_the_sweep_aborts_only_uploads_started_while_the_run_held_the_lease(
     lease.release()
 
 
+def test_a_plan_removes_a_done_warcs_leftovers_only_once_its_lease_is_checked_and_as_listed(
+    warcs: Path, tmp_path: Path
+) -> None:
+    """A done WARC's leftover work file (its worker killed as it ended) is removed by the next plan, after the
+    lease is checked (``held``); one another run rewrote meanwhile, or any once the lease is lost, stays."""
+    out = tmp_path / "out"
+    job = CrawlJob.plan(_listing(warcs), str(out))
+    job.finish_warc(0, crawl_warc(job.warc_job(0)))
+    job.close()
+    leftover = Path(job.where(job.warcs[0].relative + ".00000.commit"))
+
+    def rewritten() -> None:  # another run's write, between the plan's listing and its removal
+        leftover.write_bytes(b"another run's commit")
+
+    def lost() -> None:
+        raise CrawlLeaseLostError("the lease was taken over")
+
+    leftover.write_bytes(b"a killed worker's commit")
+    with pytest.raises(CrawlLeaseLostError):
+        CrawlJob.plan(_listing(warcs), str(out), held=lost)
+    assert leftover.read_bytes() == b"a killed worker's commit"
+    time.sleep(0.01)  # a new modification time
+    assert CrawlJob.plan(_listing(warcs), str(out), held=rewritten).todo == []
+    assert leftover.read_bytes() == b"another run's commit"
+    CrawlJob.plan(_listing(warcs), str(out), held=lambda: None)
+    assert not leftover.exists()
+
+
+def test_a_warcs_process_removes_its_work_files_only_as_it_listed_them(
+    warcs: Path, tmp_path: Path, mocker: MockerFixture
+) -> None:
+    """Frozen between its listing of a work file and its removal, a WARC's process finds that another run wrote it
+    since: the file stays, with the other run's bytes."""
+    job = CrawlJob.plan(_listing(warcs), str(tmp_path / "out"))
+    real = unit.remove_if
+    rewritten: list[Path] = []
+
+    def another_run_first(where: object, version: object) -> bool:
+        path = Path(str(where))
+        if path.name.endswith(".tries"):
+            path.write_bytes(b"another run's count of tries")
+            rewritten.append(path)
+        return real(where, version)  # type: ignore[arg-type]
+
+    mocker.patch.object(unit, "remove_if", another_run_first)
+    assert crawl_warc(job.warc_job(0)).state == "done"
+    (tries,) = rewritten
+    assert tries.read_bytes() == b"another run's count of tries"
+
+
 # --- the command, frozen (SIGSTOP) at a moment, then continued once the next run has ended ---------------------
 
 #: Pages of each of the two WARCs of a frozen crawl, and the pages of each commit.
