@@ -21,7 +21,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Final, TypeVar
+from typing import Any, BinaryIO, Final
 
 import orjson
 
@@ -48,8 +48,6 @@ from selection_storage.files import Version
 from selection_storage.stores import Location, location, store, write_atomic
 from selection_storage.stores.conditional import Expected, VersionChangedError, remove_if, write_if
 from selection_storage.stores.retries import patience, retried
-
-T = TypeVar("T")
 
 #: The key of the crawl's own block in a WARC's record (beside the extraction record's keys).
 CRAWL_KEY: Final[str] = "crawl"
@@ -519,7 +517,7 @@ def _crawl(
     return outcome
 
 
-def _fenced_write(job: WarcJob, where: Location, write: Callable[[Expected], T]) -> T:
+def _fenced_write(job: WarcJob, where: Location, write: Callable[[Expected], Any]) -> Any:
     """``write(expected)``, conditioned on the version of ``where`` found before the fence is checked: a process
     frozen between its check and its write cannot publish once another run has taken the lease over and written
     there (the write is refused); refused because another try of this run wrote there meanwhile (a WARC sent
