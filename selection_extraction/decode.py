@@ -74,13 +74,22 @@ def web_codecs(label: str) -> tuple[str, ...]:
     except (LookupError, ValueError):
         return ()
     name = info.name
-    if not getattr(info, "_is_text_encoding", True) or name in _REFUSED_CODECS:
+    if name in _REFUSED_CODECS or not _decodes_to_text(name):
         return ()
     if name.startswith(("utf-16", "utf-32")):
         # A declaration readable as ASCII cannot be in UTF-16/32 (Encoding Standard: use UTF-8).
         return ("utf-8",)
     superset = _WEB_SUPERSET.get(name)
     return (superset, name) if superset else (name,)
+
+
+def _decodes_to_text(codec: str) -> bool:
+    """Whether ``codec`` turns bytes into ``str`` (not a bytes-to-bytes codec such as base64 or zlib, nor a
+    str-to-str one such as rot13)."""
+    try:
+        return isinstance(codecs.decode(b"", codec), str)
+    except Exception:  # zlib, bz2...: their errors have no common class; any is "not a text codec"
+        return False
 
 
 def _strict(data: bytes, codec: str) -> str | None:

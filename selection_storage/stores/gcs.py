@@ -5,6 +5,9 @@ An object written on a condition is sent in one ``uploadType=multipart`` request
 fake-gcs-server checks (it ignores it on a ``media`` upload); a delete reads the generation first, as
 fake-gcs-server ignores the condition of a delete (on it, the moment between the two is unguarded). Its resumable
 uploads cannot be listed: an unfinished one is never an object, and expires after a week.
+
+Every request goes through ``_call``, the coroutine of gcsfs's public ``call`` (fsspec's convention for an async
+filesystem's methods): gcsfs's headers, credentials, ``requester_pays`` and endpoint apply.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from selection_storage.stores.backend import Backend, Changed, Tagged, fill, timestamp
+from selection_storage.stores.backend import Backend, Changed, Tagged, timestamp
 
 
 class GCS(Backend):
@@ -46,26 +49,15 @@ class GCS(Backend):
     async def read_range(self, fs: Any, key: str, name: str, value: str, start: int, into: memoryview) -> int | None:
         if name != "generation":
             return None
-        from gcsfs.retry import validate_response
-
-        bucket, path, _ = fs.split_path(key)
-        await fs._set_session()
-        url = fs.url(f"{bucket}/{path}")  # the media URL (alt=media)
-        headers = fs._get_headers({"Range": f"bytes={start}-{start + into.nbytes - 1}"})
         # that generation's bytes, or 404 once it is gone (overwritten, deleted): as S3's VersionId
-        params = fs._get_params({"generation": value})
-        async with fs.session.get(url, params=params, headers=headers, timeout=fs.requests_timeout) as r:
-            if r.status in (404, 412):
-                raise Changed
-            if r.status >= 400:
-                validate_response(r.status, await r.read(), url)
-
-            async def read(rest: memoryview) -> int:
-                data = await r.content.read(rest.nbytes)
-                rest[: len(data)] = data
-                return len(data)
-
-            return await fill(into, read)
+        bucket, path, _ = fs.split_path(key)
+        range_header = {"Range": f"bytes={start}-{start + into.nbytes - 1}"}
+        try:
+            _, data = await fs._call("GET", fs.url(f"{bucket}/{path}", generation=value), headers=range_header)
+        except (FileNotFoundError, FileExistsError):  # gcsfs's names for 404 and 412
+            raise Changed from None
+        into[: len(data)] = data
+        return len(data)
 
     async def _metadata(self, fs: Any, bucket: str, name: str) -> dict[str, Any] | None:
         try:
@@ -105,7 +97,7 @@ class GCS(Backend):
         try:
             response = await fs._call(
                 "POST",
-                f"{fs._location}/upload/storage/v1/b/{quote(bucket, safe='')}/o",
+                fs.base.replace("/storage/v1/", "/upload/storage/v1/", 1) + f"b/{quote(bucket, safe='')}/o",
                 uploadType="multipart",
                 ifGenerationMatch="0" if tag is None else tag,
                 headers={"Content-Type": f'multipart/related; boundary="{boundary}"'},

@@ -1,5 +1,9 @@
 """Amazon S3 and S3-compatible stores (``s3://``, through s3fs): ranged reads ``If-Match`` an ETag (or of a
-``VersionId``), multipart uploads, conditional writes ``If-None-Match: *`` and ``If-Match``."""
+``VersionId``), multipart uploads, conditional writes ``If-None-Match: *`` and ``If-Match``.
+
+Every request goes through s3fs's ``_call_s3``, fsspec's convention for an async filesystem's own coroutines:
+s3fs's client, credentials, endpoint and retries apply.
+"""
 
 from __future__ import annotations
 
