@@ -48,7 +48,7 @@ def main() -> None:
 
     import psutil
 
-    from selection_crawl.unit import COMMIT_PAGES_VARIABLE
+    from selection_crawl.commits import COMMIT_PAGES_VARIABLE
     from tests.support.crawls import write_crawl
     from tests.support.faultkit import child_env
     from tests.support.https_server import HttpsServer

@@ -21,6 +21,7 @@ import orjson
 from selection_core.config import EXTRACTORS
 from selection_core.dataset import BATCH, DATASET
 from selection_core.errors import EXIT_INVALID_INPUT, EXIT_IO_ERROR, OutputPathError, SelectionError
+from selection_crawl.commits import work_file_output
 from selection_crawl.lease import CrawlLeaseLostError
 from selection_crawl.listing import SUMMARY_NAME, ListedWarc, joined, read_listing, record_of
 from selection_crawl.unit import (
@@ -28,7 +29,6 @@ from selection_crawl.unit import (
     WarcOutcome,
     expected_fingerprint,
     read_record,
-    work_file_output,
 )
 from selection_engine.dataset import require_dataset_extra
 from selection_extraction import ExtractionSettings

@@ -15,11 +15,9 @@ import contextlib
 import dataclasses
 import hashlib
 import importlib.metadata
-import os
 import tempfile
 import time
-import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Final
 
@@ -33,30 +31,25 @@ from selection_core.errors import EXIT_INVALID_INPUT, EXIT_IO_ERROR, SelectionEr
 from selection_core.formats import JSON_LINES
 from selection_core.jsonl import render_lines
 from selection_core.layout import Chunk
+from selection_crawl.commits import Commits, Piece, Progress, Tries
 from selection_crawl.lease import CrawlLeaseLostError, check_fence
 from selection_crawl.listing import record_of
 from selection_engine.engine import write_output
 from selection_engine.language import identify, model_identity
 from selection_extraction import ExtractionSettings, default_extractors
-from selection_extraction.extracted import NO_STATS, ExtractionStats, build_batch
+from selection_extraction.extracted import NO_STATS, build_batch
 from selection_extraction.extraction import extract_readings
 from selection_extraction.extractors import library_version
-from selection_extraction.pages import Page, PageSet, missing_pages, no_pages_error, warc_refusals
+from selection_extraction.pages import PageSet, missing_pages, no_pages_error
 from selection_extraction.pool import stop_kept_workers
-from selection_extraction.warc import StreamedPage, WarcCursor, WarcStream
+from selection_extraction.warc import WarcStream
 from selection_storage.files import Version
-from selection_storage.stores import Location, location, store, write_atomic
-from selection_storage.stores.conditional import Expected, VersionChangedError, remove_if, write_if
+from selection_storage.stores import Location, location, store
+from selection_storage.stores.conditional import Expected, VersionChangedError, write_if
 from selection_storage.stores.retries import patience, retried
 
 #: The key of the crawl's own block in a WARC's record (beside the extraction record's keys).
 CRAWL_KEY: Final[str] = "crawl"
-
-#: Most pages, and most seconds of work, between two commits of a WARC's progress; the pages can be set on the
-#: workers by :data:`COMMIT_PAGES_VARIABLE`.
-COMMIT_PAGES: Final[int] = 300
-COMMIT_SECONDS: Final[float] = 60.0
-COMMIT_PAGES_VARIABLE: Final[str] = "CONTENT_SELECTION_COMMIT_PAGES"
 
 #: Seconds a crawl's store calls are tried again after a transient failure (a store throttling or restarting),
 #: with backoff and jitter, before the WARC fails (:mod:`selection_storage.stores.retries`).
@@ -74,12 +67,6 @@ PROGRESS_TOPIC: Final[str] = "content-selection-crawl-pages"
 
 #: Tries of an output's (or a record's) conditional write that another writer's refuses before the WARC fails.
 _WRITE_TRIES: Final[int] = 4
-
-#: How a commit's name ends, after the output's name and its number.
-_COMMIT_SUFFIX: Final[str] = ".commit"
-
-#: How the object counting a WARC's tries is named, after the output's name.
-_TRIES_SUFFIX: Final[str] = ".tries"
 
 #: The version of what an output holds for the same pages, settings and rule: raised whenever that changes, so
 #: that outputs written before are done again (the versions: docs/scaling.md).
@@ -228,17 +215,6 @@ class WarcOutcome:
         )
 
 
-@dataclass
-class _Progress:
-    """Where a WARC's work stands: the read's cursor, the articles and counts so far, the commits made."""
-
-    cursor: WarcCursor | None = None
-    articles: int = 0
-    stats: ExtractionStats = NO_STATS
-    commits: int = 0
-    begin: int = 0  # the byte offset of the next article in the extracted batch a run in one go would read
-
-
 def read_record(record: Location, source: str) -> WarcOutcome | None:
     """The outcome a WARC's record tells (None: unreadable, or the record of another WARC)."""
     try:
@@ -247,152 +223,6 @@ def read_record(record: Location, source: str) -> WarcOutcome | None:
         return WarcOutcome.from_json(content[CRAWL_KEY]) if content["extraction"]["input"] == source else None
     except (SelectionError, OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         return None
-
-
-def work_files(output_name: str, names: Iterable[str]) -> list[str]:
-    """The names among ``names`` (a folder's) of the commits and the count of tries of the WARC whose output is
-    ``output_name``, in order: what is left of its work while it is not done."""
-    return sorted(name for name in names if work_file_output(name) == output_name)
-
-
-def work_file_output(name: str) -> str | None:
-    """The output name whose commit or count of tries ``name`` is (None: neither)."""
-    if name.endswith(_TRIES_SUFFIX):
-        return name[: -len(_TRIES_SUFFIX)]
-    stem, dot, number = name.removesuffix(_COMMIT_SUFFIX).rpartition(".")
-    return stem if name.endswith(_COMMIT_SUFFIX) and dot and number.isdigit() else None
-
-
-class _Tries:
-    """A WARC's tries in one run, counted in the store beside its output: a try is one start by a worker."""
-
-    def __init__(self, target: Location, run: str) -> None:
-        self.where = target.with_name(target.name + _TRIES_SUFFIX)
-        self.run = run
-
-    def start(self, committed: int) -> tuple[int, int]:
-        """Count one more try of the WARC in this run, ``committed`` pieces being there: how many tries there were,
-        and the deaths in a row before it (the tries before it that found no piece that the one before had not)."""
-        tries = deaths = 0
-        if store(self.where).kind() == "file":
-            try:
-                with store(self.where).open() as fh:
-                    previous = orjson.loads(fh.read())
-                if previous.get("run") == self.run:
-                    tries = int(previous["tries"])
-                    deaths = int(previous["deaths"]) + 1 if committed <= int(previous["committed"]) else 0
-            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-                tries = deaths = 0
-        record = {"run": self.run, "tries": tries + 1, "deaths": deaths, "committed": committed}
-        write_atomic(self.where, orjson.dumps(record))
-        return tries + 1, deaths
-
-    def remove(self, job: WarcJob) -> None:
-        """Remove the count (as listed before the fence is checked, and only while it is that version)."""
-        version = store(self.where).listed_version()
-        fenced(job)
-        if version is not None:
-            remove_if(self.where, version)
-
-
-class _Commits:
-    """A WARC's commits beside its output, valid for one version of the WARC and one fingerprint."""
-
-    def __init__(self, target: Location, version: Version, fingerprint: str) -> None:
-        self.target = target
-        self.identity = {"input_version": {"size": version.size, "tag": version.tag}, "fingerprint": fingerprint}
-
-    def _name(self, number: int) -> Location:
-        return self.target.with_name(f"{self.target.name}.{number:05d}{_COMMIT_SUFFIX}")
-
-    def listed(self) -> dict[str, Version]:
-        """This WARC's commits (any version) and their versions, by name, in order."""
-        listed = store(self.target.parent).listed()
-        return {name: listed[name] for name in work_files(self.target.name, listed) if name.endswith(_COMMIT_SUFFIX)}
-
-    def load(self, pieces: BinaryIO) -> tuple[_Progress, dict[str, Version]]:
-        """The progress of the valid commits (numbered from 0, without a gap), their pieces appended to ``pieces``;
-        and the others, to be removed (:meth:`remove`) once the fence is checked."""
-        progress = _Progress()
-        listed = self.listed()
-        names = list(listed)
-        for number, name in enumerate(names):
-            where = self.target.with_name(name)
-            if name != self._name(number).name:
-                break
-            try:
-                with store(where).open() as fh:
-                    head = orjson.loads(fh.readline())
-                    if {k: head.get(k) for k in self.identity} != self.identity:
-                        break
-                    if head.get("start", 0) != _cursor_json(progress.cursor):  # two workers' pieces, cut elsewhere
-                        break
-                    piece = zlib.decompress(fh.read())
-            except (orjson.JSONDecodeError, zlib.error, KeyError, TypeError, ValueError):
-                break
-            pieces.write(piece)
-            progress = _Progress(
-                WarcCursor.from_json(head["cursor"]),
-                int(head["articles"]),
-                ExtractionStats(**{**head["stats"], "network_attempts": tuple(head["stats"]["network_attempts"])}),
-                number + 1,
-                int(head["begin"]),
-            )
-        return progress, {name: listed[name] for name in names[progress.commits :]}
-
-    def commit(self, start: WarcCursor | None, progress: _Progress, piece: bytes) -> None:
-        """Commit ``piece`` (the articles from the cursor ``start`` to ``progress``'s, selected) with ``progress``
-        (complete or absent). A commit names the cursor it starts from, so that the commits of two workers doing the
-        WARC at once (a stale task of a killed run), whose pieces may be cut at other pages, never chain."""
-        assert progress.cursor is not None
-        head = {
-            **self.identity,
-            "start": _cursor_json(start),
-            "cursor": progress.cursor.to_json(),
-            "articles": progress.articles,
-            "stats": dataclasses.asdict(progress.stats),
-            "begin": progress.begin,
-        }
-        write_atomic(self._name(progress.commits - 1), [orjson.dumps(head) + b"\n", zlib.compress(piece, 1)])
-
-    def remove(self, job: WarcJob, listed: dict[str, Version] | None = None) -> None:
-        """Remove the commits (once the WARC's output and record are written), or those ``listed``: each only while
-        it is the version listed before the fence was checked (a process frozen between its check and a removal
-        never removes what another run wrote since)."""
-        listed = self.listed() if listed is None else listed
-        fenced(job)
-        for name, version in listed.items():
-            remove_if(self.target.with_name(name), version)
-
-
-def _cursor_json(cursor: WarcCursor | None) -> dict[str, Any] | None:
-    return cursor.to_json() if cursor is not None else None
-
-
-def _commit_pages() -> int:
-    try:
-        return max(1, int(os.environ.get(COMMIT_PAGES_VARIABLE, COMMIT_PAGES)))
-    except ValueError:
-        return COMMIT_PAGES
-
-
-class _Piece:
-    """The next pages of a stream, at most :data:`COMMIT_PAGES` or :data:`COMMIT_SECONDS` seconds of them, as
-    ``(page, payload)``; once read, ``after`` is the cursor after its last page, and ``last`` whether the stream
-    ended in it."""
-
-    def __init__(self, stream: WarcStream, pages: Iterator[StreamedPage], after: WarcCursor) -> None:
-        self.stream, self.pages, self.after, self.last = stream, pages, after, False
-
-    def __iter__(self) -> Iterator[tuple[Page, Any]]:
-        deadline, most, shown = time.monotonic() + COMMIT_SECONDS, _commit_pages(), self.stream.shown
-        with warc_refusals(shown):  # not a WARC, or unreadable: its pages cannot be used
-            for count, item in enumerate(self.pages, 1):
-                self.after = item.after
-                yield Page(item.id, item.url, shown, self.stream.path, item.charset, item.ref), item.payload
-                if count >= most or time.monotonic() >= deadline:
-                    return
-        self.last = True
 
 
 @patience(STORE_PATIENCE_SECONDS)
@@ -415,8 +245,8 @@ def crawl_warc(job: WarcJob, report: Callable[[int, int], None] | None = None) -
             f"(fingerprint {here[:12]}, not {job.fingerprint[:12]}); run the workers on the coordinator's image",
             EXIT_IO_ERROR,
         )
-    tries: _Tries | None = None
-    commits: _Commits | None = None
+    tries: Tries | None = None
+    commits: Commits | None = None
     try:
         options = dict(job.storage_options)
         source = location(job.source, options)
@@ -425,7 +255,7 @@ def crawl_warc(job: WarcJob, report: Callable[[int, int], None] | None = None) -
         if version is None:
             raise missing_pages(job.source, store(source).folder_noun)
         store(target.parent).make_folders()  # a folder of the prefix, on this machine's disk
-        tries, commits = _Tries(target, job.run), _Commits(target, version, job.fingerprint)
+        tries, commits = Tries(target, job.run), Commits(target, version, job.fingerprint)
         done = read_record(record_of(target), job.source)  # None when there is none
         if done and (done.input_version, done.fingerprint) == (version, job.fingerprint):
             listed = store(target).listed_version()
@@ -448,15 +278,15 @@ def crawl_warc(job: WarcJob, report: Callable[[int, int], None] | None = None) -
     return dataclasses.replace(outcome, seconds=round(time.perf_counter() - started, 3))
 
 
-def _clean_up(job: WarcJob, tries: _Tries | None, commits: _Commits | None, done: bool) -> None:
+def _clean_up(job: WarcJob, tries: Tries | None, commits: Commits | None, done: bool) -> None:
     """Remove the WARC's count of tries, and its commits once it is ``done``; nothing once its lease is lost, and
     what a failing store keeps is left for the next run."""
     if tries is None or commits is None:
         return
     with contextlib.suppress(SelectionError, OSError):  # a lost lease among them
-        tries.remove(job)
+        tries.remove(lambda: fenced(job))
         if done:
-            commits.remove(job)
+            commits.remove(lambda: fenced(job))
 
 
 def fenced(job: WarcJob) -> None:
@@ -471,15 +301,15 @@ def _crawl(
     source: Location,
     target: Location,
     version: Version,
-    tries: _Tries,
-    commits: _Commits,
+    tries: Tries,
+    commits: Commits,
     report: Callable[[int, int], None],
 ) -> WarcOutcome:
     number = 1  # of this try
     try:
         with tempfile.TemporaryFile() as pieces:  # anonymous: gone with this process, whatever kills it
             progress, invalid = commits.load(pieces)
-            commits.remove(job, invalid)  # fenced
+            commits.remove(lambda: fenced(job), invalid)  # fenced
             number, deaths = tries.start(progress.commits)
             if deaths >= MAX_DEATHS:
                 reason = (
@@ -544,11 +374,11 @@ def _whole_lines(pieces: BinaryIO, beat: Callable[[], None], size: int = 8 << 20
 def _extract_and_select(
     job: WarcJob,
     source: Location,
-    commits: _Commits,
+    commits: Commits,
     pieces: BinaryIO,
-    progress: _Progress,
+    progress: Progress,
     report: Callable[[int, int], None],
-) -> tuple[_Progress, dict[str, Any]]:
+) -> tuple[Progress, dict[str, Any]]:
     """Extract and select the WARC's pages after its last commit (``progress``, whose pieces ``pieces`` holds),
     appending each piece's selected articles (or rows) to ``pieces``, committing each; the progress at the end and
     the extraction record's root."""
@@ -565,9 +395,9 @@ def _extract_and_select(
         if done:
             reported(before + done)
 
-    pages, piece = iter(stream), _Piece(stream, iter(()), stream.start)  # an empty piece, ending at the start
+    pages, piece = iter(stream), Piece(stream, iter(()), stream.start)  # an empty piece, ending at the start
     while not piece.last:
-        piece = _Piece(stream, pages, piece.after)
+        piece = Piece(stream, pages, piece.after)
         articles: list[dict[str, Any]] = []
         stats = extract_readings(piece, articles.append, settings, extractors, pages_done)
         if not articles:

@@ -15,9 +15,10 @@ import orjson
 import psutil
 import pytest
 
+from selection_crawl.commits import COMMIT_PAGES_VARIABLE
 from selection_crawl.job import CrawlJob
 from selection_crawl.lease import CrawlLease
-from selection_crawl.unit import COMMIT_PAGES_VARIABLE, crawl_warc
+from selection_crawl.unit import crawl_warc
 from tests.support import DATA
 from tests.support.crawls import write_crawl
 from tests.support.faultkit import child_env, run_command, stderr_lines

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from selection_core.errors import WriteError
-from selection_crawl import unit
+from selection_crawl import commits, unit
+from selection_crawl.commits import COMMIT_PAGES_VARIABLE
 from selection_crawl.job import CrawlJob
-from selection_crawl.unit import COMMIT_PAGES_VARIABLE, MAX_DEATHS, crawl_warc
+from selection_crawl.unit import MAX_DEATHS, crawl_warc
 from tests.support import ROOT
 from tests.support.crawls import write_crawl
 from tests.support.faultkit import child_env
@@ -165,7 +166,7 @@ def test_a_warc_that_keeps_killing_its_workers_fails_alone_after_the_most_deaths
     out = tmp_path / "out"
     job = _plan(folder / key, out)
     warc_job = job.warc_job(0)
-    tries = unit._Tries(Path(warc_job.output), warc_job.run)  # noqa: SLF001
+    tries = commits.Tries(Path(warc_job.output), warc_job.run)
     for _ in range(MAX_DEATHS):  # tried, then its worker died before its next commit, MAX_DEATHS times
         tries.start(0)
     outcome = crawl_warc(warc_job)
@@ -179,10 +180,10 @@ def test_a_warc_that_keeps_killing_its_workers_fails_alone_after_the_most_deaths
 
 
 def test_a_try_that_finds_a_new_commit_counts_the_deaths_in_a_row_again(tmp_path: Path) -> None:
-    tries = unit._Tries(tmp_path / "x.jsonl", "run")  # noqa: SLF001
+    tries = commits.Tries(tmp_path / "x.jsonl", "run")
     assert [tries.start(0) for _ in range(3)] == [(1, 0), (2, 1), (3, 2)]
     assert tries.start(1) == (4, 0) and tries.start(1) == (5, 1)  # (tries, deaths in a row before a new commit)
-    assert unit._Tries(tmp_path / "x.jsonl", "a re-run").start(1) == (1, 0)  # noqa: SLF001
+    assert commits.Tries(tmp_path / "x.jsonl", "a re-run").start(1) == (1, 0)
 
 
 def _done_with_leftovers(warc: Path, out: Path) -> list[Path]:

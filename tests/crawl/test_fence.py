@@ -19,11 +19,13 @@ import orjson
 import pytest
 from pytest_mock import MockerFixture
 
+import selection_crawl.commits as commits
 import selection_crawl.unit as unit
+from selection_crawl.commits import COMMIT_PAGES_VARIABLE
 from selection_crawl.job import CrawlJob
 from selection_crawl.lease import CrawlLease, CrawlLeaseLostError
 from selection_crawl.listing import SUMMARY_NAME
-from selection_crawl.unit import COMMIT_PAGES_VARIABLE, WarcOutcome, crawl_warc
+from selection_crawl.unit import WarcOutcome, crawl_warc
 from selection_extraction import stop_kept_workers
 from selection_storage.stores import location, store
 from selection_storage.stores.conditional import conditional
@@ -229,7 +231,7 @@ def test_a_warcs_process_removes_its_work_files_only_as_it_listed_them(
     """Frozen between its listing of a work file and its removal, a WARC's process finds that another run wrote it
     since: the file stays, with the other run's bytes."""
     job = CrawlJob.plan(_listing(warcs), str(tmp_path / "out"))
-    real = unit.remove_if
+    real = commits.remove_if
     rewritten: list[Path] = []
 
     def another_run_first(where: object, version: object) -> bool:
@@ -239,7 +241,7 @@ def test_a_warcs_process_removes_its_work_files_only_as_it_listed_them(
             rewritten.append(path)
         return real(where, version)  # type: ignore[arg-type]
 
-    mocker.patch.object(unit, "remove_if", another_run_first)
+    mocker.patch.object(commits, "remove_if", another_run_first)
     assert crawl_warc(job.warc_job(0)).state == "done"
     (tries,) = rewritten
     assert tries.read_bytes() == b"another run's count of tries"

@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 import pytest
 
-from selection_crawl.unit import COMMIT_PAGES_VARIABLE
+from selection_crawl.commits import COMMIT_PAGES_VARIABLE
 from selection_extraction.warc import SNIFF_BYTES
 from tests.support import ROOT
 from tests.support.crawls import write_crawl

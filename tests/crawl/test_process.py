@@ -18,10 +18,11 @@ import psutil
 import pytest
 
 from selection_crawl import process
+from selection_crawl.commits import COMMIT_PAGES_VARIABLE
 from selection_crawl.job import CrawlJob
 from selection_crawl.lease import CrawlLease
 from selection_crawl.process import WarcProcessDied, crawl_warc_in_process
-from selection_crawl.unit import COMMIT_PAGES_VARIABLE, crawl_warc
+from selection_crawl.unit import crawl_warc
 from selection_extraction.own_process import OwnProcessStopped
 from selection_storage.stores import location
 from selection_storage.stores.conditional import conditional

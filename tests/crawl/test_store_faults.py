@@ -14,9 +14,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from selection_crawl.commits import COMMIT_PAGES_VARIABLE
 from selection_crawl.job import CrawlJob
 from selection_crawl.lease import RENEW_DEADLINE_SECONDS, RENEW_RETRY_SECONDS, CrawlLease, CrawlLeaseLostError
-from selection_crawl.unit import COMMIT_PAGES_VARIABLE, crawl_warc
+from selection_crawl.unit import crawl_warc
 from tests.support.crawls import write_crawl
 from tests.support.faultkit import child_env
 from tests.support.faultproxy import FaultProxy

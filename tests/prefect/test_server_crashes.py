@@ -414,8 +414,9 @@ def test_a_crawl_killed_with_serve_is_run_again_by_the_automation_and_ends_on_a_
     """The crawl deployment's run killed with ``serve`` mid-crawl: marked Crashed, run again by the automation (its
     wait for the lease covers a holder on another machine; here the holder's process is known gone), it takes the
     WARCs up from their commits and ends Completed, with the bytes of a clean run."""
+    from selection_crawl.commits import COMMIT_PAGES_VARIABLE
     from selection_crawl.job import CrawlJob
-    from selection_crawl.unit import COMMIT_PAGES_VARIABLE, crawl_warc
+    from selection_crawl.unit import crawl_warc
     from tests.support.crawls import write_crawl
 
     write_crawl(tmp_path / "crawl", 3, 60)

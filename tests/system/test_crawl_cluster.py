@@ -22,8 +22,9 @@ from typing import Any
 import orjson
 import pytest
 
+from selection_crawl.commits import COMMIT_PAGES_VARIABLE
 from selection_crawl.job import CrawlJob
-from selection_crawl.unit import COMMIT_PAGES_VARIABLE, crawl_warc
+from selection_crawl.unit import crawl_warc
 from selection_extraction import stop_kept_workers
 from tests.support.cluster import NamespaceCluster, require_namespaces
 from tests.support.crawls import write_crawl
