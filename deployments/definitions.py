@@ -18,8 +18,8 @@ from content_selection.flows.select_directory import select_directory
 from content_selection.shell.completion import flow_completed_trigger
 from content_selection.shell.events import batch_extracted_trigger
 from content_selection.shell.params import STAGE_TAG
-from content_selection.shell.runners import process_workers
 from selection_core.dataset import BATCH
+from selection_extraction.processes import available_cores
 
 if TYPE_CHECKING:
     from prefect.deployments.runner import RunnerDeployment
@@ -51,6 +51,33 @@ def check_after_flow(flow_name: str, parameter: str) -> None:
 def queued(limit: int) -> ConcurrencyLimitConfig:
     """At most ``limit`` runs of a deployment at once; the others wait their turn (never dropped, never forked)."""
     return ConcurrencyLimitConfig(limit=limit, collision_strategy=ConcurrencyLimitStrategy.ENQUEUE)
+
+
+def _extract_deployments(
+    common: dict[str, Any], inbox_parameters: dict[str, Any], format_parameter: dict[str, Any], schedule: CronSchedule
+) -> list[RunnerDeployment]:
+    """The deployments that extract: one page set by hand, the inbox on the schedule, a crawl by hand."""
+    extract_manual = extract_articles.to_deployment(
+        name="manual",
+        description="Extract one page set into a batch and announce it, started by hand from the UI or the API.",
+        **common,
+    )
+    extract_scheduled = extract_inbox.to_deployment(
+        name="scheduled",
+        description="Extract every page set in the inbox that has no up-to-date batch; each batch is then selected.",
+        schedule=schedule,
+        parameters=inbox_parameters,
+        concurrency_limit=queued(1),
+        **common,
+    )
+    crawl_manual = extract_crawl.to_deployment(
+        name="manual",
+        description="Extract and select every WARC of a listing into a prefix; a re-run does only what is left.",
+        parameters=format_parameter,
+        concurrency_limit=queued(1),
+        **common,
+    )
+    return [extract_manual, extract_scheduled, crawl_manual]
 
 
 def build_deployments(
@@ -90,7 +117,7 @@ def build_deployments(
     inbox_parameters = {**root_parameter, **({"inbox": inbox} if inbox else {})}
     schedule = CronSchedule(cron=cron, timezone=timezone)
     one_at_a_time = queued(1)
-    triggered_limit = queued(concurrency_limit or process_workers())
+    triggered_limit = queued(concurrency_limit or available_cores())
 
     manual = select_content.to_deployment(
         name="manual",
@@ -114,27 +141,12 @@ def build_deployments(
         concurrency_limit=triggered_limit,
         **common,
     )
-    extract_manual = extract_articles.to_deployment(
-        name="manual",
-        description="Extract one page set into a batch and announce it, started by hand from the UI or the API.",
-        **common,
-    )
-    extract_scheduled = extract_inbox.to_deployment(
-        name="scheduled",
-        description="Extract every page set in the inbox that has no up-to-date batch; each batch is then selected.",
-        schedule=schedule,
-        parameters=inbox_parameters,
-        concurrency_limit=one_at_a_time,
-        **common,
-    )
-    crawl_manual = extract_crawl.to_deployment(
-        name="manual",
-        description="Extract and select every WARC of a listing into a prefix; a re-run does only what is left.",
-        parameters=format_parameter,
-        concurrency_limit=one_at_a_time,
-        **common,
-    )
-    deployments = [manual, scheduled, triggered, extract_manual, extract_scheduled, crawl_manual]
+    deployments = [
+        manual,
+        scheduled,
+        triggered,
+        *_extract_deployments(common, inbox_parameters, format_parameter, schedule),
+    ]
     if after_flow is not None:
         flow_name, parameter = after_flow
         check_after_flow(flow_name, parameter)

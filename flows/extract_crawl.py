@@ -42,11 +42,7 @@ from content_selection.shell.params import (
 )
 from content_selection.shell.progress_artifacts import artifact_progress, follower
 from content_selection.shell.refusals import refusals_fail_the_run
-from content_selection.shell.runners import (
-    IN_FLIGHT_PER_WORKER,
-    check_dask_scheduler,
-    process_workers,
-)
+from content_selection.shell.runners import IN_FLIGHT_PER_WORKER, check_dask_scheduler
 from selection_core.errors import EXIT_IO_ERROR
 from selection_crawl.job import CrawlJob
 from selection_crawl.lease import DEFAULT_WAIT_SECONDS, CrawlLease
@@ -62,6 +58,7 @@ from selection_crawl.unit import (
 )
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
 from selection_extraction.own_process import STOP_GRACE_SECONDS
+from selection_extraction.processes import available_cores
 from selection_storage.stores.retries import patience
 
 CRAWL_PROGRESS_ARTIFACT_KEY: Final[str] = "crawl-progress"
@@ -110,7 +107,7 @@ class _Workers:
 def _local_workers(workers: int | None) -> Iterator[_Workers]:
     """``workers`` WARCs at once (None: one per core), each in a process of its own watched by a thread of this
     process (:mod:`selection_crawl.process`); a WARC whose process died or stalled raises ``WarcProcessDied``."""
-    count = workers or process_workers()
+    count = workers or available_cores()
     events: deque[tuple[int, int, int]] = deque()
     stop = threading.Event()
 

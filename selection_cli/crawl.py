@@ -115,8 +115,8 @@ def _terminated_as_ctrl_c() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def crawl_command(args: argparse.Namespace) -> int:
-    """Run the flow ``extract-crawl``; the listing and the scheduler are checked before Prefect starts."""
+def _checked_parameters(args: argparse.Namespace) -> dict[str, Any]:
+    """The flow's parameters, once the options, the listing, the prefix's lease and the scheduler are checked."""
     from selection_crawl.lease import CrawlLease
     from selection_crawl.listing import read_listing
     from selection_crawl.unit import STORE_PATIENCE_SECONDS
@@ -139,7 +139,7 @@ def crawl_command(args: argparse.Namespace) -> int:
         CrawlLease.acquire(output, options, wait=args.wait, waiting=waiting).release()  # another crawl is refused now
     if args.dask_address:
         check_dask_scheduler(args.dask_address)
-    parameters: dict[str, Any] = {
+    return {
         "listing": listing,
         "output_prefix": output,
         "base": base,
@@ -150,6 +150,11 @@ def crawl_command(args: argparse.Namespace) -> int:
         "storage_options": options,
         "output_format": args.output_format,
     }
+
+
+def crawl_command(args: argparse.Namespace) -> int:
+    """Run the flow ``extract-crawl``; the listing and the scheduler are checked before Prefect starts."""
+    parameters = _checked_parameters(args)
     prepare_embedded_api()
     check_prefect_api()
     # The WARCs that fail are printed by the bar; Prefect's console shows errors only.

@@ -29,7 +29,8 @@ from selection_extraction.extractors import (
 )
 from selection_extraction.pages import Page, PageReadings, PageSet, Reading, find_pages, page_bytes, read_error
 from selection_extraction.paths import check_batch_paths, extracted_path
-from selection_extraction.pool import Outcome, PageJob, WorkerSetupError, default_workers, run_jobs
+from selection_extraction.pool import Outcome, PageJob, PoolStats, WorkerSetupError, run_jobs
+from selection_extraction.processes import available_cores
 from selection_extraction.settings import ExtractionSettings
 from selection_storage.stores import Location, location
 
@@ -72,11 +73,81 @@ def extract_each(
     settings = settings or ExtractionSettings()
     extractors = tuple(extractors) if extractors is not None else default_extractors()
     if page_set.known_pages is not None:  # no more worker processes than pages
-        settings = replace(settings, workers=min(settings.workers or default_workers(), max(page_set.known_pages, 1)))
+        settings = replace(settings, workers=min(settings.workers or available_cores(), max(page_set.known_pages, 1)))
     readings = PageReadings(page_set, settings.max_page_bytes)
     stats = extract_readings(readings, emit, settings, extractors, progress, readings.expected)
     root = build_batch(readings.counted, [], extractors, settings, stats)
     return ExtractionResult(root, stats)
+
+
+class _InPageOrder:
+    """The pages of a run as they are read, and their extractors' outcomes as they come (in any order): each page
+    becomes an article, handed to ``emit`` in page order as soon as those before it are done; the counts."""
+
+    def __init__(
+        self,
+        emit: Callable[[dict[str, Any]], None],
+        progress: ProgressCallback | None,
+        expected: Callable[[], int] | None,
+    ) -> None:
+        self.emit, self.progress, self.expected = emit, progress, expected
+        self.pages: dict[int, Page] = {}  # the pages out, by index
+        self.outcomes: dict[int, dict[str, Outcome]] = {}
+        self.encodings: dict[int, tuple[str | None, str | None]] = {}
+        self.errors = dict.fromkeys(EXTRACTORS, 0)
+        self.timeouts = dict.fromkeys(EXTRACTORS, 0)
+        self.unreadable = self.done = self.emitted = self.met = 0
+
+    def jobs(self, readings: Iterable[Reading], max_page_bytes: int) -> Iterator[PageJob]:
+        """A job of each readable page, decoded; an unreadable page is an article of its read error at once."""
+        for index, (page, data) in enumerate(readings):
+            self.met = index + 1
+            self.pages[index] = page
+            if data is None:
+                data = page_bytes(page, max_page_bytes)
+            if isinstance(data, BaseException):
+                self.unreadable += 1
+                error = read_error(page, data)
+                self.outcomes[index] = {name: Outcome("", None, error) for name in EXTRACTORS}
+                self._page_done()
+                continue
+            decoded = decode_html(data, page.encoding)
+            del data
+            self.encodings[index] = (decoded.encoding, decoded.source.value)
+            yield PageJob(index, decoded.html, page.url, list(EXTRACTORS))
+
+    def outcome(self, index: int, name: str, outcome: Outcome) -> None:
+        """The outcome of extractor ``name`` on page ``index``."""
+        page_outcomes = self.outcomes.setdefault(index, {})
+        page_outcomes[name] = outcome
+        if len(page_outcomes) == len(EXTRACTORS):
+            self._page_done()
+
+    def _page_done(self) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, max(self.expected() if self.expected is not None else self.met, self.done))
+        while len(self.outcomes.get(self.emitted, ())) == len(EXTRACTORS):  # the next page to emit is done
+            page_outcomes = self.outcomes.pop(self.emitted)
+            for name, outcome in page_outcomes.items():
+                if outcome.error:
+                    self.errors[name] += 1
+                    self.timeouts[name] += outcome.error.startswith(TIMEOUT_ERROR_PREFIX)
+            encoding = self.encodings.pop(self.emitted, (None, None))
+            self.emit(build_article(self.pages.pop(self.emitted), page_outcomes, *encoding))
+            self.emitted += 1
+
+    def stats(self, pool: PoolStats) -> ExtractionStats:
+        assert not self.pages and not self.outcomes, "every page is an article"
+        return ExtractionStats(
+            pages=self.emitted,
+            unreadable_pages=self.unreadable,
+            errors=self.errors,
+            timeouts=self.timeouts,
+            worker_crashes=pool.crashes,
+            network_attempts=tuple(pool.network_attempts),
+            more_network_attempts=pool.more_network_attempts,
+        )
 
 
 def extract_readings(
@@ -91,61 +162,15 @@ def extract_readings(
     read here), handing each article to ``emit`` in their order as soon as those before it are done; the run's
     counts. ``progress(done, total)`` in pages, ``total`` by ``expected()`` (None: the pages met so far)."""
     check_extractors(extractors)
-    functions = {e.name: e.function for e in extractors}
-    pages: dict[int, Page] = {}  # the pages out, by index
-    outcomes: dict[int, dict[str, Outcome]] = {}
-    encodings: dict[int, tuple[str | None, str | None]] = {}
-    errors = dict.fromkeys(EXTRACTORS, 0)
-    timeouts = dict.fromkeys(EXTRACTORS, 0)
-    unreadable = done = emitted = met = 0
-
-    def page_done() -> None:
-        nonlocal done, emitted
-        done += 1
-        if progress is not None:
-            progress(done, max(expected() if expected is not None else met, done))
-        while len(outcomes.get(emitted, ())) == len(EXTRACTORS):  # the next page to emit is done
-            page_outcomes = outcomes.pop(emitted)
-            for name, outcome in page_outcomes.items():
-                if outcome.error:
-                    errors[name] += 1
-                    timeouts[name] += outcome.error.startswith(TIMEOUT_ERROR_PREFIX)
-            emit(build_article(pages.pop(emitted), page_outcomes, *encodings.pop(emitted, (None, None))))
-            emitted += 1
-
-    def jobs() -> Iterator[PageJob]:
-        nonlocal unreadable, met
-        for index, (page, data) in enumerate(readings):
-            met = index + 1
-            pages[index] = page
-            if data is None:
-                data = page_bytes(page, settings.max_page_bytes)
-            if isinstance(data, BaseException):
-                unreadable += 1
-                error = read_error(page, data)
-                outcomes[index] = {name: Outcome("", None, error) for name in EXTRACTORS}
-                page_done()
-                continue
-            decoded = decode_html(data, page.encoding)
-            del data
-            encodings[index] = (decoded.encoding, decoded.source.value)
-            yield PageJob(index, decoded.html, page.url, list(EXTRACTORS))
-
-    def on_outcome(index: int, name: str, outcome: Outcome) -> None:
-        page_outcomes = outcomes.setdefault(index, {})
-        page_outcomes[name] = outcome
-        if len(page_outcomes) == len(EXTRACTORS):
-            page_done()
-
+    run = _InPageOrder(emit, progress, expected)
     if progress is not None:
         progress(0, expected() if expected is not None else 0)
-    workers = settings.workers or default_workers()
     try:
         pool_stats = run_jobs(
-            jobs(),
-            functions,
-            on_outcome,
-            workers=workers,
+            run.jobs(readings, settings.max_page_bytes),
+            {e.name: e.function for e in extractors},
+            run.outcome,
+            workers=settings.workers or available_cores(),
             time_limit=settings.time_limit_seconds,
             recycle_after=settings.recycle_after,
             preload=WORKER_PRELOAD,
@@ -155,16 +180,7 @@ def extract_readings(
     except WorkerSetupError as exc:
         hint = install_command("extract")
         raise ExtractorsUnavailableError(f"{exc}; reinstall the extractor libraries with: {hint}") from None
-    assert not pages and not outcomes, "every page is an article"
-    return ExtractionStats(
-        pages=emitted,
-        unreadable_pages=unreadable,
-        errors=errors,
-        timeouts=timeouts,
-        worker_crashes=pool_stats.crashes,
-        network_attempts=tuple(pool_stats.network_attempts),
-        more_network_attempts=pool_stats.more_network_attempts,
-    )
+    return run.stats(pool_stats)
 
 
 def extract_to_file(

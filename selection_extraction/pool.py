@@ -6,19 +6,19 @@ import importlib
 import logging
 import multiprocessing
 import multiprocessing.util
-import os
 import queue
 import signal
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from selection_extraction.own_process import death_reason
+from selection_extraction.processes import forkserver_context
 from selection_extraction.settings import DEFAULT_RECYCLE_AFTER
 
 if TYPE_CHECKING:  # pebble is the 'extract' extra's: imported by the first run
@@ -197,24 +197,6 @@ def _call(name: str, html: str, url: str | None) -> tuple[Outcome, list[str]] | 
 # --------------------------------------------------------------------------- parent side
 
 
-def default_workers() -> int:
-    """The cores this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def _context(preload: Sequence[str]) -> Any:
-    """forkserver (workers are cheap forks of a server that imported pebble and ``preload``, safe from threads),
-    else spawn."""
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["pebble", *preload])  # only takes effect when the server starts
-        return ctx
-    return multiprocessing.get_context("spawn")
-
-
 #: Idle pools kept by runs with ``keep_workers=True``, by what they were started with.
 _idle: dict[tuple[Any, ...], list[ProcessPool]] = {}
 _idle_lock = threading.Lock()
@@ -299,7 +281,7 @@ def run_jobs(
     Raises:
         WorkerSetupError: a worker's initializer failed or a function reference did not resolve.
     """
-    from pebble import ProcessExpired, ProcessPool
+    from pebble import ProcessPool
 
     key = (tuple(functions.items()), initializer, tuple(preload), workers, recycle_after)
     with _idle_lock:
@@ -312,85 +294,99 @@ def run_jobs(
             max_tasks=recycle_after * max(1, len(functions)),
             initializer=_setup_worker,
             initargs=(dict(functions), initializer),
-            context=_context(preload),
+            context=forkserver_context("pebble", *preload),
         )
 
-    pools = [pool or fresh_pool()]
-    stats = PoolStats()
-    done: queue.SimpleQueue[tuple[PageJob, str, Future[Any]]] = queue.SimpleQueue()
-    calls: dict[tuple[int, str], tuple[PageJob, Future[Any]]] = {}  # every call still out, and its future
-    remaining: dict[int, int] = {}  # calls still out, by job index
-    retried: set[tuple[int, str]] = set()  # calls run again after a pool broke
-    died: set[tuple[int, str]] = set()  # calls whose worker died once under them
-    source = iter(jobs)
+    run = _Run(pool or fresh_pool(), fresh_pool, iter(jobs), time_limit)
+    try:
+        run.until_done(workers + 1, on_outcome)
+    except BaseException:
+        _stop(run.pool, wait=False)
+        raise
+    if keep_workers and run.pool.active:
+        with _idle_lock:
+            _idle.setdefault(key, []).append(run.pool)
+    else:
+        _stop(run.pool, wait=False)
+    return run.stats
 
-    def schedule(job: PageJob, name: str) -> None:
-        future = pools[0].schedule(_call, (name, job.html, job.url), timeout=time_limit)
-        calls[job.index, name] = (job, future)
-        future.add_done_callback(lambda f: done.put((job, name, f)))
 
-    def next_job() -> None:
-        for job in source:
+class _Run:
+    """The calls of one :func:`run_jobs` on a pool: each scheduled, its future's end queued for the caller's
+    thread, and a call whose worker died (or whose pool broke) run again once."""
+
+    def __init__(
+        self, pool: ProcessPool, fresh_pool: Callable[[], ProcessPool], source: Iterator[PageJob], time_limit: float
+    ) -> None:
+        self.pool, self.fresh_pool, self.source, self.time_limit = pool, fresh_pool, source, time_limit
+        self.stats = PoolStats()
+        self.done: queue.SimpleQueue[tuple[PageJob, str, Future[Any]]] = queue.SimpleQueue()
+        self.calls: dict[tuple[int, str], tuple[PageJob, Future[Any]]] = {}  # every call still out, and its future
+        self.remaining: dict[int, int] = {}  # calls still out, by job index
+        self.retried: set[tuple[int, str]] = set()  # calls run again after a pool broke
+        self.died: set[tuple[int, str]] = set()  # calls whose worker died once under them
+
+    def until_done(self, ahead: int, on_outcome: Callable[[int, str, Outcome], None]) -> None:
+        """Take ``ahead`` jobs, then one more as each ends, until every call has its outcome."""
+        for _ in range(ahead):
+            self.next_job()
+        while self.remaining:
+            job, name, future = self.done.get()
+            if self.calls.get((job.index, name), (None, None))[1] is not future:
+                continue  # a call of a pool given up, run again since
+            outcome = self.outcome_of(job, name, future)
+            if outcome is None:
+                continue
+            del self.calls[job.index, name]
+            on_outcome(job.index, name, outcome)
+            self.remaining[job.index] -= 1
+            if not self.remaining[job.index]:
+                del self.remaining[job.index]
+                self.next_job()
+
+    def schedule(self, job: PageJob, name: str) -> None:
+        future = self.pool.schedule(_call, (name, job.html, job.url), timeout=self.time_limit)
+        self.calls[job.index, name] = (job, future)
+        future.add_done_callback(lambda f: self.done.put((job, name, f)))
+
+    def next_job(self) -> None:
+        for job in self.source:
             if job.names:
-                remaining[job.index] = len(job.names)
+                self.remaining[job.index] = len(job.names)
                 for name in job.names:
-                    schedule(job, name)
+                    self.schedule(job, name)
                 return
 
-    def outcome_of(job: PageJob, name: str, future: Future[Any]) -> Outcome | None:
+    def outcome_of(self, job: PageJob, name: str, future: Future[Any]) -> Outcome | None:
         """The call's outcome, or None when it was run again (its worker died once, or the pool broke)."""
+        from pebble import ProcessExpired
+
         try:
             result = future.result()
         except TimeoutError:
-            stats.timeouts += 1
-            message = f"{name} did not finish within {time_limit:g} s on this page; its worker process was killed"
+            self.stats.timeouts += 1
+            message = f"{name} did not finish within {self.time_limit:g} s on this page; its worker process was killed"
             return Outcome("", None, f"TimeoutError: {message}")
         except ProcessExpired as exc:
-            if (job.index, name) not in died:
-                died.add((job.index, name))
-                schedule(job, name)
+            if (job.index, name) not in self.died:
+                self.died.add((job.index, name))
+                self.schedule(job, name)
                 return None
-            stats.crashes += 1
+            self.stats.crashes += 1
             reason = death_reason(exc.exitcode)
             return Outcome("", None, f"WorkerCrashedError: the worker process running {name} died ({reason})")
         except BrokenProcessPool:  # a worker died with no call known to run: pebble gives up the pool
-            if (job.index, name) in retried:
-                stats.crashes += 1
+            if (job.index, name) in self.retried:
+                self.stats.crashes += 1
                 return Outcome("", None, f"WorkerCrashedError: the worker process running {name} died")
-            _stop(pools[0], wait=False)
-            pools[0] = fresh_pool()
-            retried.update(calls)
-            for (_, call_name), (again, _) in list(calls.items()):
-                schedule(again, call_name)
+            _stop(self.pool, wait=False)
+            self.pool = self.fresh_pool()
+            self.retried.update(self.calls)
+            for (_, call_name), (again, _) in list(self.calls.items()):
+                self.schedule(again, call_name)
             return None
         if isinstance(result, _SetupFailed):
             raise WorkerSetupError(f"an extraction worker could not start: {result.error}")
         outcome, attempts = result
-        stats.record_network_attempts(f"page {job.index} {name}: {a}" for a in attempts)
+        self.stats.record_network_attempts(f"page {job.index} {name}: {a}" for a in attempts)
         return outcome
-
-    try:
-        for _ in range(workers + 1):
-            next_job()
-        while remaining:
-            job, name, future = done.get()
-            if calls.get((job.index, name), (None, None))[1] is not future:
-                continue  # a call of a pool given up, run again since
-            outcome = outcome_of(job, name, future)
-            if outcome is None:
-                continue
-            del calls[job.index, name]
-            on_outcome(job.index, name, outcome)
-            remaining[job.index] -= 1
-            if not remaining[job.index]:
-                del remaining[job.index]
-                next_job()
-    except BaseException:
-        _stop(pools[0], wait=False)
-        raise
-    if keep_workers and pools[0].active:
-        with _idle_lock:
-            _idle.setdefault(key, []).append(pools[0])
-    else:
-        _stop(pools[0], wait=False)
-    return stats

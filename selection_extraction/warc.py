@@ -420,29 +420,37 @@ class WarcStream:
                     dump = _is_part_of(record)
                 if kind != "html" and not (cut_off and url is not None):
                     continue
-                expected = record.content_length
-                try:
-                    stored = bytes(record.reader.read(self.max_bytes + 1))
-                    got = len(stored) + _payload_length(record)
-                except SelectionError:
-                    raise
-                except (OSError, ValueError) as exc:
-                    stored, got = b"", -1
-                    failure: BaseException | None = EOFError(f"the record's payload cannot be read ({error_text(exc)})")
-                else:
-                    failure = None
-                broken = _truncation(cut_off, got, expected) if got >= 0 else None
-                if offsets is None and record.stream_pos and broken is None:
-                    offsets = _record_starts_at(self.path, record.stream_pos, record.record_id or "")
-                date = record.headers.get("WARC-Date")
-                offset = record.stream_pos if offsets is not False else None
-                ref = WarcRecordRef(ordinal, offset, record.record_id or "", date, expected, broken, dump)
-                page_id, charset = _page_id(ref.record_id, self.shown, ordinal), charset_label(record.http_charset)
-                payload = failure or self._payload(record, stored, broken)
-                pending = StreamedPage(page_id, url, charset, ref, payload, start)
+                pending, offsets = self._page(record, url, cut_off, ordinal, offsets, dump)
             if pending is not None:
                 yield replace(pending, after=cursor(self.size))
         self.position = self.size
+
+    def _page(
+        self, record: Any, url: str | None, cut_off: bool, ordinal: int, offsets: bool | None, dump: str | None
+    ) -> tuple[StreamedPage, bool | None]:
+        """The page of an HTML (or cut-off) record, its payload read (or why it cannot be), its cursor ``start``;
+        and whether the records' offsets are where they start in the file (``offsets``; found out at the first
+        whole record after the first)."""
+        expected = record.content_length
+        try:
+            stored = bytes(record.reader.read(self.max_bytes + 1))
+            got = len(stored) + _payload_length(record)
+        except SelectionError:
+            raise
+        except (OSError, ValueError) as exc:
+            stored, got = b"", -1
+            failure: BaseException | None = EOFError(f"the record's payload cannot be read ({error_text(exc)})")
+        else:
+            failure = None
+        broken = _truncation(cut_off, got, expected) if got >= 0 else None
+        if offsets is None and record.stream_pos and broken is None:
+            offsets = _record_starts_at(self.path, record.stream_pos, record.record_id or "")
+        date = record.headers.get("WARC-Date")
+        offset = record.stream_pos if offsets is not False else None
+        ref = WarcRecordRef(ordinal, offset, record.record_id or "", date, expected, broken, dump)
+        page_id, charset = _page_id(ref.record_id, self.shown, ordinal), charset_label(record.http_charset)
+        payload = failure or self._payload(record, stored, broken)
+        return StreamedPage(page_id, url, charset, ref, payload, self.start), offsets
 
     def _payload(self, record: Any, stored: bytes, broken: str | None) -> bytes | BaseException:
         if broken is not None:

@@ -6,10 +6,8 @@ import concurrent.futures
 import contextlib
 import enum
 import logging
-import multiprocessing
 import os
 import re
-import sys
 import tempfile
 import warnings
 from collections import deque
@@ -18,6 +16,7 @@ from functools import partial
 from typing import Any, Final
 
 from selection_core.errors import EXIT_USAGE, SelectionError, ServiceUnavailableError, install_command
+from selection_extraction.processes import available_cores, forkserver_context
 from selection_storage.stores import connection_refusal
 
 #: Environment variables read when the ``task_runner`` and ``dask_address`` parameters are left empty.
@@ -148,11 +147,6 @@ def _quiet_dask_logs() -> Iterator[None]:
         dask_logger.setLevel(level)
 
 
-def process_workers() -> int:
-    """How many worker processes the ``process`` runner uses: one per core."""
-    return os.cpu_count() or 1
-
-
 @contextlib.contextmanager
 def worker_processes(preload: str) -> Iterator[tuple[int, Callable[..., concurrent.futures.Future[Any]]]]:
     """Plain worker processes, one per core, for work that needs no Prefect; stopped on exit.
@@ -161,27 +155,14 @@ def worker_processes(preload: str) -> Iterator[tuple[int, Callable[..., concurre
     second (a Prefect worker imports Prefect first); the server starts now, and imports it while the caller gets
     its first work ready. Yields the number of workers and ``submit(function, *args)``.
     """
-    workers = process_workers()
-    context = forkserver_context(preload)
+    workers = available_cores()
+    context = forkserver_context(__name__, preload)
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
         if context.get_start_method() == "forkserver":
             from multiprocessing import forkserver
 
             forkserver.ensure_running()
         yield workers, pool.submit
-
-
-def forkserver_context(*preload: str) -> Any:
-    """The context of worker processes that start in a fraction of a second: forks of a server that imported only
-    the modules ``preload`` (safe from the flow's threads, unlike fork); spawn where there is no fork server."""
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    context = multiprocessing.get_context("forkserver")
-    # Imported once by the server (only when it starts), not by each worker; a `python -m` program (as a
-    # deployment's flow run is) is imported again as each worker's __main__ unless the server has it.
-    main = getattr(getattr(sys.modules.get("__main__"), "__spec__", None), "name", None)
-    context.set_forkserver_preload(["__main__", *([main] if main else []), __name__, *preload])
-    return context
 
 
 def map_in_order(submit: Callable[[Any], Any], payloads: Iterable[Any], in_flight: int) -> Iterator[Any]:

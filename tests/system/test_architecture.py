@@ -9,7 +9,10 @@
   function's body, nor an ``if TYPE_CHECKING:`` block);
 * a function in ``tasks/`` (a task or a helper) is a thin shell: at most
   ``MAX_TASK_STATEMENTS`` statements;
-* no module of the product is longer than ``MAX_MODULE_LINES`` lines.
+* no module of the product is longer than ``MAX_MODULE_LINES`` lines, no function's body longer than
+  ``MAX_FUNCTION_LINES``;
+* no private name of another library is used (``DOCUMENTED_PRIVATE_NAMES`` aside), nothing in a Prefect module
+  replaced.
 """
 
 from __future__ import annotations
@@ -34,7 +37,11 @@ FORBIDDEN_CORE_CALLS = frozenset({"open", "getenv", "putenv"})
 MAX_TASK_STATEMENTS = 15
 
 #: Lines a module of the product may have: a longer one is two concepts, or says too much.
-MAX_MODULE_LINES = 600
+MAX_MODULE_LINES = 500
+
+#: Lines a function's body may have (its signature and docstring aside: a flow's parameters and their descriptions
+#: are what the UI shows): a longer one does several things.
+MAX_FUNCTION_LINES = 60
 
 
 def _modules(package: str) -> Iterator[tuple[str, Path]]:
@@ -271,6 +278,35 @@ def test_no_module_is_over_the_most_lines() -> None:
         if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     }
     assert long == {}, f"over {MAX_MODULE_LINES} lines: split the module by concept, or say less"
+
+
+def _body_lines(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Lines of ``function``'s body, from its first statement after the docstring to its end."""
+    body = function.body
+    if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+        body = body[1:]
+    end = body[-1].end_lineno
+    assert end is not None
+    return end - body[0].lineno + 1
+
+
+def test_no_function_body_is_over_the_most_lines() -> None:
+    long = [
+        f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {lines}"
+        for package in PACKAGES
+        for _, path in _modules(package)
+        for node in ast.walk(_tree(path))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (lines := _body_lines(node)) > MAX_FUNCTION_LINES
+    ]
+    assert long == [], f"over {MAX_FUNCTION_LINES} lines: a function that does several things"
+
+
+def test_the_body_count_leaves_the_docstring_and_signature_out() -> None:
+    tree = ast.parse('def f(\n    a,\n    b,\n):\n    """doc\n    more"""\n    x = 1\n\n    return x\n')
+    function = tree.body[0]
+    assert isinstance(function, ast.FunctionDef)
+    assert _body_lines(function) == 3
 
 
 #: Private-looking names that are documented interfaces: fsspec's convention for the coroutine of an async
