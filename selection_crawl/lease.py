@@ -27,6 +27,7 @@ from selection_storage.atomic import process_alive
 from selection_storage.stores import Location, location
 from selection_storage.stores.conditional import Conditional, Tagged, conditional
 from selection_storage.stores.retries import retried
+from selection_storage.transient import is_transient
 
 #: The lease's name, directly under the crawl's output prefix.
 LEASE_NAME: Final[str] = "crawl.lease"
@@ -296,7 +297,7 @@ class CrawlLease:
                 pause = every
             except Exception as exc:  # noqa: BLE001 - kept for check(), which the caller calls
                 waited = time.monotonic() - self._renewed
-                if getattr(exc, "transient", False):
+                if is_transient(exc):
                     if waited + RENEW_RETRY_SECONDS < STALE_SECONDS:
                         pause = RENEW_RETRY_SECONDS  # tried again soon: the lease cannot be stale before
                         continue

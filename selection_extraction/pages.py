@@ -37,7 +37,7 @@ from selection_storage.stores import (
     location,
     store,
 )
-from selection_storage.transient import TRANSIENT_ERRNOS
+from selection_storage.transient import is_transient
 
 #: File name endings of pages, matched case-insensitively; longest first.
 PAGE_SUFFIXES: Final[tuple[str, ...]] = (".html.gz", ".htm.gz", ".html", ".htm")
@@ -418,7 +418,7 @@ def page_bytes(page: Page, max_bytes: int = DEFAULT_MAX_PAGE_BYTES) -> bytes | B
         except SelectionError:
             raise
         except OSError as exc:
-            if delay is None or exc.errno not in TRANSIENT_ERRNOS:
+            if delay is None or not is_transient(exc):
                 return exc
         except UNREADABLE_PAGE_ERRORS as exc:
             return exc

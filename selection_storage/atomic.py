@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Final
 
 from selection_core.errors import OutputPathError, WriteError
-from selection_storage.transient import TRANSIENT_ERRNOS
+from selection_storage.transient import is_transient
 
 TMP_SUFFIX: Final[str] = ".cs-tmp"
 
@@ -139,7 +139,7 @@ def write_error(target: Path, exc: OSError) -> Exception:
         return WriteError(
             f"{target}: disk quota exceeded; free some space and run again (nothing was written)", exc.errno
         )
-    transient = exc.errno in TRANSIENT_ERRNOS
+    transient = is_transient(exc)
     return WriteError(
         f"{target}: write failed ({exc.strerror or exc}); nothing was written{', retry' if transient else ''}",
         exc.errno,

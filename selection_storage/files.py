@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from selection_core.errors import InvalidBatchError, ReadError, SelectionError
-from selection_storage.transient import TRANSIENT_ERRNOS
+from selection_storage.transient import is_transient
 
 
 def open_input(path: str | os.PathLike[str]) -> BinaryIO:
@@ -18,7 +18,7 @@ def open_input(path: str | os.PathLike[str]) -> BinaryIO:
     try:
         return open(p, "rb")
     except OSError as exc:
-        raise read_error(p, exc) from (exc if exc.errno in TRANSIENT_ERRNOS else None)
+        raise read_error(p, exc) from (exc if is_transient(exc) else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +89,6 @@ def read_error(p: Path, exc: OSError) -> SelectionError:
         return InvalidBatchError(f"{p}: cannot be read (permission denied); make it readable by this user")
     if exc.errno == errno.ELOOP:
         return InvalidBatchError(f"{p}: symbolic link loop; point the path at a real file")
-    if exc.errno in TRANSIENT_ERRNOS:
+    if is_transient(exc):
         return ReadError(f"{p}: read failed ({exc.strerror}); retry later", exc.errno)
     return InvalidBatchError(f"{p}: cannot be read ({exc.strerror or exc}); check the path")

@@ -1,4 +1,8 @@
-"""Which I/O failures a retry may cure: an allow-list of errnos, the one policy of the project."""
+"""Which failures another try may cure: the one classification of the project, for disks, stores and HTTP servers.
+
+It decides the waits of :func:`~selection_storage.stores.retries.retried` (a store call tried again within the
+patience), the ``retry`` hint of an error's line, and which tasks Prefect runs again.
+"""
 
 from __future__ import annotations
 
@@ -18,12 +22,35 @@ TRANSIENT_ERRNOS: Final[frozenset[int]] = frozenset(
     if e is not None
 )
 
+#: Failures of a connection and timeouts, by class name (the SDKs' own classes are not imported for this): a store
+#: or a web server that did not answer, or stopped answering midway.
+CONNECTION_FAILURES: Final[frozenset[str]] = frozenset(
+    {
+        "TimeoutError",
+        "HTTPClientError",
+        "ClientConnectionError",
+        "ClientPayloadError",
+        "FSTimeoutError",
+        "IncompleteRead",
+        "ServiceResponseError",
+    }
+)
 
-def is_transient_io_error(exc: BaseException) -> bool:
-    """Whether another try may succeed where ``exc`` failed: a transient ``SelectionError``, or an ``OSError``
-    whose errno is in :data:`TRANSIENT_ERRNOS`."""
-    if not isinstance(exc, OSError):  # InvalidBatchError and OutputPathError among them
-        return False
+
+def is_named(exc: BaseException, names: frozenset[str]) -> bool:
+    """Whether ``exc``'s class, or one of its bases, has one of ``names``."""
+    return any(t.__name__ in names for t in type(exc).__mro__)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether another try may succeed where ``exc`` failed: a :class:`SelectionError` says so itself (its
+    ``transient``); any other error is transient when it is an ``OSError`` whose errno is in
+    :data:`TRANSIENT_ERRNOS` or a failed connection (:data:`CONNECTION_FAILURES`), never a missing file or a
+    refused permission."""
     if isinstance(exc, SelectionError):
-        return exc.transient
-    return exc.errno in TRANSIENT_ERRNOS
+        return bool(getattr(exc, "transient", False))
+    if isinstance(exc, PermissionError | FileNotFoundError):
+        return False
+    if isinstance(exc, OSError) and exc.errno in TRANSIENT_ERRNOS:
+        return True
+    return is_named(exc, CONNECTION_FAILURES)

@@ -50,11 +50,22 @@ from tests.support.prefect_fixtures import (  # noqa: E402,F401 - fixtures, regi
 from tests.support.prefect_server import server  # noqa: E402,F401 - the session's real Prefect server
 from tests.support.redis import redis_server  # noqa: E402,F401 - its Redis (messaging, ordering, leases)
 
+#: The long serial groups, each run by one xdist worker, longest first: collected first, they are the first work
+#: units handed out, so they start at once on different workers instead of meeting on one at the end.
+LONG_GROUPS = ("server", "crawl-cluster")
+
 
 def pytest_collection_modifyitems(items: list) -> None:
-    """Under pytest-xdist (``--dist loadgroup``), every test on the real server runs in one worker: one server."""
+    """Under pytest-xdist (``--dist loadgroup``), every test on the real server runs in one worker: one server; and
+    the groups of :data:`LONG_GROUPS` come first, in that order (the others keep theirs)."""
     import pytest
+
+    def group(item: pytest.Item) -> str | None:
+        marker = item.get_closest_marker("xdist_group")
+        return None if marker is None else (marker.args[0] if marker.args else marker.kwargs.get("name"))
 
     for item in items:
         if item.get_closest_marker("server") is not None:
             item.add_marker(pytest.mark.xdist_group("server"))
+    rank = {name: n for n, name in enumerate(LONG_GROUPS)}
+    items.sort(key=lambda item: rank.get(group(item) or "", len(LONG_GROUPS)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from selection_storage.transient import is_transient_io_error
+from selection_storage.transient import is_transient
 
 if TYPE_CHECKING:
     from prefect import Task
@@ -18,7 +18,7 @@ def retry_on_transient_io(task: Task[Any, Any], task_run: TaskRun, state: State[
     try:
         state.result(raise_on_failure=True)
     except BaseException as exc:  # noqa: BLE001 - we only classify it
-        return is_transient_io_error(exc)
+        return is_transient(exc)
     return False
 
 

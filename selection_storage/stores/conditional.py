@@ -39,7 +39,7 @@ from selection_storage.stores.failures import store_error
 from selection_storage.stores.objects import ObjectStore
 from selection_storage.stores.retries import retried
 from selection_storage.stores.urls import Location, ObjectPath
-from selection_storage.transient import is_transient_io_error
+from selection_storage.transient import is_transient
 
 
 @dataclass(frozen=True)
@@ -257,7 +257,7 @@ class StagedIf(Staged):
             try:
                 return writer.write_file(self._file, self._size, self.expected)
             except Exception as exc:
-                failed = failed or is_transient_io_error(exc)
+                failed = failed or is_transient(exc)
                 raise
 
         written = retried(send)

@@ -16,7 +16,7 @@ from selection_core.errors import (
 from selection_storage.files import InputChangedError
 from selection_storage.stores.http import TRANSIENT_STATUSES
 from selection_storage.stores.urls import ObjectPath
-from selection_storage.transient import TRANSIENT_ERRNOS
+from selection_storage.transient import is_named, is_transient
 
 #: Failures to reach a store's endpoint (refused, no such host, closed before a response), and other failures of
 #: the connection, by class name (the SDKs' own classes are not imported for this).
@@ -29,41 +29,16 @@ _UNREACHABLE: Final[frozenset[str]] = frozenset(
         "ServiceRequestError",
     }
 )
-_CONNECTION_FAILURES: Final[frozenset[str]] = frozenset(
-    {
-        "TimeoutError",
-        "HTTPClientError",
-        "ClientConnectionError",
-        "ClientPayloadError",
-        "FSTimeoutError",
-        "IncompleteRead",
-        "ServiceResponseError",
-    }
-)
 
 
 def _status(exc: BaseException) -> int | None:
     """The HTTP status of an answer: an Azure SDK error's (adlfs passes it on as it is), or a web server's (aiohttp's
     error, or :class:`HTTPStatusError`); None for any other error."""
-    if _named(exc, frozenset({"HttpResponseError"})):
+    if is_named(exc, frozenset({"HttpResponseError"})):
         return getattr(exc, "status_code", None)
-    if _named(exc, frozenset({"ClientResponseError", "HTTPStatusError"})):
+    if is_named(exc, frozenset({"ClientResponseError", "HTTPStatusError"})):
         return getattr(exc, "status", None)
     return None
-
-
-def _named(exc: BaseException, names: frozenset[str]) -> bool:
-    return any(t.__name__ in names for t in type(exc).__mro__)
-
-
-def _transient(exc: BaseException) -> bool:
-    """Whether another try may succeed: a transient errno (:data:`TRANSIENT_ERRNOS`: throttling, 5xx, EIO) or a
-    failed connection."""
-    if isinstance(exc, PermissionError | FileNotFoundError):
-        return False
-    if isinstance(exc, OSError) and exc.errno in TRANSIENT_ERRNOS:
-        return True
-    return _named(exc, _CONNECTION_FAILURES)
 
 
 def store_error(p: ObjectPath, exc: BaseException, writing: bool = False) -> SelectionError:
@@ -97,19 +72,19 @@ def store_error(p: ObjectPath, exc: BaseException, writing: bool = False) -> Sel
             "storage options (a flow run: a Prefect Secret block named by credentials_block)"
         )
     reason = " ".join(str(exc).split())[:200] or type(exc).__name__
-    if _named(exc, frozenset({"ClientConnectorCertificateError", "SSLCertVerificationError"})):
+    if is_named(exc, frozenset({"ClientConnectorCertificateError", "SSLCertVerificationError"})):
         refused = ServiceUnavailableError(
             f"{p}: the server's certificate is not trusted ({reason}); give its CA's certificate in SSL_CERT_FILE, "
             "or check the URL"
         )
         refused.transient = False  # no try will trust it
         return refused
-    if _named(exc, _UNREACHABLE):
+    if is_named(exc, _UNREACHABLE):
         return ServiceUnavailableError(
             f"{p}: the store cannot be reached ({reason}); {'nothing was written; ' if writing else ''}"
             f"check its endpoint ({p.backend.endpoint_setting}) and the network, then run again"
         )
-    if _transient(exc):
+    if is_transient(exc):
         if writing:
             return WriteError(
                 f"{p}: the store failed ({reason}); nothing was written, retry", getattr(exc, "errno", None), True

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Final, TypeVar
 
-from selection_storage.transient import is_transient_io_error
+from selection_storage.transient import is_transient
 
 T = TypeVar("T")
 
@@ -41,8 +41,8 @@ def patience(seconds: float) -> Iterator[None]:
 
 
 def retried(call: Callable[[], T]) -> T:
-    """``call()``, tried again while it raises a transient error (:func:`is_transient_io_error`: the typed errors
-    of :mod:`~selection_storage.stores.failures`, or a transient errno) and the patience lasts; then its error."""
+    """``call()``, tried again while it raises a transient error (:func:`~selection_storage.transient.is_transient`)
+    and the patience lasts; then its error."""
     budget = _patience.get()
     if budget <= 0:
         return call()
@@ -53,7 +53,7 @@ def retried(call: Callable[[], T]) -> T:
             return call()
         except Exception as exc:
             pause = _jitter.uniform(wait / 2, wait)
-            if not is_transient_io_error(exc) or time.monotonic() + pause > deadline:
+            if not is_transient(exc) or time.monotonic() + pause > deadline:
                 raise
         time.sleep(pause)
         wait = min(2 * wait, MAX_WAIT_SECONDS)

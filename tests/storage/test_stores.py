@@ -31,7 +31,7 @@ from selection_storage.paths import resolve_run_paths
 from selection_storage.stores import ObjectPath, is_url, location
 from selection_storage.stores.entries import modified, object_version
 from selection_storage.stores.failures import store_error
-from selection_storage.transient import is_transient_io_error
+from selection_storage.transient import is_transient
 from tests.support import ROOT
 
 GOLDEN_BATCH = ROOT / "tests" / "data" / "aeb_batch_extracted.json"
@@ -111,7 +111,7 @@ def test_a_version_is_the_etag_or_version_else_the_modification_time() -> None:
 def test_each_store_failure_is_one_typed_line(exc, kind, words, transient) -> None:
     error = store_error(URL, exc)
     assert type(error) is kind and words in str(error) and str(URL) in str(error) and "\n" not in str(error)
-    assert is_transient_io_error(error) is transient
+    assert is_transient(error) is transient
 
 
 DEAD = "http://127.0.0.1:9"  # the discard port: nothing listens there
@@ -174,7 +174,7 @@ def test_the_sdks_own_failures_are_one_typed_line(make, kind, words, transient) 
     pytest.importorskip("adlfs")
     error = store_error(URL, make())
     assert type(error) is kind and words in str(error) and "\n" not in str(error)
-    assert is_transient_io_error(error) is transient
+    assert is_transient(error) is transient
 
 
 def test_a_failed_upload_says_nothing_was_written() -> None:

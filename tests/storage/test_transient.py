@@ -1,4 +1,4 @@
-"""The errno policy: which failures a retry may cure (:mod:`selection_storage.transient`)."""
+"""The one classification of which failures a retry may cure (:mod:`selection_storage.transient`)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,18 @@ import errno
 
 import pytest
 
-from selection_core.errors import InvalidBatchError, OutputPathError, ReadError, UnsafePathError, WriteError
-from selection_storage.transient import is_transient_io_error
+from selection_core.errors import (
+    InvalidBatchError,
+    OutputPathError,
+    ReadError,
+    ServiceUnavailableError,
+    UnsafePathError,
+    WriteError,
+)
+from selection_storage.transient import is_transient
+
+#: A library's timeout class, as aiohttp's ``ServerTimeoutError`` derives from ``TimeoutError``.
+ConnectionTimeoutError = type("TimeoutError", (Exception,), {})
 
 # --- retry classification ---------------------------------------------------------
 
@@ -28,7 +38,11 @@ from selection_storage.transient import is_transient_io_error
         pytest.param(UnsafePathError("x: outside"), False, id="UnsafePathError"),
         pytest.param(ValueError("boom"), False, id="ValueError"),
         pytest.param(RuntimeError("boom"), False, id="RuntimeError"),
+        pytest.param(ServiceUnavailableError("x: cannot be reached"), True, id="core-ServiceUnavailableError"),
+        pytest.param(type("ClientPayloadError", (Exception,), {})("cut"), True, id="a-connection-cut-by-its-name"),
+        pytest.param(type("ServerTimeoutError", (ConnectionTimeoutError,), {})("slow"), True, id="a-subclass-of-one"),
+        pytest.param(ConnectionResetError(errno.ECONNRESET, "reset"), False, id="plain-ECONNRESET-not-by-name"),
     ],
 )
 def test_only_transient_io_errors_are_retried(exc: BaseException, transient: bool) -> None:
-    assert is_transient_io_error(exc) is transient
+    assert is_transient(exc) is transient
