@@ -7,7 +7,6 @@ import contextlib
 import errno
 import gzip
 import os
-import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -37,13 +36,14 @@ from selection_storage.stores import (
     location,
     store,
 )
-from selection_storage.transient import is_transient
+from selection_storage.stores.retries import retried
 
 #: File name endings of pages, matched case-insensitively; longest first.
 PAGE_SUFFIXES: Final[tuple[str, ...]] = (".html.gz", ".htm.gz", ".html", ".htm")
 
-#: Seconds to wait before each new try of a read that failed with a transient I/O error.
-READ_RETRY_DELAYS: Final[tuple[float, ...]] = (0.2, 1.0)
+#: Seconds a page file's read is tried again after a transient failure (with the waits of
+#: :func:`~selection_storage.stores.retries.retried`: two or three tries).
+READ_PATIENCE_SECONDS: Final[float] = 8.0
 
 
 class InvalidPagesError(InvalidBatchError):
@@ -412,18 +412,14 @@ class PageReadings:
 def page_bytes(page: Page, max_bytes: int = DEFAULT_MAX_PAGE_BYTES) -> bytes | BaseException:
     """The page file's bytes (tried again after a transient I/O error), or why they cannot be read
     (:data:`UNREADABLE_PAGE_ERRORS`); a store's failure is raised (the run fails, its retries may cure it)."""
-    for delay in (*READ_RETRY_DELAYS, None):
-        try:
-            return read_page(page, max_bytes)
-        except SelectionError:
-            raise
-        except OSError as exc:
-            if delay is None or not is_transient(exc):
-                return exc
-        except UNREADABLE_PAGE_ERRORS as exc:
-            return exc
-        time.sleep(delay)
-    raise AssertionError("unreachable")  # pragma: no cover
+    try:
+        # an object's calls are tried again by its store, within the run's patience: not twice
+        within = 0.0 if isinstance(page.file, ObjectPath) else READ_PATIENCE_SECONDS
+        return retried(lambda: read_page(page, max_bytes), within)
+    except SelectionError:
+        raise
+    except UNREADABLE_PAGE_ERRORS as exc:
+        return exc
 
 
 def read_error(page: Page, exc: BaseException) -> str:

@@ -40,10 +40,10 @@ def patience(seconds: float) -> Iterator[None]:
         _patience.reset(token)
 
 
-def retried(call: Callable[[], T]) -> T:
+def retried(call: Callable[[], T], within: float | None = None) -> T:
     """``call()``, tried again while it raises a transient error (:func:`~selection_storage.transient.is_transient`)
-    and the patience lasts; then its error."""
-    budget = _patience.get()
+    and the patience lasts (``within`` seconds, else the calling context's :func:`patience`); then its error."""
+    budget = _patience.get() if within is None else within
     if budget <= 0:
         return call()
     deadline = time.monotonic() + budget

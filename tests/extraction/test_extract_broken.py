@@ -230,7 +230,7 @@ def test_a_lasting_read_error_gives_error_blocks(tmp_path: Path, mocker: Any) ->
     shutil.copy(REAL_PAGE, tmp_path / "p.html.gz")
     read = mocker.patch("selection_extraction.pages.read_page", side_effect=OSError(errno.EIO, "Input/output error"))
     result = extract_pages(find_pages(tmp_path / "p.html.gz"))
-    assert read.call_count == 3
+    assert read.call_count >= 2  # tried again while the patience lasted (READ_PATIENCE_SECONDS)
     article = result.doc["articles"][0]
     assert article["path"] == "p.html.gz"
     assert all(article[e]["error"] == "OSError: cannot read page p.html.gz: Input/output error" for e in EXTRACTORS)

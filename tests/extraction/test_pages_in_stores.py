@@ -181,7 +181,7 @@ def test_a_store_that_fails_while_a_page_is_read_fails_the_read(store_server, pu
         raise OSError(errno.EIO, "connection reset by peer (injected)")
 
     mocker.patch.object(store_server.file_class, "_fetch_range", dropped)
-    mocker.patch("selection_extraction.pages.READ_RETRY_DELAYS", ())
+    mocker.patch("selection_extraction.pages.READ_PATIENCE_SECONDS", 0.0)
     with pytest.raises(ReadError, match=f"{root}/in/a.html: the store failed .*retry later"):
         page_bytes(page)  # a SelectionError: the run fails, the page is not made an error article
 
