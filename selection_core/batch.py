@@ -16,6 +16,8 @@ from .errors import InvalidBatchError
 from .layout import CHUNK_PREFIX, FIX_SHAPE, Chunk, array_spans, check_start
 from .select import Pool, Reason, Selection, select_article
 
+#: ``progress(done, total)``: how far a piece of work has come (pages, articles; ``total`` may be an estimate that
+#: grows), the one progress callback of the project (a run's bar, an artifact, a WARC's beats to its coordinator).
 ProgressCallback = Callable[[int, int], None]
 
 # A JSON string, and the ':' that makes it a key; in valid JSON a left-to-right scan visits exactly the strings.

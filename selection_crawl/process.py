@@ -15,9 +15,10 @@ import time
 from collections.abc import Callable
 from typing import Final
 
+from selection_core.batch import ProgressCallback
 from selection_crawl.lease import CrawlLeaseLostError
 from selection_crawl.unit import PROGRESS_SECONDS, PROGRESS_TOPIC, WarcJob, WarcOutcome, crawl_warc, fenced
-from selection_extraction.own_process import OwnProcessDied, Report, run_in_own_process
+from selection_extraction.own_process import OwnProcessDied, run_in_own_process
 
 #: Seconds without a page done or a piece written, beyond three time limits (a page's three extractors, in turn),
 #: after which a WARC is taken as stalled.
@@ -32,7 +33,7 @@ class WarcProcessDied(Exception):
     sends the WARC again."""
 
 
-def _crawl_fenced(job: WarcJob, report: Report) -> WarcOutcome:
+def _crawl_fenced(job: WarcJob, report: ProgressCallback) -> WarcOutcome:
     """:func:`crawl_warc`, in the WARC's process, stopped within :data:`FENCE_SECONDS` of its crawl's lease being
     taken over (SIGTERM to itself: where it is, as a stop), whatever it was doing."""
     if job.fence is not None:
@@ -53,7 +54,7 @@ def _watch_fence(job: WarcJob) -> None:
 
 
 def crawl_warc_in_process(
-    job: WarcJob, report: Report | None = None, stopping: Callable[[], bool] | None = None
+    job: WarcJob, report: ProgressCallback | None = None, stopping: Callable[[], bool] | None = None
 ) -> WarcOutcome:
     """Do ``job`` in a process of its own: its outcome; ``report(pages done, pages estimated)`` is called at most
     every :data:`~selection_crawl.unit.PROGRESS_SECONDS`.

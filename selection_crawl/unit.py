@@ -24,7 +24,7 @@ from typing import Any, BinaryIO, Final
 import orjson
 
 import selection_core.config as rule
-from selection_core.batch import dump_batch
+from selection_core.batch import ProgressCallback, dump_batch
 from selection_core.chunks import select_chunk
 from selection_core.dataset import BATCH, DATASET
 from selection_core.errors import EXIT_INVALID_INPUT, EXIT_IO_ERROR, SelectionError
@@ -226,7 +226,7 @@ def read_record(record: Location, source: str) -> WarcOutcome | None:
 
 
 @patience(STORE_PATIENCE_SECONDS)
-def crawl_warc(job: WarcJob, report: Callable[[int, int], None] | None = None) -> WarcOutcome:
+def crawl_warc(job: WarcJob, report: ProgressCallback | None = None) -> WarcOutcome:
     """Do one WARC: read it once, as a stream; extract its pages (one extractor process, kept from piece to piece
     and stopped with the WARC, each call under the time limit) and select them piece by piece, committing each
     piece; then write the output (atomic) from the pieces, the record beside it (atomic; the record is what says
@@ -303,7 +303,7 @@ def _crawl(
     version: Version,
     tries: Tries,
     commits: Commits,
-    report: Callable[[int, int], None],
+    report: ProgressCallback,
 ) -> WarcOutcome:
     number = 1  # of this try
     try:
@@ -377,7 +377,7 @@ def _extract_and_select(
     commits: Commits,
     pieces: BinaryIO,
     progress: Progress,
-    report: Callable[[int, int], None],
+    report: ProgressCallback,
 ) -> tuple[Progress, dict[str, Any]]:
     """Extract and select the WARC's pages after its last commit (``progress``, whose pieces ``pieces`` holds),
     appending each piece's selected articles (or rows) to ``pieces``, committing each; the progress at the end and

@@ -35,6 +35,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
+from selection_core.batch import ProgressCallback
+
 #: Seconds the process has to stop after SIGTERM before its group is killed.
 STOP_GRACE_SECONDS: Final[float] = 10.0
 
@@ -49,9 +51,6 @@ _BEAT, _RESULT, _RAISED = b"b", b"r", b"x"
 #: module, and runpy warns on stderr when a ``-m`` module is imported before it runs).
 _MAIN: Final[str] = f"import sys; from {__name__} import main; sys.exit(main())"
 
-#: ``report(done, estimate)``: the progress a function run here reports (each call may be a beat).
-Report = Callable[[int, int], None]
-
 
 class OwnProcessDied(Exception):
     """The process ended without a result (killed, out of memory), or was killed as stalled."""
@@ -62,10 +61,10 @@ class OwnProcessStopped(Exception):
 
 
 def run_in_own_process(
-    function: Callable[[Any, Report], Any],
+    function: Callable[[Any, ProgressCallback], Any],
     argument: Any,
     *,
-    report: Report | None = None,
+    report: ProgressCallback | None = None,
     stopping: Callable[[], bool] | None = None,
     stall: float | None = None,
 ) -> Any:
@@ -102,7 +101,7 @@ def run_in_own_process(
 
 def _watch(
     child: subprocess.Popen[bytes],
-    report: Report | None,
+    report: ProgressCallback | None,
     stopping: Callable[[], bool] | None,
     stall: float | None,
 ) -> tuple[bytes | None, Any]:

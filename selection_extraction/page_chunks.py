@@ -10,7 +10,7 @@ from selection_core.batch import ProgressCallback
 from selection_extraction.extracted import ArticleSpool, ExtractionResult, ExtractionStats, build_batch
 from selection_extraction.extraction import extract_readings
 from selection_extraction.extractors import Extractor, default_extractors
-from selection_extraction.own_process import Report, run_in_own_process
+from selection_extraction.own_process import run_in_own_process
 from selection_extraction.pages import PageReadings, Reading
 from selection_extraction.settings import ExtractionSettings
 
@@ -116,7 +116,7 @@ def extract_chunk(chunk: PageChunk) -> ChunkExtraction:
     return _extract_chunk_here(chunk)
 
 
-def _extract_chunk_here(chunk: PageChunk, _report: Report | None = None) -> ChunkExtraction:
+def _extract_chunk_here(chunk: PageChunk, _report: ProgressCallback | None = None) -> ChunkExtraction:
     settings = ExtractionSettings(time_limit_seconds=chunk.time_limit_seconds, workers=1, keep_workers=True)
     articles: list[dict[str, Any]] = []
     stats = extract_readings(chunk.readings, articles.append, settings, default_extractors())
