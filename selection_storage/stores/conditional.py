@@ -6,9 +6,9 @@ An object store evaluates the condition on the write itself: S3 ``If-None-Match:
 and ``If-Match: <etag>`` (each in its backend's module).
 
 A file on a disk is created by a hard link of a complete staged file (it appears whole, and only where nothing is),
-and replaced or deleted under an exclusive ``flock`` of a hidden ``.<name>.lock`` beside it, which every writer here
-holds while it compares and writes. Where that lock does not reach from one machine to another (NFSv3 without a lock
-daemon, some FUSE mounts), two machines' replaces can interleave.
+and replaced or deleted under the lock of its folder's conditional writes (:func:`_folder_locked`: a ``flock`` of
+the folder itself), which every writer here holds while it compares and writes. Where that lock does not reach from
+one machine to another (NFSv3 without a lock daemon, some FUSE mounts), two machines' replaces can interleave.
 
 :class:`StagedIf` (and :func:`write_if`) writes an output of any size only over the version its writer found (its listed
 :class:`~selection_storage.files.Version`; None: nothing there), so that a writer frozen between a check of its
@@ -79,23 +79,18 @@ def conditional(where: Location) -> Conditional:
 
 
 class ConditionalFile:
-    """A file on a disk (see the module's note on the lock)."""
+    """A file on a disk (see the module's note on the lock); its version's tag is the SHA-256 of its bytes."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._lock = path.parent / f".{path.name}.lock"
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        """This file's lock held; an ``OSError`` of a write typed."""
+        """The lock of its folder's conditional writes held (:func:`_folder_locked`); an ``OSError`` typed."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self._lock, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)  # released when closed, or when its holder dies
+            with _folder_locked(self.path):
                 yield
-            finally:
-                os.close(fd)
         except SelectionError:
             raise
         except OSError as exc:
