@@ -4,8 +4,9 @@
 
 The other checkout needs its compiled kernel (``selection_core/*.so``) in place. Compared byte for byte:
 selected batches and reports (``select``, ``run`` in-process and on the process pool), ``explain``'s text,
-extracted batches and their records (``extract`` of the real pages and the WARC fixtures); and, for every
-file of the bad-input corpus, the exit status and that nothing was written (the refusals' words may differ).
+extracted batches and their records (``extract`` of the real pages and the WARC fixtures); a crawl of
+``tests/data/crawl`` as batches and as a dataset (every output and record; ``crawl.json`` names its run); and, for
+every file of the bad-input corpus, the exit status and that nothing was written (the refusals' words may differ).
 Prints one line per difference and exits 1 if there is any.
 """
 
@@ -58,7 +59,36 @@ def run(checkout: Path, args: list[str], out: Path, home: Path) -> tuple[int, st
     return done.returncode, stdout, files
 
 
+def crawl_here(out: Path, output_format: str) -> None:
+    """Crawl ``tests/data/crawl`` into ``out`` with the checkout first on ``sys.path`` (``--crawl-into``)."""
+    import selection_crawl
+    from selection_crawl.job import CrawlJob
+    from selection_crawl.unit import crawl_warc
+
+    here = Path(selection_crawl.__file__).resolve()
+    assert here.is_relative_to(Path.cwd().resolve()), f"{here} is not the checkout's (run from the checkout)"
+    listing = DATA / "crawl/crawl-data/CC-MAIN-2024-18/warc.paths.gz"
+    job = CrawlJob.plan(str(listing), str(out), f"{DATA / 'crawl'}/", 30.0, output_format=output_format)
+    for index in list(job.todo):
+        job.finish_warc(index, crawl_warc(job.warc_job(index)))
+    job.close()
+
+
+def crawl(checkout: Path, output_format: str, out: Path, home: Path) -> tuple[int, dict[str, bytes]]:
+    """The files of a crawl by ``checkout`` (but ``crawl.json``, which names its run), by path under ``out``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "CONTENT_SELECTION_"))}
+    env.update(PYTHONPATH=str(checkout), PREFECT_HOME=str(home), PYTHONHASHSEED="0")
+    argv = [sys.executable, __file__, "--crawl-into", str(out), output_format]
+    done = subprocess.run(argv, cwd=checkout, env=env, capture_output=True, text=True, timeout=1800)
+    files = {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    files.pop("crawl.json", None)
+    return done.returncode, files
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--crawl-into"]:
+        crawl_here(Path(sys.argv[2]), sys.argv[3])
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("other", type=Path, help="the other checkout")
     ap.add_argument("--skip-extract", action="store_true", help="compare the selection only")
@@ -75,7 +105,18 @@ def main() -> int:
             same = this == other
             differences += not same
             print(f"{'same     ' if same else 'DIFFERENT'} {name} (exit {this[0]}, files {sorted(this[2])})")
-    print(f"{len(todo) - differences} of {len(todo)} the same")
+        formats = [] if args.skip_extract else ["batch", "dataset"]
+        for output_format in formats:
+            mine = crawl(ROOT, output_format, scratch / f"crawl-{output_format}-this", scratch / "home-this")
+            theirs = crawl(
+                args.other.resolve(), output_format, scratch / f"crawl-{output_format}-other", scratch / "home-other"
+            )
+            same = mine == theirs and mine[0] == 0
+            differences += not same
+            verdict = "same     " if same else "DIFFERENT"
+            print(f"{verdict} crawl as {output_format} (exit {mine[0]}, {len(mine[1])} files)")
+    total = len(todo) + len(formats)
+    print(f"{total - differences} of {total} the same")
     return 1 if differences else 0
 
 
