@@ -6,7 +6,13 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+import warnings
 from typing import Any
+
+# A worker runs a `python -m` program's module again as its __main__, which the fork server already imported
+# (preloaded, so that workers start fast): runpy's warning that it is "found in sys.modules" is true and harmless
+# there. The workers inherit this filter from the server, which imports this module first.
+warnings.filterwarnings("ignore", r"'.*' found in sys\.modules after import of package", RuntimeWarning)
 
 #: Every module a caller of :func:`forkserver_context` asked the server to import, in the order asked.
 _preload: list[str] = []
@@ -26,11 +32,12 @@ def forkserver_context(*preload: str) -> Any:
 
     The server, started by the first pool, imports once what every call so far asked for: ``__main__`` (a
     ``python -m`` program, as a deployment's flow run is, is imported again as each worker's ``__main__`` unless
-    the server has it) and ``preload``. A module asked for after it started is imported by each worker instead."""
+    the server has it), ``preload``, and this module (its warnings filter). A module asked for after it started is
+    imported by each worker instead."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     main = getattr(getattr(sys.modules.get("__main__"), "__spec__", None), "name", None)
-    for module in ("__main__", *([main] if main else []), *preload):
+    for module in (__name__, "__main__", *([main] if main else []), *preload):
         if module not in _preload:
             _preload.append(module)
     context = multiprocessing.get_context("forkserver")

@@ -9,7 +9,6 @@ import logging
 import os
 import re
 import tempfile
-import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
@@ -31,11 +30,6 @@ DASK_CONNECT_TIMEOUT_SECONDS: Final[float] = 5.0
 
 DASK_ADDRESS_PATTERN: Final[str] = r"^tcp://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$"
 _DASK_ADDRESS = re.compile(DASK_ADDRESS_PATTERN)
-
-# A worker of `worker_processes` runs a `python -m` program's module again as its __main__, which the fork server
-# already imported (preloaded, so that workers start fast): runpy's warning that it is "found in sys.modules" is
-# true and harmless there. The workers inherit this filter from the server, which imports this module.
-warnings.filterwarnings("ignore", r"'.*' found in sys\.modules after import of package", RuntimeWarning)
 
 #: The Dask cluster started when no scheduler address is given (the health endpoint off the fixed port 8787).
 LOCAL_CLUSTER_KWARGS: Final[dict[str, Any]] = {
@@ -156,7 +150,7 @@ def worker_processes(preload: str) -> Iterator[tuple[int, Callable[..., concurre
     its first work ready. Yields the number of workers and ``submit(function, *args)``.
     """
     workers = available_cores()
-    context = forkserver_context(__name__, preload)
+    context = forkserver_context(preload)
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
         if context.get_start_method() == "forkserver":
             from multiprocessing import forkserver
