@@ -361,7 +361,7 @@ def dask_cluster(tmp_path_factory: pytest.TempPathFactory, prefect_harness: None
             processes.append(subprocess.Popen(command, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT))
         with Client(address, timeout=WAIT_SECONDS) as client:
             client.wait_for_workers(2, timeout=WAIT_SECONDS)
-            assert len(client.scheduler_info()["workers"]) == 2
+            assert len(client.nthreads()) == 2
         yield address
     finally:
         for process in reversed(processes):

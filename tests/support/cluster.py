@@ -459,7 +459,9 @@ class NamespaceCluster:
 
     def worker_addresses(self) -> dict[str, str]:
         """``{name: address}`` of the workers the scheduler knows now."""
-        workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        # asked of the scheduler itself: ``Client.scheduler_info`` returns the client's cached identity, which
+        # its periodic refresh can overwrite with one holding no workers between the fetch and the return
+        workers = self.client.sync(self.client.scheduler.identity, n_workers=-1)["workers"]
         return {str(info.get("name")): address for address, info in workers.items()}
 
     def _wait_joined(self, workers: list[Worker]) -> None:
