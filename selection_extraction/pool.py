@@ -345,9 +345,23 @@ class _Run:
                 self.next_job()
 
     def schedule(self, job: PageJob, name: str) -> None:
-        future = self.pool.schedule(_call, (name, job.html, job.url), timeout=self.time_limit)
+        try:
+            future = self.pool.schedule(_call, (name, job.html, job.url), timeout=self.time_limit)
+        except RuntimeError:
+            if self.pool.active:
+                raise
+            self.replace_pool()  # it broke before this call reached it (a worker died with no call to run)
+            future = self.pool.schedule(_call, (name, job.html, job.url), timeout=self.time_limit)
         self.calls[job.index, name] = (job, future)
         future.add_done_callback(lambda f: self.done.put((job, name, f)))
+
+    def replace_pool(self) -> None:
+        """A fresh pool for a broken one; every call still out is run again on it, once."""
+        _stop(self.pool, wait=False)
+        self.pool = self.fresh_pool()
+        self.retried.update(self.calls)
+        for (_, call_name), (again, _) in list(self.calls.items()):
+            self.schedule(again, call_name)
 
     def next_job(self) -> None:
         for job in self.source:
@@ -379,11 +393,7 @@ class _Run:
             if (job.index, name) in self.retried:
                 self.stats.crashes += 1
                 return Outcome("", None, f"WorkerCrashedError: the worker process running {name} died")
-            _stop(self.pool, wait=False)
-            self.pool = self.fresh_pool()
-            self.retried.update(self.calls)
-            for (_, call_name), (again, _) in list(self.calls.items()):
-                self.schedule(again, call_name)
+            self.replace_pool()
             return None
         if isinstance(result, _SetupFailed):
             raise WorkerSetupError(f"an extraction worker could not start: {result.error}")

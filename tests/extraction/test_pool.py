@@ -195,6 +195,21 @@ def test_a_kept_worker_that_died_while_idle_is_replaced() -> None:
     assert len(set(second)) == 1
 
 
+def test_a_kept_pool_that_pebble_gave_up_is_replaced_when_the_next_run_schedules_on_it() -> None:
+    from selection_extraction import pool as pool_module
+
+    first, _ = run(1, keep=True)
+    (kept,) = [pool for pools in pool_module._idle.values() for pool in pools]
+    os.kill(int(first[0]), signal.SIGKILL)  # idle: no call of its own fails, pebble gives the whole pool up
+    deadline = time.monotonic() + 30
+    while kept.active:
+        assert time.monotonic() < deadline, "pebble did not notice its worker's death"
+        time.sleep(0.05)
+    second, stats = run(3, keep=True)
+    assert second[0] != first[0] and len(set(second)) == 1
+    assert stats.crashes == 0
+
+
 def test_a_failing_initializer_stops_the_run_with_one_error() -> None:
     calls: list[int] = []
     jobs = [PageJob(i, "<html></html>", None, ["probe"]) for i in range(5)]
