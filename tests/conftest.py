@@ -46,6 +46,7 @@ from tests.support.prefect_fixtures import (  # noqa: E402,F401 - fixtures, regi
     monkeypatch_session,
     no_data_root_env,
     prefect_harness,
+    session_api,
 )
 from tests.support.prefect_server import server  # noqa: E402,F401 - the session's real Prefect server
 from tests.support.redis import redis_server  # noqa: E402,F401 - its Redis (messaging, ordering, leases)

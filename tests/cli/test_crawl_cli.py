@@ -46,10 +46,12 @@ def test_refused_in_one_line_before_anything_runs(tmp_path: Path, args: list[str
 
 
 @pytest.mark.slow
-def test_a_folder_of_warcs_on_local_processes_bad_one_named_others_done(tmp_path: Path) -> None:
+def test_a_folder_of_warcs_on_local_processes_bad_one_named_others_done(
+    tmp_path: Path, session_api: dict[str, str]
+) -> None:
     out = tmp_path / "out"
     args = ["crawl", str(CRAWL), "-o", str(out), "--workers", "2", "--time-limit", "30"]
-    done = run_command(args, tmp_path, {"PREFECT_HOME": str(tmp_path / "home")}, timeout=600)
+    done = run_command(args, tmp_path, {"PREFECT_HOME": str(tmp_path / "home"), **session_api}, timeout=600)
     assert done.returncode == 65, done.stderr
     lines = stderr_lines(done.stderr)
     assert lines[0] == (
@@ -97,7 +99,7 @@ def _warc_processes(command: subprocess.Popen[bytes]) -> list[psutil.Process]:
 
 @pytest.mark.slow
 def test_a_local_worker_killed_mid_warc_is_replaced_and_only_its_warc_is_taken_up_from_its_last_commit(
-    tmp_path: Path,
+    tmp_path: Path, session_api: dict[str, str]
 ) -> None:
     keys = write_crawl(tmp_path / "crawl", 3, 30)
     listing = tmp_path / "crawl" / "crawl-data" / "CC-MAIN-2024-18" / "warc.paths.gz"
@@ -108,7 +110,7 @@ def test_a_local_worker_killed_mid_warc_is_replaced_and_only_its_warc_is_taken_u
     args = ["crawl", str(listing), "--base", str(tmp_path / "crawl"), "-o", str(out), "--workers", "2",
             "--time-limit", "30"]  # fmt: skip
     env = {k: v for k, v in child_env().items() if not k.startswith("PREFECT_")}
-    env |= {"PREFECT_HOME": str(tmp_path / "home"), COMMIT_PAGES_VARIABLE: "5"}
+    env |= {"PREFECT_HOME": str(tmp_path / "home"), COMMIT_PAGES_VARIABLE: "5", **session_api}
     log = tmp_path / "crawl.log"
     with open(log, "wb") as sink:
         command = subprocess.Popen([sys.executable, "-m", "selection_cli.main", *args], cwd=tmp_path, env=env,

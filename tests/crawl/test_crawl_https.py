@@ -34,9 +34,11 @@ def served(https_server: HttpsServer) -> str:
     return name
 
 
-def _crawl(server: HttpsServer, listing: str, base: str, out: Path, tmp_path: Path, *extra: str):  # noqa: ANN202
+def _crawl(  # noqa: ANN202
+    server: HttpsServer, api: dict[str, str], listing: str, base: str, out: Path, tmp_path: Path, *extra: str
+):
     args = ["crawl", listing, "--base", base, "-o", str(out), "--workers", "2", "--time-limit", "30", *extra]
-    return run_command(args, tmp_path, {"PREFECT_HOME": str(tmp_path / "home"), **server.env}, timeout=900)
+    return run_command(args, tmp_path, {"PREFECT_HOME": str(tmp_path / "home"), **server.env, **api}, timeout=900)
 
 
 def _rows(output: Path, output_format: str) -> list[dict]:
@@ -50,11 +52,11 @@ def _rows(output: Path, output_format: str) -> list[dict]:
 
 @pytest.mark.parametrize("output_format", ["batch", "dataset"])
 def test_a_crawl_over_https_selects_what_a_crawl_of_the_same_warcs_in_a_folder_selects(
-    https_server: HttpsServer, served: str, tmp_path: Path, output_format: str
+    https_server: HttpsServer, served: str, tmp_path: Path, output_format: str, session_api: dict[str, str]
 ) -> None:
     out = tmp_path / "over-https"
     listing, base = https_server.url(f"{served}/{LISTING}"), https_server.url(f"{served}/")
-    done = _crawl(https_server, listing, base, out, tmp_path, "--format", output_format)
+    done = _crawl(https_server, session_api, listing, base, out, tmp_path, "--format", output_format)
     assert done.returncode == 0, done.stderr
 
     reference = CrawlJob.plan(str(CRAWL / LISTING), str(tmp_path / "folder"), str(CRAWL), 30.0, None, output_format)
@@ -70,14 +72,16 @@ def test_a_crawl_over_https_selects_what_a_crawl_of_the_same_warcs_in_a_folder_s
         key = first.removesuffix(".jsonl") + ".warc.gz"
         assert orjson.loads((out / first).read_bytes().splitlines()[0])["path"] == f"{base}{key}"
 
-    again = _crawl(https_server, listing, base, out, tmp_path, "--format", output_format)  # a re-run: nothing to do
+    again = _crawl(
+        https_server, session_api, listing, base, out, tmp_path, "--format", output_format
+    )  # a re-run: nothing to do
     assert again.returncode == 0, again.stderr
     totals = orjson.loads((out / "crawl.json").read_bytes())["totals"]
     assert totals["done_before"] == 4 and totals["done"] == 4
     if output_format == "batch":  # a WARC the server has replaced (a new ETag) is done again, and it alone
         changed = https_server.root / served / (first.removesuffix(".jsonl") + ".warc.gz")
         os.utime(changed, (changed.stat().st_atime, changed.stat().st_mtime + 60))
-        third = _crawl(https_server, listing, base, out, tmp_path)
+        third = _crawl(https_server, session_api, listing, base, out, tmp_path)
         assert third.returncode == 0, third.stderr
         summary = orjson.loads((out / "crawl.json").read_bytes())
         assert summary["totals"]["done_before"] == 3 and summary["totals"]["done"] == 4
@@ -86,13 +90,13 @@ def test_a_crawl_over_https_selects_what_a_crawl_of_the_same_warcs_in_a_folder_s
 
 
 def test_a_warc_the_server_does_not_have_fails_alone_named_with_its_status(
-    https_server: HttpsServer, served: str, tmp_path: Path
+    https_server: HttpsServer, served: str, tmp_path: Path, session_api: dict[str, str]
 ) -> None:
     keys = gzip.decompress((CRAWL / LISTING).read_bytes()).decode().split()
     missing = keys[0].replace("-00000.warc.gz", "-99999.warc.gz")
     listing = https_server.write(f"{served}/missing/warc.paths.gz", gzip.compress(f"{keys[0]}\n{missing}\n".encode()))
     base = https_server.url(f"{served}/")
-    done = _crawl(https_server, listing, base, tmp_path / "out", tmp_path)
+    done = _crawl(https_server, session_api, listing, base, tmp_path / "out", tmp_path)
     assert done.returncode == 65, done.stderr
     lines = stderr_lines(done.stderr)
     assert f"content-selection: {base}{missing}: the server answered 404 (no such file); check the URL" in lines

@@ -285,7 +285,7 @@ def _ended(command: subprocess.Popen[bytes]) -> int:
 @pytest.mark.slow  # two crawls, and the 2 minutes a frozen run's lease takes to go stale
 @pytest.mark.parametrize("moment", ["in its second write of crawl.json (S3)", "after a commit (a disk)"])
 def test_a_crawl_frozen_then_continued_changes_nothing_once_the_next_run_has_ended(
-    moment: str, tmp_path: Path, store_servers: dict[str, StoreServer]
+    moment: str, tmp_path: Path, store_servers: dict[str, StoreServer], session_api: dict[str, str]
 ) -> None:
     """Crawl A (the command, its WARC's process and extractors) is SIGSTOPped: while its request writing crawl.json
     is in flight (a proxy holds it, then lets the store evaluate it), or once a WARC has a commit. Crawl B waits
@@ -298,7 +298,7 @@ def test_a_crawl_frozen_then_continued_changes_nothing_once_the_next_run_has_end
     server = running(store_servers, "s3") if on_s3 else None
     prefix = server.url(server.new_bucket(), "selected") if server else str(tmp_path / "selected")
     env = {k: v for k, v in child_env().items() if not k.startswith("PREFECT_")}  # the store's settings among them
-    env[COMMIT_PAGES_VARIABLE] = str(FROZEN_EVERY)
+    env |= {COMMIT_PAGES_VARIABLE: str(FROZEN_EVERY), **session_api}
     with FaultProxy(server.endpoint if server else "http://127.0.0.1:9") as proxy:
         puts: list[str] = []
         if on_s3:

@@ -63,10 +63,11 @@ def _leftovers(out: Path) -> list[str]:
     return sorted(p.name for p in out.rglob("*") if p.name.endswith((".commit", ".tries")))
 
 
-def _crawl_env(server: HttpsServer, home: Path) -> dict[str, str]:
-    """A crawl command's environment: trusting the server's CA, a Prefect home of its own, a commit every 5 pages."""
+def _crawl_env(server: HttpsServer, home: Path, api: dict[str, str]) -> dict[str, str]:
+    """A crawl command's environment: trusting the server's CA, a Prefect home of its own, the session's API, a
+    commit every 5 pages."""
     env = {k: v for k, v in child_env().items() if not k.startswith("PREFECT_")} | server.env
-    return env | {"PREFECT_HOME": str(home), COMMIT_PAGES_VARIABLE: str(EVERY)}
+    return env | {"PREFECT_HOME": str(home), COMMIT_PAGES_VARIABLE: str(EVERY), **api}
 
 
 def _crawl_command(listing: str, base: str, out: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -90,7 +91,7 @@ def _an_outage(proxy: FaultProxy, seen: dict[str, float]) -> None:
 
 
 def test_a_crawl_over_https_through_faults_and_an_outage_writes_a_clean_runs_bytes(
-    https_server: HttpsServer, tmp_path: Path
+    https_server: HttpsServer, tmp_path: Path, session_api: dict[str, str]
 ) -> None:
     name = f"faults-{uuid.uuid4().hex[:8]}"
     keys = write_crawl(https_server.root / name, 4, 25)
@@ -109,7 +110,7 @@ def test_a_crawl_over_https_through_faults_and_an_outage_writes_a_clean_runs_byt
         log = tmp_path / "faulty.log"
         proxy.outage.set()  # down as the crawl starts: the command's first look at the listing waits for it too
         threading.Timer(START_OUTAGE_SECONDS, proxy.outage.clear).start()
-        command = _crawl_command(listing, base, faulty, _crawl_env(https_server, tmp_path / "home"), log)
+        command = _crawl_command(listing, base, faulty, _crawl_env(https_server, tmp_path / "home", session_api), log)
         outage: dict[str, float] = {}
         down = threading.Thread(target=_an_outage, args=(proxy, outage), daemon=True)
         try:
@@ -134,7 +135,7 @@ def test_a_crawl_over_https_through_faults_and_an_outage_writes_a_clean_runs_byt
 
         proxy.rate = 0.0
         log = tmp_path / "clean.log"
-        command = _crawl_command(listing, base, clean, _crawl_env(https_server, tmp_path / "home"), log)
+        command = _crawl_command(listing, base, clean, _crawl_env(https_server, tmp_path / "home", session_api), log)
         try:
             assert command.wait(timeout=1200) == 0, log.read_text()
         finally:

@@ -30,7 +30,7 @@ OUTAGE_SECONDS = 60.0
 
 
 def test_a_crawl_through_a_throttling_store_and_a_minute_of_outage_writes_a_clean_runs_bytes_and_keeps_its_lease(
-    s3_server: StoreServer, bucket: str, tmp_path: Path
+    s3_server: StoreServer, bucket: str, tmp_path: Path, session_api: dict[str, str]
 ) -> None:
     folder = tmp_path / "crawl"
     keys = write_crawl(folder, 4, 25)
@@ -45,6 +45,7 @@ def test_a_crawl_through_a_throttling_store_and_a_minute_of_outage_writes_a_clea
     with FaultProxy(s3_server.endpoint, rate=0.03, seed=47) as proxy:
         env = {k: v for k, v in child_env().items() if not k.startswith("PREFECT_")} | environment(s3_server)
         env |= {"AWS_ENDPOINT_URL": proxy.endpoint, "PREFECT_HOME": str(tmp_path / "home"), COMMIT_PAGES_VARIABLE: "5"}
+        env |= session_api
         args = ["crawl", listing, "--base", base, "-o", s3_server.url(bucket, "selected"), "--workers", "2"]
         log = tmp_path / "crawl.log"
         with open(log, "wb") as sink:

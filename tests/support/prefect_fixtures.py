@@ -188,6 +188,16 @@ async def artifacts_of(flow_run_id: UUID) -> list[Any]:
     return sorted(artifacts, key=lambda a: (a.key or "", str(a.type)))
 
 
+@pytest.fixture
+def session_api(prefect_harness: None) -> dict[str, str]:
+    """``{"PREFECT_API_URL": ...}``: this session's Prefect API, for a command run in a fresh process. Its flow
+    runs there as a user's does against their server; it does not start Prefect's embedded API of its own (tens of
+    seconds of CPU each time). The tests of the embedded API itself leave this out."""
+    from prefect.settings import PREFECT_API_URL
+
+    return {"PREFECT_API_URL": str(PREFECT_API_URL.value())}
+
+
 def env_without_prefect_api(**extra: str) -> dict[str, str]:
     """The environment for a subprocess: this session's isolated Prefect home, no API URL."""
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}

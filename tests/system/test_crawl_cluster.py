@@ -78,7 +78,7 @@ def _same_as_reference(server: StoreServer, bucket: str, reference: dict[str, by
 
 
 def test_a_crawl_on_workers_that_share_no_disk_writes_each_warcs_output_and_resumes(
-    s3_server: StoreServer, bucket: str, tmp_path: Path
+    s3_server: StoreServer, bucket: str, tmp_path: Path, session_api: dict[str, str]
 ) -> None:
     require_namespaces()
     keys = _crawl_in_bucket(s3_server, bucket, tmp_path / "crawl", warcs=4, pages=3)
@@ -87,7 +87,7 @@ def test_a_crawl_on_workers_that_share_no_disk_writes_each_warcs_output_and_resu
     s3_server.put(s3_server.url(bucket, "bad/not-a-warc.warc.gz"), gzip.compress(b"hello\n", mtime=0))
     lines = [*keys, "bad/not-a-warc.warc.gz", f"{CRAWL}/segments/missing/warc/gone.warc.gz"]
     s3_server.put(s3_server.url(bucket, "listing.txt"), "".join(f"{line}\n" for line in lines).encode())
-    env = {"PREFECT_HOME": str(tmp_path / "prefect-home")}
+    env = {"PREFECT_HOME": str(tmp_path / "prefect-home"), **session_api}
 
     with NamespaceCluster(log_dir=tmp_path / "cluster") as cluster:
         cluster.start_workers(["w1", "w2"])
@@ -136,7 +136,12 @@ def test_a_crawl_on_workers_that_share_no_disk_writes_each_warcs_output_and_resu
 
 
 def test_a_crawl_of_warcs_over_https_on_workers_that_share_no_disk_selects_what_the_folders_crawl_selects(
-    s3_server: StoreServer, bucket: str, https_server: HttpsServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    s3_server: StoreServer,
+    bucket: str,
+    https_server: HttpsServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    session_api: dict[str, str],
 ) -> None:
     """Common Crawl as users outside us-east-1 read it: the listing and the WARCs over HTTPS (nginx), the outputs in
     S3; the workers trust the server's CA through ``SSL_CERT_FILE``, as the coordinator does."""
@@ -154,7 +159,9 @@ def test_a_crawl_of_warcs_over_https_on_workers_that_share_no_disk_selects_what_
         cluster.start_workers(["w1", "w2"])
         args = ["crawl", listing, "--base", base, "-o", s3_server.url(bucket, "selected"),
                 "--dask-address", cluster.address, "--time-limit", "30"]  # fmt: skip
-        done = run_command(args, tmp_path, {"PREFECT_HOME": str(tmp_path / "home"), **https_server.env}, timeout=600)
+        done = run_command(
+            args, tmp_path, {"PREFECT_HOME": str(tmp_path / "home"), **https_server.env, **session_api}, timeout=600
+        )
         assert done.returncode == 0, done.stderr
         assert all(w.alive for w in cluster.workers)
     fs = s3_server.fs()
@@ -224,13 +231,13 @@ class _Chaos(threading.Thread):
 
 
 def test_chaos_workers_and_the_coordinator_killed_while_a_crawl_runs(
-    s3_server: StoreServer, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    s3_server: StoreServer, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, session_api: dict[str, str]
 ) -> None:
     require_namespaces()
     keys = _crawl_in_bucket(s3_server, bucket, tmp_path / "crawl", warcs=8, pages=6)
     listing = s3_server.url(bucket, f"{CRAWL}/warc.paths.gz")
     reference = _reference(s3_server, bucket, listing)
-    env = {"PREFECT_HOME": str(tmp_path / "prefect-home")}
+    env = {"PREFECT_HOME": str(tmp_path / "prefect-home"), **session_api}
     # Dask gives up on a task after one death of its worker (KilledWorker): the crawl must send the WARC again
     monkeypatch.setenv("DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES", "1")
     monkeypatch.setenv(COMMIT_PAGES_VARIABLE, "2")  # a WARC makes progress between two kills
@@ -278,13 +285,13 @@ def test_chaos_workers_and_the_coordinator_killed_while_a_crawl_runs(
 
 
 def test_a_worker_killed_mid_warc_until_dask_gives_up_is_taken_up_from_its_last_commit(
-    s3_server: StoreServer, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    s3_server: StoreServer, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, session_api: dict[str, str]
 ) -> None:
     require_namespaces()
     _crawl_in_bucket(s3_server, bucket, tmp_path / "crawl", warcs=2, pages=25)
     listing = s3_server.url(bucket, f"{CRAWL}/warc.paths.gz")
     reference = _reference(s3_server, bucket, listing)
-    env = {"PREFECT_HOME": str(tmp_path / "prefect-home")}
+    env = {"PREFECT_HOME": str(tmp_path / "prefect-home"), **session_api}
     monkeypatch.setenv("DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES", "0")  # one death: KilledWorker
     monkeypatch.setenv(COMMIT_PAGES_VARIABLE, "5")
 
@@ -311,13 +318,13 @@ def test_a_worker_killed_mid_warc_until_dask_gives_up_is_taken_up_from_its_last_
 
 @pytest.mark.parametrize("cluster_kind", ["dask worker --nthreads 4", "LocalCluster()"])
 def test_warcs_done_at_once_in_one_worker_process_replace_their_extractors_without_a_hang(
-    s3_server: StoreServer, bucket: str, tmp_path: Path, cluster_kind: str
+    s3_server: StoreServer, bucket: str, tmp_path: Path, cluster_kind: str, session_api: dict[str, str]
 ) -> None:
     """Several WARCs at once in one daemonic worker process (under its nanny), with a time limit so short that their
     extractor processes are replaced again and again: each WARC is done (the crawl that once hung for ever)."""
     keys = _crawl_in_bucket(s3_server, bucket, tmp_path / "crawl", warcs=3, pages=20)
     listing = s3_server.url(bucket, f"{CRAWL}/warc.paths.gz")
-    env = {"PREFECT_HOME": str(tmp_path / "prefect-home")}
+    env = {"PREFECT_HOME": str(tmp_path / "prefect-home"), **session_api}
     with contextlib.ExitStack() as stack:
         if cluster_kind == "LocalCluster()":
             from distributed import LocalCluster
@@ -341,7 +348,7 @@ def test_warcs_done_at_once_in_one_worker_process_replace_their_extractors_witho
 
 
 def test_sigterm_stops_a_crawl_on_dask_within_seconds_in_one_line_and_its_warcs_processes_end(
-    s3_server: StoreServer, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    s3_server: StoreServer, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, session_api: dict[str, str]
 ) -> None:
     import psutil
 
@@ -349,7 +356,7 @@ def test_sigterm_stops_a_crawl_on_dask_within_seconds_in_one_line_and_its_warcs_
     _crawl_in_bucket(s3_server, bucket, tmp_path / "crawl", warcs=4, pages=40)
     monkeypatch.setenv(COMMIT_PAGES_VARIABLE, "5")
     listing = s3_server.url(bucket, f"{CRAWL}/warc.paths.gz")
-    env = {"PREFECT_HOME": str(tmp_path / "prefect-home")}
+    env = {"PREFECT_HOME": str(tmp_path / "prefect-home"), **session_api}
     with NamespaceCluster(log_dir=tmp_path / "cluster") as cluster:
         cluster.start_workers(["w1", "w2"])
 

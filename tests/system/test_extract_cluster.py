@@ -19,12 +19,14 @@ from tests.support.faultkit import run_command
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("crawl-cluster")]
 
 
-def test_a_warc_on_this_disk_is_extracted_on_workers_that_share_no_disk_one_killed(tmp_path: Path) -> None:
+def test_a_warc_on_this_disk_is_extracted_on_workers_that_share_no_disk_one_killed(
+    tmp_path: Path, session_api: dict[str, str]
+) -> None:
     require_namespaces()
     write_crawl(tmp_path / "crawl", 1, 60)
     (warc,) = (tmp_path / "crawl").rglob("*.warc.gz")
     assert warc.is_relative_to("/tmp")  # not on the workers' disk: each has a /tmp of its own
-    env = {"PREFECT_HOME": str(tmp_path / "prefect-home")}
+    env = {"PREFECT_HOME": str(tmp_path / "prefect-home"), **session_api}
     alone = run_command(["extract", str(warc), "-o", str(tmp_path / "alone.json")], tmp_path, env, timeout=300)
     assert alone.returncode == 0, alone.stderr
     with NamespaceCluster(log_dir=tmp_path / "cluster") as cluster:
