@@ -18,7 +18,7 @@ resume pass over a long listing whose WARCs are all done.
 * a fresh worker's peak resident set (``VmHWM``, the worker and its extractor process) after 4 WARCs against after
   16, and after one WARC 4x larger against after one WARC.
 
-The coordinator is ``flows.extract_crawl``'s own dispatch (``_dispatch``) without the Prefect run around it (whose
+The coordinator is ``flows.extract_crawl``'s own dispatch (``dispatch_warcs``) without the Prefect run around it (whose
 start is a constant). moto's server answers every ranged GET by reading its whole object: store times are upper
 bounds. ``resume`` writes a listing of N WARC files on disk (empty: they are listed, not read), each with an output,
 a record and its line in ``crawl.json``, and times ``CrawlJob.plan`` in a child process with its peak memory.
@@ -87,12 +87,12 @@ class _Finish:
 
 
 def _crawl(job: Any, address: str) -> float:
-    from content_selection.flows.extract_crawl import _dask_workers, _dispatch
+    from content_selection.flows.extract_crawl import dispatch_warcs, warc_workers
 
     finish = _Finish(job)
     started = time.perf_counter()
-    with _dask_workers(address) as workers:
-        _dispatch(job, workers, finish, finish)  # type: ignore[arg-type]
+    with warc_workers(address, None) as workers:
+        dispatch_warcs(job, workers, finish, finish)  # type: ignore[arg-type]
     seconds = time.perf_counter() - started
     if finish.failures:
         raise SystemExit(f"the crawl failed: {finish.failures[0]}")

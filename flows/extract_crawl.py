@@ -8,15 +8,11 @@ and calls the Prefect API at most every few seconds (the progress and the table 
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
-import threading
 import time
-import uuid
 from collections import deque
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Annotated, Any, Final
+from typing import Annotated, Final
 
 from prefect import flow
 from prefect.artifacts import create_table_artifact
@@ -42,7 +38,7 @@ from content_selection.shell.params import (
 )
 from content_selection.shell.progress_artifacts import artifact_progress, follower
 from content_selection.shell.refusals import refusals_fail_the_run
-from content_selection.shell.runners import IN_FLIGHT_PER_WORKER, check_dask_scheduler
+from content_selection.shell.runners import Workers, check_dask_scheduler, dask_client, dispatch, watched_processes
 from selection_core.errors import EXIT_IO_ERROR
 from selection_crawl.job import CrawlJob
 from selection_crawl.lease import DEFAULT_WAIT_SECONDS, CrawlLease
@@ -53,7 +49,6 @@ from selection_crawl.unit import (
     PROGRESS_SECONDS,
     PROGRESS_TOPIC,
     STORE_PATIENCE_SECONDS,
-    WarcJob,
     WarcOutcome,
 )
 from selection_extraction import DEFAULT_TIME_LIMIT_SECONDS
@@ -89,135 +84,44 @@ class CrawlRunSummary(BaseModel):
         )
 
 
-@dataclass(frozen=True)
-class _Workers:
-    """Where WARCs are done: ``submit(job)`` (a future of its :class:`WarcOutcome`), ``reports`` (the pages
-    reported, as ``(index, done, estimate)``, appended as they come), ``count()`` (the WARCs done at once now),
-    ``stop()`` (every WARC still running stops where it is), and what a worker's death raises from its WARC's
-    future."""
-
-    submit: Callable[[WarcJob], concurrent.futures.Future[WarcOutcome]]
-    reports: deque[tuple[int, int, int]]
-    count: Callable[[], int]
-    stop: Callable[[], None]
-    deaths: tuple[type[BaseException], ...]
+def warc_workers(dask_address: str | None, workers: int | None) -> contextlib.AbstractContextManager[Workers]:
+    """Where WARCs are done: each in a process of its own (:mod:`selection_crawl.process`), watched by a thread of a
+    Dask worker or, without an address, of this process (``workers`` at once; None: one per core). A WARC whose
+    process died or stalled raises ``WarcProcessDied``."""
+    grace = STOP_GRACE_SECONDS + 2 * PROGRESS_SECONDS
+    if dask_address:
+        return dask_client(dask_address, crawl_warc_on_dask, PROGRESS_TOPIC, (WarcProcessDied,), grace)
+    return watched_processes(crawl_warc_in_process, workers or available_cores(), (WarcProcessDied,), grace)
 
 
-@contextlib.contextmanager
-def _local_workers(workers: int | None) -> Iterator[_Workers]:
-    """``workers`` WARCs at once (None: one per core), each in a process of its own watched by a thread of this
-    process (:mod:`selection_crawl.process`); a WARC whose process died or stalled raises ``WarcProcessDied``."""
-    count = workers or available_cores()
-    events: deque[tuple[int, int, int]] = deque()
-    stop = threading.Event()
-
-    def submit(job: WarcJob) -> concurrent.futures.Future[WarcOutcome]:
-        def report(done: int, estimate: int) -> None:
-            events.append((job.index, done, estimate))
-
-        return pool.submit(crawl_warc_in_process, job, report, stop.is_set)
-
-    with concurrent.futures.ThreadPoolExecutor(count, thread_name_prefix="content-selection-warc") as pool:
-        try:
-            yield _Workers(submit, events, lambda: count, stop.set, (WarcProcessDied,))
-        finally:
-            stop.set()  # the run ended: nothing still running goes on
-            pool.shutdown(cancel_futures=True)
-
-
-@contextlib.contextmanager
-def _dask_workers(address: str) -> Iterator[_Workers]:
-    """The workers of the Dask cluster at ``address``, each of their threads doing a WARC at a time in a process of
-    its own; their reports are events of :data:`PROGRESS_TOPIC`, a stop is a Dask event, and a WARC whose
-    workers died until Dask gave up on it raises ``KilledWorker``."""
-    from distributed import Client, Event
-    from distributed.scheduler import KilledWorker
-
-    events: deque[tuple[int, int, int]] = deque()
-    with Client(address, set_as_default=False, timeout=30) as client:
-        client.subscribe_topic(PROGRESS_TOPIC, lambda event: events.append(tuple(event[1])))
-        name = f"content-selection-stop-{uuid.uuid4().hex}"
-        stop = Event(name, client=client)
-
-        def submit(job: WarcJob) -> concurrent.futures.Future[WarcOutcome]:
-            return _handed_over(client.submit(crawl_warc_on_dask, job, name, pure=False))
-
-        def count() -> int:
-            return max(1, sum(client.nthreads().values()))
-
-        try:
-            yield _Workers(submit, events, count, stop.set, (WarcProcessDied, KilledWorker))
-        finally:
-            stop.set()
-
-
-def _handed_over(task: Any) -> concurrent.futures.Future[Any]:
-    """A ``concurrent.futures`` future of a Dask task, which lets the task go once it has ended (unlike
-    ``Client.get_executor()``, which holds every future: a finished WARC whose worker died would be done again)."""
-    ended: concurrent.futures.Future[Any] = concurrent.futures.Future()
-    ended.set_running_or_notify_cancel()
-
-    def hand_over(task: Any) -> None:
-        try:
-            ended.set_result(task.result())
-        except BaseException as exc:  # noqa: BLE001 - the task's failure, handed to the waiter as it is
-            ended.set_exception(exc)
-        finally:
-            task.release()
-
-    task.add_done_callback(hand_over)
-    return ended
-
-
-def _dispatch(job: CrawlJob, workers: _Workers, publisher: _Publisher, lease: CrawlLease) -> None:
-    """Do the WARCs to do, :data:`IN_FLIGHT_PER_WORKER` per worker in flight, the one way for local processes and
-    Dask; the pages the workers report go to ``publisher``, and the lease is checked, at least every
-    :data:`PROGRESS_SECONDS`. On any exception (a stop, a lost lease), the WARCs still running are stopped, and
-    waited for (a bounded time), before it is raised.
+def dispatch_warcs(job: CrawlJob, workers: Workers, publisher: _Publisher, lease: CrawlLease) -> None:
+    """Do the WARCs to do on ``workers`` (:func:`~content_selection.shell.runners.dispatch`); the pages they report
+    go to ``publisher``, and the lease is checked, at least every :data:`PROGRESS_SECONDS`.
 
     A WARC whose worker died (or stalled) is sent again; :data:`~selection_crawl.unit.MAX_DEATHS` deaths in a row
     before it reports a page fail it here (later deaths are counted by its tries: docs/scaling.md)."""
-    todo = deque(job.todo)
-    pending: dict[concurrent.futures.Future[WarcOutcome], int] = {}
-    deaths: dict[int, int] = {}  # WARC index: deaths in a row with no page reported
 
-    try:
-        while todo or pending:
-            while todo and len(pending) < IN_FLIGHT_PER_WORKER * workers.count():
-                index = todo.popleft()
-                pending[workers.submit(job.warc_job(index))] = index
-            done, _ = concurrent.futures.wait(
-                pending, timeout=PROGRESS_SECONDS, return_when=concurrent.futures.FIRST_COMPLETED
-            )
-            for _ in range(len(workers.reports)):  # this thread alone takes from it
-                event = workers.reports.popleft()
-                deaths.pop(event[0], None)
-                publisher.pages(*event)
-            for future in sorted(done, key=pending.__getitem__):
-                index = pending.pop(future)
-                try:
-                    outcome = future.result()
-                except workers.deaths as exc:
-                    deaths[index] = deaths.get(index, 0) + 1
-                    if deaths[index] < MAX_DEATHS:
-                        todo.appendleft(index)
-                        continue
-                    outcome = WarcOutcome.failed(
-                        f"{job.warcs[index].source}: its workers died {deaths[index]} times in a row before a page was "
-                        f"done ({type(exc).__name__}); run again to try it again",
-                        EXIT_IO_ERROR,
-                        tries=deaths[index],
-                    )
-                except Exception as exc:  # noqa: BLE001 - one WARC's failure, in its line of crawl.json
-                    reason = f"{job.warcs[index].source}: {type(exc).__name__}: {exc}"
-                    outcome = WarcOutcome.failed(reason, EXIT_IO_ERROR)
-                publisher(index, outcome)
-            publisher.tick()
-            lease.check()
-    except BaseException:
-        workers.stop()
-        concurrent.futures.wait(pending, timeout=STOP_GRACE_SECONDS + 2 * PROGRESS_SECONDS)
-        raise
+    def on_tick() -> None:
+        publisher.tick()
+        lease.check()
+
+    warcs = ((index, job.warc_job(index)) for index in job.todo)
+    ends = dispatch(workers, warcs, max_deaths=MAX_DEATHS, every=PROGRESS_SECONDS, on_report=publisher.pages,
+                    on_tick=on_tick)  # fmt: skip
+    with contextlib.closing(ends):
+        for index, future, deaths in ends:
+            try:
+                outcome = future.result()
+            except workers.deaths as exc:
+                outcome = WarcOutcome.failed(
+                    f"{job.warcs[index].source}: its workers died {deaths} times in a row before a page was "
+                    f"done ({type(exc).__name__}); run again to try it again",
+                    EXIT_IO_ERROR,
+                    tries=deaths,
+                )
+            except Exception as exc:  # noqa: BLE001 - one WARC's failure, in its line of crawl.json
+                outcome = WarcOutcome.failed(f"{job.warcs[index].source}: {type(exc).__name__}: {exc}", EXIT_IO_ERROR)
+            publisher(index, outcome)
 
 
 @dataclass
@@ -400,8 +304,8 @@ def extract_crawl(
         publisher = _Publisher(job, max_table_rows)
         job.write_summary()
         try:
-            with _dask_workers(dask_address) if dask_address else _local_workers(workers) as on:
-                _dispatch(job, on, publisher, lease)
+            with warc_workers(dask_address, workers) as on:
+                dispatch_warcs(job, on, publisher, lease)
         finally:
             if (held_at := lease.held_at()) is not None:
                 job.close(held_at)

@@ -1,4 +1,6 @@
-"""Where the chunks of a run execute: in-process, on plain worker processes over the cores, or on Dask."""
+"""Where a run's jobs execute, and the one dispatcher that hands them out: select's and extract's chunks in-process,
+on plain worker processes over the cores, or on Dask (a Prefect task run each); the crawl's WARCs in processes of
+their own watched by threads of this process, or on the workers of a Dask cluster."""
 
 from __future__ import annotations
 
@@ -9,11 +11,15 @@ import logging
 import os
 import re
 import tempfile
+import threading
+import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
+from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
+from selection_core.batch import ProgressCallback
 from selection_core.errors import EXIT_USAGE, SelectionError, ServiceUnavailableError, install_command
 from selection_extraction.processes import available_cores, forkserver_context
 from selection_storage.stores import connection_refusal
@@ -141,77 +147,217 @@ def _quiet_dask_logs() -> Iterator[None]:
         dask_logger.setLevel(level)
 
 
-@contextlib.contextmanager
-def worker_processes(preload: str) -> Iterator[tuple[int, Callable[..., concurrent.futures.Future[Any]]]]:
-    """Plain worker processes, one per core, for work that needs no Prefect; stopped on exit.
+@dataclass(frozen=True)
+class Workers:
+    """Where a run's jobs go, however they run: ``submit(key, job)``, a future of the job's result; ``count()``, the
+    jobs that run at once now; ``stop()``, every job still running stops where it is (a job stopped, or the run
+    ended); ``reports``, the progress the jobs report, as ``(key, done, estimate)``, appended as it comes;
+    ``deaths``, what a job's future raises when its worker died under it (the job may be sent again); ``grace``,
+    seconds to wait for the jobs still running once stopped (None: until they end)."""
 
-    The workers are forks of a server that imported only the module ``preload``, so they start in a fraction of a
+    submit: Callable[[Any, Any], concurrent.futures.Future[Any]]
+    count: Callable[[], int]
+    stop: Callable[[], None] = lambda: None
+    reports: deque[tuple[Any, int, int]] = field(default_factory=deque)
+    deaths: tuple[type[BaseException], ...] = ()
+    grace: float | None = None
+
+
+_NO_MORE: Final[Any] = object()
+
+
+class Ended(NamedTuple):
+    """A job that ended: its key, its future (done), and how many times its worker died under it in a row before
+    this end (none since its last report)."""
+
+    key: Any
+    future: concurrent.futures.Future[Any]
+    deaths: int
+
+
+def dispatch(
+    workers: Workers,
+    jobs: Iterable[tuple[Any, Any]],
+    *,
+    in_order: bool = False,
+    max_deaths: int = 1,
+    every: float | None = None,
+    on_report: Callable[[Any, int, int], None] | None = None,
+    on_tick: Callable[[], None] | None = None,
+) -> Generator[Ended, None, None]:
+    """Run each ``(key, job)`` on ``workers``, :data:`IN_FLIGHT_PER_WORKER` per worker in flight (jobs are taken
+    lazily); yield each that ended, in order of ending (``in_order``: in the jobs' order).
+
+    The one dispatcher of select's and extract's chunks and of the crawl's WARCs. A job whose worker died
+    (``workers.deaths``) is sent again until it died ``max_deaths`` times in a row with no report between. At
+    least every ``every`` seconds (and after each round of ends), the reports that came go to ``on_report`` and
+    ``on_tick`` is called. On any exception or an early close, the jobs still running are stopped and waited for
+    (``workers.grace``) before it goes on.
+    """
+    source = iter(jobs)
+    waiting: deque[tuple[Any, Any]] = deque()  # jobs sent again, first
+    pending: dict[concurrent.futures.Future[Any], tuple[Any, Any]] = {}  # in submission order
+    deaths: dict[Any, int] = {}  # key: deaths in a row with no report
+    try:
+        while True:
+            while len(pending) < IN_FLIGHT_PER_WORKER * workers.count():
+                item = waiting.popleft() if waiting else next(source, _NO_MORE)
+                if item is _NO_MORE:
+                    break
+                pending[workers.submit(*item)] = item
+            if not pending:
+                return
+            watched = [next(iter(pending))] if in_order else pending
+            ended, _ = concurrent.futures.wait(watched, timeout=every, return_when=concurrent.futures.FIRST_COMPLETED)
+            for _ in range(len(workers.reports)):  # this thread alone takes from it
+                key, done, estimate = workers.reports.popleft()
+                deaths.pop(key, None)
+                if on_report is not None:
+                    on_report(key, done, estimate)
+            for future in [f for f in pending if f in ended]:  # in submission order
+                key, job = pending.pop(future)
+                exc = future.exception()
+                if isinstance(exc, workers.deaths):
+                    deaths[key] = deaths.get(key, 0) + 1
+                    if deaths[key] < max_deaths:
+                        waiting.append((key, job))
+                        continue
+                yield Ended(key, future, deaths.pop(key, 0))
+                del future
+            if on_tick is not None:
+                on_tick()
+    except BaseException:
+        workers.stop()
+        concurrent.futures.wait(pending, timeout=workers.grace)
+        raise
+
+
+def map_in_order(workers: Workers, payloads: Iterable[Any]) -> Iterator[Any]:
+    """The result of each payload run on ``workers``, in order (:func:`dispatch`); the first failure is raised."""
+    with contextlib.closing(dispatch(workers, enumerate(payloads), in_order=True)) as ended:
+        for one in ended:
+            yield one.future.result()
+
+
+def handed_over(task: Any) -> concurrent.futures.Future[Any]:
+    """A ``concurrent.futures`` future of a Prefect or Dask future, which lets the task go once it has ended (unlike
+    ``Client.get_executor()``, which holds every future: a finished WARC whose worker died would be done again)."""
+    ended: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    ended.set_running_or_notify_cancel()
+
+    def hand_over(task: Any) -> None:
+        try:
+            ended.set_result(task.result())
+        except BaseException as exc:  # noqa: BLE001 - the task's failure, handed to the waiter as it is
+            ended.set_exception(exc)
+        finally:
+            if hasattr(task, "release"):  # a Dask future: its result is no longer kept on the cluster
+                task.release()
+
+    task.add_done_callback(hand_over)
+    return ended
+
+
+@contextlib.contextmanager
+def plain_processes(function: Callable[[Any], Any]) -> Iterator[Workers]:
+    """Plain worker processes, one per core, that call ``function(job)``, for work that needs no Prefect; stopped
+    on exit.
+
+    The workers are forks of a server that imported only ``function``'s module, so they start in a fraction of a
     second (a Prefect worker imports Prefect first); the server starts now, and imports it while the caller gets
-    its first work ready. Yields the number of workers and ``submit(function, *args)``.
+    its first work ready.
     """
     workers = available_cores()
-    context = forkserver_context(preload)
+    context = forkserver_context(function.__module__)
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
         if context.get_start_method() == "forkserver":
             from multiprocessing import forkserver
 
             forkserver.ensure_running()
-        yield workers, pool.submit
+        yield Workers(lambda _key, job: pool.submit(function, job), lambda: workers)
 
 
-def map_in_order(submit: Callable[[Any], Any], payloads: Iterable[Any], in_flight: int) -> Iterator[Any]:
-    """Run ``submit(payload)`` for each payload, at most ``in_flight`` at a time; yield the results in order.
+@contextlib.contextmanager
+def watched_processes(
+    function: Callable[[Any, ProgressCallback, Callable[[], bool]], Any],
+    count: int,
+    deaths: tuple[type[BaseException], ...],
+    grace: float,
+) -> Iterator[Workers]:
+    """``count`` jobs at once, each ``function(job, report, stopping)`` in a thread of this process (which starts
+    the job's own process and watches it, and raises one of ``deaths`` when it died); ``stopping()`` turns true
+    once the workers are stopped, and they have ``grace`` seconds to end."""
+    stop = threading.Event()
+    reports: deque[tuple[Any, int, int]] = deque()
 
-    A payload given to a Prefect task should be an object Prefect does not walk into. On an early stop or a
-    failure (the first failed future's exception is raised), the futures already submitted are waited for.
-    """
-    pending: deque[Any] = deque()
-    try:
-        for payload in payloads:
-            if len(pending) >= in_flight:
-                yield pending.popleft().result()
-            pending.append(submit(payload))
-        while pending:
-            yield pending.popleft().result()
-    finally:
-        for future in pending:
-            if isinstance(future, concurrent.futures.Future):
-                concurrent.futures.wait([future])
-            else:
-                future.wait()
+    def submit(key: Any, job: Any) -> concurrent.futures.Future[Any]:
+        def report(done: int, estimate: int) -> None:
+            reports.append((key, done, estimate))
+
+        return pool.submit(function, job, report, stop.is_set)
+
+    with concurrent.futures.ThreadPoolExecutor(count, thread_name_prefix="content-selection-job") as pool:
+        try:
+            yield Workers(submit, lambda: count, stop.set, reports, deaths, grace)
+        finally:
+            stop.set()  # the run ended: nothing still running goes on
+            pool.shutdown(cancel_futures=True)
 
 
-#: ``map(chunks)``: the result of each chunk, in the chunks' order.
-ChunkMap = Callable[[Iterable[Any]], Iterator[Any]]
+@contextlib.contextmanager
+def dask_client(
+    address: str,
+    function: Callable[[Any, str], Any],
+    topic: str,
+    deaths: tuple[type[BaseException], ...],
+    grace: float,
+) -> Iterator[Workers]:
+    """The workers of the Dask cluster at ``address``, each of their threads calling ``function(job, stop event's
+    name)`` at a time; the jobs report as events ``(key, done, estimate)`` of ``topic``, and a stop sets the
+    Dask event (the jobs have ``grace`` seconds to end). A job whose workers died until Dask gave up on it raises
+    ``KilledWorker`` (beside ``deaths``)."""
+    from distributed import Client, Event
+    from distributed.scheduler import KilledWorker
+
+    reports: deque[tuple[Any, int, int]] = deque()
+    with Client(address, set_as_default=False, timeout=30) as client:
+        client.subscribe_topic(topic, lambda event: reports.append(tuple(event[1])))
+        name = f"content-selection-stop-{uuid.uuid4().hex}"
+        stop = Event(name, client=client)
+
+        def submit(_key: Any, job: Any) -> concurrent.futures.Future[Any]:
+            return handed_over(client.submit(function, job, name, pure=False))
+
+        def count() -> int:
+            return max(1, sum(client.nthreads().values()))
+
+        try:
+            yield Workers(submit, count, stop.set, reports, (*deaths, KilledWorker), grace)
+        finally:
+            stop.set()
 
 
 @contextlib.contextmanager
 def chunk_runner(
     runner_name: TaskRunnerName, address: str | None, function: Callable[[Any], Any], task: Any
-) -> Iterator[tuple[int, ChunkMap]]:
+) -> Iterator[tuple[int, Callable[[Iterable[Any]], Iterator[Any]]]]:
     """Where a run's chunks go, the one way both stages hand them out; stopped on exit.
 
-    Yields the number of workers and ``map(chunks)``, which yields ``function(chunk)`` for each chunk in order, with
-    :data:`IN_FLIGHT_PER_WORKER` chunks per worker in flight. ``process``: plain worker processes (one per core)
-    call ``function``, with no task run per chunk; ``in-process`` and ``dask``: each chunk is a run of ``task``
-    (``function`` as a Prefect task, called ``task(chunk=...)``) on the runner.
+    Yields the number of workers and ``map(chunks)``, which yields ``function(chunk)`` for each chunk in order
+    (:func:`map_in_order`). ``process``: plain worker processes (one per core) call ``function``, with no task run
+    per chunk; ``in-process`` and ``dask``: each chunk is a run of ``task`` (``function`` as a Prefect task, called
+    ``task(chunk=...)``) on the runner.
     """
-    if runner_name is TaskRunnerName.PROCESS:
-        with worker_processes(function.__module__) as (workers, submit):
-            in_flight = IN_FLIGHT_PER_WORKER * workers
-            yield workers, lambda chunks: map_in_order(partial(submit, function), chunks, in_flight)
-        return
     with contextlib.ExitStack() as stack:
-        if runner_name is TaskRunnerName.IN_PROCESS:
-            from prefect.context import FlowRunContext
-
-            runner, workers = FlowRunContext.get().task_runner, 1  # type: ignore[union-attr]
+        if runner_name is TaskRunnerName.PROCESS:
+            workers = stack.enter_context(plain_processes(function))
         else:
-            runner = stack.enter_context(_dask_runner(address))
-            workers = max(1, sum(runner.client.nthreads().values()))
-        in_flight = IN_FLIGHT_PER_WORKER * workers
+            if runner_name is TaskRunnerName.IN_PROCESS:
+                from prefect.context import FlowRunContext
 
-        def on_runner(chunks: Iterable[Any]) -> Iterator[Any]:
-            return map_in_order(lambda chunk: runner.submit(task, {"chunk": chunk}), chunks, in_flight)
-
-        yield workers, on_runner
+                runner, count = FlowRunContext.get().task_runner, 1  # type: ignore[union-attr]
+            else:
+                runner = stack.enter_context(_dask_runner(address))
+                count = max(1, sum(runner.client.nthreads().values()))
+            workers = Workers(lambda _key, chunk: handed_over(runner.submit(task, {"chunk": chunk})), lambda: count)
+        yield workers.count(), partial(map_in_order, workers)

@@ -10,15 +10,21 @@ through the Prefect client. Waits are bounded; nothing asserts a duration.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
+import dataclasses
 import gc
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures.process import BrokenProcessPool
+from functools import partial
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -30,13 +36,16 @@ from content_selection.flows.select_content import select_content
 from content_selection.flows.select_directory import select_directory
 from content_selection.shell.runners import (
     DASK_ADDRESS_ENV,
+    IN_FLIGHT_PER_WORKER,
     LOCAL_CLUSTER_KWARGS,
     TASK_RUNNER_ENV,
     TaskRunnerConfigError,
     TaskRunnerName,
+    Workers,
+    dispatch,
     map_in_order,
+    plain_processes,
     resolve_task_runner,
-    worker_processes,
 )
 from selection_cli.main import main
 from selection_core.layout import Chunk
@@ -134,45 +143,58 @@ def test_the_local_cluster_stays_on_loopback_with_two_single_thread_workers(monk
     assert resolve_task_runner(None, address) == (TaskRunnerName.DASK, address)
 
 
-class _FailingFuture:
-    def __init__(self, error: Exception | None, value: Any = None) -> None:
-        self.error, self.value, self.waited = error, value, False
+@contextlib.contextmanager
+def _threads(function: Callable[[Any], Any], submitted: list[Any], **kwargs: Any) -> Iterator[Workers]:
+    """Workers that run ``function(job)`` on threads, one job at a time per "worker" (one worker)."""
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
 
-    def result(self) -> Any:
-        if self.error is not None:
-            raise self.error
-        return self.value
+        def submit(key: Any, job: Any) -> concurrent.futures.Future[Any]:
+            submitted.append(job)
+            return pool.submit(function, job)
 
-    def wait(self) -> None:
-        self.waited = True
+        yield Workers(submit, lambda: 1, **kwargs)
 
 
 def test_map_in_order_keeps_order_bounds_the_window_and_waits_on_failure() -> None:
-    submitted: list[Any] = []
-    futures: list[_FailingFuture] = []
+    first_may_end, third_started = threading.Event(), threading.Event()
 
-    def submit(x: int) -> _FailingFuture:
-        submitted.append(x)
-        future = _FailingFuture(RuntimeError("boom") if x == 2 else None, x * 10)
-        futures.append(future)
-        return future
+    def job(x: int) -> int:
+        if x == 0:  # ends after the one after it: the order is kept all the same
+            assert first_may_end.wait(WAIT_SECONDS)
+        if x == 1:
+            first_may_end.set()
+        if x == 2:
+            assert third_started.wait(WAIT_SECONDS)
+            raise RuntimeError("boom")
+        if x == 3:
+            third_started.set()
+            time.sleep(0.5)  # still running when the failure is raised: waited for
+        return x * 10
 
-    built: list[int] = []
+    submitted: list[int] = []
+    seen: list[int] = []
 
     def payloads() -> Iterator[int]:
         for i in range(6):
-            built.append(i)
-            # never more than `in_flight` submitted-but-uncollected payloads when the next one is built
-            assert len(submitted) - len(seen) <= 2
+            # never more than IN_FLIGHT_PER_WORKER submitted-but-uncollected payloads when the next one is built
+            assert len(submitted) - len(seen) <= IN_FLIGHT_PER_WORKER
             yield i
 
-    seen: list[int] = []
-    with pytest.raises(RuntimeError, match="boom"):
-        for result in map_in_order(submit, payloads(), in_flight=2):
-            seen.append(result)
-    assert seen == [0, 10]
-    assert all(f.waited for f in futures[3:])  # the ones still pending were waited for
-    assert list(map_in_order(submit, [0, 1, 3], in_flight=1)) == [0, 10, 30]
+    with _threads(job, submitted) as workers:
+        futures: list[concurrent.futures.Future[Any]] = []
+        recorded = workers.submit
+
+        def submit(key: Any, x: Any) -> concurrent.futures.Future[Any]:
+            futures.append(recorded(key, x))
+            return futures[-1]
+
+        with pytest.raises(RuntimeError, match="boom"):
+            for result in map_in_order(dataclasses.replace(workers, submit=submit), payloads()):
+                seen.append(result)
+        assert seen == [0, 10]
+        assert submitted == [0, 1, 2, 3]
+        assert all(f.done() for f in futures)  # the one still running was waited for
+        assert list(map_in_order(workers, [0, 1, 3])) == [0, 10, 30]
 
 
 class _Result:
@@ -183,18 +205,50 @@ class _Result:
 
 
 def test_map_in_order_keeps_no_result_handed_over() -> None:
-    def submit(x: int) -> _FailingFuture:  # holds no future: only the helper under test could keep a result alive
-        return _FailingFuture(None, _Result(x))
-
     watched: list[weakref.ref[_Result]] = []
     seen: list[int] = []
-    for result in map_in_order(submit, iter([5, 6, 7, 8]), in_flight=2):
-        gc.collect()
-        # every result handed over before this one is gone: the helper kept none of them
-        assert [ref() for ref in watched] == [None] * len(watched)
-        watched.append(weakref.ref(result))
-        seen.append(result.value)
+    with _threads(_Result, []) as workers:  # the helper under test is the only holder of the futures
+        for result in map_in_order(workers, iter([5, 6, 7, 8])):
+            gc.collect()
+            # every result handed over before this one is gone: the helper kept none of them
+            assert [ref() for ref in watched] == [None] * len(watched)
+            watched.append(weakref.ref(result))
+            seen.append(result.value)
     assert seen == [5, 6, 7, 8]
+
+
+class _Died(Exception):
+    pass
+
+
+def test_a_job_whose_worker_died_is_sent_again_until_it_died_max_deaths_times_in_a_row_with_no_report() -> None:
+    reports: deque[tuple[Any, int, int]] = deque()
+    deaths = {"a": 0, "b": 0, "c": 0}
+    lock = threading.Lock()
+
+    def job(name: str) -> str:
+        with lock:
+            deaths[name] += 1
+            died = deaths[name]
+        if name == "a" and died <= 2:  # a: dies twice, with a page reported before its second death
+            if died == 2:
+                reports.append(("a", 1, 5))
+            raise _Died(name)
+        if name == "b":  # b: dies every time, reporting nothing
+            raise _Died(name)
+        return name
+
+    reported: list[tuple[Any, int, int]] = []
+    ticks: list[None] = []
+    with _threads(job, [], reports=reports, deaths=(_Died,)) as workers:
+        ends = dispatch(workers, [(n, n) for n in "abc"], max_deaths=2, every=0.05,
+                        on_report=lambda *r: reported.append(r), on_tick=lambda: ticks.append(None))  # fmt: skip
+        outcomes = {key: (future.exception() or future.result(), died) for key, future, died in ends}
+    assert outcomes["a"] == ("a", 1)  # sent again after each death; the report between reset its count
+    assert isinstance(outcomes["b"][0], _Died) and outcomes["b"][1] == 2  # failed at its second death in a row
+    assert outcomes["c"] == ("c", 0)
+    assert deaths == {"a": 3, "b": 2, "c": 1}
+    assert reported == [("a", 1, 5)] and ticks
 
 
 # --- flow runs --------------------------------------------------------------------
@@ -307,13 +361,10 @@ def _killed_after_the_first_chunk(job: ChunkJob) -> Any:
 
 def test_a_killed_worker_process_fails_the_selection_and_leaves_nothing(golden: Path, tmp_path: Path) -> None:
     output = tmp_path / "out.json"
-    with worker_processes("selection_engine.engine") as (workers, submit):
-
-        def in_processes(jobs: Any) -> Iterator[Any]:
-            return map_in_order(lambda job: submit(_killed_after_the_first_chunk, job), jobs, 2 * workers)
-
+    with plain_processes(_killed_after_the_first_chunk) as workers:
         with pytest.raises(BrokenProcessPool):
-            select_file(golden, output, workers=workers, chunk_articles=7, map_jobs=in_processes)
+            select_file(golden, output, workers=workers.count(), chunk_articles=7,
+                        map_jobs=partial(map_in_order, workers))  # fmt: skip
     assert leftover_files(tmp_path, {golden}) == []  # no output, no part file
 
 
