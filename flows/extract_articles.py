@@ -47,7 +47,7 @@ from selection_extraction import (
 )
 from selection_extraction.artifacts import EXTRACTION_PROGRESS_ARTIFACT_KEY, PageRows, progress_description
 from selection_extraction.extracted import NO_STATS, ArticleSpool, log_extraction
-from selection_extraction.page_chunks import ChunkProgress, extract_chunk, joined_root, page_chunks, spool_chunk
+from selection_extraction.page_chunks import extract_chunk, joined_root, page_chunks, spool_chunk
 from selection_extraction.pages import PageReadings
 from selection_storage.atomic import WrittenFile
 
@@ -70,6 +70,10 @@ class ExtractionRunSummary(BaseModel):
         return f"extracted {self.articles} pages (errors: {errors}) -> {self.output_path}"
 
 
+def _unshown(_done: int, _total: int) -> None:
+    """The progress of a run outside Prefect with no follower: shown nowhere."""
+
+
 def extract_in_chunks(
     page_set: PageSet,
     spool: ArticleSpool,
@@ -84,18 +88,17 @@ def extract_in_chunks(
     readings = PageReadings(page_set, read_files=False)  # a page file is read where its chunk is extracted
     with chunk_runner(runner_name, dask_address, extract_chunk, extract_page_chunk) as (workers, map_chunks):
         description = progress_description(page_set, chunked=True)
-        progress = ChunkProgress(
-            readings, artifact_progress(EXTRACTION_PROGRESS_ARTIFACT_KEY, description, start=False)
-        )
-        progress.start()
-        total = NO_STATS
+        progress = artifact_progress(EXTRACTION_PROGRESS_ARTIFACT_KEY, description, start=False) or _unshown
+        pages, total = 0, NO_STATS
+        progress(pages, readings.expected())  # the pages done of those expected, as chunks end in order
         logger.info("Extracting in chunks on the %s task runner (%d worker(s))", runner_name.value, workers)
         chunks = page_chunks(readings, pages_per_chunk, workers, time_limit_seconds)
-        for index, part in enumerate(map_chunks(chunks)):  # only the chunks in flight are held
-            progress.advance(index, part)
+        for part in map_chunks(chunks):  # only the chunks in flight are held
+            pages += part.pages
+            progress(pages, max(pages, readings.expected()))
             spool_chunk(spool, part)
             total += part.stats
-        progress.finish()
+        progress(pages, max(pages, readings.expected()))  # every page, now that all are counted
     result = joined_root(readings, total, extractors, time_limit_seconds)
     log_extraction(logger, result.stats)
     return result

@@ -84,30 +84,6 @@ def page_chunks(
         yield PageChunk(start, chunk, time_limit_seconds)
 
 
-class ChunkProgress:
-    """``progress(done, total)`` in pages, advanced as chunks complete (in order), ``total`` the pages
-    ``readings`` expects: 0 at start, every page at the end."""
-
-    def __init__(self, readings: PageReadings, progress: ProgressCallback | None) -> None:
-        self.readings = readings
-        self.done = 0
-        self._progress = progress
-
-    def start(self) -> None:
-        self._report()
-
-    def advance(self, _index: int, chunk: ChunkExtraction) -> None:
-        self.done += chunk.pages
-        self._report()
-
-    def finish(self) -> None:
-        self._report()
-
-    def _report(self) -> None:
-        if self._progress is not None:
-            self._progress(self.done, max(self.done, self.readings.expected()))
-
-
 def extract_chunk(chunk: PageChunk) -> ChunkExtraction:
     """Extract one chunk with one extractor process, kept for the next chunk; in a daemonic process (a Dask
     worker under its nanny), where multiprocessing refuses children, in a process of its own."""

@@ -30,7 +30,6 @@ from selection_extraction.page_chunks import (
     MAX_PAGES_PER_CHUNK,
     PAGE_CHUNKS_PER_WORKER,
     ChunkExtraction,
-    ChunkProgress,
     extract_chunk,
     page_chunks,
 )
@@ -115,19 +114,6 @@ def test_a_web_archive_is_cut_into_chunks_of_its_pages_with_their_bytes() -> Non
     assert [(c.start, c.stop) for c in chunks] == [(0, 3), (3, 6), (6, 8)]
     assert all(isinstance(data, bytes) for c in chunks for _, data in c.readings)
     assert readings.warc_records is not None and readings.warc_records["html"] == 8
-
-
-def test_chunk_progress_counts_pages_from_zero_to_the_total(tmp_path: Path) -> None:
-    seen: list[tuple[int, int]] = []
-    stats = ExtractionStats(0, 0, {}, {}, 0, ())
-    readings = PageReadings(made_up_pages(tmp_path, [1] * 5), read_files=False)
-    progress = ChunkProgress(readings, lambda done, total: seen.append((done, total)))
-    progress.start()
-    progress.advance(0, ChunkExtraction(0, [{}, {}], stats))
-    progress.advance(1, ChunkExtraction(2, [{}, {}, {}], stats))
-    progress.finish()
-    assert seen == [(0, 5), (2, 5), (5, 5), (5, 5)]
-    ChunkProgress(readings, None).start()  # no reporter: nothing to call
 
 
 @pytest.mark.usefixtures("no_kept_workers")

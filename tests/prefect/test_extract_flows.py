@@ -198,6 +198,8 @@ def test_extract_and_select_keeps_only_the_first_rows_and_can_be_followed(
     assert [row["index"] for row in shown.rows] == [0, 1]
     assert "2 of 3 articles" in by_key[SCORES_ARTIFACT_KEY].description
     assert seen[EXTRACTION_PROGRESS_ARTIFACT_KEY][-1] == (3, 3) and seen[PROGRESS_ARTIFACT_KEY][-1] == (3, 3)
+    if pages_per_chunk:  # pages from 0 as the chunks (2 pages, then 1) end, of the 3 expected
+        assert seen[EXTRACTION_PROGRESS_ARTIFACT_KEY] == [(0, 3), (2, 3), (3, 3), (3, 3)]
 
 
 def test_paths_outside_the_data_root_fail_before_any_work(pages: Path, data_root: Path, tmp_path: Path) -> None:
