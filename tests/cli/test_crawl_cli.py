@@ -7,7 +7,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from selection_crawl.lease import CrawlLease
 from selection_crawl.unit import crawl_warc
 from tests.support import DATA
 from tests.support.crawls import write_crawl
-from tests.support.faultkit import child_env, run_command, stderr_lines
+from tests.support.faultkit import run_command, start_command, stderr_lines
 
 CRAWL = DATA / "crawl"
 PATHS = CRAWL / "crawl-data" / "CC-MAIN-2024-18" / "warc.paths.gz"
@@ -109,12 +108,9 @@ def test_a_local_worker_killed_mid_warc_is_replaced_and_only_its_warc_is_taken_u
     out = tmp_path / "out"
     args = ["crawl", str(listing), "--base", str(tmp_path / "crawl"), "-o", str(out), "--workers", "2",
             "--time-limit", "30"]  # fmt: skip
-    env = {k: v for k, v in child_env().items() if not k.startswith("PREFECT_")}
-    env |= {"PREFECT_HOME": str(tmp_path / "home"), COMMIT_PAGES_VARIABLE: "5", **session_api}
+    env = {"PREFECT_HOME": str(tmp_path / "home"), COMMIT_PAGES_VARIABLE: "5", **session_api}
     log = tmp_path / "crawl.log"
-    with open(log, "wb") as sink:
-        command = subprocess.Popen([sys.executable, "-m", "selection_cli.main", *args], cwd=tmp_path, env=env,
-                                   stdout=sink, stderr=sink, start_new_session=True)  # fmt: skip
+    command = start_command(args, tmp_path, env, log, start_new_session=True)
     try:
         deadline = time.monotonic() + 300
         while len({p.name.split(".")[0] for p in out.rglob("*.commit")}) < 2 or list(out.rglob("*.jsonl")):

@@ -10,7 +10,6 @@ import hashlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,7 +29,7 @@ from selection_extraction import stop_kept_workers
 from selection_storage.stores import location, store
 from selection_storage.stores.conditional import conditional
 from tests.support.crawls import write_crawl
-from tests.support.faultkit import child_env
+from tests.support.faultkit import start_command
 from tests.support.faultproxy import FaultProxy
 from tests.support.object_stores import StoreServer, running
 
@@ -268,9 +267,7 @@ def _tree(prefix: str) -> dict[str, str]:
 
 def _command(listing: Path, prefix: str, env: dict[str, str], log: Path, *extra: str) -> subprocess.Popen[bytes]:
     args = ["crawl", str(listing), "-o", prefix, "--workers", "1", *extra]
-    with open(log, "wb") as sink:
-        return subprocess.Popen([sys.executable, "-m", "selection_cli.main", *args], cwd=log.parent, env=env,
-                                stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    return start_command(args, log.parent, env, log, start_new_session=True)
 
 
 def _ended(command: subprocess.Popen[bytes]) -> int:
@@ -297,8 +294,7 @@ def test_a_crawl_frozen_then_continued_changes_nothing_once_the_next_run_has_end
     on_s3 = "S3" in moment
     server = running(store_servers, "s3") if on_s3 else None
     prefix = server.url(server.new_bucket(), "selected") if server else str(tmp_path / "selected")
-    env = {k: v for k, v in child_env().items() if not k.startswith("PREFECT_")}  # the store's settings among them
-    env |= {COMMIT_PAGES_VARIABLE: str(FROZEN_EVERY), **session_api}
+    env = {COMMIT_PAGES_VARIABLE: str(FROZEN_EVERY), **session_api}  # the store's settings are this session's
     with FaultProxy(server.endpoint if server else "http://127.0.0.1:9") as proxy:
         puts: list[str] = []
         if on_s3:

@@ -28,7 +28,7 @@ from selection_crawl.commits import COMMIT_PAGES_VARIABLE
 from selection_extraction.warc import SNIFF_BYTES
 from tests.support import ROOT
 from tests.support.crawls import write_crawl
-from tests.support.faultkit import child_env
+from tests.support.faultkit import child_env, start_command
 from tests.support.faultproxy import FaultProxy
 from tests.support.https_server import HttpsServer
 
@@ -66,15 +66,11 @@ def _leftovers(out: Path) -> list[str]:
 def _crawl_env(server: HttpsServer, home: Path, api: dict[str, str]) -> dict[str, str]:
     """A crawl command's environment: trusting the server's CA, a Prefect home of its own, the session's API, a
     commit every 5 pages."""
-    env = {k: v for k, v in child_env().items() if not k.startswith("PREFECT_")} | server.env
-    return env | {"PREFECT_HOME": str(home), COMMIT_PAGES_VARIABLE: str(EVERY), **api}
+    return server.env | {"PREFECT_HOME": str(home), COMMIT_PAGES_VARIABLE: str(EVERY), **api}
 
 
 def _crawl_command(listing: str, base: str, out: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    args = ["crawl", listing, "--base", base, "-o", str(out), "--workers", "2"]
-    with open(log, "wb") as sink:
-        return subprocess.Popen([sys.executable, "-m", "selection_cli.main", *args], cwd=out.parent, env=env,
-                                stdout=sink, stderr=subprocess.STDOUT)  # fmt: skip
+    return start_command(["crawl", listing, "--base", base, "-o", str(out), "--workers", "2"], out.parent, env, log)
 
 
 def _an_outage(proxy: FaultProxy, seen: dict[str, float]) -> None:

@@ -5,8 +5,6 @@ lease outlives an outage just shorter than its bound, in the worst phase, and is
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -19,7 +17,7 @@ from selection_crawl.job import CrawlJob
 from selection_crawl.lease import RENEW_DEADLINE_SECONDS, RENEW_RETRY_SECONDS, CrawlLease, CrawlLeaseLostError
 from selection_crawl.unit import crawl_warc
 from tests.support.crawls import write_crawl
-from tests.support.faultkit import child_env
+from tests.support.faultkit import start_command
 from tests.support.faultproxy import FaultProxy
 from tests.support.object_stores import StoreServer, environment
 
@@ -43,14 +41,11 @@ def test_a_crawl_through_a_throttling_store_and_a_minute_of_outage_writes_a_clea
     fs = s3_server.fs()
 
     with FaultProxy(s3_server.endpoint, rate=0.03, seed=47) as proxy:
-        env = {k: v for k, v in child_env().items() if not k.startswith("PREFECT_")} | environment(s3_server)
+        env = environment(s3_server) | session_api
         env |= {"AWS_ENDPOINT_URL": proxy.endpoint, "PREFECT_HOME": str(tmp_path / "home"), COMMIT_PAGES_VARIABLE: "5"}
-        env |= session_api
         args = ["crawl", listing, "--base", base, "-o", s3_server.url(bucket, "selected"), "--workers", "2"]
         log = tmp_path / "crawl.log"
-        with open(log, "wb") as sink:
-            command = subprocess.Popen([sys.executable, "-m", "selection_cli.main", *args], cwd=tmp_path, env=env,
-                                       stdout=sink, stderr=subprocess.STDOUT)  # fmt: skip
+        command = start_command(args, tmp_path, env, log)
         outage = threading.Timer(0, lambda: None)
         holders: list[threading.Thread] = []
         leases: dict[str, str] = {}

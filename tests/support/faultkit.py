@@ -164,6 +164,22 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def command_env(env: dict[str, str] | None = None, drop: tuple[str, ...] = ("PREFECT_",)) -> dict[str, str]:
+    """A command's environment, as a user's shell gives it: :func:`child_env` without the settings whose names
+    start with ``drop`` (this session's Prefect settings: a command finds its own), then ``env``."""
+    return {k: v for k, v in child_env().items() if not k.startswith(drop)} | (env or {})
+
+
+def start_command(
+    args: Sequence[str], cwd: Path, env: dict[str, str], log: Path, **popen: Any
+) -> subprocess.Popen[bytes]:
+    """Start the command line in a fresh interpreter with :func:`command_env` and ``env``, its output appended to
+    ``log``; stdin closed."""
+    with open(log, "ab") as sink:
+        return subprocess.Popen([sys.executable, "-m", "selection_cli.main", *args], cwd=cwd, env=command_env(env),
+                                stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, **popen)  # fmt: skip
+
+
 def run_command(
     args: Sequence[str],
     cwd: Path,
@@ -173,14 +189,12 @@ def run_command(
     program: Sequence[str] = ("-m", "selection_cli.main"),
     timeout: float = 120,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the command line in a fresh interpreter, as a user does: :func:`child_env` without the settings whose
-    names start with ``drop``, then ``env``; stdin closed, output captured as text."""
-    environment = {k: v for k, v in child_env().items() if not k.startswith(drop)}
-    environment.update(env or {})
+    """Run the command line in a fresh interpreter, as a user does (:func:`command_env`); stdin closed, output
+    captured as text."""
     return subprocess.run(
         [sys.executable, *program, *args],
         cwd=cwd,
-        env=environment,
+        env=command_env(env, drop),
         capture_output=True,
         text=True,
         stdin=subprocess.DEVNULL,

@@ -12,7 +12,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -28,7 +27,7 @@ from selection_crawl.unit import crawl_warc
 from selection_extraction import stop_kept_workers
 from tests.support.cluster import NamespaceCluster, require_namespaces
 from tests.support.crawls import write_crawl
-from tests.support.faultkit import child_env, run_command
+from tests.support.faultkit import run_command, start_command
 from tests.support.https_server import HttpsServer
 from tests.support.object_stores import StoreServer
 
@@ -176,17 +175,7 @@ def test_a_crawl_of_warcs_over_https_on_workers_that_share_no_disk_selects_what_
 
 
 def _popen(args: list[str], cwd: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    environment = {k: v for k, v in child_env().items() if not k.startswith("PREFECT_")} | env
-    with open(log, "ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "selection_cli.main", *args],
-            cwd=cwd,
-            env=environment,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+    return start_command(args, cwd, env, log, start_new_session=True)
 
 
 class _Chaos(threading.Thread):
