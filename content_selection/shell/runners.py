@@ -223,7 +223,7 @@ def dispatch(
                         waiting.append((key, job))
                         continue
                 yield Ended(key, future, deaths.pop(key, 0))
-                del future
+                del future  # this frame keeps no result once handed over: memory bounded by the jobs in flight
             if on_tick is not None:
                 on_tick()
     except BaseException:

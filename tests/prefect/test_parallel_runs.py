@@ -156,7 +156,7 @@ def _threads(function: Callable[[Any], Any], submitted: list[Any], **kwargs: Any
 
 
 def test_map_in_order_keeps_order_bounds_the_window_and_waits_on_failure() -> None:
-    first_may_end, third_started = threading.Event(), threading.Event()
+    first_may_end, third_started, stopped = threading.Event(), threading.Event(), threading.Event()
 
     def job(x: int) -> int:
         if x == 0:  # ends after the one after it: the order is kept all the same
@@ -166,9 +166,10 @@ def test_map_in_order_keeps_order_bounds_the_window_and_waits_on_failure() -> No
         if x == 2:
             assert third_started.wait(WAIT_SECONDS)
             raise RuntimeError("boom")
-        if x == 3:
+        if x == 3:  # still running when the failure is seen, until the stop: waited for
             third_started.set()
-            time.sleep(0.5)  # still running when the failure is raised: waited for
+            assert stopped.wait(WAIT_SECONDS)
+            time.sleep(0.2)  # a dispatcher that did not wait would raise before this job ends
         return x * 10
 
     submitted: list[int] = []
@@ -189,7 +190,7 @@ def test_map_in_order_keeps_order_bounds_the_window_and_waits_on_failure() -> No
             return futures[-1]
 
         with pytest.raises(RuntimeError, match="boom"):
-            for result in map_in_order(dataclasses.replace(workers, submit=submit), payloads()):
+            for result in map_in_order(dataclasses.replace(workers, submit=submit, stop=stopped.set), payloads()):
                 seen.append(result)
         assert seen == [0, 10]
         assert submitted == [0, 1, 2, 3]
