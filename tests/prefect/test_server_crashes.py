@@ -38,6 +38,8 @@ BIG_BATCH_BYTES = 60_000_000
 
 #: Heartbeats every 30 s, dead after 90 s without one, then re-run: the whole recovery takes 2-3 minutes.
 RECOVERY_SECONDS = 420
+#: How long a batch announced may wait for the server to make its triggered run (it takes seconds).
+TRIGGERED_RUN_SECONDS = 120
 
 BURST = 12
 BURST_LIMIT = 2
@@ -129,7 +131,8 @@ def test_a_run_across_a_restart_of_redis_then_its_process_killed_is_run_again_to
     while a triggered selection runs: the server fails ``serve``'s polls meanwhile, and Prefect's runner stops after
     three; ``serve`` starts it again. Then the run's own process is SIGKILLed (``serve`` reports it Crashed). The
     re-run automation schedules the same run again, ``serve`` runs it to the right bytes; a batch announced after the
-    restart of Redis is selected once; no automation action failed; ``serve`` is still serving."""
+    restart of Redis is selected once: by its triggered run if the server made one (then no automation action
+    failed), else by the scheduled scan, the chain's safety net; ``serve`` is still serving."""
     if server.redis is None:
         pytest.skip("needs the server on Redis (CONTENT_SELECTION_REDIS=1)")
     big, small = data_root / "redis_big_extracted.json", data_root / "redis_small_extracted.json"
@@ -164,15 +167,17 @@ def test_a_run_across_a_restart_of_redis_then_its_process_killed_is_run_again_to
     assert final.run_count == 2 and len(crashed) == 1, [(s.name, s.message) for s in states]
     rerun_at = min(s.timestamp for s in states if s.is_running() and s.timestamp > crashed[0].timestamp)
     print(f"\nCrashed -> running again in {(rerun_at - crashed[0].timestamp).total_seconds():.1f} s")
-    assert big.with_name("redis_big_extracted_selected.json").read_bytes() == expected_output(big)
-    small_run = wait_until(
-        "the batch announced after the restart to be selected",
-        lambda: (r := _run_on(server, small)) and r.state.is_final() and r,
-        RECOVERY_SECONDS,
-    )
-    assert small_run.state.is_completed() and small_run.run_count == 1, small_run.state.message
-    assert small.with_name("redis_small_extracted_selected.json").read_bytes() == expected_output(small)
-    assert _failed_actions(server) == failed_before
+    assert _selected(big).read_bytes() == expected_output(big)
+    small_run = _triggered_run_once_ended(server, small, serving[-1], "redis-serve.log")
+    if small_run is None:  # Prefect retries neither a failed action nor a trigger it dropped while Redis came back
+        failed = _failed_actions(server) - failed_before
+        print(f"no triggered run for the batch announced after the restart after {TRIGGERED_RUN_SECONDS} s "
+              f"({failed} action(s) logged as failed); the scheduled scan selects it")  # fmt: skip
+        _scan(server)
+    else:
+        assert small_run.state.is_completed() and small_run.run_count == 1, small_run.state.message
+        assert _failed_actions(server) == failed_before
+    assert _selected(small).read_bytes() == expected_output(small)
     assert serving[-1].poll() is None, (server.logs / "redis-serve.log").read_text()[-3000:]
     restarts = (server.logs / "redis-serve.log").read_text().count("serving again")
     print(f"serve started Prefect's runner again {restarts} time(s)")
@@ -221,19 +226,47 @@ def test_a_burst_of_events_runs_under_the_concurrency_limit_one_run_per_batch(
     for flow_run in runs:
         assert flow_run.state.is_completed() and flow_run.run_count == 1, flow_run.state.message
     if missing:
-        from prefect.deployments import run_deployment
-        from prefect.settings import PREFECT_API_URL, temporary_settings
-
         print(f"{len(missing)} batch(es) without a triggered run; the scheduled scan selects them")
-        with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
-            scan = run_deployment("select-directory/scheduled", timeout=RECOVERY_SECONDS, poll_interval=1)
-        assert scan.state.is_completed(), scan.state.message
+        _scan(server)
     for path in batches:
         assert _selected(path).read_bytes() == expected_output(path)
 
 
 def _selected(path: Path) -> Path:
     return path.with_name(path.name.replace(".json", "_selected.json"))
+
+
+def _scan(server: Server) -> None:
+    """Run the scheduled scan once, as its schedule would, to its end: it selects every batch not yet selected."""
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
+        scan = run_deployment("select-directory/scheduled", timeout=RECOVERY_SECONDS, poll_interval=1)
+    assert scan.state.is_completed(), scan.state.message
+
+
+def _triggered_run_once_ended(server: Server, path: Path, serve: subprocess.Popen[bytes], log: str) -> Any | None:
+    """The triggered run of ``path`` once it ended, or None if the server has made none after
+    :data:`TRIGGERED_RUN_SECONDS`; a run that does not end in :data:`RECOVERY_SECONDS` fails the test with its
+    states and the end of ``serve``'s log."""
+    deadline = time.monotonic() + TRIGGERED_RUN_SECONDS
+
+    def ended() -> tuple[Any | None] | None:
+        flow_run = _run_on(server, path)
+        if flow_run is None:
+            return (None,) if time.monotonic() > deadline else None
+        return (flow_run,) if flow_run.state.is_final() else None
+
+    try:
+        return wait_until(f"the triggered run of {path.name} to end", ended, RECOVERY_SECONDS)[0]
+    except pytest.fail.Exception as failure:
+        flow_run = _run_on(server, path)
+        states = (
+            [(s.name, s.timestamp.isoformat(), s.message) for s in _states(server, flow_run.id)] if flow_run else []
+        )
+        pytest.fail(f"{failure}; its states: {states}; serve (alive: {serve.poll() is None}) logged, last: "
+                    f"{(server.logs / log).read_text(errors='replace')[-3000:]}")  # fmt: skip
 
 
 def _failed_actions(server: Server) -> int:
