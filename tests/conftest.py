@@ -56,6 +56,16 @@ from tests.support.redis import redis_server  # noqa: E402,F401 - its Redis (mes
 LONG_GROUPS = ("server", "crawl-cluster")
 
 
+def pytest_sessionstart(session: object) -> None:
+    """Build Hypothesis's Unicode tables (``.hypothesis/unicode_data``) once, outside any test. A fresh clone (CI)
+    has none; built inside a test's first draw, they trip Hypothesis's own warning "Do not use the `random` module
+    inside strategies" (seen with hypothesis 6.155; none once the tables exist)."""
+    from hypothesis import find
+    from hypothesis import strategies as st
+
+    find(st.text(min_size=1), lambda text: True)
+
+
 def pytest_collection_modifyitems(items: list) -> None:
     """Under pytest-xdist (``--dist loadgroup``), every test on the real server runs in one worker: one server; and
     the groups of :data:`LONG_GROUPS` come first, in that order (the others keep theirs)."""
