@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 import tempfile
 
+import pytest
+
 _PREFECT_HOME = tempfile.mkdtemp(prefix="content-selection-prefect-home-")
 os.environ["PREFECT_HOME"] = _PREFECT_HOME
 os.environ["PREFECT_PROFILES_PATH"] = os.path.join(_PREFECT_HOME, "profiles.toml")
@@ -56,7 +58,8 @@ from tests.support.redis import redis_server  # noqa: E402,F401 - its Redis (mes
 LONG_GROUPS = ("server", "crawl-cluster")
 
 
-def pytest_sessionstart(session: object) -> None:
+@pytest.hookimpl(trylast=True)  # after Hypothesis's own, which ends its plugin's initialization
+def pytest_sessionstart(session: pytest.Session) -> None:
     """Build Hypothesis's Unicode tables (``.hypothesis/unicode_data``) once, outside any test. A fresh clone (CI)
     has none; built inside a test's first draw, they trip Hypothesis's own warning "Do not use the `random` module
     inside strategies" (seen with hypothesis 6.155; none once the tables exist)."""
@@ -69,7 +72,6 @@ def pytest_sessionstart(session: object) -> None:
 def pytest_collection_modifyitems(items: list) -> None:
     """Under pytest-xdist (``--dist loadgroup``), every test on the real server runs in one worker: one server; and
     the groups of :data:`LONG_GROUPS` come first, in that order (the others keep theirs)."""
-    import pytest
 
     def group(item: pytest.Item) -> str | None:
         marker = item.get_closest_marker("xdist_group")
