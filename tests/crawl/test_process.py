@@ -171,9 +171,10 @@ def test_extractor_processes_killed_from_outside_leave_the_bytes_of_a_clean_run(
     commits = -1
     while watched.is_alive() and len(killed) < 2:
         time.sleep(0.05)
-        # The second kill waits for a commit after the first: the piece that held the call run again after the
-        # first kill has ended, so no call dies twice (a second death is that call's error, by design).
-        if killed and len(list(out.rglob("*.commit"))) <= commits:
+        # The second kill waits for two commits after the count taken before the first: the piece that held the
+        # call run again after the first kill has ended (even if a commit came between the count and the kill), so
+        # no call dies twice (a second death is that call's error, by design).
+        if killed and len(list(out.rglob("*.commit"))) <= commits + 1:
             continue
         try:  # an extractor process: a child of the fork server, itself a child of the WARC's process
             extractors = [p for p in child.children(recursive=True) if p.ppid() != child.pid and p.pid not in killed]
