@@ -58,6 +58,15 @@ from tests.support.redis import redis_server  # noqa: E402,F401 - its Redis (mes
 LONG_GROUPS = ("server", "crawl-cluster")
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto`` (pyproject.toml's default): one xdist worker more than the cores this process may use. The long
+    tests mostly wait (a heartbeat window, a lease going stale, a minute of outage) while the CPU has room, so on two
+    cores a third worker fills that time (README, "Tests"). ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides where set."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own hook reads it
+    return len(os.sched_getaffinity(0)) + 1
+
+
 @pytest.hookimpl(trylast=True)  # after Hypothesis's own, which ends its plugin's initialization
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Build Hypothesis's Unicode tables (``.hypothesis/unicode_data``) once, outside any test. A fresh clone (CI)
