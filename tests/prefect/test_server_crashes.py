@@ -131,8 +131,7 @@ def test_a_run_across_a_restart_of_redis_then_its_process_killed_is_run_again_to
     """Redis (the server's messaging, causal ordering and leases) is SIGKILLed, left down 6 s and started again
     while a triggered selection runs: the server fails ``serve``'s polls meanwhile, and Prefect's runner stops after
     three; ``serve`` starts it again. Then the run's own process, found before the outage, is SIGKILLed (``serve``
-    reports it Crashed), unless the runner's stop already ended it (seen once in a clean-clone run: the three polls
-    failed with 500s within 3 s of the kill, and the process was gone after the restart). The re-run automation
+    reports it Crashed), unless the runner's stop already ended it (docs/prefect.md). The re-run automation
     schedules the same run again, ``serve`` runs it to the right bytes; a batch announced after the restart of Redis
     is selected once: by its triggered run if the server made one (then no automation action failed), else by the
     scheduled scan, the chain's safety net; ``serve`` is still serving."""
